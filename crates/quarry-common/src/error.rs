@@ -1,0 +1,178 @@
+//! The one error type of Quarry and its single mapping to MySQL error numbers and SQLSTATE.
+//!
+//! Every layer returns [`Error`]; the protocol layer turns it into an ERR packet with
+//! [`Error::code`] and [`Error::sqlstate`]. Constructors are named after the MySQL condition
+//! so call sites read like the MySQL manual (`Error::no_such_table(db, t)`).
+
+use std::fmt;
+
+/// A MySQL-visible error: number, SQLSTATE and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub code: u16,
+    pub message: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: u16, message: impl Into<String>) -> Error {
+        Error { code, message: message.into() }
+    }
+
+    /// SQLSTATE for the error number, as MariaDB sends it.
+    pub fn sqlstate(&self) -> &'static str {
+        match self.code {
+            1040 => "08004",
+            1045 => "28000",
+            1046 => "3D000",
+            1049 | 1064 | 1102 | 1103 | 1149 | 1286 => "42000",
+            1050 => "42S01",
+            1051 | 1109 | 1146 => "42S02",
+            1054 | 1060 => "42S21",
+            1062 | 1022 => "23000",
+            1048 | 1364 => "23000",
+            1136 | 1058 => "21S01",
+            1242 | 1241 => "21000",
+            1264 | 1690 => "22003",
+            1292 | 1366 | 1411 => "22007",
+            1406 => "22001",
+            1365 => "22012",
+            1193 | 1231 | 1232 => "42000",
+            1213 => "40001",
+            1205 => "HY000",
+            1153 => "08S01",
+            1047 => "08S01",
+            _ => "HY000",
+        }
+    }
+
+    pub fn syntax(msg: impl fmt::Display) -> Error {
+        Error::new(1064, format!("You have an error in your SQL syntax; {msg}"))
+    }
+    pub fn syntax_near(near: &str) -> Error {
+        let near: String = near.chars().take(80).collect();
+        Error::new(
+            1064,
+            format!("You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version for the right syntax to use near '{near}'"),
+        )
+    }
+    pub fn unsupported(what: impl fmt::Display) -> Error {
+        Error::new(1235, format!("This version of Quarry doesn't yet support '{what}'"))
+    }
+    pub fn internal(msg: impl fmt::Display) -> Error {
+        Error::new(1105, format!("Unknown error: {msg}"))
+    }
+    pub fn io(context: impl fmt::Display, e: std::io::Error) -> Error {
+        if e.raw_os_error() == Some(28) {
+            return Error::new(1021, format!("Disk full ({context}); waiting for someone to free some space"));
+        }
+        Error::new(1030, format!("Got error {e} from storage engine ({context})"))
+    }
+    pub fn corrupt(what: impl fmt::Display) -> Error {
+        Error::new(1034, format!("Index for table '{what}' is corrupt; try to repair it"))
+    }
+    pub fn no_database() -> Error {
+        Error::new(1046, "No database selected")
+    }
+    pub fn unknown_database(db: &str) -> Error {
+        Error::new(1049, format!("Unknown database '{db}'"))
+    }
+    pub fn database_exists(db: &str) -> Error {
+        Error::new(1007, format!("Can't create database '{db}'; database exists"))
+    }
+    pub fn drop_missing_database(db: &str) -> Error {
+        Error::new(1008, format!("Can't drop database '{db}'; database doesn't exist"))
+    }
+    pub fn no_such_table(db: &str, table: &str) -> Error {
+        Error::new(1146, format!("Table '{db}.{table}' doesn't exist"))
+    }
+    pub fn unknown_table(name: &str) -> Error {
+        Error::new(1051, format!("Unknown table '{name}'"))
+    }
+    pub fn table_exists(table: &str) -> Error {
+        Error::new(1050, format!("Table '{table}' already exists"))
+    }
+    pub fn unknown_column(col: &str, clause: &str) -> Error {
+        Error::new(1054, format!("Unknown column '{col}' in '{clause}'"))
+    }
+    pub fn ambiguous_column(col: &str, clause: &str) -> Error {
+        Error::new(1052, format!("Column '{col}' in {clause} is ambiguous"))
+    }
+    pub fn duplicate_column(col: &str) -> Error {
+        Error::new(1060, format!("Duplicate column name '{col}'"))
+    }
+    pub fn duplicate_key(key: &str, index: &str) -> Error {
+        Error::new(1062, format!("Duplicate entry '{key}' for key '{index}'"))
+    }
+    pub fn column_count_mismatch(row: usize) -> Error {
+        Error::new(1136, format!("Column count doesn't match value count at row {row}"))
+    }
+    pub fn not_null(col: &str) -> Error {
+        Error::new(1048, format!("Column '{col}' cannot be null"))
+    }
+    pub fn no_default(col: &str) -> Error {
+        Error::new(1364, format!("Field '{col}' doesn't have a default value"))
+    }
+    pub fn out_of_range(col: &str, row: usize) -> Error {
+        Error::new(1264, format!("Out of range value for column '{col}' at row {row}"))
+    }
+    pub fn data_too_long(col: &str, row: usize) -> Error {
+        Error::new(1406, format!("Data too long for column '{col}' at row {row}"))
+    }
+    pub fn incorrect_value(kind: &str, value: &str, col: &str, row: usize) -> Error {
+        Error::new(
+            1366,
+            format!("Incorrect {kind} value: '{value}' for column `{col}` at row {row}"),
+        )
+    }
+    pub fn unknown_engine(name: &str) -> Error {
+        Error::new(1286, format!("Unknown storage engine '{name}'"))
+    }
+    pub fn unknown_system_variable(name: &str) -> Error {
+        Error::new(1193, format!("Unknown system variable '{name}'"))
+    }
+    pub fn unknown_function(name: &str) -> Error {
+        Error::new(1305, format!("FUNCTION {name} does not exist"))
+    }
+    pub fn subquery_rows() -> Error {
+        Error::new(1242, "Subquery returns more than 1 row")
+    }
+    pub fn operand_columns(n: usize) -> Error {
+        Error::new(1241, format!("Operand should contain {n} column(s)"))
+    }
+    pub fn invalid_group() -> Error {
+        Error::new(1111, "Invalid use of group function")
+    }
+    pub fn bigint_out_of_range(kind: &str, expr: &str) -> Error {
+        Error::new(1690, format!("{kind} value is out of range in '{expr}'"))
+    }
+    pub fn packet_too_large() -> Error {
+        Error::new(1153, "Got a packet bigger than 'max_allowed_packet' bytes")
+    }
+    pub fn query_interrupted() -> Error {
+        Error::new(1317, "Query execution was interrupted")
+    }
+    pub fn lock_wait_timeout() -> Error {
+        Error::new(1205, "Lock wait timeout exceeded; try restarting transaction")
+    }
+    pub fn wrong_arguments(func: &str) -> Error {
+        Error::new(1582, format!("Incorrect parameter count in the call to native function '{func}'"))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ERROR {} ({}): {}", self.code, self.sqlstate(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Shorthand for an early return with a MySQL error.
+#[macro_export]
+macro_rules! bail {
+    ($e:expr) => {
+        return Err($e)
+    };
+}

@@ -1,0 +1,277 @@
+//! SQL column types as MySQL declares them, and what each one tells a client.
+//!
+//! A [`SqlType`] is what `CREATE TABLE` declared (or what the binder inferred for an
+//! expression). It knows its wire type code, display length and flags, so the protocol can
+//! send exact column metadata without knowing anything about SQL.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TypeKind {
+    TinyInt,
+    SmallInt,
+    MediumInt,
+    Int,
+    BigInt,
+    Decimal,
+    Float,
+    Double,
+    Char,
+    VarChar,
+    Text,
+    Binary,
+    VarBinary,
+    Blob,
+    Date,
+    DateTime,
+    Timestamp,
+    Time,
+    Year,
+    /// The type of the `NULL` literal.
+    Null,
+}
+
+/// A declared or inferred SQL type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SqlType {
+    pub kind: TypeKind,
+    pub unsigned: bool,
+    /// Characters for strings, precision for DECIMAL, display width otherwise (0 = default).
+    pub len: u32,
+    /// Digits after the point for DECIMAL / fractional seconds.
+    pub scale: u8,
+}
+
+/// Wire-protocol column type codes (`enum_field_types`).
+pub mod wire {
+    pub const DECIMAL: u8 = 0;
+    pub const TINY: u8 = 1;
+    pub const SHORT: u8 = 2;
+    pub const LONG: u8 = 3;
+    pub const FLOAT: u8 = 4;
+    pub const DOUBLE: u8 = 5;
+    pub const NULL: u8 = 6;
+    pub const TIMESTAMP: u8 = 7;
+    pub const LONGLONG: u8 = 8;
+    pub const INT24: u8 = 9;
+    pub const DATE: u8 = 10;
+    pub const TIME: u8 = 11;
+    pub const DATETIME: u8 = 12;
+    pub const YEAR: u8 = 13;
+    pub const VARCHAR: u8 = 15;
+    pub const NEWDECIMAL: u8 = 246;
+    pub const TINY_BLOB: u8 = 249;
+    pub const MEDIUM_BLOB: u8 = 250;
+    pub const LONG_BLOB: u8 = 251;
+    pub const BLOB: u8 = 252;
+    pub const VAR_STRING: u8 = 253;
+    pub const STRING: u8 = 254;
+}
+
+/// Column definition flags sent in result-set metadata.
+pub mod flags {
+    pub const NOT_NULL: u16 = 1;
+    pub const PRI_KEY: u16 = 2;
+    pub const UNIQUE_KEY: u16 = 4;
+    pub const MULTIPLE_KEY: u16 = 8;
+    pub const BLOB: u16 = 16;
+    pub const UNSIGNED: u16 = 32;
+    pub const BINARY: u16 = 128;
+    pub const AUTO_INCREMENT: u16 = 512;
+    pub const TIMESTAMP: u16 = 1024;
+    pub const NO_DEFAULT_VALUE: u16 = 4096;
+    pub const NUM: u16 = 32768;
+}
+
+pub const CHARSET_UTF8MB4: u16 = 45; // utf8mb4_general_ci
+pub const CHARSET_BINARY: u16 = 63;
+
+impl SqlType {
+    pub const fn new(kind: TypeKind) -> SqlType {
+        SqlType { kind, unsigned: false, len: 0, scale: 0 }
+    }
+    pub const BIGINT: SqlType = SqlType::new(TypeKind::BigInt);
+    pub const INT: SqlType = SqlType::new(TypeKind::Int);
+    pub const DOUBLE: SqlType = SqlType::new(TypeKind::Double);
+    pub const NULL: SqlType = SqlType::new(TypeKind::Null);
+    pub const DATE: SqlType = SqlType::new(TypeKind::Date);
+    pub const DATETIME: SqlType = SqlType::new(TypeKind::DateTime);
+    pub fn varchar(len: u32) -> SqlType {
+        SqlType { kind: TypeKind::VarChar, unsigned: false, len, scale: 0 }
+    }
+    pub fn decimal(precision: u32, scale: u8) -> SqlType {
+        SqlType { kind: TypeKind::Decimal, unsigned: false, len: precision.min(65), scale: scale.min(38) }
+    }
+
+    pub fn is_integer(&self) -> bool {
+        use TypeKind::*;
+        matches!(self.kind, TinyInt | SmallInt | MediumInt | Int | BigInt | Year)
+    }
+    pub fn is_numeric(&self) -> bool {
+        self.is_integer() || matches!(self.kind, TypeKind::Decimal | TypeKind::Float | TypeKind::Double)
+    }
+    pub fn is_string(&self) -> bool {
+        use TypeKind::*;
+        matches!(self.kind, Char | VarChar | Text | Binary | VarBinary | Blob)
+    }
+    pub fn is_binary(&self) -> bool {
+        matches!(self.kind, TypeKind::Binary | TypeKind::VarBinary | TypeKind::Blob)
+    }
+    pub fn is_temporal(&self) -> bool {
+        use TypeKind::*;
+        matches!(self.kind, Date | DateTime | Timestamp | Time)
+    }
+    /// Variable-length types (their presence makes DYNAMIC the default row format).
+    pub fn is_variable(&self) -> bool {
+        use TypeKind::*;
+        matches!(self.kind, VarChar | Text | VarBinary | Blob)
+    }
+
+    /// Inclusive range of an integer type.
+    pub fn int_range(&self) -> (i128, i128) {
+        use TypeKind::*;
+        let bits = match self.kind {
+            TinyInt => 8,
+            SmallInt => 16,
+            MediumInt => 24,
+            Int => 32,
+            Year => 16,
+            _ => 64,
+        };
+        if self.unsigned {
+            (0, (1i128 << bits) - 1)
+        } else {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        }
+    }
+
+    /// Maximum length in characters for CHAR/VARCHAR/TEXT/BLOB values.
+    pub fn max_chars(&self) -> u32 {
+        match self.kind {
+            TypeKind::Text | TypeKind::Blob => 65535,
+            _ => self.len,
+        }
+    }
+
+    pub fn wire_type(&self) -> u8 {
+        use TypeKind::*;
+        match self.kind {
+            TinyInt => wire::TINY,
+            SmallInt => wire::SHORT,
+            MediumInt => wire::INT24,
+            Int => wire::LONG,
+            BigInt => wire::LONGLONG,
+            Decimal => wire::NEWDECIMAL,
+            Float => wire::FLOAT,
+            Double => wire::DOUBLE,
+            Char | Binary => wire::STRING,
+            VarChar | VarBinary => wire::VAR_STRING,
+            Text | Blob => wire::BLOB,
+            Date => wire::DATE,
+            DateTime => wire::DATETIME,
+            Timestamp => wire::TIMESTAMP,
+            Time => wire::TIME,
+            Year => wire::YEAR,
+            Null => wire::NULL,
+        }
+    }
+
+    pub fn charset(&self) -> u16 {
+        if self.is_string() && !self.is_binary() {
+            CHARSET_UTF8MB4
+        } else {
+            CHARSET_BINARY
+        }
+    }
+
+    /// Display length in bytes, as MariaDB reports it in column metadata.
+    pub fn display_length(&self) -> u32 {
+        use TypeKind::*;
+        let w = |d: u32| if self.len > 0 { self.len } else { d };
+        match self.kind {
+            TinyInt => w(if self.unsigned { 3 } else { 4 }),
+            SmallInt => w(if self.unsigned { 5 } else { 6 }),
+            MediumInt => w(if self.unsigned { 8 } else { 9 }),
+            Int => w(if self.unsigned { 10 } else { 11 }),
+            BigInt => w(20),
+            Year => 4,
+            Decimal => self.len + if self.scale > 0 { 1 } else { 0 } + if self.unsigned { 0 } else { 1 },
+            Float => 12,
+            Double => 22,
+            Char | VarChar => self.len * 4,
+            Binary | VarBinary => self.len,
+            Text => 65535 * 4,
+            Blob => 65535,
+            Date => 10,
+            DateTime | Timestamp => 19 + if self.scale > 0 { self.scale as u32 + 1 } else { 0 },
+            Time => 10,
+            Null => 0,
+        }
+    }
+
+    /// Decimals byte of the column definition (31 = "not fixed" for floats and strings).
+    pub fn decimals(&self) -> u8 {
+        use TypeKind::*;
+        match self.kind {
+            Decimal | DateTime | Timestamp | Time => self.scale,
+            Float | Double => 31,
+            Char | VarChar | Text | Binary | VarBinary | Blob => 0,
+            _ => 0,
+        }
+    }
+
+    pub fn column_flags(&self) -> u16 {
+        let mut f = 0;
+        if self.unsigned {
+            f |= flags::UNSIGNED;
+        }
+        if self.is_numeric() {
+            f |= flags::NUM;
+        }
+        if matches!(self.kind, TypeKind::Text | TypeKind::Blob) {
+            f |= flags::BLOB;
+        }
+        if self.is_binary() {
+            f |= flags::BINARY;
+        }
+        f
+    }
+}
+
+impl fmt::Display for SqlType {
+    /// The type as `SHOW CREATE TABLE` prints it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use TypeKind::*;
+        let base = match self.kind {
+            TinyInt => "tinyint",
+            SmallInt => "smallint",
+            MediumInt => "mediumint",
+            Int => "int",
+            BigInt => "bigint",
+            Decimal => return write!(f, "decimal({},{}){}", self.len, self.scale, if self.unsigned { " unsigned" } else { "" }),
+            Float => "float",
+            Double => "double",
+            Char => return write!(f, "char({})", self.len),
+            VarChar => return write!(f, "varchar({})", self.len),
+            Binary => return write!(f, "binary({})", self.len),
+            VarBinary => return write!(f, "varbinary({})", self.len),
+            Text => "text",
+            Blob => "blob",
+            Date => "date",
+            DateTime => "datetime",
+            Timestamp => "timestamp",
+            Time => "time",
+            Year => "year",
+            Null => "null",
+        };
+        if self.is_integer() && self.kind != Year {
+            write!(f, "{base}({})", self.display_length())?;
+        } else {
+            f.write_str(base)?;
+        }
+        if self.unsigned {
+            f.write_str(" unsigned")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,753 @@
+//! Runtime values with MySQL's conversion and comparison rules.
+//!
+//! A [`Value`] is one SQL datum. Strings are UTF-8 (`utf8mb4`); binary strings are bytes.
+//! Comparison follows MySQL: numbers compare numerically, a string against a number
+//! converts the string to a number, strings compare with the default case-insensitive,
+//! trailing-space-insensitive collation (see [`collate_cmp`]).
+
+use std::cmp::Ordering;
+use std::fmt::{self, Write};
+
+use crate::types::{SqlType, TypeKind};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+    Decimal(Decimal),
+    Str(String),
+    Bytes(Vec<u8>),
+    Date(Date),
+    DateTime(DateTime),
+}
+
+/// Fixed-point decimal: `mantissa * 10^-scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decimal {
+    pub mantissa: i128,
+    pub scale: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date {
+    pub year: u16,
+    pub month: u8,
+    pub day: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DateTime {
+    pub date: Date,
+    pub hour: u8,
+    pub minute: u8,
+    pub second: u8,
+    pub micro: u32,
+}
+
+const POW10: [i128; 39] = {
+    let mut p = [1i128; 39];
+    let mut i = 1;
+    while i < 39 {
+        p[i] = p[i - 1] * 10;
+        i += 1;
+    }
+    p
+};
+
+pub fn pow10(n: u8) -> i128 {
+    POW10[n.min(38) as usize]
+}
+
+impl Decimal {
+    pub fn new(mantissa: i128, scale: u8) -> Decimal {
+        Decimal { mantissa, scale }
+    }
+    pub fn from_i64(v: i64) -> Decimal {
+        Decimal { mantissa: v as i128, scale: 0 }
+    }
+    /// Rescale, rounding half away from zero when digits are dropped.
+    pub fn rescale(self, scale: u8) -> Decimal {
+        if scale >= self.scale {
+            Decimal { mantissa: self.mantissa.saturating_mul(pow10(scale - self.scale)), scale }
+        } else {
+            let div = pow10(self.scale - scale);
+            let q = self.mantissa / div;
+            let r = self.mantissa % div;
+            let adj = if r.abs() * 2 >= div { self.mantissa.signum() } else { 0 };
+            Decimal { mantissa: q + adj, scale }
+        }
+    }
+    pub fn to_f64(self) -> f64 {
+        self.mantissa as f64 / pow10(self.scale) as f64
+    }
+    pub fn from_f64(v: f64, scale: u8) -> Decimal {
+        Decimal { mantissa: (v * pow10(scale) as f64).round() as i128, scale }
+    }
+    /// Integer value, rounded half away from zero (MySQL's decimal → int rule).
+    pub fn round_to_i128(self) -> i128 {
+        self.rescale(0).mantissa
+    }
+    pub fn parse(s: &str) -> Option<Decimal> {
+        let s = s.trim();
+        let (neg, body) = match s.as_bytes().first() {
+            Some(b'-') => (true, &s[1..]),
+            Some(b'+') => (false, &s[1..]),
+            _ => (false, s),
+        };
+        let (int_part, frac_part) = match body.find('.') {
+            Some(p) => (&body[..p], &body[p + 1..]),
+            None => (body, ""),
+        };
+        if int_part.is_empty() && frac_part.is_empty() {
+            return None;
+        }
+        if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac_part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let frac_part = &frac_part[..frac_part.len().min(30)];
+        let mut m: i128 = 0;
+        for b in int_part.bytes().chain(frac_part.bytes()) {
+            m = m.checked_mul(10)?.checked_add((b - b'0') as i128)?;
+        }
+        Some(Decimal { mantissa: if neg { -m } else { m }, scale: frac_part.len() as u8 })
+    }
+    pub fn add(self, o: Decimal) -> Option<Decimal> {
+        let s = self.scale.max(o.scale);
+        let a = self.rescale(s);
+        let b = o.rescale(s);
+        Some(Decimal { mantissa: a.mantissa.checked_add(b.mantissa)?, scale: s })
+    }
+    pub fn sub(self, o: Decimal) -> Option<Decimal> {
+        self.add(Decimal { mantissa: -o.mantissa, scale: o.scale })
+    }
+    pub fn mul(self, o: Decimal) -> Option<Decimal> {
+        let m = self.mantissa.checked_mul(o.mantissa)?;
+        let d = Decimal { mantissa: m, scale: self.scale + o.scale };
+        Some(if d.scale > 30 { d.rescale(30) } else { d })
+    }
+    /// Division with `extra` more fractional digits than the dividend (div_precision_increment).
+    pub fn div(self, o: Decimal, extra: u8) -> Option<Decimal> {
+        if o.mantissa == 0 {
+            return None;
+        }
+        let scale = (self.scale + extra).min(30);
+        // result mantissa = self.m * 10^(scale + o.scale - self.scale) / o.m, rounded
+        let shift = scale as i32 + o.scale as i32 - self.scale as i32;
+        let num = if shift >= 0 {
+            self.mantissa.checked_mul(pow10(shift as u8))?
+        } else {
+            self.mantissa / pow10((-shift) as u8)
+        };
+        let q = num / o.mantissa;
+        let r = num % o.mantissa;
+        let adj = if r.abs() * 2 >= o.mantissa.abs() { num.signum() * o.mantissa.signum() } else { 0 };
+        Some(Decimal { mantissa: q + adj, scale })
+    }
+    pub fn cmp(&self, o: &Decimal) -> Ordering {
+        let s = self.scale.max(o.scale);
+        self.rescale(s).mantissa.cmp(&o.rescale(s).mantissa)
+    }
+    /// Number of integer digits (for DECIMAL(p,s) range checks).
+    pub fn int_digits(&self) -> u32 {
+        let mut v = (self.mantissa / pow10(self.scale)).unsigned_abs();
+        let mut d = 0;
+        while v > 0 {
+            d += 1;
+            v /= 10;
+        }
+        d
+    }
+}
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let neg = self.mantissa < 0;
+        let digits = self.mantissa.unsigned_abs().to_string();
+        let scale = self.scale as usize;
+        if neg {
+            f.write_char('-')?;
+        }
+        if scale == 0 {
+            return f.write_str(&digits);
+        }
+        if digits.len() <= scale {
+            f.write_str("0.")?;
+            for _ in 0..scale - digits.len() {
+                f.write_char('0')?;
+            }
+            f.write_str(&digits)
+        } else {
+            let (i, fr) = digits.split_at(digits.len() - scale);
+            write!(f, "{i}.{fr}")
+        }
+    }
+}
+
+impl Date {
+    pub fn days_in_month(year: u16, month: u8) -> u8 {
+        match month {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+            2 => 28,
+            _ => 0,
+        }
+    }
+    pub fn is_valid(&self) -> bool {
+        // MySQL allows the zero date and zero parts in some modes; we accept 0000-00-00 only.
+        (self.year == 0 && self.month == 0 && self.day == 0)
+            || (self.month >= 1 && self.month <= 12 && self.day >= 1 && self.day <= Date::days_in_month(self.year, self.month))
+    }
+    /// Days since 0000-03-01 based civil calendar (proleptic Gregorian), as a plain count.
+    pub fn to_days(&self) -> i64 {
+        let y = self.year as i64 - if self.month <= 2 { 1 } else { 0 };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let m = self.month as i64;
+        let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + self.day as i64 - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        era * 146097 + doe - 719468 + 719528 // days since year 0 like MySQL TO_DAYS
+    }
+    pub fn from_days(days: i64) -> Date {
+        let z = days - 719528 + 719468;
+        let era = z.div_euclid(146097);
+        let doe = z - era * 146097;
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        let y = yoe + era * 400;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = if m <= 2 { y + 1 } else { y };
+        Date { year: y.clamp(0, 9999) as u16, month: m as u8, day: d as u8 }
+    }
+    /// 0 = Monday … 6 = Sunday.
+    pub fn weekday(&self) -> u8 {
+        ((self.to_days() + 5).rem_euclid(7)) as u8
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+    }
+}
+
+impl DateTime {
+    pub fn from_date(date: Date) -> DateTime {
+        DateTime { date, hour: 0, minute: 0, second: 0, micro: 0 }
+    }
+    pub fn to_micros(&self) -> i64 {
+        ((self.date.to_days() * 86400 + self.hour as i64 * 3600 + self.minute as i64 * 60 + self.second as i64) * 1_000_000)
+            + self.micro as i64
+    }
+    pub fn from_micros(us: i64) -> DateTime {
+        let secs = us.div_euclid(1_000_000);
+        let micro = us.rem_euclid(1_000_000) as u32;
+        let days = secs.div_euclid(86400);
+        let rem = secs.rem_euclid(86400);
+        DateTime {
+            date: Date::from_days(days),
+            hour: (rem / 3600) as u8,
+            minute: (rem / 60 % 60) as u8,
+            second: (rem % 60) as u8,
+            micro,
+        }
+    }
+    pub fn now() -> DateTime {
+        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let epoch = Date { year: 1970, month: 1, day: 1 }.to_days();
+        DateTime::from_micros(epoch * 86_400_000_000 + d.as_micros() as i64)
+    }
+    pub fn fmt_with_scale(&self, scale: u8) -> String {
+        let mut s = format!("{} {:02}:{:02}:{:02}", self.date, self.hour, self.minute, self.second);
+        if scale > 0 {
+            let frac = format!("{:06}", self.micro);
+            s.push('.');
+            s.push_str(&frac[..scale.min(6) as usize]);
+        }
+        s
+    }
+}
+
+impl fmt::Display for DateTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scale = if self.micro > 0 { 6 } else { 0 };
+        f.write_str(&self.fmt_with_scale(scale))
+    }
+}
+
+/// Parse `YYYY-MM-DD[ hh:mm:ss[.ffffff]]` (also `T` separator, `/` and compact digits).
+pub fn parse_datetime(s: &str) -> Option<DateTime> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    if !b.is_empty() && b.iter().all(|c| c.is_ascii_digit()) && (b.len() == 8 || b.len() == 14) {
+        let n = |r: std::ops::Range<usize>| s[r].parse::<u32>().ok();
+        let date = Date { year: n(0..4)? as u16, month: n(4..6)? as u8, day: n(6..8)? as u8 };
+        let (h, mi, se) = if b.len() == 14 { (n(8..10)?, n(10..12)?, n(12..14)?) } else { (0, 0, 0) };
+        let dt = DateTime { date, hour: h as u8, minute: mi as u8, second: se as u8, micro: 0 };
+        return valid_dt(dt);
+    }
+    let mut parts = s.splitn(2, [' ', 'T']);
+    let dpart = parts.next()?;
+    let tpart = parts.next().map(str::trim);
+    let mut ds = dpart.split(['-', '/', '.']);
+    let year: u32 = ds.next()?.parse().ok()?;
+    let month: u32 = ds.next()?.parse().ok()?;
+    let day: u32 = ds.next()?.parse().ok()?;
+    if ds.next().is_some() {
+        return None;
+    }
+    let year = if dpart.find(['-', '/', '.']) == Some(2) { if year < 70 { year + 2000 } else { year + 1900 } } else { year };
+    let mut dt = DateTime::from_date(Date { year: year as u16, month: month as u8, day: day as u8 });
+    if let Some(t) = tpart.filter(|t| !t.is_empty()) {
+        let (hms, frac) = match t.find('.') {
+            Some(p) => (&t[..p], Some(&t[p + 1..])),
+            None => (t, None),
+        };
+        let mut ts = hms.split(':');
+        dt.hour = ts.next()?.parse().ok()?;
+        dt.minute = ts.next().unwrap_or("0").parse().ok()?;
+        dt.second = ts.next().unwrap_or("0").parse().ok()?;
+        if let Some(fr) = frac {
+            let fr = &fr[..fr.len().min(6)];
+            if !fr.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            dt.micro = format!("{fr:0<6}").parse().ok()?;
+        }
+    }
+    valid_dt(dt)
+}
+
+fn valid_dt(dt: DateTime) -> Option<DateTime> {
+    if dt.date.is_valid() && dt.hour < 24 && dt.minute < 60 && dt.second < 60 {
+        Some(dt)
+    } else {
+        None
+    }
+}
+
+/// Fold a string for the default collation: case-insensitive, trailing spaces ignored.
+pub fn collate_cmp(a: &str, b: &str) -> Ordering {
+    let a = a.trim_end_matches(' ');
+    let b = b.trim_end_matches(' ');
+    if a.is_ascii() && b.is_ascii() {
+        let (ab, bb) = (a.as_bytes(), b.as_bytes());
+        for (x, y) in ab.iter().zip(bb.iter()) {
+            let (x, y) = (x.to_ascii_uppercase(), y.to_ascii_uppercase());
+            if x != y {
+                return x.cmp(&y);
+            }
+        }
+        return ab.len().cmp(&bb.len());
+    }
+    let mut ai = a.chars().flat_map(char::to_uppercase);
+    let mut bi = b.chars().flat_map(char::to_uppercase);
+    loop {
+        match (ai.next(), bi.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x != y => return x.cmp(&y),
+            _ => {}
+        }
+    }
+}
+
+/// Append the collation's sort key of `s` to `out` (equal keys ⇔ equal under [`collate_cmp`]).
+pub fn collate_key(s: &str, out: &mut Vec<u8>) {
+    let s = s.trim_end_matches(' ');
+    if s.is_ascii() {
+        out.extend(s.bytes().map(|b| b.to_ascii_uppercase()));
+    } else {
+        for c in s.chars().flat_map(char::to_uppercase) {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+        }
+    }
+}
+
+/// MySQL's lenient string → number prefix parse: leading spaces, sign, digits, fraction,
+/// exponent; stops at the first character that does not fit. Returns (value, whole string used).
+pub fn parse_number_prefix(s: &str) -> (f64, bool) {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let ds = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    if i == ds || (i == ds + 1 && b[ds] == b'.') {
+        return (0.0, t.trim().is_empty() && !s.is_empty() && false);
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+            j += 1;
+        }
+        let es = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > es {
+            i = j;
+        }
+    }
+    let v = t[..i].parse::<f64>().unwrap_or(0.0);
+    (v, t[i..].trim().is_empty())
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_))
+    }
+
+    pub fn to_f64(&self) -> f64 {
+        match self {
+            Value::Null => 0.0,
+            Value::Int(i) => *i as f64,
+            Value::UInt(u) => *u as f64,
+            Value::Double(d) => *d,
+            Value::Decimal(d) => d.to_f64(),
+            Value::Str(s) => parse_number_prefix(s).0,
+            Value::Bytes(b) => parse_number_prefix(&String::from_utf8_lossy(b)).0,
+            Value::Date(d) => (d.year as u64 * 10000 + d.month as u64 * 100 + d.day as u64) as f64,
+            Value::DateTime(dt) => {
+                let d = dt.date;
+                ((d.year as u64 * 10000 + d.month as u64 * 100 + d.day as u64) * 1_000_000
+                    + dt.hour as u64 * 10000
+                    + dt.minute as u64 * 100
+                    + dt.second as u64) as f64
+            }
+        }
+    }
+
+    /// Integer value with MySQL rounding (half away from zero), saturating.
+    pub fn to_i64(&self) -> i64 {
+        match self {
+            Value::Int(i) => *i,
+            Value::UInt(u) => *u as i64,
+            Value::Decimal(d) => d.round_to_i128().clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+            Value::Str(s) => str_to_i64(s),
+            Value::Bytes(b) => str_to_i64(&String::from_utf8_lossy(b)),
+            other => {
+                let f = other.to_f64().round();
+                if f >= i64::MAX as f64 {
+                    i64::MAX
+                } else if f <= i64::MIN as f64 {
+                    i64::MIN
+                } else {
+                    f as i64
+                }
+            }
+        }
+    }
+
+    pub fn to_decimal(&self) -> Decimal {
+        match self {
+            Value::Int(i) => Decimal::from_i64(*i),
+            Value::UInt(u) => Decimal { mantissa: *u as i128, scale: 0 },
+            Value::Decimal(d) => *d,
+            Value::Str(s) => Decimal::parse(s).unwrap_or_else(|| Decimal::from_f64(parse_number_prefix(s).0, 6)),
+            other => {
+                let f = other.to_f64();
+                Decimal::from_f64(f, if f.fract() == 0.0 { 0 } else { 10 })
+            }
+        }
+    }
+
+    /// SQL truth value: None for NULL.
+    pub fn truth(&self) -> Option<bool> {
+        match self {
+            Value::Null => None,
+            Value::Int(i) => Some(*i != 0),
+            Value::UInt(u) => Some(*u != 0),
+            Value::Decimal(d) => Some(d.mantissa != 0),
+            other => Some(other.to_f64() != 0.0),
+        }
+    }
+
+    pub fn from_bool(b: bool) -> Value {
+        Value::Int(b as i64)
+    }
+
+    /// The text form sent in the text protocol and printed by the shell.
+    pub fn to_text(&self) -> Option<String> {
+        match self {
+            Value::Null => None,
+            Value::Str(s) => Some(s.clone()),
+            Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            other => Some(other.to_string()),
+        }
+    }
+
+    /// Bytes for the wire (binary strings stay exact).
+    pub fn to_wire_bytes(&self) -> Option<Vec<u8>> {
+        match self {
+            Value::Null => None,
+            Value::Str(s) => Some(s.as_bytes().to_vec()),
+            Value::Bytes(b) => Some(b.clone()),
+            other => Some(other.to_string().into_bytes()),
+        }
+    }
+
+    pub fn as_str_lossy(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Value::Str(s) => std::borrow::Cow::Borrowed(s.as_str()),
+            Value::Bytes(b) => String::from_utf8_lossy(b),
+            Value::Null => std::borrow::Cow::Borrowed(""),
+            other => std::borrow::Cow::Owned(other.to_string()),
+        }
+    }
+
+    pub fn to_datetime(&self) -> Option<DateTime> {
+        match self {
+            Value::DateTime(dt) => Some(*dt),
+            Value::Date(d) => Some(DateTime::from_date(*d)),
+            Value::Str(s) => parse_datetime(s),
+            Value::Bytes(b) => parse_datetime(&String::from_utf8_lossy(b)),
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => {
+                let i = self.to_i64();
+                if i <= 0 {
+                    return None;
+                }
+                parse_datetime(&i.to_string())
+            }
+            Value::Null => None,
+        }
+    }
+
+    /// Comparison with MySQL's type rules; None when either side is NULL.
+    pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
+        use Value::*;
+        Some(match (self, other) {
+            (Null, _) | (_, Null) => return None,
+            (Int(a), Int(b)) => a.cmp(b),
+            (UInt(a), UInt(b)) => a.cmp(b),
+            (Int(a), UInt(b)) => (*a as i128).cmp(&(*b as i128)),
+            (UInt(a), Int(b)) => (*a as i128).cmp(&(*b as i128)),
+            (Str(a), Str(b)) => collate_cmp(a, b),
+            (Bytes(a), Bytes(b)) => a.cmp(b),
+            (Str(a), Bytes(b)) => a.as_bytes().cmp(b),
+            (Bytes(a), Str(b)) => a.as_slice().cmp(b.as_bytes()),
+            (Date(a), Date(b)) => a.cmp(b),
+            (DateTime(a), DateTime(b)) => a.cmp(b),
+            (Date(a), DateTime(b)) => crate::value::DateTime::from_date(*a).cmp(b),
+            (DateTime(a), Date(b)) => a.cmp(&crate::value::DateTime::from_date(*b)),
+            (Date(_) | DateTime(_), Str(_) | Bytes(_)) => match other.to_datetime() {
+                Some(o) => self.to_datetime()?.cmp(&o),
+                None => self.to_string().as_str().cmp(&*other.as_str_lossy()),
+            },
+            (Str(_) | Bytes(_), Date(_) | DateTime(_)) => return other.sql_cmp(self).map(Ordering::reverse),
+            (Decimal(a), Decimal(b)) => a.cmp(b),
+            (Decimal(a), Int(_) | UInt(_)) => a.cmp(&other.to_decimal()),
+            (Int(_) | UInt(_), Decimal(b)) => self.to_decimal().cmp(b),
+            (a, b) => a.to_f64().partial_cmp(&b.to_f64()).unwrap_or(Ordering::Equal),
+        })
+    }
+
+    /// Total order for sorting and grouping: NULL first, then by [`Value::sql_cmp`].
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        match (self.is_null(), other.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            _ => self.sql_cmp(other).unwrap_or(Ordering::Equal),
+        }
+    }
+
+    /// Append a key such that equal keys ⇔ values equal under grouping (collation-aware).
+    pub fn hash_key(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::Null => out.push(0),
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
+                out.push(1);
+                let d = self.to_decimal();
+                // normalise trailing zeros so 1.50 and 1.5 group together
+                let mut m = d.mantissa;
+                let mut s = d.scale;
+                while s > 0 && m % 10 == 0 {
+                    m /= 10;
+                    s -= 1;
+                }
+                out.extend_from_slice(&m.to_le_bytes());
+                out.push(s);
+            }
+            Value::Double(f) => {
+                if f.fract() == 0.0 && f.abs() < 1e30 {
+                    out.push(1);
+                    out.extend_from_slice(&(*f as i128).to_le_bytes());
+                    out.push(0);
+                } else {
+                    out.push(2);
+                    out.extend_from_slice(&f.to_bits().to_le_bytes());
+                }
+            }
+            Value::Str(s) => {
+                out.push(3);
+                collate_key(s, out);
+                out.push(0);
+            }
+            Value::Bytes(b) => {
+                out.push(4);
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+            Value::Date(d) => {
+                out.push(5);
+                out.extend_from_slice(&DateTime::from_date(*d).to_micros().to_le_bytes());
+            }
+            Value::DateTime(d) => {
+                out.push(5);
+                out.extend_from_slice(&d.to_micros().to_le_bytes());
+            }
+        }
+    }
+
+    /// A value of the given SQL type's natural runtime kind (used for result typing).
+    pub fn type_of(&self) -> SqlType {
+        match self {
+            Value::Null => SqlType::NULL,
+            Value::Int(_) => SqlType::BIGINT,
+            Value::UInt(_) => SqlType { unsigned: true, ..SqlType::BIGINT },
+            Value::Double(_) => SqlType::DOUBLE,
+            Value::Decimal(d) => SqlType::decimal((d.int_digits() + d.scale as u32).max(1), d.scale),
+            Value::Str(s) => SqlType::varchar(s.chars().count() as u32),
+            Value::Bytes(b) => SqlType { kind: TypeKind::VarBinary, unsigned: false, len: b.len() as u32, scale: 0 },
+            Value::Date(_) => SqlType::DATE,
+            Value::DateTime(_) => SqlType::DATETIME,
+        }
+    }
+}
+
+fn str_to_i64(s: &str) -> i64 {
+    let t = s.trim();
+    if let Ok(i) = t.parse::<i64>() {
+        return i;
+    }
+    let f = parse_number_prefix(s).0.round();
+    if f >= i64::MAX as f64 {
+        i64::MAX
+    } else if f <= i64::MIN as f64 {
+        i64::MIN
+    } else {
+        f as i64
+    }
+}
+
+/// Format a double the way MySQL prints it (shortest round-trip, `%g`-like for extremes).
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return "NaN".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d == 0.0 {
+        return "0".into();
+    }
+    let abs = d.abs();
+    if (1e-15..1e15).contains(&abs) {
+        format!("{d}")
+    } else {
+        trim_exp(&format!("{:e}", d), d)
+    }
+}
+
+fn trim_exp(s: &str, d: f64) -> String {
+    let (mant, exp) = s.split_once('e').unwrap_or((s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-15..15).contains(&exp) {
+        let v: f64 = format!("{mant}e{exp}").parse().unwrap_or(d);
+        let r = format!("{v}");
+        return r;
+    }
+    let mant = if mant.contains('.') { mant.trim_end_matches('0').trim_end_matches('.') } else { mant };
+    format!("{mant}e{}{}", if exp < 0 { "-" } else { "" }, exp.abs())
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(u) => write!(f, "{u}"),
+            Value::Double(d) => f.write_str(&format_double(*d)),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Str(s) => f.write_str(s),
+            Value::Bytes(b) => f.write_str(&String::from_utf8_lossy(b)),
+            Value::Date(d) => write!(f, "{d}"),
+            Value::DateTime(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+pub type Row = Vec<Value>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_arithmetic_and_display() {
+        let a = Decimal::parse("12.50").unwrap();
+        let b = Decimal::parse("-0.125").unwrap();
+        assert_eq!(a.add(b).unwrap().to_string(), "12.375");
+        assert_eq!(a.mul(b).unwrap().to_string(), "-1.56250");
+        assert_eq!(Decimal::from_i64(1).div(Decimal::from_i64(3), 4).unwrap().to_string(), "0.3333");
+        assert_eq!(Decimal::from_i64(2).div(Decimal::from_i64(3), 4).unwrap().to_string(), "0.6667");
+        assert_eq!(Decimal::parse("2.5").unwrap().round_to_i128(), 3);
+        assert_eq!(Decimal::parse("-2.5").unwrap().round_to_i128(), -3);
+        assert_eq!(Decimal::parse("0.05").unwrap().to_string(), "0.05");
+    }
+
+    #[test]
+    fn dates_round_trip_through_days() {
+        for s in ["2000-02-29", "1970-01-01", "2026-11-22", "0001-01-01", "9999-12-31"] {
+            let d = parse_datetime(s).unwrap().date;
+            assert_eq!(Date::from_days(d.to_days()).to_string(), s);
+        }
+        assert_eq!(Date { year: 1970, month: 1, day: 1 }.to_days(), 719528);
+        assert_eq!(Date { year: 2026, month: 11, day: 22 }.weekday(), 6);
+        assert!(parse_datetime("2023-02-30").is_none());
+        assert_eq!(parse_datetime("2023-01-02 03:04:05.5").unwrap().to_string(), "2023-01-02 03:04:05.500000");
+    }
+
+    #[test]
+    fn collation_ignores_case_and_trailing_spaces() {
+        assert_eq!(collate_cmp("abc", "ABC  "), Ordering::Equal);
+        assert_eq!(collate_cmp("abc", "abd"), Ordering::Less);
+        assert_eq!(collate_cmp("Ärger", "ärger"), Ordering::Equal);
+        let (mut a, mut b) = (vec![], vec![]);
+        Value::Str("Hello ".into()).hash_key(&mut a);
+        Value::Str("HELLO".into()).hash_key(&mut b);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn mixed_comparisons_follow_mysql() {
+        assert_eq!(Value::Str("10".into()).sql_cmp(&Value::Int(9)), Some(Ordering::Greater));
+        assert_eq!(Value::Str("abc".into()).sql_cmp(&Value::Int(0)), Some(Ordering::Equal));
+        assert_eq!(Value::Int(1).sql_cmp(&Value::Null), None);
+        assert_eq!(Value::Decimal(Decimal::parse("1.0").unwrap()).sql_cmp(&Value::Int(1)), Some(Ordering::Equal));
+        assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_double(1e20), "1e20");
+        assert_eq!(format_double(2.5), "2.5");
+    }
+}

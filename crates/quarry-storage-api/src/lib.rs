@@ -1,0 +1,207 @@
+//! The storage-engine API: what the executor may ask of an engine, and nothing else.
+//!
+//! Two objects, as in MySQL's handler API: an [`Engine`] creates, opens, renames and drops
+//! tables; a [`Table`] handle scans, fetches and writes rows. Requests that will grow are
+//! structs ([`ScanRequest`]), so new pushdowns add fields rather than signatures.
+//!
+//! Row ids are opaque to the executor: it gets them from scans and index lookups and hands
+//! them back to `fetch`, `update` and `delete`. Transactions and statement rollback are done
+//! above the engine by logical undo (the inverse operation through this same API), so every
+//! engine gets them for free until the log arrives.
+//!
+//! Must not touch: SQL text, sessions, sockets. Holds no implementations.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use quarry_common::{Result, Row, SqlType, Value};
+
+pub type RowId = u64;
+
+/// A column as the engine needs to know it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSchema {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+}
+
+/// An index as the engine needs to know it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexSchema {
+    pub name: String,
+    pub columns: Vec<usize>,
+    /// Prefix length in characters per column (0 = whole value).
+    pub prefix: Vec<u32>,
+    pub unique: bool,
+    pub primary: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowFormat {
+    Fixed,
+    Dynamic,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSchema {
+    pub columns: Vec<ColumnSchema>,
+    pub indexes: Vec<IndexSchema>,
+    pub row_format: RowFormat,
+}
+
+/// What the engine is asked to produce from a scan.
+#[derive(Debug, Clone, Default)]
+pub struct ScanRequest {
+    /// Rows per batch the caller wants (the engine may return fewer).
+    pub batch_rows: usize,
+    /// Read-ahead block size in bytes (`read_buffer_size`).
+    pub read_buffer: usize,
+}
+
+/// A batch of rows with the ids they live at.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub ids: Vec<RowId>,
+    pub rows: Vec<Row>,
+}
+
+pub trait Cursor {
+    /// Next batch, or None at the end.
+    fn next_batch(&mut self) -> Result<Option<Batch>>;
+}
+
+/// Precision of a statistic; Unknown is never reported as zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    Exact(u64),
+    Estimated(u64),
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct TableStats {
+    pub rows: Stat,
+    pub data_bytes: u64,
+    pub free_bytes: u64,
+    pub avg_row_bytes: u64,
+}
+
+/// Counters exposed through `SHOW STATUS` (MySQL's `Handler_*` and Quarry's I/O counters).
+#[derive(Debug, Default)]
+pub struct HandlerCounters {
+    pub read_rnd_next: std::sync::atomic::AtomicU64,
+    pub read_rnd: std::sync::atomic::AtomicU64,
+    pub read_key: std::sync::atomic::AtomicU64,
+    pub read_next: std::sync::atomic::AtomicU64,
+    pub write: std::sync::atomic::AtomicU64,
+    pub update: std::sync::atomic::AtomicU64,
+    pub delete: std::sync::atomic::AtomicU64,
+    pub io_read_calls: std::sync::atomic::AtomicU64,
+    pub io_read_bytes: std::sync::atomic::AtomicU64,
+    pub io_write_calls: std::sync::atomic::AtomicU64,
+    pub io_write_bytes: std::sync::atomic::AtomicU64,
+}
+
+impl HandlerCounters {
+    pub fn add(counter: &std::sync::atomic::AtomicU64, n: u64) {
+        counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        vec![
+            ("Handler_delete", self.delete.load(Relaxed)),
+            ("Handler_read_key", self.read_key.load(Relaxed)),
+            ("Handler_read_next", self.read_next.load(Relaxed)),
+            ("Handler_read_rnd", self.read_rnd.load(Relaxed)),
+            ("Handler_read_rnd_next", self.read_rnd_next.load(Relaxed)),
+            ("Handler_update", self.update.load(Relaxed)),
+            ("Handler_write", self.write.load(Relaxed)),
+            ("Quarry_data_read_bytes", self.io_read_bytes.load(Relaxed)),
+            ("Quarry_data_read_calls", self.io_read_calls.load(Relaxed)),
+            ("Quarry_data_write_bytes", self.io_write_bytes.load(Relaxed)),
+            ("Quarry_data_write_calls", self.io_write_calls.load(Relaxed)),
+        ]
+    }
+}
+
+/// One open table.
+pub trait Table: Send + Sync {
+    fn schema(&self) -> &TableSchema;
+    fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>>;
+    /// Rows by id, in the order given (callers sort ids to read in file order).
+    fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>>;
+    /// Row ids whose key on `index` lies in the range (key values are prefixes of the index
+    /// columns, already converted to the column types).
+    fn index_range(&self, index: usize, lo: Bound<&[Value]>, hi: Bound<&[Value]>) -> Result<Vec<RowId>>;
+    fn insert(&self, row: Row) -> Result<RowId>;
+    /// Replace the row at `id`; returns its (possibly new) id.
+    fn update(&self, id: RowId, row: Row) -> Result<RowId>;
+    fn delete(&self, id: RowId) -> Result<()>;
+    fn truncate(&self) -> Result<()>;
+    /// Start/end of a bulk load: writes may be buffered until `end_bulk`.
+    fn begin_bulk(&self) {}
+    fn end_bulk(&self) -> Result<()> {
+        self.flush()
+    }
+    /// Make everything written so far reach the file system (and disk with `sync`).
+    fn flush(&self) -> Result<()>;
+    fn sync(&self) -> Result<()>;
+    fn stats(&self) -> TableStats;
+    /// Verify checksums and that every index matches the data; returns problems found.
+    fn check(&self) -> Result<Vec<String>>;
+}
+
+/// Where a table's files live: `<datadir>/<db>/<table>`.
+#[derive(Debug, Clone)]
+pub struct TablePath {
+    pub dir: PathBuf,
+    pub name: String,
+}
+
+impl TablePath {
+    pub fn new(dir: &Path, name: &str) -> TablePath {
+        TablePath { dir: dir.to_path_buf(), name: name.to_string() }
+    }
+    pub fn file(&self, ext: &str) -> PathBuf {
+        self.dir.join(format!("{}.{ext}", self.name))
+    }
+}
+
+pub trait Engine: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn comment(&self) -> &'static str;
+    fn create(&self, path: &TablePath, schema: &TableSchema) -> Result<()>;
+    fn open(&self, path: &TablePath, schema: &TableSchema, counters: Arc<HandlerCounters>) -> Result<Arc<dyn Table>>;
+    fn drop_table(&self, path: &TablePath) -> Result<()>;
+    fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()>;
+}
+
+/// Engines by name. Several SQL names may map to one engine (`InnoDB` → row engine).
+#[derive(Default)]
+pub struct EngineRegistry {
+    engines: Vec<Arc<dyn Engine>>,
+    aliases: HashMap<String, (usize, &'static str)>,
+}
+
+impl EngineRegistry {
+    pub fn register(&mut self, engine: Arc<dyn Engine>, sql_names: &[&'static str]) {
+        let idx = self.engines.len();
+        self.engines.push(engine);
+        for n in sql_names {
+            self.aliases.insert(n.to_ascii_lowercase(), (idx, n));
+        }
+    }
+    /// Resolve an `ENGINE=` name; returns the engine and the canonical SQL name.
+    pub fn resolve(&self, name: &str) -> Option<(Arc<dyn Engine>, &'static str)> {
+        self.aliases.get(&name.to_ascii_lowercase()).map(|(i, n)| (self.engines[*i].clone(), *n))
+    }
+    /// (SQL name, engine) pairs for SHOW ENGINES.
+    pub fn names(&self) -> Vec<(&'static str, Arc<dyn Engine>)> {
+        let mut v: Vec<_> = self.aliases.values().map(|(i, n)| (*n, self.engines[*i].clone())).collect();
+        v.sort_by_key(|(n, _)| *n);
+        v
+    }
+}
