@@ -1,0 +1,458 @@
+//! SQL text → statements: an adapter over `sqlparser`'s MySQL dialect.
+//!
+//! Owns: versioned-comment handling (`/*!40101 … */` is executed, as MySQL does), the small
+//! keyword pre-dispatch for statements `sqlparser` does not parse (LOAD DATA, SHOW ENGINES,
+//! SHOW WARNINGS, SHOW TABLE STATUS, SHOW INDEX, CHECK/OPTIMIZE/ANALYZE/REPAIR TABLE, …),
+//! and the mapping of parse errors to MySQL error 1064.
+//! Must not touch: the catalog, execution, sessions.
+
+use quarry_common::{Error, Result};
+use sqlparser::ast::Statement as AstStatement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer, Word};
+
+pub use sqlparser::ast;
+
+/// A statement ready for binding.
+#[derive(Debug, Clone)]
+pub enum Stmt {
+    Ast(Box<AstStatement>),
+    LoadData(LoadData),
+    ShowEngines,
+    ShowWarnings { errors: bool, count: bool },
+    ShowTableStatus { db: Option<String>, like: Option<String> },
+    ShowIndex { table: String, db: Option<String> },
+    ShowCreateDatabase { name: String },
+    ShowProcessList,
+    /// CHECK / OPTIMIZE / ANALYZE / REPAIR TABLE t, …
+    TableMaintenance { op: String, tables: Vec<(Option<String>, String)> },
+    /// Statements accepted and ignored for connector compatibility (LOCK TABLES, FLUSH, …).
+    Noop,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LoadData {
+    pub local: bool,
+    pub file: String,
+    pub db: Option<String>,
+    pub table: String,
+    pub replace: bool,
+    pub ignore: bool,
+    pub fields_terminated: String,
+    pub enclosed: Option<char>,
+    pub optionally_enclosed: bool,
+    pub escaped: Option<char>,
+    pub lines_starting: String,
+    pub lines_terminated: String,
+    pub ignore_lines: u64,
+    pub columns: Vec<String>,
+}
+
+/// Replace `/*!NNNNN body */` and `/*M!NNNNN body */` by `body` (outside string literals).
+pub fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.contains("/*!") && !sql.contains("/*M!") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    let mut quote: Option<u8> = None;
+    while i < b.len() {
+        let c = b[i];
+        if let Some(q) = quote {
+            out.push(c as char);
+            if c == b'\\' && i + 1 < b.len() {
+                out.push(b[i + 1] as char);
+                i += 2;
+                continue;
+            }
+            if c == q {
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'\'' || c == b'"' || c == b'`' {
+            quote = Some(c);
+            out.push(c as char);
+            i += 1;
+            continue;
+        }
+        let opener = if sql[i..].starts_with("/*!") {
+            3
+        } else if sql[i..].starts_with("/*M!") {
+            4
+        } else {
+            0
+        };
+        if opener > 0 {
+            let mut j = i + opener;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if let Some(end) = sql[j..].find("*/") {
+                out.push(' ');
+                out.push_str(&sql[j..j + end]);
+                out.push(' ');
+                i = j + end + 2;
+                continue;
+            }
+        }
+        // copy one UTF-8 character
+        let ch = sql[i..].chars().next().unwrap();
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn dialect() -> MySqlDialect {
+    MySqlDialect {}
+}
+
+/// Parse one or more `;`-separated statements.
+pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
+    let sql = unwrap_versioned_comments(sql);
+    let trimmed = sql.trim().trim_end_matches(';').trim();
+    if trimmed.is_empty() {
+        return Err(Error::new(1065, "Query was empty"));
+    }
+    if let Some(s) = predispatch(trimmed)? {
+        return Ok(vec![s]);
+    }
+    match Parser::parse_sql(&dialect(), &sql) {
+        Ok(stmts) if stmts.is_empty() => Err(Error::new(1065, "Query was empty")),
+        Ok(stmts) => Ok(stmts.into_iter().map(|s| Stmt::Ast(Box::new(s))).collect()),
+        Err(e) => Err(parse_error(&sql, &e.to_string())),
+    }
+}
+
+/// Parse a statement that must be a single one (prepared statements).
+pub fn parse_one(sql: &str) -> Result<Stmt> {
+    let mut v = parse(sql)?;
+    if v.len() != 1 {
+        return Err(Error::syntax_near(sql));
+    }
+    Ok(v.pop().unwrap())
+}
+
+fn parse_error(sql: &str, msg: &str) -> Error {
+    // sqlparser reports "… at Line: L, Column: C"; MariaDB quotes the text from there.
+    let near = msg
+        .rsplit_once("Line: ")
+        .and_then(|(_, rest)| {
+            let (l, c) = rest.split_once(", Column: ")?;
+            let l: usize = l.trim().parse().ok()?;
+            let c: usize = c.trim().parse().ok()?;
+            let line = sql.lines().nth(l.saturating_sub(1))?;
+            let start = line.char_indices().nth(c.saturating_sub(1)).map(|(i, _)| i).unwrap_or(line.len());
+            let mut rest: String = line[start..].to_string();
+            for more in sql.lines().skip(l) {
+                rest.push('\n');
+                rest.push_str(more);
+            }
+            Some(rest)
+        })
+        .unwrap_or_default();
+    Error::syntax_near(&near)
+}
+
+struct Toks {
+    toks: Vec<Token>,
+    pos: usize,
+}
+
+impl Toks {
+    fn new(sql: &str) -> Result<Toks> {
+        let toks = Tokenizer::new(&dialect(), sql)
+            .tokenize()
+            .map_err(|e| Error::syntax(e.to_string()))?
+            .into_iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect();
+        Ok(Toks { toks, pos: 0 })
+    }
+    fn peek_word(&self) -> Option<String> {
+        match self.toks.get(self.pos) {
+            Some(Token::Word(Word { value, .. })) => Some(value.to_ascii_uppercase()),
+            _ => None,
+        }
+    }
+    fn eat(&mut self, kw: &str) -> bool {
+        if self.peek_word().as_deref() == Some(kw) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn eat_seq(&mut self, kws: &[&str]) -> bool {
+        let save = self.pos;
+        for k in kws {
+            if !self.eat(k) {
+                self.pos = save;
+                return false;
+            }
+        }
+        true
+    }
+    fn expect(&mut self, kw: &str) -> Result<()> {
+        if self.eat(kw) {
+            Ok(())
+        } else {
+            Err(self.error())
+        }
+    }
+    fn error(&self) -> Error {
+        let rest: Vec<String> = self.toks[self.pos.min(self.toks.len())..].iter().map(|t| t.to_string()).collect();
+        Error::syntax_near(&rest.join(" "))
+    }
+    fn ident(&mut self) -> Result<String> {
+        match self.toks.get(self.pos) {
+            Some(Token::Word(w)) => {
+                self.pos += 1;
+                Ok(w.value.clone())
+            }
+            _ => Err(self.error()),
+        }
+    }
+    /// `name` or `db.name`
+    fn object(&mut self) -> Result<(Option<String>, String)> {
+        let first = self.ident()?;
+        if self.toks.get(self.pos) == Some(&Token::Period) {
+            self.pos += 1;
+            let second = self.ident()?;
+            return Ok((Some(first), second));
+        }
+        Ok((None, first))
+    }
+    fn string(&mut self) -> Result<String> {
+        match self.toks.get(self.pos) {
+            Some(Token::SingleQuotedString(s)) | Some(Token::DoubleQuotedString(s)) => {
+                self.pos += 1;
+                Ok(s.clone())
+            }
+            _ => Err(self.error()),
+        }
+    }
+    fn number(&mut self) -> Result<u64> {
+        match self.toks.get(self.pos) {
+            Some(Token::Number(n, _)) => {
+                self.pos += 1;
+                n.parse().map_err(|_| self.error())
+            }
+            _ => Err(self.error()),
+        }
+    }
+    fn at(&self, t: &Token) -> bool {
+        self.toks.get(self.pos) == Some(t)
+    }
+    fn done(&self) -> bool {
+        self.pos >= self.toks.len() || (self.pos == self.toks.len() - 1 && self.at(&Token::SemiColon))
+    }
+    fn finish(&self, s: Stmt) -> Result<Option<Stmt>> {
+        if self.done() {
+            Ok(Some(s))
+        } else {
+            Err(self.error())
+        }
+    }
+}
+
+fn first_words(sql: &str, n: usize) -> Vec<String> {
+    sql.split(|c: char| c.is_whitespace() || c == '(' || c == ';')
+        .filter(|w| !w.is_empty())
+        .take(n)
+        .map(|w| w.to_ascii_uppercase())
+        .collect()
+}
+
+fn predispatch(sql: &str) -> Result<Option<Stmt>> {
+    let w = first_words(sql, 3);
+    let w: Vec<&str> = w.iter().map(String::as_str).collect();
+    match w.as_slice() {
+        ["LOAD", "DATA", ..] => parse_load_data(sql).map(Some),
+        ["SHOW", "ENGINES", ..] | ["SHOW", "STORAGE", "ENGINES"] => Ok(Some(Stmt::ShowEngines)),
+        ["SHOW", "WARNINGS" | "ERRORS", ..] => Ok(Some(Stmt::ShowWarnings { errors: w[1] == "ERRORS", count: false })),
+        ["SHOW", "COUNT", ..] => {
+            let errors = sql.to_ascii_uppercase().contains("ERRORS");
+            Ok(Some(Stmt::ShowWarnings { errors, count: true }))
+        }
+        ["SHOW", "PROCESSLIST", ..] | ["SHOW", "FULL", "PROCESSLIST"] => Ok(Some(Stmt::ShowProcessList)),
+        ["SHOW", "TABLE", "STATUS"] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 3;
+            let mut db = None;
+            let mut like = None;
+            if t.eat("FROM") || t.eat("IN") {
+                db = Some(t.ident()?);
+            }
+            if t.eat("LIKE") {
+                like = Some(t.string()?);
+            }
+            t.finish(Stmt::ShowTableStatus { db, like })
+        }
+        ["SHOW", "INDEX" | "INDEXES" | "KEYS", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 2;
+            if !(t.eat("FROM") || t.eat("IN")) {
+                return Err(t.error());
+            }
+            let (mut db, table) = t.object()?;
+            if t.eat("FROM") || t.eat("IN") {
+                db = Some(t.ident()?);
+            }
+            t.finish(Stmt::ShowIndex { table, db })
+        }
+        ["SHOW", "CREATE", "DATABASE" | "SCHEMA"] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 3;
+            t.eat_seq(&["IF", "NOT", "EXISTS"]);
+            let name = t.ident()?;
+            t.finish(Stmt::ShowCreateDatabase { name })
+        }
+        ["CHECK" | "OPTIMIZE" | "ANALYZE" | "REPAIR", "TABLE" | "TABLES" | "LOCAL" | "NO_WRITE_TO_BINLOG", ..] => {
+            let mut t = Toks::new(sql)?;
+            let op = t.ident()?.to_ascii_uppercase();
+            t.eat("LOCAL");
+            t.eat("NO_WRITE_TO_BINLOG");
+            if !(t.eat("TABLE") || t.eat("TABLES")) {
+                return Err(t.error());
+            }
+            let mut tables = vec![t.object()?];
+            while t.at(&Token::Comma) {
+                t.pos += 1;
+                tables.push(t.object()?);
+            }
+            // options like QUICK / EXTENDED / FOR UPGRADE are accepted and ignored
+            Ok(Some(Stmt::TableMaintenance { op, tables }))
+        }
+        ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] | ["FLUSH", ..] => Ok(Some(Stmt::Noop)),
+        _ => Ok(None),
+    }
+}
+
+fn one_char(s: &str) -> Option<char> {
+    s.chars().next()
+}
+
+fn parse_load_data(sql: &str) -> Result<Stmt> {
+    let mut t = Toks::new(sql)?;
+    let mut ld = LoadData { fields_terminated: "\t".into(), escaped: Some('\\'), lines_terminated: "\n".into(), ..Default::default() };
+    t.expect("LOAD")?;
+    t.expect("DATA")?;
+    t.eat("LOW_PRIORITY");
+    t.eat("CONCURRENT");
+    ld.local = t.eat("LOCAL");
+    t.expect("INFILE")?;
+    ld.file = t.string()?;
+    if t.eat("REPLACE") {
+        ld.replace = true;
+    } else if t.eat("IGNORE") {
+        ld.ignore = true;
+    }
+    t.expect("INTO")?;
+    t.expect("TABLE")?;
+    let (db, table) = t.object()?;
+    ld.db = db;
+    ld.table = table;
+    if t.eat_seq(&["CHARACTER", "SET"]) || t.eat("CHARSET") {
+        t.ident().or_else(|_| t.string())?;
+    }
+    if t.eat("FIELDS") || t.eat("COLUMNS") {
+        loop {
+            if t.eat_seq(&["TERMINATED", "BY"]) {
+                ld.fields_terminated = t.string()?;
+            } else if t.eat("OPTIONALLY") {
+                t.expect("ENCLOSED")?;
+                t.expect("BY")?;
+                ld.enclosed = one_char(&t.string()?);
+                ld.optionally_enclosed = true;
+            } else if t.eat_seq(&["ENCLOSED", "BY"]) {
+                ld.enclosed = one_char(&t.string()?);
+            } else if t.eat_seq(&["ESCAPED", "BY"]) {
+                ld.escaped = one_char(&t.string()?);
+            } else {
+                break;
+            }
+        }
+    }
+    if t.eat("LINES") {
+        loop {
+            if t.eat_seq(&["STARTING", "BY"]) {
+                ld.lines_starting = t.string()?;
+            } else if t.eat_seq(&["TERMINATED", "BY"]) {
+                ld.lines_terminated = t.string()?;
+            } else {
+                break;
+            }
+        }
+    }
+    if t.eat("IGNORE") {
+        ld.ignore_lines = t.number()?;
+        if !(t.eat("LINES") || t.eat("ROWS")) {
+            return Err(t.error());
+        }
+    }
+    if t.at(&Token::LParen) {
+        t.pos += 1;
+        loop {
+            ld.columns.push(t.ident()?);
+            if t.at(&Token::Comma) {
+                t.pos += 1;
+                continue;
+            }
+            if t.at(&Token::RParen) {
+                t.pos += 1;
+                break;
+            }
+            return Err(t.error());
+        }
+    }
+    if !t.done() {
+        return Err(t.error());
+    }
+    if ld.fields_terminated.is_empty() || ld.lines_terminated.is_empty() {
+        return Err(Error::unsupported("LOAD DATA with empty field or line terminator"));
+    }
+    Ok(Stmt::LoadData(ld))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versioned_comments_are_executed() {
+        assert_eq!(unwrap_versioned_comments("CREATE TABLE t (a int) /*! ENGINE = InnoDB */").split_whitespace().collect::<Vec<_>>().join(" "), "CREATE TABLE t (a int) ENGINE = InnoDB");
+        assert_eq!(unwrap_versioned_comments("SELECT '/*!x*/'"), "SELECT '/*!x*/'");
+        assert_eq!(unwrap_versioned_comments("/*!40101 SET NAMES utf8 */").trim(), "SET NAMES utf8");
+    }
+
+    #[test]
+    fn load_data_options() {
+        let Stmt::LoadData(ld) = parse_one(
+            "LOAD DATA LOCAL INFILE '/tmp/x.csv' IGNORE INTO TABLE db.t FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES (a, b)",
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(ld.local && ld.ignore);
+        assert_eq!((ld.db.as_deref(), ld.table.as_str()), (Some("db"), "t"));
+        assert_eq!(ld.fields_terminated, ",");
+        assert_eq!(ld.enclosed, Some('"'));
+        assert_eq!(ld.lines_terminated, "\r\n");
+        assert_eq!(ld.ignore_lines, 1);
+        assert_eq!(ld.columns, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn syntax_errors_are_1064_with_context() {
+        let e = parse("SELEC 1").unwrap_err();
+        assert_eq!(e.code, 1064);
+        let e = parse("SELECT * FROM t WHERE").unwrap_err();
+        assert_eq!(e.code, 1064);
+        assert_eq!(parse("  ;").unwrap_err().code, 1065);
+    }
+}

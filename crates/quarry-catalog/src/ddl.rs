@@ -1,0 +1,447 @@
+//! CREATE TABLE AST → [`TableDef`], and back to canonical SHOW CREATE TABLE text.
+
+use quarry_common::{Error, Result, SqlType, TypeKind, Value};
+use quarry_sql::ast::{
+    self, CharacterLength, ColumnOption, CreateTable, DataType, ExactNumberInfo, Expr, IndexColumn, SqlOption,
+    TableConstraint,
+};
+use quarry_storage_api::RowFormat;
+
+use crate::{ColumnDef, DefaultValue, IndexDef, TableDef};
+
+fn char_len(l: &Option<CharacterLength>, default: u32) -> u32 {
+    match l {
+        Some(CharacterLength::IntegerLength { length, .. }) => *length as u32,
+        Some(CharacterLength::Max) => 65535,
+        None => default,
+    }
+}
+
+fn int(kind: TypeKind, unsigned: bool, width: &Option<u64>) -> SqlType {
+    SqlType { kind, unsigned, len: width.unwrap_or(0) as u32, scale: 0 }
+}
+
+fn exact(info: &ExactNumberInfo, unsigned: bool) -> SqlType {
+    let (p, s) = match info {
+        ExactNumberInfo::None => (10, 0),
+        ExactNumberInfo::Precision(p) => (*p as u32, 0),
+        ExactNumberInfo::PrecisionAndScale(p, s) => (*p as u32, (*s).max(0) as u8),
+    };
+    SqlType { kind: TypeKind::Decimal, unsigned, len: p.clamp(1, 65), scale: s.min(30) }
+}
+
+/// Map a parsed SQL data type to Quarry's type.
+pub fn sql_type(dt: &DataType) -> Result<SqlType> {
+    use DataType as D;
+    use TypeKind as K;
+    Ok(match dt {
+        D::TinyInt(w) => int(K::TinyInt, false, w),
+        D::TinyIntUnsigned(w) => int(K::TinyInt, true, w),
+        D::Bool | D::Boolean => SqlType { len: 1, ..int(K::TinyInt, false, &None) },
+        D::SmallInt(w) | D::Int2(w) => int(K::SmallInt, false, w),
+        D::SmallIntUnsigned(w) | D::Int2Unsigned(w) => int(K::SmallInt, true, w),
+        D::MediumInt(w) => int(K::MediumInt, false, w),
+        D::MediumIntUnsigned(w) => int(K::MediumInt, true, w),
+        D::Int(w) | D::Integer(w) | D::Int4(w) => int(K::Int, false, w),
+        D::IntUnsigned(w) | D::IntegerUnsigned(w) | D::Int4Unsigned(w) => int(K::Int, true, w),
+        D::BigInt(w) | D::Int8(w) => int(K::BigInt, false, w),
+        D::BigIntUnsigned(w) | D::Int8Unsigned(w) => int(K::BigInt, true, w),
+        D::Signed | D::SignedInteger => SqlType::BIGINT,
+        D::Unsigned | D::UnsignedInteger => SqlType { unsigned: true, ..SqlType::BIGINT },
+        D::Decimal(i) | D::Numeric(i) | D::Dec(i) => exact(i, false),
+        D::DecimalUnsigned(i) | D::DecUnsigned(i) => exact(i, true),
+        D::Float(ExactNumberInfo::Precision(p)) if *p > 24 => SqlType::DOUBLE,
+        D::Float(_) | D::Float4 => SqlType::new(K::Float),
+        D::FloatUnsigned(_) => SqlType { unsigned: true, ..SqlType::new(K::Float) },
+        D::Double(_) | D::DoublePrecision | D::Real | D::Float8 | D::Float64 => SqlType::DOUBLE,
+        D::DoubleUnsigned(_) | D::DoublePrecisionUnsigned | D::RealUnsigned => SqlType { unsigned: true, ..SqlType::DOUBLE },
+        D::Char(l) | D::Character(l) => SqlType { len: char_len(l, 1), ..SqlType::new(K::Char) },
+        D::Varchar(l) | D::CharacterVarying(l) | D::CharVarying(l) | D::Nvarchar(l) => {
+            let len = char_len(l, 0);
+            if l.is_none() {
+                return Err(Error::syntax_near("VARCHAR needs a length"));
+            }
+            SqlType::varchar(len)
+        }
+        D::Text | D::TinyText | D::MediumText | D::LongText | D::String(None) | D::JSON => SqlType::new(K::Text),
+        D::Binary(l) => SqlType { len: l.unwrap_or(1) as u32, ..SqlType::new(K::Binary) },
+        D::Varbinary(l) => SqlType {
+            len: match l {
+                Some(ast::BinaryLength::IntegerLength { length }) => *length as u32,
+                _ => 65535,
+            },
+            ..SqlType::new(K::VarBinary)
+        },
+        D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Bytea => SqlType::new(K::Blob),
+        D::Date => SqlType::DATE,
+        D::Datetime(p) => SqlType { scale: p.unwrap_or(0).min(6) as u8, ..SqlType::DATETIME },
+        D::Timestamp(p, _) => SqlType { scale: p.unwrap_or(0).min(6) as u8, ..SqlType::new(K::Timestamp) },
+        D::Time(p, _) => SqlType { scale: p.unwrap_or(0).min(6) as u8, ..SqlType::new(K::Time) },
+        D::Custom(name, args) => {
+            let n = name.to_string().to_ascii_uppercase();
+            match n.as_str() {
+                "YEAR" => SqlType::new(K::Year),
+                "MEDIUMBLOB" | "LONGBLOB" | "TINYBLOB" => SqlType::new(K::Blob),
+                "SERIAL" => SqlType { unsigned: true, ..SqlType::BIGINT },
+                _ => return Err(Error::syntax_near(&format!("{name}({})", args.join(",")))),
+            }
+        }
+        other => return Err(Error::unsupported(format!("data type {other}"))),
+    })
+}
+
+fn literal(e: &Expr) -> Result<DefaultValue> {
+    use ast::Value as V;
+    Ok(match e {
+        Expr::Value(v) => match &v.value {
+            V::Null => DefaultValue::Value(Value::Null),
+            V::Number(n, _) => DefaultValue::Value(if let Ok(i) = n.parse::<i64>() {
+                Value::Int(i)
+            } else {
+                Value::Str(n.clone())
+            }),
+            V::SingleQuotedString(s) | V::DoubleQuotedString(s) => DefaultValue::Value(Value::Str(s.clone())),
+            V::Boolean(b) => DefaultValue::Value(Value::Int(*b as i64)),
+            other => return Err(Error::syntax_near(&other.to_string())),
+        },
+        Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match literal(expr)? {
+            DefaultValue::Value(Value::Int(i)) => DefaultValue::Value(Value::Int(-i)),
+            DefaultValue::Value(Value::Str(s)) => DefaultValue::Value(Value::Str(format!("-{s}"))),
+            other => other,
+        },
+        Expr::Function(f) if is_now(&f.name.to_string()) => DefaultValue::CurrentTimestamp,
+        Expr::Identifier(i) if is_now(&i.value) => DefaultValue::CurrentTimestamp,
+        Expr::Nested(e) => literal(e)?,
+        other => return Err(Error::unsupported(format!("DEFAULT {other}"))),
+    })
+}
+
+fn is_now(name: &str) -> bool {
+    matches!(name.to_ascii_uppercase().as_str(), "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIMESTAMP" | "LOCALTIME")
+}
+
+fn index_columns(def: &TableDef, cols: &[IndexColumn]) -> Result<(Vec<usize>, Vec<u32>, Vec<bool>)> {
+    let mut idx = vec![];
+    let mut prefix = vec![];
+    let mut desc = vec![];
+    for c in cols {
+        let (name, p) = match &c.column.expr {
+            Expr::Identifier(i) => (i.value.clone(), 0),
+            Expr::Function(f) => {
+                let n = match &f.args {
+                    ast::FunctionArguments::List(l) if l.args.len() == 1 => match &l.args[0] {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(Expr::Value(v))) => {
+                            v.value.to_string().parse::<u32>().ok()
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                (f.name.to_string(), n.ok_or_else(|| Error::syntax_near(&f.to_string()))?)
+            }
+            other => return Err(Error::syntax_near(&other.to_string())),
+        };
+        let i = def.column_index(&name).ok_or_else(|| Error::new(1072, format!("Key column '{name}' doesn't exist in table")))?;
+        idx.push(i);
+        prefix.push(p);
+        desc.push(matches!(c.column.options.sort, Some(ast::OrderBySort::Desc)));
+    }
+    Ok((idx, prefix, desc))
+}
+
+fn add_index(def: &mut TableDef, name: Option<String>, cols: &[IndexColumn], unique: bool, primary: bool) -> Result<()> {
+    let (columns, prefix, desc) = index_columns(def, cols)?;
+    if primary {
+        if def.indexes.iter().any(|i| i.primary) {
+            return Err(Error::new(1068, "Multiple primary key defined"));
+        }
+        for &c in &columns {
+            def.columns[c].nullable = false;
+        }
+    }
+    let name = if primary {
+        "PRIMARY".to_string()
+    } else {
+        match name {
+            Some(n) => n,
+            None => {
+                let base = def.columns[columns[0]].name.clone();
+                let mut n = base.clone();
+                let mut k = 2;
+                while def.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&n)) {
+                    n = format!("{base}_{k}");
+                    k += 1;
+                }
+                n
+            }
+        }
+    };
+    if def.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
+        return Err(Error::new(1061, format!("Duplicate key name '{name}'")));
+    }
+    let ix = IndexDef { name, columns, prefix, desc, unique: unique || primary, primary };
+    if primary {
+        def.indexes.insert(0, ix);
+    } else {
+        def.indexes.push(ix);
+    }
+    Ok(())
+}
+
+pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> {
+    let ty = sql_type(&c.data_type)?;
+    let mut col = ColumnDef {
+        name: c.name.value.clone(),
+        ty,
+        nullable: true,
+        default: DefaultValue::None,
+        auto_increment: false,
+        on_update_now: false,
+        comment: String::new(),
+    };
+    if matches!(&c.data_type, DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("SERIAL")) {
+        col.nullable = false;
+        col.auto_increment = true;
+    }
+    let mut keys = vec![];
+    for o in &c.options {
+        match &o.option {
+            ColumnOption::Null => col.nullable = true,
+            ColumnOption::NotNull => col.nullable = false,
+            ColumnOption::Default(e) => col.default = literal(e)?,
+            ColumnOption::PrimaryKey(_) => keys.push((true, true)),
+            ColumnOption::Unique(_) => keys.push((true, false)),
+            ColumnOption::Comment(s) => col.comment = s.clone(),
+            ColumnOption::OnUpdate(e) => {
+                if matches!(literal(e)?, DefaultValue::CurrentTimestamp) {
+                    col.on_update_now = true;
+                }
+            }
+            ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) => {}
+            ColumnOption::DialectSpecific(toks) => {
+                let s: Vec<String> = toks.iter().map(|t| t.to_string().to_ascii_uppercase()).collect();
+                match s.join(" ").as_str() {
+                    "AUTO_INCREMENT" => col.auto_increment = true,
+                    "ZEROFILL" | "SIGNED" => {}
+                    "UNSIGNED" => col.ty.unsigned = true,
+                    other => return Err(Error::syntax_near(other)),
+                }
+            }
+            other => return Err(Error::unsupported(format!("column option {other}"))),
+        }
+    }
+    if col.auto_increment && !col.ty.is_numeric() {
+        return Err(Error::new(1063, format!("Incorrect column specifier for column '{}'", col.name)));
+    }
+    if let DefaultValue::Value(Value::Null) = col.default {
+        if !col.nullable {
+            return Err(Error::new(1067, format!("Invalid default value for '{}'", col.name)));
+        }
+    }
+    if col.ty.kind == TypeKind::Timestamp && matches!(col.default, DefaultValue::None) && !col.nullable {
+        // MariaDB's first TIMESTAMP NOT NULL column defaults to the current time.
+        col.default = DefaultValue::CurrentTimestamp;
+    }
+    Ok((col, keys))
+}
+
+/// Build a table definition from a parsed CREATE TABLE.
+pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
+    let name = ct.name.0.last().map(|p| p.to_string().trim_matches('`').to_string()).unwrap_or_default();
+    let mut def = TableDef {
+        name,
+        columns: vec![],
+        indexes: vec![],
+        engine: "InnoDB".into(),
+        row_format: None,
+        comment: String::new(),
+        auto_increment_start: 1,
+    };
+    let mut col_keys = vec![];
+    for c in &ct.columns {
+        let (col, keys) = column_def(c)?;
+        if def.column_index(&col.name).is_some() {
+            return Err(Error::duplicate_column(&col.name));
+        }
+        if col.name.is_empty() || col.name.len() > 64 {
+            return Err(Error::new(1166, format!("Incorrect column name '{}'", col.name)));
+        }
+        col_keys.push((def.columns.len(), keys));
+        def.columns.push(col);
+    }
+    for (ci, keys) in col_keys {
+        for (unique, primary) in keys {
+            let ic = IndexColumn {
+                column: ast::OrderByExpr {
+                    expr: Expr::Identifier(ast::Ident::new(def.columns[ci].name.clone())),
+                    options: ast::OrderByOptions { sort: None, nulls_first: None },
+                    with_fill: None,
+                },
+                operator_class: None,
+            };
+            add_index(&mut def, None, &[ic], unique, primary)?;
+        }
+    }
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(p) => add_index(&mut def, None, &p.columns, true, true)?,
+            TableConstraint::Unique(u) => {
+                let n = u.index_name.as_ref().or(u.name.as_ref()).map(|i| i.value.clone());
+                add_index(&mut def, n, &u.columns, true, false)?
+            }
+            TableConstraint::Index(i) => add_index(&mut def, i.name.as_ref().map(|i| i.value.clone()), &i.columns, false, false)?,
+            TableConstraint::ForeignKey(_) | TableConstraint::Check(_) => {}
+            other => return Err(Error::unsupported(format!("constraint {other}"))),
+        }
+    }
+    let opts: &[SqlOption] = match &ct.table_options {
+        ast::CreateTableOptions::Plain(v) | ast::CreateTableOptions::Options(v) | ast::CreateTableOptions::With(v) => v,
+        _ => &[],
+    };
+    for o in opts {
+        match o {
+            SqlOption::NamedParenthesizedList(l) if l.key.value.eq_ignore_ascii_case("ENGINE") => {
+                def.engine = l.name.as_ref().map(|n| n.value.clone()).unwrap_or_default();
+            }
+            SqlOption::KeyValue { key, value } => {
+                let v = match value {
+                    Expr::Value(v) => match &v.value {
+                        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    other => other.to_string(),
+                };
+                match key.value.to_ascii_uppercase().as_str() {
+                    "ENGINE" => def.engine = v,
+                    "ROW_FORMAT" => {
+                        def.row_format = match v.to_ascii_uppercase().as_str() {
+                            "FIXED" => Some(RowFormat::Fixed),
+                            "DEFAULT" => None,
+                            _ => Some(RowFormat::Dynamic),
+                        }
+                    }
+                    "AUTO_INCREMENT" => def.auto_increment_start = v.parse().unwrap_or(1),
+                    "COMMENT" => def.comment = v,
+                    _ => {}
+                }
+            }
+            SqlOption::Comment(c) => {
+                def.comment = match c {
+                    ast::CommentDef::WithEq(s) | ast::CommentDef::WithoutEq(s) => s.clone(),
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(c) = &ct.comment {
+        def.comment = match c {
+            ast::CommentDef::WithEq(s) | ast::CommentDef::WithoutEq(s) => s.clone(),
+        };
+    }
+    if def.columns.is_empty() && ct.query.is_none() {
+        return Err(Error::new(1113, "A table must have at least 1 column"));
+    }
+    if let Some(ai) = def.auto_increment_column() {
+        if !def.indexes.iter().any(|i| i.columns.first() == Some(&ai)) {
+            return Err(Error::new(1075, "Incorrect table definition; there can be only one auto column and it must be defined as a key"));
+        }
+    }
+    Ok(def)
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("`{}`", s.replace('`', "``"))
+}
+
+pub fn quote_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
+    let mut lines = vec![];
+    for c in &def.columns {
+        let mut s = format!("  {} {}", quote_ident(&c.name), c.ty);
+        if !c.nullable {
+            s.push_str(" NOT NULL");
+        }
+        if c.auto_increment {
+            s.push_str(" AUTO_INCREMENT");
+        }
+        match &c.default {
+            DefaultValue::None => {
+                if c.nullable && !matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob) {
+                    s.push_str(" DEFAULT NULL");
+                }
+            }
+            DefaultValue::Value(Value::Null) => s.push_str(" DEFAULT NULL"),
+            DefaultValue::Value(v) => {
+                s.push_str(" DEFAULT ");
+                s.push_str(&quote_string(&v.to_string()));
+            }
+            DefaultValue::CurrentTimestamp => s.push_str(" DEFAULT current_timestamp()"),
+        }
+        if c.on_update_now {
+            s.push_str(" ON UPDATE current_timestamp()");
+        }
+        if !c.comment.is_empty() {
+            s.push_str(" COMMENT ");
+            s.push_str(&quote_string(&c.comment));
+        }
+        lines.push(s);
+    }
+    for ix in &def.indexes {
+        let cols: Vec<String> = ix
+            .columns
+            .iter()
+            .zip(&ix.prefix)
+            .zip(&ix.desc)
+            .map(|((&c, &p), &d)| {
+                let mut s = quote_ident(&def.columns[c].name);
+                if p > 0 {
+                    s.push_str(&format!("({p})"));
+                }
+                if d {
+                    s.push_str(" DESC");
+                }
+                s
+            })
+            .collect();
+        let kind = if ix.primary {
+            "PRIMARY KEY".to_string()
+        } else if ix.unique {
+            format!("UNIQUE KEY {}", quote_ident(&ix.name))
+        } else {
+            format!("KEY {}", quote_ident(&ix.name))
+        };
+        lines.push(format!("  {kind} ({})", cols.join(",")));
+    }
+    let mut s = format!("CREATE TABLE {} (\n{}\n) ENGINE={}", quote_ident(&def.name), lines.join(",\n"), def.engine);
+    if let Some(n) = auto_inc_next.filter(|n| *n > 1) {
+        s.push_str(&format!(" AUTO_INCREMENT={n}"));
+    }
+    s.push_str(" DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci");
+    if let Some(f) = def.row_format {
+        s.push_str(match f {
+            RowFormat::Fixed => " ROW_FORMAT=FIXED",
+            RowFormat::Dynamic => " ROW_FORMAT=DYNAMIC",
+        });
+    }
+    if !def.comment.is_empty() {
+        s.push_str(" COMMENT=");
+        s.push_str(&quote_string(&def.comment));
+    }
+    s
+}

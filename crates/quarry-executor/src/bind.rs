@@ -1,0 +1,1467 @@
+//! The binder: SQL AST → plans with resolved columns, types and access paths.
+//!
+//! Name resolution walks a stack of scopes (one per query level), so a column of an
+//! enclosing query becomes [`Expr::Outer`] and marks the subqueries in between as
+//! correlated. Aggregate queries are bound against the FROM scope first, then rewritten so
+//! GROUP BY expressions and aggregate calls become columns of the aggregate's output.
+
+use std::sync::Arc;
+
+use quarry_catalog::{sql_type, Catalog, TableEntry};
+use quarry_common::types::flags;
+use quarry_common::{Decimal, Error, Result, SqlType, TypeKind, Value};
+use quarry_sql::ast::{self, BinaryOperator as B, Expr as A, SelectItem, SetExpr, TableFactor};
+
+use crate::expr::{BinOp, Expr, SubQuery, UnOp};
+use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
+
+#[derive(Debug, Clone)]
+pub struct ScopeCol {
+    pub table: String,
+    pub col: OutColumn,
+}
+
+struct Level {
+    cols: Vec<ScopeCol>,
+    correlated: bool,
+}
+
+pub struct Binder<'a> {
+    pub catalog: &'a Catalog,
+    pub db: Option<String>,
+    levels: Vec<Level>,
+    next_sub: usize,
+    pub param_count: usize,
+    /// Aggregates collected while binding the current select list (None = not allowed).
+    aggs: Option<Vec<Agg>>,
+}
+
+fn ident_name(i: &ast::Ident) -> String {
+    i.value.clone()
+}
+
+pub fn object_name(n: &ast::ObjectName) -> Vec<String> {
+    n.0.iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Bin(BinOp::And, a, b) => {
+            conjuncts(*a, out);
+            conjuncts(*b, out);
+        }
+        other => out.push(other),
+    }
+}
+
+fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
+    let first = if v.is_empty() { return None } else { v.remove(0) };
+    Some(v.into_iter().fold(first, |a, b| Expr::Bin(BinOp::And, Box::new(a), Box::new(b))))
+}
+
+/// Column positions an expression reads from its own row (None if it has subqueries/outer refs).
+fn columns_used(e: &Expr) -> Option<Vec<usize>> {
+    let mut cols = vec![];
+    let mut ok = true;
+    e.walk(&mut |x| match x {
+        Expr::Col(i) => cols.push(*i),
+        Expr::InSub { .. } | Expr::Exists { .. } | Expr::ScalarSub(_) | Expr::Outer(..) | Expr::AggRef(_) => ok = false,
+        Expr::Func(n, _) if n == "RAND" => ok = false,
+        _ => {}
+    });
+    ok.then_some(cols)
+}
+
+fn shift_cols(e: Expr, by: usize) -> Expr {
+    e.rewrite(&mut |x| match x {
+        Expr::Col(i) => Some(Expr::Col(i - by)),
+        _ => None,
+    })
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a Catalog, db: Option<String>) -> Binder<'a> {
+        Binder { catalog, db, levels: vec![], next_sub: 0, param_count: 0, aggs: None }
+    }
+
+    pub fn push_scope(&mut self, cols: Vec<ScopeCol>) {
+        self.levels.push(Level { cols, correlated: false });
+    }
+    pub fn pop_scope(&mut self) {
+        self.levels.pop();
+    }
+
+    pub fn resolve_table(&self, name: &ast::ObjectName) -> Result<Arc<TableEntry>> {
+        let parts = object_name(name);
+        let (db, t) = match parts.as_slice() {
+            [t] => (self.db.clone().ok_or_else(Error::no_database)?, t.clone()),
+            [d, t] => (d.clone(), t.clone()),
+            _ => return Err(Error::syntax_near(&name.to_string())),
+        };
+        self.catalog.table(&db, &t)
+    }
+
+    pub fn table_scope(entry: &TableEntry, alias: &str) -> Vec<ScopeCol> {
+        entry
+            .def
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut f = if c.nullable { 0 } else { flags::NOT_NULL };
+                for ix in &entry.def.indexes {
+                    if ix.columns.first() == Some(&i) {
+                        f |= if ix.primary {
+                            flags::PRI_KEY
+                        } else if ix.unique && ix.columns.len() == 1 {
+                            flags::UNIQUE_KEY
+                        } else {
+                            flags::MULTIPLE_KEY
+                        };
+                    }
+                }
+                if c.auto_increment {
+                    f |= flags::AUTO_INCREMENT;
+                }
+                ScopeCol {
+                    table: alias.to_string(),
+                    col: OutColumn {
+                        name: c.name.clone(),
+                        org_name: c.name.clone(),
+                        table: alias.to_string(),
+                        org_table: entry.def.name.clone(),
+                        db: entry.db.clone(),
+                        ty: c.ty,
+                        nullable: c.nullable,
+                        flags: f,
+                    },
+                }
+            })
+            .collect()
+    }
+
+    // ---------------------------------------------------------------- queries
+
+    pub fn bind_query(&mut self, q: &ast::Query) -> Result<SelectPlan> {
+        if q.with.is_some() {
+            return Err(Error::unsupported("WITH"));
+        }
+        let order: Vec<&ast::OrderByExpr> = match &q.order_by {
+            Some(ob) => match &ob.kind {
+                ast::OrderByKind::Expressions(v) => v.iter().collect(),
+                ast::OrderByKind::All(_) => return Err(Error::unsupported("ORDER BY ALL")),
+            },
+            None => vec![],
+        };
+        let (limit, offset) = self.bind_limit(q)?;
+        match q.body.as_ref() {
+            SetExpr::Select(s) => self.bind_select(s, &order, limit, offset),
+            SetExpr::Query(inner) if order.is_empty() && limit.is_none() && offset == 0 => self.bind_query(inner),
+            _ => {
+                let mut sp = self.bind_set_expr(&q.body)?;
+                if !order.is_empty() {
+                    let mut keys = vec![];
+                    for o in order {
+                        let idx = match &o.expr {
+                            A::Value(v) => v.value.to_string().parse::<usize>().ok().filter(|n| *n >= 1 && *n <= sp.columns.len()).map(|n| n - 1),
+                            A::Identifier(i) => sp.columns.iter().position(|c| c.name.eq_ignore_ascii_case(&i.value)),
+                            A::CompoundIdentifier(v) => sp.columns.iter().position(|c| c.name.eq_ignore_ascii_case(&v.last().unwrap().value)),
+                            _ => None,
+                        }
+                        .ok_or_else(|| Error::unknown_column(&o.expr.to_string(), "order clause"))?;
+                        keys.push((Expr::Col(idx), matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+                    }
+                    sp.plan = Plan::Sort { input: Box::new(sp.plan), keys };
+                }
+                if limit.is_some() || offset > 0 {
+                    sp.plan = Plan::Limit { input: Box::new(sp.plan), limit, offset };
+                }
+                Ok(sp)
+            }
+        }
+    }
+
+    fn bind_limit(&mut self, q: &ast::Query) -> Result<(Option<u64>, u64)> {
+        let mut num = |e: &A| -> Result<u64> {
+            let x = self.bind_const(e)?;
+            match x {
+                Value::Int(i) if i >= 0 => Ok(i as u64),
+                Value::UInt(u) => Ok(u),
+                _ => Err(Error::syntax_near(&e.to_string())),
+            }
+        };
+        Ok(match &q.limit_clause {
+            None => (None, 0),
+            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+                let l = limit.as_ref().map(&mut num).transpose()?;
+                let o = offset.as_ref().map(|o| num(&o.value)).transpose()?.unwrap_or(0);
+                (l, o)
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(num(limit)?), num(offset)?),
+        })
+    }
+
+    fn bind_const(&mut self, e: &A) -> Result<Value> {
+        match e {
+            A::Value(v) => literal(&v.value, self),
+            _ => Err(Error::syntax_near(&e.to_string())),
+        }
+    }
+
+    fn bind_set_expr(&mut self, s: &SetExpr) -> Result<SelectPlan> {
+        match s {
+            SetExpr::Select(sel) => self.bind_select(sel, &[], None, 0),
+            SetExpr::Query(q) => self.bind_query(q),
+            SetExpr::Values(v) => {
+                let rows: Vec<Vec<Expr>> = v.rows.iter().map(|r| r.iter().map(|e| self.bind_expr(e)).collect()).collect::<Result<_>>()?;
+                let n = rows.first().map(Vec::len).unwrap_or(0);
+                let columns = (0..n)
+                    .map(|i| OutColumn::expr(&format!("column_{i}"), rows[0][i].clone().static_type(), true))
+                    .collect();
+                Ok(SelectPlan { plan: Plan::Values(rows), columns })
+            }
+            SetExpr::SetOperation { left, op, set_quantifier, right } => {
+                if *op != ast::SetOperator::Union {
+                    return Err(Error::unsupported(format!("{op}")));
+                }
+                let l = self.bind_set_expr(left)?;
+                let r = self.bind_set_expr(right)?;
+                if l.columns.len() != r.columns.len() {
+                    return Err(Error::new(1222, "The used SELECT statements have a different number of columns"));
+                }
+                let all = matches!(set_quantifier, ast::SetQuantifier::All);
+                let columns = l
+                    .columns
+                    .iter()
+                    .zip(&r.columns)
+                    .map(|(a, b)| OutColumn { ty: unify(a.ty, b.ty), nullable: a.nullable || b.nullable, ..a.clone() })
+                    .collect();
+                let mut inputs = vec![];
+                for p in [l.plan, r.plan] {
+                    match p {
+                        Plan::Union { inputs: i, all: a } if a == all => inputs.extend(i),
+                        other => inputs.push(other),
+                    }
+                }
+                Ok(SelectPlan { plan: Plan::Union { inputs, all }, columns })
+            }
+            other => Err(Error::unsupported(other.to_string())),
+        }
+    }
+
+    fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Plan, Vec<ScopeCol>)> {
+        let mut acc: Option<(Plan, Vec<ScopeCol>)> = None;
+        for twj in from {
+            let (mut plan, mut cols) = self.bind_factor(&twj.relation)?;
+            for j in &twj.joins {
+                let (rp, rc) = self.bind_factor(&j.relation)?;
+                use ast::JoinOperator as J;
+                let (kind, constraint, swap) = match &j.join_operator {
+                    J::Join(c) | J::Inner(c) | J::StraightJoin(c) => (JoinKind::Inner, Some(c), false),
+                    J::CrossJoin(c) => (JoinKind::Inner, Some(c), false),
+                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c), false),
+                    J::Right(c) | J::RightOuter(c) => (JoinKind::Left, Some(c), true),
+                    other => return Err(Error::unsupported(format!("{other:?}").split('(').next().unwrap_or("join").to_string())),
+                };
+                let (p, c) = self.make_join(plan, cols, rp, rc, kind, constraint, swap)?;
+                plan = p;
+                cols = c;
+            }
+            acc = Some(match acc {
+                None => (plan, cols),
+                Some((lp, lc)) => self.make_join(lp, lc, plan, cols, JoinKind::Inner, None, false)?,
+            });
+        }
+        Ok(acc.unwrap_or((Plan::Dual, vec![])))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn make_join(
+        &mut self,
+        lp: Plan,
+        lc: Vec<ScopeCol>,
+        rp: Plan,
+        rc: Vec<ScopeCol>,
+        kind: JoinKind,
+        constraint: Option<&ast::JoinConstraint>,
+        swap: bool,
+    ) -> Result<(Plan, Vec<ScopeCol>)> {
+        // RIGHT JOIN = LEFT JOIN with the sides swapped, then columns put back in order.
+        let (lp, lc, rp, rc) = if swap { (rp, rc, lp, lc) } else { (lp, lc, rp, rc) };
+        let lw = lc.len();
+        let rw = rc.len();
+        let mut cols: Vec<ScopeCol> = lc.iter().cloned().chain(rc.iter().cloned()).collect();
+        if kind == JoinKind::Left {
+            for c in cols[lw..].iter_mut() {
+                c.col.nullable = true;
+            }
+        }
+        let on = match constraint {
+            Some(ast::JoinConstraint::On(e)) => {
+                self.levels.push(Level { cols: cols.clone(), correlated: false });
+                let r = self.bind_expr(e);
+                self.levels.pop();
+                Some(r?)
+            }
+            Some(ast::JoinConstraint::Using(names)) => {
+                let mut parts = vec![];
+                for n in names {
+                    let n = object_name(n).pop().unwrap_or_default();
+                    let li = lc.iter().rposition(|c| c.col.name.eq_ignore_ascii_case(&n)).ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
+                    let ri = rc.iter().position(|c| c.col.name.eq_ignore_ascii_case(&n)).ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
+                    parts.push(Expr::Bin(BinOp::Eq, Box::new(Expr::Col(li)), Box::new(Expr::Col(lw + ri))));
+                }
+                and_all(parts)
+            }
+            Some(ast::JoinConstraint::Natural) => {
+                let mut parts = vec![];
+                for (ri, c) in rc.iter().enumerate() {
+                    if let Some(li) = lc.iter().position(|l| l.col.name.eq_ignore_ascii_case(&c.col.name)) {
+                        parts.push(Expr::Bin(BinOp::Eq, Box::new(Expr::Col(li)), Box::new(Expr::Col(lw + ri))));
+                    }
+                }
+                and_all(parts)
+            }
+            _ => None,
+        };
+        let mut plan = Plan::Join { left: Box::new(lp), right: Box::new(rp), kind, left_keys: vec![], right_keys: vec![], on, right_width: rw };
+        split_join_condition(&mut plan);
+        if swap {
+            let exprs: Vec<Expr> = (rw..rw + lw).map(|i| Expr::Col(i - rw + rw)).collect::<Vec<_>>();
+            // output order: original left (now right side: positions lw..lw+rw) then original right
+            let exprs: Vec<Expr> = (0..rw).map(|i| Expr::Col(lw + i)).chain((0..lw).map(Expr::Col)).collect::<Vec<_>>().into_iter().chain(exprs.into_iter().take(0)).collect();
+            let reordered: Vec<ScopeCol> = cols[lw..].iter().cloned().chain(cols[..lw].iter().cloned()).collect();
+            cols = reordered;
+            plan = Plan::Project { input: Box::new(plan), exprs };
+        }
+        Ok((plan, cols))
+    }
+
+    fn bind_factor(&mut self, f: &TableFactor) -> Result<(Plan, Vec<ScopeCol>)> {
+        match f {
+            TableFactor::Table { name, alias, .. } => {
+                let parts = object_name(name);
+                if parts.len() == 1 && parts[0].eq_ignore_ascii_case("DUAL") {
+                    return Ok((Plan::Dual, vec![]));
+                }
+                let entry = self.resolve_table(name)?;
+                let alias = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| entry.def.name.clone());
+                let cols = Self::table_scope(&entry, &alias);
+                Ok((Plan::Scan { table: entry, filter: None, access: Access::Full }, cols))
+            }
+            TableFactor::Derived { subquery, alias, .. } => {
+                let saved = std::mem::take(&mut self.levels);
+                let r = self.bind_query(subquery);
+                self.levels = saved;
+                let sp = r?;
+                let alias = alias.as_ref().map(|a| a.name.value.clone()).ok_or_else(|| Error::new(1248, "Every derived table must have its own alias"))?;
+                let cols = sp
+                    .columns
+                    .into_iter()
+                    .map(|mut c| {
+                        c.table = alias.clone();
+                        c.org_table = String::new();
+                        ScopeCol { table: alias.clone(), col: c }
+                    })
+                    .collect();
+                Ok((sp.plan, cols))
+            }
+            TableFactor::NestedJoin { table_with_joins, .. } => self.bind_from(std::slice::from_ref(table_with_joins)),
+            other => Err(Error::unsupported(other.to_string())),
+        }
+    }
+
+    fn bind_select(&mut self, s: &ast::Select, order: &[&ast::OrderByExpr], limit: Option<u64>, offset: u64) -> Result<SelectPlan> {
+        if s.into.is_some() {
+            return Err(Error::unsupported("SELECT INTO"));
+        }
+        let (mut plan, cols) = self.bind_from(&s.from)?;
+        self.levels.push(Level { cols: cols.clone(), correlated: false });
+        let r = self.bind_select_body(s, order, limit, offset, &mut plan, &cols);
+        self.levels.pop();
+        let (exprs_plan, columns) = r?;
+        let _ = plan;
+        Ok(SelectPlan { plan: exprs_plan, columns })
+    }
+
+    fn bind_select_body(
+        &mut self,
+        s: &ast::Select,
+        order: &[&ast::OrderByExpr],
+        limit: Option<u64>,
+        offset: u64,
+        plan: &mut Plan,
+        cols: &[ScopeCol],
+    ) -> Result<(Plan, Vec<OutColumn>)> {
+        let mut plan = std::mem::replace(plan, Plan::Dual);
+        if let Some(w) = &s.selection {
+            let pred = self.bind_expr(w)?;
+            if contains_agg(&pred) {
+                return Err(Error::invalid_group());
+            }
+            plan = push_filter(plan, pred);
+        }
+        // Select list (wildcards expanded).
+        let mut items: Vec<(Expr, OutColumn)> = vec![];
+        self.aggs = Some(vec![]);
+        for item in &s.projection {
+            match item {
+                SelectItem::Wildcard(_) => {
+                    if cols.is_empty() {
+                        return Err(Error::new(1096, "No tables used"));
+                    }
+                    for (i, c) in cols.iter().enumerate() {
+                        items.push((Expr::Col(i), c.col.clone()));
+                    }
+                }
+                SelectItem::QualifiedWildcard(kind, _) => {
+                    let q = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name(n).pop().unwrap_or_default(),
+                        ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+                    };
+                    let mut any = false;
+                    for (i, c) in cols.iter().enumerate() {
+                        if c.table == q {
+                            items.push((Expr::Col(i), c.col.clone()));
+                            any = true;
+                        }
+                    }
+                    if !any {
+                        return Err(Error::unknown_table(&q));
+                    }
+                }
+                SelectItem::UnnamedExpr(e) => {
+                    let b = self.bind_expr(e)?;
+                    let oc = self.out_column(&b, e, None, cols);
+                    items.push((b, oc));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    let b = self.bind_expr(expr)?;
+                    let oc = self.out_column(&b, expr, Some(&alias.value), cols);
+                    items.push((b, oc));
+                }
+                other => return Err(Error::unsupported(other.to_string())),
+            }
+        }
+        let group_exprs: Vec<Expr> = match &s.group_by {
+            ast::GroupByExpr::Expressions(v, _) => v
+                .iter()
+                .map(|e| {
+                    // GROUP BY may name a select alias or position.
+                    if let A::Value(v) = e {
+                        if let Ok(n) = v.value.to_string().parse::<usize>() {
+                            if n >= 1 && n <= items.len() {
+                                return Ok(items[n - 1].0.clone());
+                            }
+                        }
+                    }
+                    if let A::Identifier(i) = e {
+                        if self.lookup(&[i.value.clone()]).is_err() {
+                            if let Some((ex, _)) = items.iter().find(|(_, c)| c.name.eq_ignore_ascii_case(&i.value)) {
+                                return Ok(ex.clone());
+                            }
+                        }
+                    }
+                    self.bind_expr(e)
+                })
+                .collect::<Result<_>>()?,
+            ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
+        };
+        let having = s.having.as_ref().map(|h| self.bind_having(h, &items)).transpose()?;
+        // ORDER BY: select alias, position, or an expression.
+        let mut order_keys: Vec<(Expr, bool)> = vec![];
+        let mut extra: Vec<Expr> = vec![];
+        for o in order {
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            let by_pos = match &o.expr {
+                A::Value(v) => match v.value.to_string().parse::<usize>() {
+                    Ok(n) if n >= 1 && n <= items.len() => Some(n - 1),
+                    Ok(n) => return Err(Error::unknown_column(&n.to_string(), "order clause")),
+                    Err(_) => None,
+                },
+                A::Identifier(i) => {
+                    let alias_hit = items.iter().position(|(_, c)| c.name.eq_ignore_ascii_case(&i.value));
+                    match alias_hit {
+                        Some(p) if self.lookup(&[i.value.clone()]).is_err() || matches!(items[p].0, Expr::Col(_)) => Some(p),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            if let Some(p) = by_pos {
+                order_keys.push((Expr::Col(p), desc));
+                continue;
+            }
+            let b = self.bind_expr(&o.expr)?;
+            if let Some(p) = items.iter().position(|(e, _)| e.same(&b)) {
+                order_keys.push((Expr::Col(p), desc));
+            } else {
+                order_keys.push((Expr::Col(items.len() + extra.len()), desc));
+                extra.push(b);
+            }
+        }
+        let aggs = self.aggs.take().unwrap_or_default();
+        let is_agg = !aggs.is_empty() || !group_exprs.is_empty() || having.as_ref().is_some_and(contains_agg);
+        let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).chain(extra.iter().cloned()).collect();
+        let mut having = having;
+        if is_agg {
+            let mut aggs = aggs;
+            let ng = group_exprs.len();
+            let fix = |e: Expr, aggs: &mut Vec<Agg>| -> Expr { rewrite_for_agg(e, &group_exprs, aggs, ng) };
+            proj = proj.into_iter().map(|e| fix(e, &mut aggs)).collect();
+            having = having.map(|h| fix(h, &mut aggs));
+            // Aggregates added by rewriting (bare columns) shift nothing: they are appended.
+            let agg_tys = aggs.clone();
+            plan = Plan::Aggregate { input: Box::new(plan), group: group_exprs, aggs: agg_tys };
+        }
+        if let Some(h) = having {
+            plan = Plan::Filter { input: Box::new(plan), pred: h };
+        }
+        let visible = items.len();
+        plan = Plan::Project { input: Box::new(plan), exprs: proj };
+        let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
+        if distinct {
+            plan = Plan::Distinct { input: Box::new(plan), keys: visible };
+        }
+        if !order_keys.is_empty() {
+            plan = Plan::Sort { input: Box::new(plan), keys: order_keys };
+        }
+        if limit.is_some() || offset > 0 {
+            plan = Plan::Limit { input: Box::new(plan), limit, offset };
+        }
+        if !extra.is_empty() {
+            plan = Plan::Project { input: Box::new(plan), exprs: (0..visible).map(Expr::Col).collect() };
+        }
+        let columns = items.into_iter().map(|(_, c)| c).collect();
+        Ok((plan, columns))
+    }
+
+    fn bind_having(&mut self, h: &A, items: &[(Expr, OutColumn)]) -> Result<Expr> {
+        // HAVING may use select aliases.
+        match self.bind_expr(h) {
+            Err(e) if e.code == 1054 => bind_with_aliases(self, h, items),
+            other => other,
+        }
+    }
+
+    fn out_column(&self, b: &Expr, e: &A, alias: Option<&str>, cols: &[ScopeCol]) -> OutColumn {
+        let name = alias.map(str::to_string).unwrap_or_else(|| match e {
+            A::Identifier(i) => i.value.clone(),
+            A::CompoundIdentifier(v) => v.last().map(|i| i.value.clone()).unwrap_or_default(),
+            A::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            },
+            other => other.to_string(),
+        });
+        match b {
+            Expr::Col(i) if alias.is_none() || matches!(e, A::Identifier(_) | A::CompoundIdentifier(_)) => {
+                let mut c = cols[*i].col.clone();
+                c.name = name;
+                c
+            }
+            _ => {
+                let (ty, nullable) = self.infer(b, cols);
+                OutColumn::expr(&name, ty, nullable)
+            }
+        }
+    }
+
+    /// Static type of a bound expression over `cols`.
+    pub fn infer(&self, e: &Expr, cols: &[ScopeCol]) -> (SqlType, bool) {
+        let col_ty = |i: usize| cols.get(i).map(|c| (c.col.ty, c.col.nullable)).unwrap_or((SqlType::NULL, true));
+        match e {
+            Expr::Col(i) => col_ty(*i),
+            Expr::Lit(v) => (v.type_of(), v.is_null()),
+            Expr::AggRef(j) => {
+                let a = &self.aggs.as_ref().map(|a| a[*j].clone());
+                match a {
+                    Some(a) => (a.ty, !matches!(a.func, AggFunc::Count | AggFunc::CountStar)),
+                    None => (SqlType::BIGINT, true),
+                }
+            }
+            Expr::Bin(op, a, b) => {
+                let (ta, na) = self.infer(a, cols);
+                let (tb, nb) = self.infer(b, cols);
+                let n = na || nb;
+                match op {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
+                        if is_float(ta) || is_float(tb) {
+                            (SqlType::DOUBLE, n)
+                        } else if ta.kind == TypeKind::Decimal || tb.kind == TypeKind::Decimal {
+                            let s = if *op == BinOp::Mul { ta.scale + tb.scale } else { ta.scale.max(tb.scale) };
+                            (SqlType::decimal(30, s.min(30)), n)
+                        } else {
+                            (SqlType::BIGINT, n)
+                        }
+                    }
+                    BinOp::Div => {
+                        if is_float(ta) || is_float(tb) {
+                            (SqlType::DOUBLE, true)
+                        } else {
+                            (SqlType::decimal(30, (ta.scale + 4).min(30)), true)
+                        }
+                    }
+                    BinOp::IntDiv => (SqlType::BIGINT, true),
+                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
+                        (SqlType { unsigned: true, ..SqlType::BIGINT }, n)
+                    }
+                    BinOp::NullSafeEq => (SqlType { len: 1, ..SqlType::INT }, false),
+                    _ => (SqlType { len: 1, ..SqlType::INT }, n),
+                }
+            }
+            Expr::Unary(UnOp::Neg, a) => self.infer(a, cols),
+            Expr::Unary(_, a) => (SqlType { len: 1, ..SqlType::INT }, self.infer(a, cols).1),
+            Expr::IsNull(..) | Expr::IsBool(..) | Expr::Exists { .. } => (SqlType { len: 1, ..SqlType::INT }, false),
+            Expr::Like { .. } | Expr::InList { .. } | Expr::InSub { .. } | Expr::Between { .. } => (SqlType { len: 1, ..SqlType::INT }, true),
+            Expr::Cast(_, t) => (*t, true),
+            Expr::Case { whens, else_, .. } => {
+                let mut t = SqlType::NULL;
+                for (_, r) in whens {
+                    t = unify(t, self.infer(r, cols).0);
+                }
+                if let Some(e) = else_ {
+                    t = unify(t, self.infer(e, cols).0);
+                }
+                (t, true)
+            }
+            Expr::ScalarSub(sub) => (sub_type(sub), true),
+            Expr::Func(name, args) => {
+                let arg = |i: usize| args.get(i).map(|a| self.infer(a, cols).0).unwrap_or(SqlType::NULL);
+                let t = match name.as_str() {
+                    "IF" => unify(arg(1), arg(2)),
+                    "IFNULL" | "COALESCE" | "NULLIF" | "GREATEST" | "LEAST" => {
+                        args.iter().skip(if name == "IF" { 1 } else { 0 }).fold(SqlType::NULL, |t, a| unify(t, self.infer(a, cols).0))
+                    }
+                    "ABS" | "ROUND" | "TRUNCATE" | "MOD" => {
+                        let t = arg(0);
+                        if t.is_integer() || t.kind == TypeKind::Decimal || is_float(t) {
+                            t
+                        } else {
+                            SqlType::DOUBLE
+                        }
+                    }
+                    "CEIL" | "CEILING" | "FLOOR" => {
+                        if is_float(arg(0)) || arg(0).is_string() { SqlType::DOUBLE } else { SqlType::BIGINT }
+                    }
+                    "POW" | "POWER" | "SQRT" | "EXP" | "LN" | "LOG" | "LOG10" | "LOG2" | "PI" | "RAND" | "SIN" | "COS" | "TAN" | "ATAN"
+                    | "ATAN2" | "ASIN" | "ACOS" | "COT" | "RADIANS" | "DEGREES" => SqlType::DOUBLE,
+                    "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "INSTR" | "LOCATE" | "ASCII" | "ORD" | "SIGN"
+                    | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR"
+                    | "TO_DAYS" | "DATEDIFF" | "TIMESTAMPDIFF" | "UNIX_TIMESTAMP" | "ROW_COUNT" | "FOUND_ROWS" | "STRCMP" | "FIELD"
+                    | "BIT_LENGTH" | "ISNULL" | "QUARTER" => SqlType::BIGINT,
+                    "LAST_INSERT_ID" | "CONNECTION_ID" => SqlType { unsigned: true, ..SqlType::BIGINT },
+                    "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE" | "UTC_TIMESTAMP" | "FROM_UNIXTIME" => SqlType::DATETIME,
+                    "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "DATE" | "LAST_DAY" | "FROM_DAYS" => SqlType::DATE,
+                    "DATE_ADD" | "DATE_SUB" => {
+                        if arg(0).kind == TypeKind::Date { SqlType::DATE } else { SqlType::DATETIME }
+                    }
+                    _ => SqlType::varchar(255),
+                };
+                (t, true)
+            }
+            Expr::Param(_) | Expr::UserVar(_) | Expr::InsertValue(_) | Expr::Outer(..) => (SqlType::varchar(255), true),
+            Expr::SysVar(_) => (SqlType::varchar(255), true),
+        }
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    fn lookup(&mut self, parts: &[String]) -> Result<Expr> {
+        let (tq, name) = match parts {
+            [n] => (None, n.as_str()),
+            [t, n] => (Some(t.as_str()), n.as_str()),
+            [_, t, n] => (Some(t.as_str()), n.as_str()),
+            _ => return Err(Error::syntax_near(&parts.join("."))),
+        };
+        let nlev = self.levels.len();
+        for (depth, level) in self.levels.iter().rev().enumerate() {
+            let mut hits = level
+                .cols
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.col.name.eq_ignore_ascii_case(name) && tq.is_none_or(|t| c.table == t));
+            let first = hits.next();
+            if let Some((i, _)) = first {
+                if tq.is_none() && hits.next().is_some() {
+                    return Err(Error::ambiguous_column(name, "field list"));
+                }
+                if depth == 0 {
+                    return Ok(Expr::Col(i));
+                }
+                for l in &mut self.levels[nlev - depth..] {
+                    l.correlated = true;
+                }
+                return Ok(Expr::Outer(depth, i));
+            }
+        }
+        Err(Error::unknown_column(&parts.join("."), "field list"))
+    }
+
+    fn bind_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {
+        let saved_aggs = self.aggs.take();
+        // The subquery's own levels are pushed by bind_select; mark correlation on a marker level.
+        self.levels.push(Level { cols: vec![], correlated: false });
+        let marker = self.levels.len() - 1;
+        let r = self.bind_query(q);
+        let correlated = self.levels[marker].correlated;
+        self.levels.pop();
+        self.aggs = saved_aggs;
+        let sp = r?;
+        self.next_sub += 1;
+        Ok(Arc::new(SubQuery { plan: sp.plan, correlated, id: self.next_sub + 1_000_000 * self.levels.len() }))
+    }
+
+    pub fn bind_expr(&mut self, e: &A) -> Result<Expr> {
+        Ok(match e {
+            A::Identifier(i) => {
+                if i.quote_style == Some('"') {
+                    return Ok(Expr::Lit(Value::Str(i.value.clone())));
+                }
+                match i.value.to_ascii_uppercase().as_str() {
+                    "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "CURRENT_DATE" | "CURRENT_USER" | "CURRENT_TIME" | "UTC_TIMESTAMP"
+                    | "UTC_DATE"
+                        if i.quote_style.is_none() && self.lookup(&[i.value.clone()]).is_err() =>
+                    {
+                        Expr::Func(i.value.to_ascii_uppercase(), vec![])
+                    }
+                    _ => self.lookup(&[ident_name(i)])?,
+                }
+            }
+            A::CompoundIdentifier(v) => {
+                let parts: Vec<String> = v.iter().map(ident_name).collect();
+                if parts.len() == 2 && parts[0].starts_with('@') {
+                    return Err(Error::syntax_near(&e.to_string()));
+                }
+                self.lookup(&parts)?
+            }
+            A::Value(v) => match &v.value {
+                ast::Value::Placeholder(p) if p == "?" => {
+                    self.param_count += 1;
+                    Expr::Param(self.param_count - 1)
+                }
+                other => Expr::Lit(literal(other, self)?),
+            },
+            A::Nested(e) => self.bind_expr(e)?,
+            A::UnaryOp { op, expr } => {
+                let x = self.bind_expr(expr)?;
+                match op {
+                    ast::UnaryOperator::Minus => match x {
+                        Expr::Lit(Value::Int(i)) => Expr::Lit(Value::Int(-i)),
+                        Expr::Lit(Value::UInt(u)) if u == i64::MAX as u64 + 1 => Expr::Lit(Value::Int(i64::MIN)),
+                        Expr::Lit(Value::Decimal(d)) => Expr::Lit(Value::Decimal(Decimal::new(-d.mantissa, d.scale))),
+                        x => Expr::Unary(UnOp::Neg, Box::new(x)),
+                    },
+                    ast::UnaryOperator::Plus => x,
+                    ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => Expr::Unary(UnOp::Not, Box::new(x)),
+                    ast::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, Box::new(x)),
+                    other => return Err(Error::unsupported(other.to_string())),
+                }
+            }
+            A::BinaryOp { left, op, right } => {
+                let op = match op {
+                    B::Plus => BinOp::Add,
+                    B::Minus => BinOp::Sub,
+                    B::Multiply => BinOp::Mul,
+                    B::Divide => BinOp::Div,
+                    B::Modulo => BinOp::Mod,
+                    B::MyIntegerDivide | B::DuckIntegerDivide => BinOp::IntDiv,
+                    B::Eq => BinOp::Eq,
+                    B::Spaceship => BinOp::NullSafeEq,
+                    B::NotEq => BinOp::Ne,
+                    B::Lt => BinOp::Lt,
+                    B::LtEq => BinOp::Le,
+                    B::Gt => BinOp::Gt,
+                    B::GtEq => BinOp::Ge,
+                    B::And => BinOp::And,
+                    B::Or => BinOp::Or,
+                    B::Xor => BinOp::Xor,
+                    B::BitwiseAnd => BinOp::BitAnd,
+                    B::BitwiseOr => BinOp::BitOr,
+                    B::BitwiseXor => BinOp::BitXor,
+                    B::PGBitwiseShiftLeft => BinOp::Shl,
+                    B::PGBitwiseShiftRight => BinOp::Shr,
+                    B::StringConcat => BinOp::Or,
+                    other => return Err(Error::unsupported(format!("operator {other}"))),
+                };
+                let l = self.bind_expr(left)?;
+                let r = self.bind_expr(right)?;
+                Expr::Bin(op, Box::new(l), Box::new(r))
+            }
+            A::IsNull(x) => Expr::IsNull(Box::new(self.bind_expr(x)?), false),
+            A::IsNotNull(x) => Expr::IsNull(Box::new(self.bind_expr(x)?), true),
+            A::IsTrue(x) => Expr::IsBool(Box::new(self.bind_expr(x)?), true, false),
+            A::IsNotTrue(x) => Expr::IsBool(Box::new(self.bind_expr(x)?), true, true),
+            A::IsFalse(x) => Expr::IsBool(Box::new(self.bind_expr(x)?), false, false),
+            A::IsNotFalse(x) => Expr::IsBool(Box::new(self.bind_expr(x)?), false, true),
+            A::IsUnknown(x) => Expr::IsNull(Box::new(self.bind_expr(x)?), false),
+            A::IsNotUnknown(x) => Expr::IsNull(Box::new(self.bind_expr(x)?), true),
+            A::IsDistinctFrom(a, b) => Expr::Unary(
+                UnOp::Not,
+                Box::new(Expr::Bin(BinOp::NullSafeEq, Box::new(self.bind_expr(a)?), Box::new(self.bind_expr(b)?))),
+            ),
+            A::IsNotDistinctFrom(a, b) => Expr::Bin(BinOp::NullSafeEq, Box::new(self.bind_expr(a)?), Box::new(self.bind_expr(b)?)),
+            A::Between { expr, negated, low, high } => Expr::Between {
+                expr: Box::new(self.bind_expr(expr)?),
+                lo: Box::new(self.bind_expr(low)?),
+                hi: Box::new(self.bind_expr(high)?),
+                negated: *negated,
+            },
+            A::InList { expr, list, negated } => Expr::InList {
+                expr: Box::new(self.bind_expr(expr)?),
+                list: list.iter().map(|x| self.bind_expr(x)).collect::<Result<_>>()?,
+                negated: *negated,
+            },
+            A::InSubquery { expr, subquery, negated } => {
+                let x = self.bind_expr(expr)?;
+                Expr::InSub { expr: Box::new(x), sub: self.bind_sub(subquery)?, negated: *negated }
+            }
+            A::Exists { subquery, negated } => Expr::Exists { sub: self.bind_sub(subquery)?, negated: *negated },
+            A::Subquery(q) => Expr::ScalarSub(self.bind_sub(q)?),
+            A::Like { negated, expr, pattern, escape_char, .. } | A::ILike { negated, expr, pattern, escape_char, .. } => {
+                let escape = match escape_char.as_deref() {
+                    Some(A::Value(v)) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.chars().next().unwrap_or('\\'),
+                        _ => '\\',
+                    },
+                    _ => '\\',
+                };
+                Expr::Like { expr: Box::new(self.bind_expr(expr)?), pattern: Box::new(self.bind_expr(pattern)?), escape, negated: *negated }
+            }
+            A::Case { operand, conditions, else_result, .. } => Expr::Case {
+                operand: operand.as_ref().map(|o| self.bind_expr(o).map(Box::new)).transpose()?,
+                whens: conditions.iter().map(|c| Ok((self.bind_expr(&c.condition)?, self.bind_expr(&c.result)?))).collect::<Result<_>>()?,
+                else_: else_result.as_ref().map(|o| self.bind_expr(o).map(Box::new)).transpose()?,
+            },
+            A::Cast { expr, data_type, .. } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(data_type)?),
+            A::Convert { expr, data_type: Some(dt), .. } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(dt)?),
+            A::Convert { expr, data_type: None, .. } => self.bind_expr(expr)?,
+            A::Collate { expr, .. } => self.bind_expr(expr)?,
+            A::TypedString(ts) => {
+                let s = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let ty = sql_type(&ts.data_type)?;
+                let v = crate::expr::cast_value(Value::Str(s.clone()), &ty)?;
+                if v.is_null() {
+                    return Err(Error::new(1525, format!("Incorrect {} value: '{s}'", ts.data_type)));
+                }
+                Expr::Lit(v)
+            }
+            A::Ceil { expr, .. } => Expr::Func("CEIL".into(), vec![self.bind_expr(expr)?]),
+            A::Floor { expr, .. } => Expr::Func("FLOOR".into(), vec![self.bind_expr(expr)?]),
+            A::Position { expr, r#in } => Expr::Func("LOCATE".into(), vec![self.bind_expr(expr)?, self.bind_expr(r#in)?]),
+            A::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.bind_expr(expr)?];
+                args.push(match substring_from {
+                    Some(f) => self.bind_expr(f)?,
+                    None => Expr::Lit(Value::Int(1)),
+                });
+                if let Some(f) = substring_for {
+                    args.push(self.bind_expr(f)?);
+                }
+                Expr::Func("SUBSTRING".into(), args)
+            }
+            A::Trim { expr, trim_where, trim_what, .. } => {
+                let x = self.bind_expr(expr)?;
+                let mode = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => 1,
+                    Some(ast::TrimWhereField::Trailing) => 2,
+                    _ => 0,
+                };
+                let what = match trim_what {
+                    Some(w) => self.bind_expr(w)?,
+                    None => Expr::Lit(Value::Str(" ".into())),
+                };
+                Expr::Func("TRIM_CHARS".into(), vec![x, what, Expr::Lit(Value::Int(mode))])
+            }
+            A::Extract { field, expr, .. } => {
+                let f = format!("{field}").to_ascii_uppercase();
+                Expr::Func(f, vec![self.bind_expr(expr)?])
+            }
+            A::Interval(_) => return Err(Error::syntax_near(&e.to_string())),
+            A::Function(f) => self.bind_function(f)?,
+            A::Tuple(v) if v.len() == 1 => self.bind_expr(&v[0])?,
+            A::Tuple(_) => return Err(Error::operand_columns(1)),
+            other => return Err(Error::unsupported(other.to_string())),
+        })
+    }
+
+    fn bind_function(&mut self, f: &ast::Function) -> Result<Expr> {
+        let name = object_name(&f.name).join(".").to_ascii_uppercase();
+        let (args, distinct, clauses): (Vec<&ast::FunctionArg>, bool, Vec<ast::FunctionArgumentClause>) = match &f.args {
+            ast::FunctionArguments::None => (vec![], false, vec![]),
+            ast::FunctionArguments::List(l) => (
+                l.args.iter().collect(),
+                matches!(l.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)),
+                l.clauses.clone(),
+            ),
+            ast::FunctionArguments::Subquery(_) => return Err(Error::unsupported("function subquery argument")),
+        };
+        if f.over.is_some() {
+            return Err(Error::unsupported("window functions"));
+        }
+        let agg = match name.as_str() {
+            "COUNT" => Some(AggFunc::Count),
+            "SUM" => Some(AggFunc::Sum),
+            "AVG" => Some(AggFunc::Avg),
+            "MIN" => Some(AggFunc::Min),
+            "MAX" => Some(AggFunc::Max),
+            "GROUP_CONCAT" => Some(AggFunc::GroupConcat),
+            "BIT_AND" => Some(AggFunc::BitAnd),
+            "BIT_OR" => Some(AggFunc::BitOr),
+            "BIT_XOR" => Some(AggFunc::BitXor),
+            "STD" | "STDDEV" | "STDDEV_POP" => Some(AggFunc::Std),
+            "VARIANCE" | "VAR_POP" => Some(AggFunc::Variance),
+            "ANY_VALUE" => Some(AggFunc::First),
+            _ => None,
+        };
+        if let Some(mut func) = agg {
+            let star = args.len() == 1 && matches!(args[0], ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard));
+            if star && func == AggFunc::Count {
+                func = AggFunc::CountStar;
+            }
+            let saved = self.aggs.take().ok_or_else(Error::invalid_group)?;
+            let bound: Result<Vec<Expr>> = if star {
+                Ok(vec![])
+            } else {
+                args.iter()
+                    .map(|a| match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind_expr(e),
+                        other => Err(Error::syntax_near(&other.to_string())),
+                    })
+                    .collect()
+            };
+            self.aggs = Some(saved);
+            let bound = bound?;
+            if bound.iter().any(contains_agg) {
+                return Err(Error::invalid_group());
+            }
+            if !star && bound.is_empty() {
+                return Err(Error::syntax_near(&f.to_string()));
+            }
+            let mut separator = ",".to_string();
+            for c in &clauses {
+                if let ast::FunctionArgumentClause::Separator(v) = c {
+                    separator = match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                }
+            }
+            let cols = self.levels.last().map(|l| l.cols.clone()).unwrap_or_default();
+            let arg_ty = bound.first().map(|b| self.infer(b, &cols).0).unwrap_or(SqlType::BIGINT);
+            let ty = match func {
+                AggFunc::Count | AggFunc::CountStar => SqlType::BIGINT,
+                AggFunc::Sum => {
+                    if is_float(arg_ty) || arg_ty.is_string() {
+                        SqlType::DOUBLE
+                    } else {
+                        SqlType::decimal(arg_ty.len.max(10) + 22, arg_ty.scale)
+                    }
+                }
+                AggFunc::Avg => {
+                    if is_float(arg_ty) || arg_ty.is_string() {
+                        SqlType::DOUBLE
+                    } else {
+                        SqlType::decimal(arg_ty.len.max(10) + 4, crate::exec::avg_scale(arg_ty.kind, arg_ty.scale))
+                    }
+                }
+                AggFunc::Min | AggFunc::Max | AggFunc::First => arg_ty,
+                AggFunc::GroupConcat => SqlType::new(TypeKind::Text),
+                AggFunc::Std | AggFunc::Variance => SqlType::DOUBLE,
+                _ => SqlType { unsigned: true, ..SqlType::BIGINT },
+            };
+            let list = self.aggs.as_mut().unwrap();
+            list.push(Agg { func, args: bound, distinct, separator, ty });
+            return Ok(Expr::AggRef(list.len() - 1));
+        }
+        let mut bound = vec![];
+        for a in &args {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(A::Interval(iv))) => {
+                    let n = self.bind_expr(&iv.value)?;
+                    let unit = iv.leading_field.as_ref().map(|f| f.to_string().to_ascii_uppercase()).unwrap_or("SECOND".into());
+                    bound.push(n);
+                    bound.push(Expr::Lit(Value::Str(unit.trim_end_matches('S').to_string())));
+                }
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => bound.push(self.bind_expr(e)?),
+                other => return Err(Error::syntax_near(&other.to_string())),
+            }
+        }
+        let name = match name.as_str() {
+            "ADDDATE" => "DATE_ADD".to_string(),
+            "SUBDATE" => "DATE_SUB".to_string(),
+            "CHARSET" | "COLLATION" => return Ok(Expr::Lit(Value::Str(if name == "CHARSET" { "utf8mb4" } else { "utf8mb4_general_ci" }.into()))),
+            "INSERT" => "INSERT_STR".to_string(),
+            "VALUES" | "VALUE" => {
+                if let [Expr::Col(i)] = bound.as_slice() {
+                    return Ok(Expr::InsertValue(*i));
+                }
+                return Err(Error::syntax_near("VALUES"));
+            }
+            _ => name,
+        };
+        if matches!(name.as_str(), "DATE_ADD" | "DATE_SUB") && bound.len() == 2 {
+            bound.push(Expr::Lit(Value::Str("DAY".into())));
+        }
+        let Some((min, max)) = crate::func::arity(&name) else { return Err(Error::unknown_function(&name)) };
+        if bound.len() < min || bound.len() > max {
+            return Err(Error::wrong_arguments(&name));
+        }
+        let e = Expr::Func(name, bound);
+        Ok(e)
+    }
+}
+
+fn is_float(t: SqlType) -> bool {
+    matches!(t.kind, TypeKind::Float | TypeKind::Double)
+}
+
+fn sub_type(sub: &SubQuery) -> SqlType {
+    let _ = sub;
+    SqlType::varchar(255)
+}
+
+/// The common type of two branches (CASE, IF, UNION).
+pub fn unify(a: SqlType, b: SqlType) -> SqlType {
+    if a.kind == TypeKind::Null {
+        return b;
+    }
+    if b.kind == TypeKind::Null {
+        return a;
+    }
+    if a.kind == b.kind {
+        return SqlType { len: a.len.max(b.len), scale: a.scale.max(b.scale), unsigned: a.unsigned && b.unsigned, ..a };
+    }
+    if a.is_string() || b.is_string() || a.is_temporal() || b.is_temporal() {
+        return SqlType::varchar(a.display_length().max(b.display_length()).max(1));
+    }
+    if is_float(a) || is_float(b) {
+        return SqlType::DOUBLE;
+    }
+    if a.kind == TypeKind::Decimal || b.kind == TypeKind::Decimal {
+        return SqlType::decimal(a.len.max(b.len).max(20), a.scale.max(b.scale));
+    }
+    SqlType::BIGINT
+}
+
+fn cast_type(dt: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    Ok(match dt {
+        D::Signed | D::SignedInteger | D::Int(_) | D::Integer(_) | D::BigInt(_) => SqlType::BIGINT,
+        D::Unsigned | D::UnsignedInteger | D::IntUnsigned(_) | D::BigIntUnsigned(_) => SqlType { unsigned: true, ..SqlType::BIGINT },
+        D::Char(_) | D::Varchar(_) | D::Nvarchar(_) | D::Text => SqlType::new(TypeKind::Text),
+        D::Binary(_) => SqlType::new(TypeKind::Blob),
+        D::Decimal(ast::ExactNumberInfo::None) => SqlType::decimal(10, 0),
+        other => sql_type(other)?,
+    })
+}
+
+fn contains_agg(e: &Expr) -> bool {
+    let mut f = false;
+    e.walk(&mut |x| {
+        if matches!(x, Expr::AggRef(_)) {
+            f = true
+        }
+    });
+    f
+}
+
+fn rewrite_for_agg(e: Expr, group: &[Expr], aggs: &mut Vec<Agg>, ng: usize) -> Expr {
+    e.rewrite(&mut |x| {
+        if let Some(g) = group.iter().position(|g| g.same(x)) {
+            return Some(Expr::Col(g));
+        }
+        match x {
+            Expr::AggRef(j) => Some(Expr::Col(ng + j)),
+            Expr::Col(i) => {
+                aggs.push(Agg { func: AggFunc::First, args: vec![Expr::Col(*i)], distinct: false, separator: String::new(), ty: SqlType::NULL });
+                Some(Expr::Col(ng + aggs.len() - 1))
+            }
+            _ => None,
+        }
+    })
+}
+
+/// Bind HAVING where names may be select aliases: aliases are appended to the scope as
+/// extra columns and replaced by the aliased expressions afterwards.
+fn bind_with_aliases(b: &mut Binder, h: &A, items: &[(Expr, OutColumn)]) -> Result<Expr> {
+    let mut lvl = b.levels.pop().unwrap_or(Level { cols: vec![], correlated: false });
+    let base = lvl.cols.len();
+    for (_, c) in items {
+        lvl.cols.push(ScopeCol { table: String::new(), col: c.clone() });
+    }
+    b.levels.push(lvl);
+    let r = b.bind_expr(h);
+    let mut lvl = b.levels.pop().unwrap();
+    lvl.cols.truncate(base);
+    b.levels.push(lvl);
+    Ok(r?.rewrite(&mut |x| match x {
+        Expr::Col(i) if *i >= base => Some(items[*i - base].0.clone()),
+        _ => None,
+    }))
+}
+
+pub fn literal(v: &ast::Value, _b: &mut Binder) -> Result<Value> {
+    Ok(match v {
+        ast::Value::Number(n, _) => {
+            if let Ok(i) = n.parse::<i64>() {
+                Value::Int(i)
+            } else if let Ok(u) = n.parse::<u64>() {
+                Value::UInt(u)
+            } else if n.contains(['e', 'E']) {
+                Value::Double(n.parse().map_err(|_| Error::syntax_near(n))?)
+            } else {
+                match Decimal::parse(n) {
+                    Some(d) => Value::Decimal(d),
+                    None => Value::Double(n.parse().map_err(|_| Error::syntax_near(n))?),
+                }
+            }
+        }
+        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) | ast::Value::NationalStringLiteral(s) => Value::Str(s.clone()),
+        ast::Value::EscapedStringLiteral(s) => Value::Str(s.clone()),
+        ast::Value::HexStringLiteral(h) => {
+            let h = if h.len() % 2 == 1 { format!("0{h}") } else { h.clone() };
+            let bytes: Option<Vec<u8>> = (0..h.len() / 2).map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok()).collect();
+            Value::Bytes(bytes.ok_or_else(|| Error::syntax_near(&h))?)
+        }
+        ast::Value::SingleQuotedByteStringLiteral(s) | ast::Value::DoubleQuotedByteStringLiteral(s) => Value::Bytes(s.as_bytes().to_vec()),
+        ast::Value::Boolean(b) => Value::Int(*b as i64),
+        ast::Value::Null => Value::Null,
+        other => return Err(Error::syntax_near(&other.to_string())),
+    })
+}
+
+/// Put a WHERE predicate as deep as it can go: scan filters, join keys, join conditions.
+pub fn push_filter(plan: Plan, pred: Expr) -> Plan {
+    let mut parts = vec![];
+    conjuncts(pred, &mut parts);
+    let mut keep = vec![];
+    let plan = parts.into_iter().fold(plan, |p, c| match push_one(p, c) {
+        (p, None) => p,
+        (p, Some(c)) => {
+            keep.push(c);
+            p
+        }
+    });
+    let plan = choose_access(plan);
+    match and_all(keep) {
+        Some(k) => Plan::Filter { input: Box::new(plan), pred: k },
+        None => plan,
+    }
+}
+
+fn width(p: &Plan) -> Option<usize> {
+    match p {
+        Plan::Scan { table, .. } => Some(table.def.columns.len()),
+        Plan::Join { left, right_width, .. } => Some(width(left)? + right_width),
+        Plan::Dual => Some(0),
+        _ => None,
+    }
+}
+
+/// Try to push one conjunct into the plan; returns it back if it must stay above.
+fn push_one(plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
+    let Some(cols) = columns_used(&c) else { return (plan, Some(c)) };
+    match plan {
+        Plan::Scan { table, filter, access } => {
+            let filter = match filter {
+                None => Some(c),
+                Some(f) => Some(Expr::Bin(BinOp::And, Box::new(f), Box::new(c))),
+            };
+            (Plan::Scan { table, filter, access }, None)
+        }
+        Plan::Join { left, right, kind, mut left_keys, mut right_keys, on, right_width } => {
+            let Some(lw) = width(&left) else {
+                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, Some(c));
+            };
+            let all_left = cols.iter().all(|&i| i < lw);
+            let all_right = !cols.is_empty() && cols.iter().all(|&i| i >= lw);
+            if all_left {
+                let (l, rest) = push_one(*left, c);
+                let left = Box::new(l);
+                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, rest);
+            }
+            if kind == JoinKind::Left {
+                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, Some(c));
+            }
+            if all_right {
+                let (r, rest) = push_one(*right, shift_cols(c, lw));
+                let right = Box::new(match rest {
+                    None => r,
+                    Some(x) => Plan::Filter { input: Box::new(r), pred: x },
+                });
+                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None);
+            }
+            if let Expr::Bin(BinOp::Eq, a, b) = &c {
+                let ca = columns_used(a).unwrap_or_default();
+                let cb = columns_used(b).unwrap_or_default();
+                let a_left = !ca.is_empty() && ca.iter().all(|&i| i < lw);
+                let b_right = !cb.is_empty() && cb.iter().all(|&i| i >= lw);
+                let a_right = !ca.is_empty() && ca.iter().all(|&i| i >= lw);
+                let b_left = !cb.is_empty() && cb.iter().all(|&i| i < lw);
+                if a_left && b_right {
+                    left_keys.push((**a).clone());
+                    right_keys.push(shift_cols((**b).clone(), lw));
+                    return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None);
+                }
+                if a_right && b_left {
+                    left_keys.push((**b).clone());
+                    right_keys.push(shift_cols((**a).clone(), lw));
+                    return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None);
+                }
+            }
+            let on = Some(match on {
+                None => c,
+                Some(o) => Expr::Bin(BinOp::And, Box::new(o), Box::new(c)),
+            });
+            (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None)
+        }
+        other => (other, Some(c)),
+    }
+}
+
+/// Turn a join's ON condition into hash keys where possible and push single-side parts down.
+fn split_join_condition(plan: &mut Plan) {
+    let Plan::Join { on, kind, .. } = plan else { return };
+    let Some(cond) = on.take() else { return };
+    let kind = *kind;
+    let mut parts = vec![];
+    conjuncts(cond, &mut parts);
+    let mut p = std::mem::replace(plan, Plan::Dual);
+    let mut rest = vec![];
+    for c in parts {
+        if kind == JoinKind::Left {
+            // Only equality keys and right-side filters can move for an outer join.
+            let lw = width(match &p {
+                Plan::Join { left, .. } => left,
+                _ => unreachable!(),
+            });
+            let used = columns_used(&c);
+            if let (Some(lw), Some(cols)) = (lw, used) {
+                if let Expr::Bin(BinOp::Eq, a, b) = &c {
+                    let ca = columns_used(a).unwrap_or_default();
+                    let cb = columns_used(b).unwrap_or_default();
+                    let side = |v: &[usize], left: bool| !v.is_empty() && v.iter().all(|&i| (i < lw) == left);
+                    let pair = if side(&ca, true) && side(&cb, false) {
+                        Some(((**a).clone(), (**b).clone()))
+                    } else if side(&ca, false) && side(&cb, true) {
+                        Some(((**b).clone(), (**a).clone()))
+                    } else {
+                        None
+                    };
+                    if let Some((l, r)) = pair {
+                        if let Plan::Join { left_keys, right_keys, .. } = &mut p {
+                            left_keys.push(l);
+                            right_keys.push(shift_cols(r, lw));
+                        }
+                        continue;
+                    }
+                }
+                if !cols.is_empty() && cols.iter().all(|&i| i >= lw) {
+                    if let Plan::Join { right, .. } = &mut p {
+                        let r = std::mem::replace(right.as_mut(), Plan::Dual);
+                        let (r, rest_c) = push_one(r, shift_cols(c, lw));
+                        **right = match rest_c {
+                            None => r,
+                            Some(x) => Plan::Filter { input: Box::new(r), pred: x },
+                        };
+                    }
+                    continue;
+                }
+            }
+            rest.push(c);
+        } else {
+            let (np, r) = push_one(p, c);
+            p = np;
+            if let Some(r) = r {
+                rest.push(r);
+            }
+        }
+    }
+    if let Plan::Join { on, .. } = &mut p {
+        let existing = on.take();
+        let mut all = rest;
+        if let Some(e) = existing {
+            all.insert(0, e);
+        }
+        *on = and_all(all);
+    }
+    *plan = p;
+}
+
+/// Pick index access for scans whose filter pins a key (equality/IN on a prefix, or a range).
+pub fn choose_access(plan: Plan) -> Plan {
+    match plan {
+        Plan::Scan { table, filter: Some(f), access: Access::Full } => {
+            let access = pick_index(&table, &f);
+            Plan::Scan { table, filter: Some(f), access }
+        }
+        Plan::Join { left, right, kind, left_keys, right_keys, on, right_width } => Plan::Join {
+            left: Box::new(choose_access(*left)),
+            right: Box::new(choose_access(*right)),
+            kind,
+            left_keys,
+            right_keys,
+            on,
+            right_width,
+        },
+        Plan::Filter { input, pred } => Plan::Filter { input: Box::new(choose_access(*input)), pred },
+        Plan::Project { input, exprs } => Plan::Project { input: Box::new(choose_access(*input)), exprs },
+        other => other,
+    }
+}
+
+fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
+    match (a, b) {
+        (Expr::Col(i), x) if x.is_const() || matches!(x, Expr::Param(_)) => Some((*i, x.clone())),
+        (x, Expr::Col(i)) if x.is_const() || matches!(x, Expr::Param(_)) => Some((*i, x.clone())),
+        _ => None,
+    }
+}
+
+fn pick_index(table: &TableEntry, f: &Expr) -> Access {
+    let mut parts = vec![];
+    conjuncts(f.clone(), &mut parts);
+    let usable = |e: &Expr| e.is_const() || matches!(e, Expr::Param(_)) || {
+        let mut ok = true;
+        e.walk(&mut |x| {
+            if !matches!(x, Expr::Param(_) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..)) {
+                ok = false
+            }
+        });
+        ok
+    };
+    let mut eq: Vec<(usize, Vec<Expr>)> = vec![];
+    let mut ranges: Vec<(usize, Option<(Expr, bool)>, Option<(Expr, bool)>)> = vec![];
+    for p in &parts {
+        match p {
+            Expr::Bin(BinOp::Eq, a, b) => {
+                if let Some((c, v)) = const_side(a, b) {
+                    if usable(&v) {
+                        eq.push((c, vec![v]));
+                    }
+                }
+            }
+            Expr::InList { expr, list, negated: false } => {
+                if let Expr::Col(c) = **expr {
+                    if list.iter().all(usable) && list.len() <= 1000 {
+                        eq.push((c, list.clone()));
+                    }
+                }
+            }
+            Expr::Between { expr, lo, hi, negated: false } => {
+                if let Expr::Col(c) = **expr {
+                    if usable(lo) && usable(hi) {
+                        ranges.push((c, Some(((**lo).clone(), true)), Some(((**hi).clone(), true))));
+                    }
+                }
+            }
+            Expr::Bin(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
+                let (c, v, op) = match (&**a, &**b) {
+                    (Expr::Col(c), v) if usable(v) => (*c, v.clone(), *op),
+                    (v, Expr::Col(c)) if usable(v) => (
+                        *c,
+                        v.clone(),
+                        match op {
+                            BinOp::Lt => BinOp::Gt,
+                            BinOp::Le => BinOp::Ge,
+                            BinOp::Gt => BinOp::Lt,
+                            _ => BinOp::Le,
+                        },
+                    ),
+                    _ => continue,
+                };
+                match op {
+                    BinOp::Gt | BinOp::Ge => ranges.push((c, Some((v, op == BinOp::Ge)), None)),
+                    _ => ranges.push((c, None, Some((v, op == BinOp::Le)))),
+                }
+            }
+            _ => {}
+        }
+    }
+    // Prefer the index with the longest equality prefix (unique first).
+    let mut best: Option<(usize, usize, bool)> = None;
+    for (ii, ix) in table.def.indexes.iter().enumerate() {
+        if ix.prefix.iter().any(|p| *p > 0) {
+            continue;
+        }
+        let mut n = 0;
+        for c in &ix.columns {
+            if eq.iter().any(|(ec, _)| ec == c) {
+                n += 1;
+            } else {
+                break;
+            }
+        }
+        if n > 0 {
+            let full_unique = ix.unique && n == ix.columns.len();
+            let better = match best {
+                None => true,
+                Some((_, bn, bu)) => (full_unique && !bu) || (full_unique == bu && n > bn),
+            };
+            if better {
+                best = Some((ii, n, full_unique));
+            }
+        }
+    }
+    if let Some((ii, n, _)) = best {
+        let ix = &table.def.indexes[ii];
+        let mut keys: Vec<Vec<Expr>> = vec![vec![]];
+        for c in &ix.columns[..n] {
+            let vals = &eq.iter().find(|(ec, _)| ec == c).unwrap().1;
+            let mut next = vec![];
+            for k in &keys {
+                for v in vals {
+                    let mut k2 = k.clone();
+                    k2.push(v.clone());
+                    next.push(k2);
+                }
+            }
+            keys = next;
+            if keys.len() > 1000 {
+                return Access::Full;
+            }
+        }
+        return Access::Keys { index: ii, keys };
+    }
+    for (ii, ix) in table.def.indexes.iter().enumerate() {
+        if ix.prefix[0] > 0 {
+            continue;
+        }
+        let first = ix.columns[0];
+        let mut lo = None;
+        let mut hi = None;
+        for (c, l, h) in &ranges {
+            if *c == first {
+                if l.is_some() && lo.is_none() {
+                    lo = l.clone();
+                }
+                if h.is_some() && hi.is_none() {
+                    hi = h.clone();
+                }
+            }
+        }
+        if lo.is_some() || hi.is_some() {
+            return Access::Range { index: ii, lo, hi };
+        }
+    }
+    Access::Full
+}
+
+impl Expr {
+    /// Type of a constant expression without a scope.
+    pub fn static_type(self) -> SqlType {
+        match self {
+            Expr::Lit(v) => v.type_of(),
+            _ => SqlType::varchar(255),
+        }
+    }
+}

@@ -1,0 +1,817 @@
+//! INSERT / REPLACE / UPDATE / DELETE / LOAD DATA: row coercion with strict-mode checks,
+//! auto-increment, duplicate-key handling, and undo records for rollback.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use quarry_catalog::{ColumnDef, DefaultValue, TableEntry};
+use quarry_common::value::{parse_number_prefix, Date};
+use quarry_common::{Decimal, Error, Result, Row, SqlType, TypeKind, Value};
+use quarry_sql::ast::{self, Expr as A};
+use quarry_storage_api::RowId;
+
+use crate::bind::{object_name, push_filter, Binder};
+use crate::exec::{collect, scan_table, ExecCtx, Undo};
+use crate::expr::Expr;
+use crate::plan::Access;
+
+#[derive(Debug, Default, Clone)]
+pub struct DmlResult {
+    pub affected: u64,
+    pub last_insert_id: Option<u64>,
+    pub info: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DupMode {
+    Error,
+    Ignore,
+    Replace,
+}
+
+/// Convert a value for storage in `col`, applying MySQL's strict-mode rules.
+pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result<Value> {
+    if v.is_null() {
+        return if col.nullable { Ok(Value::Null) } else { Err(Error::not_null(&col.name)) };
+    }
+    let ty = col.ty;
+    let bad = |kind: &str, v: &Value| -> Result<()> {
+        let msg = Error::incorrect_value(kind, &v.as_str_lossy(), &col.name, row_no);
+        if ctx.strict {
+            Err(msg)
+        } else {
+            ctx.warn(1366, msg.message);
+            Ok(())
+        }
+    };
+    let out_of_range = || -> Result<()> {
+        if ctx.strict {
+            Err(Error::out_of_range(&col.name, row_no))
+        } else {
+            ctx.warn(1264, Error::out_of_range(&col.name, row_no).message);
+            Ok(())
+        }
+    };
+    Ok(match ty.kind {
+        k if SqlType::new(k).is_integer() => {
+            let (lo, hi) = ty.int_range();
+            let n: i128 = match &v {
+                Value::Int(i) => *i as i128,
+                Value::UInt(u) => *u as i128,
+                Value::Decimal(d) => d.round_to_i128(),
+                Value::Double(f) => {
+                    let r = f.round();
+                    if r > 1e30 {
+                        i128::MAX
+                    } else if r < -1e30 {
+                        i128::MIN
+                    } else {
+                        r as i128
+                    }
+                }
+                Value::Str(_) | Value::Bytes(_) => {
+                    let s = v.as_str_lossy();
+                    let t = s.trim();
+                    match t.parse::<i128>() {
+                        Ok(n) => n,
+                        Err(_) => {
+                            let (f, whole) = parse_number_prefix(&s);
+                            if !whole || t.is_empty() {
+                                bad("integer", &v)?;
+                            }
+                            f.round() as i128
+                        }
+                    }
+                }
+                other => other.to_i64() as i128,
+            };
+            let clamped = n.clamp(lo, hi);
+            if clamped != n {
+                out_of_range()?;
+            }
+            if ty.unsigned && ty.kind == TypeKind::BigInt {
+                Value::UInt(clamped as u64)
+            } else {
+                Value::Int(clamped as i64)
+            }
+        }
+        TypeKind::Decimal => {
+            let d = match &v {
+                Value::Str(s) => match Decimal::parse(s) {
+                    Some(d) => d,
+                    None => {
+                        let (f, whole) = parse_number_prefix(s);
+                        if !whole {
+                            bad("decimal", &v)?;
+                        }
+                        Decimal::from_f64(f, ty.scale)
+                    }
+                },
+                other => other.to_decimal(),
+            };
+            let d = d.rescale(ty.scale);
+            let max_int = ty.len.saturating_sub(ty.scale as u32);
+            if d.int_digits() > max_int || (ty.unsigned && d.mantissa < 0) {
+                out_of_range()?;
+                let limit = quarry_common::value::pow10((max_int + ty.scale as u32).min(38) as u8) - 1;
+                let m = if ty.unsigned && d.mantissa < 0 { 0 } else { d.mantissa.clamp(-limit, limit) };
+                Value::Decimal(Decimal::new(m, ty.scale))
+            } else {
+                Value::Decimal(d)
+            }
+        }
+        TypeKind::Float | TypeKind::Double => {
+            let f = match &v {
+                Value::Str(s) => {
+                    let (f, whole) = parse_number_prefix(s);
+                    if !whole {
+                        bad("double", &v)?;
+                    }
+                    f
+                }
+                other => other.to_f64(),
+            };
+            let f = if ty.kind == TypeKind::Float { f as f32 as f64 } else { f };
+            if ty.unsigned && f < 0.0 {
+                out_of_range()?;
+                Value::Double(0.0)
+            } else {
+                Value::Double(f)
+            }
+        }
+        TypeKind::Char | TypeKind::VarChar | TypeKind::Text => {
+            let mut s = match v {
+                Value::Str(s) => s,
+                Value::Bytes(b) => match String::from_utf8(b) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let shown: String = e.as_bytes().iter().take(8).map(|b| format!("\\x{b:02X}")).collect();
+                        let err = Error::new(1366, format!("Incorrect string value: '{shown}' for column `{}` at row {row_no}", col.name));
+                        if ctx.strict {
+                            return Err(err);
+                        }
+                        ctx.warn(1366, err.message);
+                        String::from_utf8_lossy(e.as_bytes()).into_owned()
+                    }
+                },
+                other => other.to_string(),
+            };
+            if ty.kind == TypeKind::Char {
+                let t = s.trim_end_matches(' ').len();
+                s.truncate(t);
+            }
+            let max = ty.max_chars() as usize;
+            let n = s.chars().count();
+            if n > max {
+                let only_spaces = s.chars().skip(max).all(|c| c == ' ');
+                if ctx.strict && !only_spaces {
+                    return Err(Error::data_too_long(&col.name, row_no));
+                }
+                if !only_spaces {
+                    ctx.warn(1265, format!("Data truncated for column '{}' at row {row_no}", col.name));
+                }
+                s = s.chars().take(max).collect();
+            }
+            Value::Str(s)
+        }
+        TypeKind::Binary | TypeKind::VarBinary | TypeKind::Blob => {
+            let mut b = match v {
+                Value::Bytes(b) => b,
+                other => other.as_str_lossy().into_owned().into_bytes(),
+            };
+            let max = if ty.kind == TypeKind::Blob { 65535 } else { ty.len as usize };
+            if b.len() > max {
+                if ctx.strict {
+                    return Err(Error::data_too_long(&col.name, row_no));
+                }
+                b.truncate(max);
+            }
+            if ty.kind == TypeKind::Binary {
+                b.resize(max, 0);
+            }
+            Value::Bytes(b)
+        }
+        TypeKind::Date | TypeKind::DateTime | TypeKind::Timestamp => {
+            let zero_ok = matches!(&v, Value::Str(s) if s.starts_with("0000-00-00"));
+            match v.to_datetime() {
+                Some(dt) if ty.kind == TypeKind::Date => Value::Date(dt.date),
+                Some(mut dt) => {
+                    let keep = 10u32.pow(6 - ty.scale.min(6) as u32);
+                    dt.micro = dt.micro / keep * keep;
+                    Value::DateTime(dt)
+                }
+                None if zero_ok => {
+                    let z = Date { year: 0, month: 0, day: 0 };
+                    if ty.kind == TypeKind::Date {
+                        Value::Date(z)
+                    } else {
+                        Value::DateTime(quarry_common::DateTime::from_date(z))
+                    }
+                }
+                None => {
+                    let kind = if ty.kind == TypeKind::Date { "date" } else { "datetime" };
+                    let err = Error::new(1292, format!("Incorrect {kind} value: '{}' for column `{}` at row {row_no}", v.as_str_lossy(), col.name));
+                    if ctx.strict {
+                        return Err(err);
+                    }
+                    ctx.warn(1265, err.message);
+                    if col.nullable {
+                        Value::Null
+                    } else {
+                        Value::Date(Date { year: 0, month: 0, day: 0 })
+                    }
+                }
+            }
+        }
+        TypeKind::Year => {
+            let y = v.to_i64();
+            Value::Int(match y {
+                0 => 0,
+                1..=69 => 2000 + y,
+                70..=99 => 1900 + y,
+                1901..=2155 => y,
+                _ => {
+                    out_of_range()?;
+                    0
+                }
+            })
+        }
+        TypeKind::Time => Value::Str(v.as_str_lossy().into_owned()),
+        TypeKind::Null => Value::Null,
+        _ => v,
+    })
+}
+
+fn default_for(col: &ColumnDef, ctx: &ExecCtx) -> Result<Value> {
+    match &col.default {
+        DefaultValue::Value(v) => coerce(v.clone(), col, 0, ctx),
+        DefaultValue::CurrentTimestamp => coerce(Value::DateTime(ctx.now), col, 0, ctx),
+        DefaultValue::None if col.nullable || col.auto_increment => Ok(Value::Null),
+        DefaultValue::None => {
+            if ctx.strict {
+                Err(Error::no_default(&col.name))
+            } else {
+                ctx.warn(1364, Error::no_default(&col.name).message);
+                Ok(match col.ty.kind {
+                    k if SqlType::new(k).is_numeric() => Value::Int(0),
+                    TypeKind::Date => Value::Date(Date { year: 0, month: 0, day: 0 }),
+                    _ => Value::Str(String::new()),
+                })
+            }
+        }
+    }
+}
+
+/// Fill auto-increment: NULL or 0 means "next value" (sysbench's `VALUES (0, …)`).
+fn assign_auto_inc(entry: &TableEntry, row: &mut Row, first_id: &mut Option<u64>) -> Result<()> {
+    let Some(ai) = entry.def.auto_increment_column() else { return Ok(()) };
+    let mut next = entry.auto_inc.lock();
+    let given = match &row[ai] {
+        Value::Null => None,
+        v if v.to_i64() == 0 => None,
+        v => Some(v.to_i64()),
+    };
+    match given {
+        None => {
+            let (_, hi) = entry.def.columns[ai].ty.int_range();
+            if *next as i128 > hi {
+                return Err(Error::new(1467, "Failed to read auto-increment value from storage engine"));
+            }
+            row[ai] = coerce_auto(*next, &entry.def.columns[ai]);
+            if first_id.is_none() {
+                *first_id = Some(*next);
+            }
+            *next += 1;
+        }
+        Some(v) if v >= 0 && v as u64 >= *next => *next = v as u64 + 1,
+        _ => {}
+    }
+    Ok(())
+}
+
+fn coerce_auto(n: u64, col: &ColumnDef) -> Value {
+    if col.ty.unsigned && col.ty.kind == TypeKind::BigInt {
+        Value::UInt(n)
+    } else if col.ty.kind == TypeKind::Decimal {
+        Value::Decimal(Decimal::new(n as i128, col.ty.scale))
+    } else if matches!(col.ty.kind, TypeKind::Float | TypeKind::Double) {
+        Value::Double(n as f64)
+    } else {
+        Value::Int(n as i64)
+    }
+}
+
+/// Auto-increment counters start after the largest stored value.
+pub fn init_auto_inc(entry: &TableEntry, ctx: &ExecCtx) -> Result<()> {
+    let Some(ai) = entry.def.auto_increment_column() else { return Ok(()) };
+    let mut max = 0i64;
+    let idx = entry.def.indexes.iter().position(|i| i.columns.first() == Some(&ai));
+    let _ = idx;
+    scan_table(entry, None, &Access::Full, ctx, &mut |_, rows| {
+        for r in rows {
+            max = max.max(r[ai].to_i64());
+        }
+        Ok(true)
+    })?;
+    let mut n = entry.auto_inc.lock();
+    *n = (*n).max(max as u64 + 1);
+    Ok(())
+}
+
+/// Rows that conflict with `row` on a unique key.
+fn conflicts(entry: &TableEntry, row: &Row) -> Result<Vec<RowId>> {
+    let mut ids = vec![];
+    for (ii, ix) in entry.def.indexes.iter().enumerate() {
+        if !ix.unique {
+            continue;
+        }
+        let key: Row = ix
+            .columns
+            .iter()
+            .zip(&ix.prefix)
+            .map(|(&c, &p)| match &row[c] {
+                Value::Str(s) if p > 0 => Value::Str(s.chars().take(p as usize).collect()),
+                v => v.clone(),
+            })
+            .collect();
+        if key.iter().any(Value::is_null) {
+            continue;
+        }
+        ids.extend(entry.handle.index_range(ii, Bound::Included(&key), Bound::Included(&key))?);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
+}
+
+pub struct InsertOptions<'e> {
+    pub mode: DupMode,
+    /// ON DUPLICATE KEY UPDATE assignments: (column, expression over the existing row).
+    pub on_dup: &'e [(usize, Expr)],
+}
+
+/// Insert complete rows (already ordered by table column, unspecified = None → default).
+pub fn insert_rows(
+    entry: &Arc<TableEntry>,
+    rows: impl Iterator<Item = Result<Vec<Option<Value>>>>,
+    opts: &InsertOptions,
+    ctx: &ExecCtx,
+) -> Result<DmlResult> {
+    let mut res = DmlResult::default();
+    let mut first_id = None;
+    let mut n = 0usize;
+    let (mut dups, mut records) = (0u64, 0u64);
+    for r in rows {
+        n += 1;
+        let given = r?;
+        let mut row = Vec::with_capacity(entry.def.columns.len());
+        for (i, (col, v)) in entry.def.columns.iter().zip(given).enumerate() {
+            let v = match v {
+                Some(v) if v.is_null() && col.auto_increment => Value::Null,
+                Some(v) => match coerce(v, col, n, ctx) {
+                    Ok(v) => v,
+                    Err(e) if e.code == 1048 && !ctx.strict => {
+                        ctx.warn(1048, e.message);
+                        default_for(col, ctx).unwrap_or(Value::Null)
+                    }
+                    Err(e) => return Err(e),
+                },
+                None => default_for(col, ctx)?,
+            };
+            let _ = i;
+            row.push(v);
+        }
+        assign_auto_inc(entry, &mut row, &mut first_id)?;
+        records += 1;
+        match entry.handle.insert(row.clone()) {
+            Ok(id) => {
+                ctx.undo.borrow_mut().push(Undo::Inserted(entry.clone(), id));
+                res.affected += 1;
+            }
+            Err(e) if e.code == 1062 => {
+                dups += 1;
+                match opts.mode {
+                    DupMode::Ignore if opts.on_dup.is_empty() => {
+                        ctx.warn(1062, e.message);
+                    }
+                    DupMode::Replace => {
+                        for id in conflicts(entry, &row)? {
+                            let old = entry.handle.fetch(&[id])?.pop().unwrap();
+                            entry.handle.delete(id)?;
+                            ctx.undo.borrow_mut().push(Undo::Deleted(entry.clone(), old));
+                            res.affected += 1;
+                        }
+                        let id = entry.handle.insert(row)?;
+                        ctx.undo.borrow_mut().push(Undo::Inserted(entry.clone(), id));
+                        res.affected += 1;
+                    }
+                    _ if !opts.on_dup.is_empty() => {
+                        let Some(id) = conflicts(entry, &row)?.into_iter().next() else { return Err(e) };
+                        let old = entry.handle.fetch(&[id])?.pop().unwrap();
+                        *ctx.insert_row.borrow_mut() = Some(row.clone());
+                        let mut new = old.clone();
+                        for (c, ex) in opts.on_dup {
+                            new[*c] = coerce(ex.eval(&old, ctx)?, &entry.def.columns[*c], n, ctx)?;
+                        }
+                        *ctx.insert_row.borrow_mut() = None;
+                        if new != old {
+                            match entry.handle.update(id, new) {
+                                Ok(nid) => {
+                                    ctx.undo.borrow_mut().push(Undo::Updated(entry.clone(), nid, old.clone()));
+                                    res.affected += 2;
+                                }
+                                Err(e2) if e2.code == 1062 && opts.mode == DupMode::Ignore => ctx.warn(1062, e2.message),
+                                Err(e2) => return Err(e2),
+                            }
+                        }
+                        if let Some(ai) = entry.def.auto_increment_column() {
+                            if first_id.is_none() {
+                                first_id = Some(old[ai].to_i64() as u64).filter(|_| false);
+                            }
+                        }
+                    }
+                    _ => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    res.last_insert_id = first_id;
+    if records > 1 || opts.mode != DupMode::Error {
+        res.info = Some(format!("Records: {records}  Duplicates: {dups}  Warnings: {}", ctx.warnings.borrow().len()));
+    }
+    Ok(res)
+}
+
+fn column_targets(entry: &TableEntry, names: &[String]) -> Result<Vec<usize>> {
+    if names.is_empty() {
+        return Ok((0..entry.def.columns.len()).collect());
+    }
+    let mut out = vec![];
+    for n in names {
+        let i = entry.def.column_index(n).ok_or_else(|| Error::unknown_column(n, "field list"))?;
+        if out.contains(&i) {
+            return Err(Error::new(1110, format!("Column '{n}' specified twice")));
+        }
+        out.push(i);
+    }
+    Ok(out)
+}
+
+pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Result<DmlResult> {
+    let ast::TableObject::TableName(name) = &stmt.table else { return Err(Error::unsupported("INSERT INTO TABLE FUNCTION")) };
+    let entry = params_base.resolve_table(name)?;
+    let names: Vec<String> = stmt.columns.iter().map(|c| object_name(c).pop().unwrap_or_default()).collect();
+    let mut targets = column_targets(&entry, &names)?;
+    let mode = if stmt.replace_into {
+        DupMode::Replace
+    } else if stmt.ignore {
+        DupMode::Ignore
+    } else {
+        DupMode::Error
+    };
+    // ON DUPLICATE KEY UPDATE binds against the existing row; VALUES(c) means the new one.
+    let mut on_dup = vec![];
+    if let Some(ast::OnInsert::DuplicateKeyUpdate(assigns)) = &stmt.on {
+        let cols = Binder::table_scope(&entry, &entry.def.name);
+        for a in assigns {
+            let ast::AssignmentTarget::ColumnName(cn) = &a.target else { return Err(Error::syntax_near("(")) };
+            let cname = object_name(cn).pop().unwrap_or_default();
+            let c = entry.def.column_index(&cname).ok_or_else(|| Error::unknown_column(&cname, "field list"))?;
+            let e = params_base.bind_in_scope(cols.clone(), &a.value)?;
+            on_dup.push((c, e));
+        }
+    }
+    let width = entry.def.columns.len();
+    let opts = InsertOptions { mode, on_dup: &on_dup };
+    let expand = |vals: Vec<Value>, targets: &[usize]| -> Result<Vec<Option<Value>>> {
+        if vals.len() != targets.len() {
+            return Err(Error::column_count_mismatch(1));
+        }
+        let mut full = vec![None; width];
+        for (t, v) in targets.iter().zip(vals) {
+            full[*t] = Some(v);
+        }
+        Ok(full)
+    };
+    if !stmt.assignments.is_empty() {
+        // INSERT … SET a = 1, b = 2
+        targets.clear();
+        let mut vals = vec![];
+        for a in &stmt.assignments {
+            let ast::AssignmentTarget::ColumnName(cn) = &a.target else { return Err(Error::syntax_near("(")) };
+            let cname = object_name(cn).pop().unwrap_or_default();
+            targets.push(entry.def.column_index(&cname).ok_or_else(|| Error::unknown_column(&cname, "field list"))?);
+            vals.push(params_base.bind_in_scope(vec![], &a.value)?.eval(&[], ctx)?);
+        }
+        let row = expand(vals, &targets)?;
+        return insert_rows(&entry, std::iter::once(Ok(row)), &opts, ctx);
+    }
+    let source = stmt.source.as_ref().ok_or_else(|| Error::syntax_near(""))?;
+    if let ast::SetExpr::Values(values) = source.body.as_ref() {
+        let mut bound_rows = Vec::with_capacity(values.rows.len());
+        for (ri, r) in values.rows.iter().enumerate() {
+            if r.len() != targets.len() && !(targets.len() == width && names.is_empty() && r.is_empty()) {
+                return Err(Error::column_count_mismatch(ri + 1));
+            }
+            let mut row = Vec::with_capacity(r.len());
+            for e in r.iter() {
+                match e {
+                    A::Identifier(i) if i.value.eq_ignore_ascii_case("DEFAULT") && i.quote_style.is_none() => row.push(None),
+                    other => row.push(Some(params_base.bind_in_scope(vec![], other)?)),
+                }
+            }
+            bound_rows.push(row);
+        }
+        let rows = bound_rows.into_iter().map(|r| {
+            let mut full = vec![None; width];
+            for (t, e) in targets.iter().zip(r) {
+                full[*t] = match e {
+                    None => None,
+                    Some(e) => Some(e.eval(&[], ctx)?),
+                };
+            }
+            Ok(full)
+        });
+        let bulk = values.rows.len() > 1;
+        if bulk {
+            entry.handle.begin_bulk();
+        }
+        let r = insert_rows(&entry, rows, &opts, ctx);
+        if bulk {
+            entry.handle.end_bulk()?;
+        }
+        return r;
+    }
+    // INSERT … SELECT: read everything first (the source may be the target table).
+    let sp = params_base.bind_query(source)?;
+    if sp.columns.len() != targets.len() {
+        return Err(Error::column_count_mismatch(1));
+    }
+    let rows = collect(&sp.plan, ctx)?;
+    entry.handle.begin_bulk();
+    let r = insert_rows(&entry, rows.into_iter().map(|r| expand(r, &targets)), &opts, ctx);
+    entry.handle.end_bulk()?;
+    r
+}
+
+/// Rows matched by a single-table WHERE / ORDER BY / LIMIT, as (id, row) in order.
+fn matching_rows(
+    entry: &Arc<TableEntry>,
+    alias: &str,
+    selection: Option<&A>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&A>,
+    b: &mut Binder,
+    ctx: &ExecCtx,
+) -> Result<Vec<(RowId, Row)>> {
+    let cols = Binder::table_scope(entry, alias);
+    let filter = selection.map(|s| b.bind_in_scope(cols.clone(), s)).transpose()?;
+    let plan = push_filter(
+        crate::plan::Plan::Scan { table: entry.clone(), filter: None, access: Access::Full },
+        filter.unwrap_or(Expr::Lit(Value::Int(1))),
+    );
+    let (filter, access, residual) = match plan {
+        crate::plan::Plan::Scan { filter, access, .. } => (filter, access, None),
+        crate::plan::Plan::Filter { input, pred } => match *input {
+            crate::plan::Plan::Scan { filter, access, .. } => (filter, access, Some(pred)),
+            _ => unreachable!("single-table plan"),
+        },
+        _ => unreachable!("single-table plan"),
+    };
+    let mut out = vec![];
+    scan_table(entry, filter.as_ref(), &access, ctx, &mut |ids, rows| {
+        for (id, r) in ids.into_iter().zip(rows) {
+            if residual.as_ref().map(|p| p.eval_truth(&r, ctx)).transpose()?.unwrap_or(true) {
+                out.push((id, r));
+            }
+        }
+        Ok(true)
+    })?;
+    if !order_by.is_empty() {
+        let keys: Vec<(Expr, bool)> = order_by
+            .iter()
+            .map(|o| Ok((b.bind_in_scope(cols.clone(), &o.expr)?, matches!(o.options.sort, Some(ast::OrderBySort::Desc)))))
+            .collect::<Result<_>>()?;
+        let mut keyed: Vec<(Row, (RowId, Row))> =
+            out.into_iter().map(|(id, r)| Ok((keys.iter().map(|(e, _)| e.eval(&r, ctx)).collect::<Result<Row>>()?, (id, r)))).collect::<Result<_>>()?;
+        keyed.sort_by(|a, b| {
+            for (i, (_, desc)) in keys.iter().enumerate() {
+                let o = a.0[i].total_cmp(&b.0[i]);
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        out = keyed.into_iter().map(|(_, x)| x).collect();
+    }
+    if let Some(l) = limit {
+        let n = b.bind_in_scope(vec![], l)?.eval(&[], ctx)?.to_i64().max(0) as usize;
+        out.truncate(n);
+    }
+    Ok(out)
+}
+
+fn single_table(t: &ast::TableWithJoins, b: &Binder) -> Result<(Arc<TableEntry>, String)> {
+    if !t.joins.is_empty() {
+        return Err(Error::unsupported("multi-table UPDATE/DELETE"));
+    }
+    match &t.relation {
+        ast::TableFactor::Table { name, alias, .. } => {
+            let e = b.resolve_table(name)?;
+            let alias = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| e.def.name.clone());
+            Ok((e, alias))
+        }
+        other => Err(Error::unsupported(other.to_string())),
+    }
+}
+
+pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
+    if stmt.from.is_some() {
+        return Err(Error::unsupported("UPDATE … FROM"));
+    }
+    let (entry, alias) = single_table(&stmt.table, b)?;
+    let cols = Binder::table_scope(&entry, &alias);
+    let mut sets = vec![];
+    for a in &stmt.assignments {
+        let ast::AssignmentTarget::ColumnName(cn) = &a.target else { return Err(Error::syntax_near("(")) };
+        let parts = object_name(cn);
+        let cname = parts.last().cloned().unwrap_or_default();
+        let c = entry.def.column_index(&cname).ok_or_else(|| Error::unknown_column(&parts.join("."), "field list"))?;
+        sets.push((c, b.bind_in_scope(cols.clone(), &a.value)?));
+    }
+    let targets = matching_rows(&entry, &alias, stmt.selection.as_ref(), &stmt.order_by, stmt.limit.as_ref(), b, ctx)?;
+    let matched = targets.len();
+    let mut changed = 0u64;
+    for (n, (id, old)) in targets.into_iter().enumerate() {
+        let mut new = old.clone();
+        // MySQL evaluates assignments left to right, later ones seeing earlier results.
+        for (c, e) in &sets {
+            new[*c] = coerce(e.eval(&new, ctx)?, &entry.def.columns[*c], n + 1, ctx)?;
+        }
+        if new.iter().zip(&old).all(|(a, b)| a == b) {
+            continue;
+        }
+        for (i, col) in entry.def.columns.iter().enumerate() {
+            if col.on_update_now && !sets.iter().any(|(c, _)| *c == i) {
+                new[i] = coerce(Value::DateTime(ctx.now), col, n + 1, ctx)?;
+            }
+        }
+        let nid = entry.handle.update(id, new)?;
+        ctx.undo.borrow_mut().push(Undo::Updated(entry.clone(), nid, old));
+        changed += 1;
+    }
+    Ok(DmlResult {
+        affected: changed,
+        last_insert_id: None,
+        info: Some(format!("Rows matched: {matched}  Changed: {changed}  Warnings: {}", ctx.warnings.borrow().len())),
+    })
+}
+
+pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
+    let from = match &stmt.from {
+        ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
+    };
+    if from.len() != 1 || !stmt.tables.is_empty() || stmt.using.is_some() {
+        return Err(Error::unsupported("multi-table DELETE"));
+    }
+    let (entry, alias) = single_table(&from[0], b)?;
+    let targets = matching_rows(&entry, &alias, stmt.selection.as_ref(), &stmt.order_by, stmt.limit.as_ref(), b, ctx)?;
+    let n = targets.len() as u64;
+    for (id, old) in targets {
+        entry.handle.delete(id)?;
+        ctx.undo.borrow_mut().push(Undo::Deleted(entry.clone(), old));
+    }
+    Ok(DmlResult { affected: n, ..Default::default() })
+}
+
+/// Split LOAD DATA input into rows of fields (None = `\N`, SQL NULL).
+pub fn parse_load_rows(data: &[u8], ld: &quarry_sql::LoadData) -> Vec<Vec<Option<String>>> {
+    let text = String::from_utf8_lossy(data);
+    let mut rows = vec![];
+    let ft = ld.fields_terminated.as_str();
+    let lt = ld.lines_terminated.as_str();
+    let mut rest: &str = &text;
+    let mut skipped = 0;
+    while !rest.is_empty() {
+        if !ld.lines_starting.is_empty() {
+            match rest.find(&ld.lines_starting) {
+                Some(p) => rest = &rest[p + ld.lines_starting.len()..],
+                None => break,
+            }
+        }
+        let mut fields: Vec<Option<String>> = vec![];
+        let mut cur = String::new();
+        let mut quoted = false;
+        let mut was_quoted = false;
+        let mut chars = rest.char_indices().peekable();
+        let mut consumed = rest.len();
+        let mut ended_line = false;
+        while let Some((i, c)) = chars.next() {
+            if quoted {
+                if Some(c) == ld.enclosed {
+                    if rest[i + c.len_utf8()..].starts_with(c) {
+                        cur.push(c);
+                        chars.next();
+                    } else {
+                        quoted = false;
+                    }
+                    continue;
+                }
+            } else {
+                if rest[i..].starts_with(lt) {
+                    consumed = i + lt.len();
+                    ended_line = true;
+                    break;
+                }
+                if rest[i..].starts_with(ft) {
+                    fields.push(finish_field(std::mem::take(&mut cur), was_quoted));
+                    was_quoted = false;
+                    for _ in 1..ft.chars().count() {
+                        chars.next();
+                    }
+                    continue;
+                }
+                if Some(c) == ld.enclosed && cur.is_empty() && !was_quoted {
+                    quoted = true;
+                    was_quoted = true;
+                    continue;
+                }
+            }
+            if Some(c) == ld.escaped {
+                if let Some((_, n)) = chars.next() {
+                    cur.push(match n {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        '0' => '\0',
+                        'Z' => '\x1a',
+                        'N' if cur.is_empty() => {
+                            cur.push_str("\u{0}NULL\u{0}");
+                            continue;
+                        }
+                        other => other,
+                    });
+                }
+                continue;
+            }
+            cur.push(c);
+        }
+        let _ = ended_line;
+        fields.push(finish_field(cur, was_quoted));
+        rest = &rest[consumed.min(rest.len())..];
+        if skipped < ld.ignore_lines {
+            skipped += 1;
+            continue;
+        }
+        rows.push(fields);
+    }
+    rows
+}
+
+fn finish_field(s: String, quoted: bool) -> Option<String> {
+    if s == "\u{0}NULL\u{0}" || (!quoted && s == "NULL" && false) {
+        None
+    } else {
+        Some(s)
+    }
+}
+
+pub fn load_data(entry: &Arc<TableEntry>, ld: &quarry_sql::LoadData, data: &[u8], ctx: &ExecCtx) -> Result<DmlResult> {
+    let targets = column_targets(entry, &ld.columns)?;
+    let width = entry.def.columns.len();
+    let rows = parse_load_rows(data, ld);
+    let mode = if ld.replace {
+        DupMode::Replace
+    } else if ld.ignore || ld.local {
+        DupMode::Ignore
+    } else {
+        DupMode::Error
+    };
+    let mut short = 0usize;
+    let iter = rows.into_iter().map(|fields| {
+        let mut full = vec![None; width];
+        if fields.len() < targets.len() {
+            short += 1;
+        }
+        for (i, t) in targets.iter().enumerate() {
+            full[*t] = Some(match fields.get(i) {
+                Some(Some(s)) => Value::Str(s.clone()),
+                Some(None) => Value::Null,
+                None => Value::Null,
+            });
+        }
+        Ok(full)
+    });
+    entry.handle.begin_bulk();
+    let saved_strict = ctx.strict;
+    let r = insert_rows(entry, iter, &InsertOptions { mode, on_dup: &[] }, ctx);
+    let _ = saved_strict;
+    entry.handle.end_bulk()?;
+    let mut r = r?;
+    let skipped = r.info.as_ref().map(|_| 0).unwrap_or(0);
+    r.info = Some(format!("Records: {}  Deleted: 0  Skipped: {skipped}  Warnings: {}", r.affected, ctx.warnings.borrow().len()));
+    Ok(r)
+}

@@ -1,0 +1,629 @@
+//! Running plans: push-based pipelines over row batches.
+//!
+//! A scan drives its pipeline: each batch from the engine flows through filter and
+//! projection closures into the consumer (aggregate, sort, join build, or the client), so a
+//! full-table count never holds more than one batch. Joins build a hash table on the right
+//! input and stream the left through it (nested loop when there is no equality key).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use quarry_catalog::{Catalog, TableEntry};
+use quarry_common::value::{pow10, DateTime};
+use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
+use quarry_storage_api::{RowId, ScanRequest};
+
+use crate::expr::{cast_value, Expr, SubQuery};
+use crate::plan::{Access, Agg, AggFunc, JoinKind, Plan};
+
+pub const BATCH_ROWS: usize = 1024;
+
+/// What expressions may ask of the session that runs them.
+pub trait SessionInfo {
+    fn sys_var(&self, name: &str) -> Result<Value>;
+    fn user_var(&self, name: &str) -> Value;
+    fn user(&self) -> String;
+    fn connection_id(&self) -> u64;
+    fn last_insert_id(&self) -> u64;
+    fn set_last_insert_id(&self, id: u64);
+    fn row_count(&self) -> i64;
+    fn found_rows(&self) -> u64;
+}
+
+/// One write, remembered so a transaction or a failed statement can be undone.
+#[derive(Clone)]
+pub enum Undo {
+    Inserted(Arc<TableEntry>, RowId),
+    Deleted(Arc<TableEntry>, Row),
+    Updated(Arc<TableEntry>, RowId, Row),
+}
+
+pub struct ExecCtx<'a> {
+    pub catalog: &'a Catalog,
+    pub db: Option<String>,
+    pub params: Vec<Value>,
+    pub session: &'a dyn SessionInfo,
+    pub outer: RefCell<Vec<Row>>,
+    pub sub_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    pub insert_row: RefCell<Option<Row>>,
+    pub now: DateTime,
+    pub rand_state: Cell<u64>,
+    pub warnings: RefCell<Vec<(u16, String)>>,
+    pub undo: RefCell<Vec<Undo>>,
+    pub strict: bool,
+    pub read_buffer: usize,
+    pub killed: &'a std::sync::atomic::AtomicBool,
+}
+
+impl ExecCtx<'_> {
+    pub fn warn(&self, code: u16, msg: impl Into<String>) {
+        let mut w = self.warnings.borrow_mut();
+        if w.len() < 64 {
+            w.push((code, msg.into()));
+        }
+    }
+    fn check_killed(&self) -> Result<()> {
+        if self.killed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::query_interrupted());
+        }
+        Ok(())
+    }
+}
+
+pub type Sink<'s> = dyn FnMut(Vec<Row>) -> Result<bool> + 's;
+
+pub fn collect(plan: &Plan, ctx: &ExecCtx) -> Result<Vec<Row>> {
+    let mut out = Vec::new();
+    run(plan, ctx, &mut |b| {
+        out.extend(b);
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+pub fn run_subquery(sub: &SubQuery, row: &[Value], ctx: &ExecCtx) -> Result<Rc<Vec<Row>>> {
+    if !sub.correlated {
+        if let Some(r) = ctx.sub_cache.borrow().get(&sub.id) {
+            return Ok(r.clone());
+        }
+    }
+    ctx.outer.borrow_mut().push(row.to_vec());
+    let res = collect(&sub.plan, ctx);
+    ctx.outer.borrow_mut().pop();
+    let rows = Rc::new(res?);
+    if !sub.correlated {
+        ctx.sub_cache.borrow_mut().insert(sub.id, rows.clone());
+    }
+    Ok(rows)
+}
+
+fn key_of(exprs: &[Expr], row: &[Value], ctx: &ExecCtx, out: &mut Vec<u8>) -> Result<bool> {
+    out.clear();
+    for e in exprs {
+        let v = e.eval(row, ctx)?;
+        if v.is_null() {
+            return Ok(false);
+        }
+        v.hash_key(out);
+    }
+    Ok(true)
+}
+
+/// Row ids for an index access path, sorted so rows are read in file order.
+fn index_ids(table: &TableEntry, access: &Access, ctx: &ExecCtx) -> Result<Option<Vec<RowId>>> {
+    let ty = |index: usize, k: usize| table.def.columns[table.def.indexes[index].columns[k]].ty;
+    let conv = |index: usize, k: usize, v: Value| -> Option<Value> {
+        let t = ty(index, k);
+        if v.is_null() {
+            return None;
+        }
+        // A key that does not survive conversion unchanged cannot match (e.g. 'abc' vs INT).
+        let c = cast_value(v.clone(), &t).ok()?;
+        if c.sql_cmp(&v) != Some(std::cmp::Ordering::Equal) && !(t.is_string()) {
+            return None;
+        }
+        Some(c)
+    };
+    let mut ids = match access {
+        Access::Full => return Ok(None),
+        Access::Keys { index, keys } => {
+            let mut ids = Vec::new();
+            for k in keys {
+                let mut vals = Vec::with_capacity(k.len());
+                let mut ok = true;
+                for (i, e) in k.iter().enumerate() {
+                    match conv(*index, i, e.eval(&[], ctx)?) {
+                        Some(v) => vals.push(v),
+                        None => ok = false,
+                    }
+                }
+                if ok {
+                    ids.extend(table.handle.index_range(*index, Bound::Included(&vals), Bound::Included(&vals))?);
+                }
+            }
+            ids
+        }
+        Access::Range { index, lo, hi } => {
+            let ev = |b: &Option<(Expr, bool)>| -> Result<Option<Option<(Value, bool)>>> {
+                match b {
+                    None => Ok(Some(None)),
+                    Some((e, incl)) => {
+                        let v = e.eval(&[], ctx)?;
+                        if v.is_null() {
+                            return Ok(None);
+                        }
+                        let t = ty(*index, 0);
+                        // Numeric columns compare numerically: cast bounds outward-safe by
+                        // keeping the original value when it is not an exact integer.
+                        let v = if t.is_integer() && v.is_numeric() && v.to_f64().fract() != 0.0 {
+                            Value::Double(v.to_f64())
+                        } else if t.is_integer() && !v.is_numeric() {
+                            Value::Double(v.to_f64())
+                        } else {
+                            cast_value(v, &t)?
+                        };
+                        Ok(Some(Some((v, *incl))))
+                    }
+                }
+            };
+            let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) else { return Ok(Some(vec![])) };
+            let lo_v = lo.as_ref().map(|(v, _)| vec![v.clone()]);
+            let hi_v = hi.as_ref().map(|(v, _)| vec![v.clone()]);
+            let lb = match (&lo, &lo_v) {
+                (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
+                (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
+                _ => Bound::Unbounded,
+            };
+            let hb = match (&hi, &hi_v) {
+                (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
+                (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
+                _ => Bound::Unbounded,
+            };
+            table.handle.index_range(*index, lb, hb)?
+        }
+    };
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(Some(ids))
+}
+
+/// Scan a table (by index or fully), passing (ids, rows) batches that pass `filter`.
+pub fn scan_table(
+    table: &TableEntry,
+    filter: Option<&Expr>,
+    access: &Access,
+    ctx: &ExecCtx,
+    sink: &mut dyn FnMut(Vec<RowId>, Vec<Row>) -> Result<bool>,
+) -> Result<()> {
+    if let Some(ids) = index_ids(table, access, ctx)? {
+        for chunk in ids.chunks(BATCH_ROWS) {
+            let rows = table.handle.fetch(chunk)?;
+            let (mut kid, mut krow) = (Vec::new(), Vec::new());
+            for (id, r) in chunk.iter().zip(rows) {
+                if filter.map(|f| f.eval_truth(&r, ctx)).transpose()?.unwrap_or(true) {
+                    kid.push(*id);
+                    krow.push(r);
+                }
+            }
+            if !krow.is_empty() && !sink(kid, krow)? {
+                return Ok(());
+            }
+        }
+        return Ok(());
+    }
+    let mut cursor = table.handle.scan(&ScanRequest { batch_rows: BATCH_ROWS, read_buffer: ctx.read_buffer })?;
+    while let Some(batch) = cursor.next_batch()? {
+        ctx.check_killed()?;
+        let (ids, rows) = match filter {
+            None => (batch.ids, batch.rows),
+            Some(f) => {
+                let (mut kid, mut krow) = (Vec::with_capacity(batch.rows.len()), Vec::with_capacity(batch.rows.len()));
+                for (id, r) in batch.ids.into_iter().zip(batch.rows) {
+                    if f.eval_truth(&r, ctx)? {
+                        kid.push(id);
+                        krow.push(r);
+                    }
+                }
+                (kid, krow)
+            }
+        };
+        if !rows.is_empty() && !sink(ids, rows)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
+    match plan {
+        Plan::Dual => {
+            sink(vec![vec![]])?;
+        }
+        Plan::Values(rows) => {
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                out.push(r.iter().map(|e| e.eval(&[], ctx)).collect::<Result<Row>>()?);
+            }
+            sink(out)?;
+        }
+        Plan::Scan { table, filter, access } => scan_table(table, filter.as_ref(), access, ctx, &mut |_, rows| sink(rows))?,
+        Plan::Filter { input, pred } => run(input, ctx, &mut |mut b| {
+            let mut err = None;
+            b.retain(|r| match pred.eval_truth(r, ctx) {
+                Ok(t) => t,
+                Err(e) => {
+                    err.get_or_insert(e);
+                    false
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            if b.is_empty() {
+                return Ok(true);
+            }
+            sink(b)
+        })?,
+        Plan::Project { input, exprs } => run(input, ctx, &mut |b| {
+            let mut out = Vec::with_capacity(b.len());
+            for r in &b {
+                out.push(exprs.iter().map(|e| e.eval(r, ctx)).collect::<Result<Row>>()?);
+            }
+            sink(out)
+        })?,
+        Plan::Limit { input, limit, offset } => {
+            let mut skip = *offset;
+            let mut left = limit.unwrap_or(u64::MAX);
+            if left == 0 {
+                return Ok(());
+            }
+            run(input, ctx, &mut |mut b| {
+                if skip > 0 {
+                    let n = (skip as usize).min(b.len());
+                    b.drain(..n);
+                    skip -= n as u64;
+                }
+                if b.len() as u64 > left {
+                    b.truncate(left as usize);
+                }
+                left -= b.len() as u64;
+                if !b.is_empty() && !sink(b)? {
+                    return Ok(false);
+                }
+                Ok(left > 0)
+            })?
+        }
+        Plan::Distinct { input, keys } => {
+            let mut seen = HashSet::new();
+            let mut k = Vec::new();
+            run(input, ctx, &mut |mut b| {
+                b.retain(|r| {
+                    k.clear();
+                    for v in &r[..(*keys).min(r.len())] {
+                        v.hash_key(&mut k);
+                    }
+                    seen.insert(k.clone())
+                });
+                if b.is_empty() {
+                    return Ok(true);
+                }
+                sink(b)
+            })?
+        }
+        Plan::Sort { input, keys } => {
+            let mut rows: Vec<(Row, Row)> = Vec::new();
+            run(input, ctx, &mut |b| {
+                for r in b {
+                    let k = keys.iter().map(|(e, _)| e.eval(&r, ctx)).collect::<Result<Row>>()?;
+                    rows.push((k, r));
+                }
+                Ok(true)
+            })?;
+            rows.sort_by(|a, b| {
+                for (i, (_, desc)) in keys.iter().enumerate() {
+                    let o = a.0[i].total_cmp(&b.0[i]);
+                    let o = if *desc { o.reverse() } else { o };
+                    if o != std::cmp::Ordering::Equal {
+                        return o;
+                    }
+                }
+                std::cmp::Ordering::Equal
+            });
+            for chunk in rows.chunks(BATCH_ROWS) {
+                if !sink(chunk.iter().map(|(_, r)| r.clone()).collect())? {
+                    break;
+                }
+            }
+        }
+        Plan::Union { inputs, all } => {
+            let mut seen = HashSet::new();
+            let mut k = Vec::new();
+            let mut go = true;
+            for p in inputs {
+                if !go {
+                    break;
+                }
+                run(p, ctx, &mut |mut b| {
+                    if !*all {
+                        b.retain(|r| {
+                            k.clear();
+                            r.iter().for_each(|v| v.hash_key(&mut k));
+                            seen.insert(k.clone())
+                        });
+                    }
+                    if b.is_empty() {
+                        return Ok(true);
+                    }
+                    go = sink(b)?;
+                    Ok(go)
+                })?;
+            }
+        }
+        Plan::Join { left, right, kind, left_keys, right_keys, on, right_width } => {
+            let right_rows = collect(right, ctx)?;
+            let nulls: Row = vec![Value::Null; *right_width];
+            let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+            let mut k = Vec::new();
+            if !left_keys.is_empty() {
+                for (i, r) in right_rows.iter().enumerate() {
+                    if key_of(right_keys, r, ctx, &mut k)? {
+                        table.entry(k.clone()).or_default().push(i);
+                    }
+                }
+            }
+            let all: Vec<usize> = (0..right_rows.len()).collect();
+            run(left, ctx, &mut |b| {
+                let mut out = Vec::new();
+                for l in b {
+                    let cands: &[usize] = if left_keys.is_empty() {
+                        &all
+                    } else if key_of(left_keys, &l, ctx, &mut k)? {
+                        table.get(&k).map(Vec::as_slice).unwrap_or(&[])
+                    } else {
+                        &[]
+                    };
+                    let mut matched = false;
+                    for &i in cands {
+                        let mut row = Vec::with_capacity(l.len() + right_rows[i].len());
+                        row.extend_from_slice(&l);
+                        row.extend_from_slice(&right_rows[i]);
+                        if on.as_ref().map(|e| e.eval_truth(&row, ctx)).transpose()?.unwrap_or(true) {
+                            matched = true;
+                            out.push(row);
+                        }
+                    }
+                    if !matched && *kind == JoinKind::Left {
+                        let mut row = l;
+                        row.extend_from_slice(&nulls);
+                        out.push(row);
+                    }
+                    if out.len() >= BATCH_ROWS && !sink(std::mem::take(&mut out))? {
+                        return Ok(false);
+                    }
+                }
+                if out.is_empty() {
+                    return Ok(true);
+                }
+                sink(out)
+            })?;
+        }
+        Plan::Aggregate { input, group, aggs } => {
+            let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+            let mut groups: Vec<(Row, Vec<AggState>)> = Vec::new();
+            let mut k = Vec::new();
+            run(input, ctx, &mut |b| {
+                for r in b {
+                    k.clear();
+                    let mut gv = Vec::with_capacity(group.len());
+                    for g in group {
+                        let v = g.eval(&r, ctx)?;
+                        v.hash_key(&mut k);
+                        gv.push(v);
+                    }
+                    let gi = match index.get(&k) {
+                        Some(i) => *i,
+                        None => {
+                            index.insert(k.clone(), groups.len());
+                            groups.push((gv, aggs.iter().map(AggState::new).collect()));
+                            groups.len() - 1
+                        }
+                    };
+                    let states = &mut groups[gi].1;
+                    for (a, st) in aggs.iter().zip(states.iter_mut()) {
+                        st.update(a, &r, ctx)?;
+                    }
+                }
+                Ok(true)
+            })?;
+            if groups.is_empty() && group.is_empty() {
+                groups.push((vec![], aggs.iter().map(AggState::new).collect()));
+            }
+            let mut out = Vec::with_capacity(groups.len());
+            for (mut gv, states) in groups {
+                for (a, st) in aggs.iter().zip(states) {
+                    gv.push(st.finish(a));
+                }
+                out.push(gv);
+            }
+            for chunk in out.chunks(BATCH_ROWS) {
+                if !sink(chunk.to_vec())? {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub enum AggState {
+    Count(i64),
+    Sum { sum: Option<Value>, n: i64 },
+    MinMax(Option<Value>),
+    First(Option<Value>, bool),
+    Concat(Vec<String>),
+    Bits(u64),
+    Moments { n: f64, mean: f64, m2: f64 },
+    Distinct(HashSet<Vec<u8>>, Box<AggState>),
+}
+
+impl AggState {
+    fn new(a: &Agg) -> AggState {
+        let base = match a.func {
+            AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
+            AggFunc::Sum | AggFunc::Avg => AggState::Sum { sum: None, n: 0 },
+            AggFunc::Min | AggFunc::Max => AggState::MinMax(None),
+            AggFunc::First => AggState::First(None, false),
+            AggFunc::GroupConcat => AggState::Concat(vec![]),
+            AggFunc::BitAnd => AggState::Bits(u64::MAX),
+            AggFunc::BitOr | AggFunc::BitXor => AggState::Bits(0),
+            AggFunc::Std | AggFunc::Variance => AggState::Moments { n: 0.0, mean: 0.0, m2: 0.0 },
+        };
+        if a.distinct {
+            AggState::Distinct(HashSet::new(), Box::new(base))
+        } else {
+            base
+        }
+    }
+
+    fn update(&mut self, a: &Agg, row: &[Value], ctx: &ExecCtx) -> Result<()> {
+        if let AggState::Distinct(seen, inner) = self {
+            let vals = a.args.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+            if vals.iter().any(Value::is_null) {
+                return Ok(());
+            }
+            let mut k = Vec::new();
+            vals.iter().for_each(|v| v.hash_key(&mut k));
+            if seen.insert(k) {
+                inner.apply(a, vals)?;
+            }
+            return Ok(());
+        }
+        if a.func == AggFunc::CountStar {
+            if let AggState::Count(n) = self {
+                *n += 1;
+            }
+            return Ok(());
+        }
+        let vals = a.args.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+        self.apply(a, vals)
+    }
+
+    fn apply(&mut self, a: &Agg, vals: Vec<Value>) -> Result<()> {
+        if a.func == AggFunc::First {
+            if let AggState::First(v, set) = self {
+                if !*set {
+                    *v = vals.into_iter().next();
+                    *set = true;
+                }
+            }
+            return Ok(());
+        }
+        if vals.iter().any(Value::is_null) {
+            return Ok(());
+        }
+        let v = vals.into_iter().next().unwrap_or(Value::Null);
+        match self {
+            AggState::Count(n) => *n += 1,
+            AggState::Sum { sum, n } => {
+                *n += 1;
+                let v = match v {
+                    Value::Int(_) | Value::UInt(_) => Value::Decimal(v.to_decimal()),
+                    Value::Decimal(_) | Value::Double(_) => v,
+                    other => Value::Double(other.to_f64()),
+                };
+                *sum = Some(match sum.take() {
+                    None => v,
+                    Some(s) => crate::expr::binary(crate::expr::BinOp::Add, &s, &v)?,
+                });
+            }
+            AggState::MinMax(cur) => {
+                let replace = match cur {
+                    None => true,
+                    Some(c) => {
+                        let o = v.total_cmp(c);
+                        (a.func == AggFunc::Min && o == std::cmp::Ordering::Less)
+                            || (a.func == AggFunc::Max && o == std::cmp::Ordering::Greater)
+                    }
+                };
+                if replace {
+                    *cur = Some(v);
+                }
+            }
+            AggState::Concat(parts) => parts.push(v.as_str_lossy().into_owned()),
+            AggState::Bits(b) => {
+                let x = v.to_i64() as u64;
+                *b = match a.func {
+                    AggFunc::BitAnd => *b & x,
+                    AggFunc::BitOr => *b | x,
+                    _ => *b ^ x,
+                }
+            }
+            AggState::Moments { n, mean, m2 } => {
+                let x = v.to_f64();
+                *n += 1.0;
+                let d = x - *mean;
+                *mean += d / *n;
+                *m2 += d * (x - *mean);
+            }
+            AggState::First(..) | AggState::Distinct(..) => {}
+        }
+        Ok(())
+    }
+
+    fn finish(self, a: &Agg) -> Value {
+        match self {
+            AggState::Distinct(_, inner) => inner.finish(a),
+            AggState::Count(n) => Value::Int(n),
+            AggState::Sum { sum, n } => match (a.func, sum) {
+                (_, None) => Value::Null,
+                (AggFunc::Sum, Some(s)) => s,
+                (_, Some(Value::Decimal(d))) => {
+                    let scale = a.ty.scale;
+                    let num = d.rescale(scale + 1);
+                    let q = Decimal::new(num.mantissa / n as i128, scale + 1).rescale(scale);
+                    let _ = pow10(0);
+                    Value::Decimal(q)
+                }
+                (_, Some(s)) => Value::Double(s.to_f64() / n as f64),
+            },
+            AggState::MinMax(v) => v.unwrap_or(Value::Null),
+            AggState::First(v, _) => v.unwrap_or(Value::Null),
+            AggState::Concat(parts) => {
+                if parts.is_empty() {
+                    Value::Null
+                } else {
+                    let mut s = parts.join(&a.separator);
+                    if s.len() > 1024 {
+                        let mut cut = 1024;
+                        while !s.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        s.truncate(cut);
+                    }
+                    Value::Str(s)
+                }
+            }
+            AggState::Bits(b) => Value::UInt(b),
+            AggState::Moments { n, m2, .. } => {
+                if n == 0.0 {
+                    Value::Null
+                } else if a.func == AggFunc::Std {
+                    Value::Double((m2 / n).sqrt())
+                } else {
+                    Value::Double(m2 / n)
+                }
+            }
+        }
+    }
+}
+
+/// Result type helper for AVG: DECIMAL with 4 more digits, DOUBLE for approximate input.
+pub fn avg_scale(input_kind: TypeKind, input_scale: u8) -> u8 {
+    match input_kind {
+        TypeKind::Decimal => (input_scale + 4).min(30),
+        _ => 4,
+    }
+}

@@ -1,0 +1,672 @@
+//! Bound expressions and their evaluation with MySQL semantics.
+//!
+//! Column references are resolved to positions by the binder, so evaluation never looks
+//! names up. NULL follows three-valued logic; arithmetic follows MySQL's type rules
+//! (integer stays integer with overflow errors, `/` gives DECIMAL with 4 more digits,
+//! anything with a DOUBLE or a string operand is DOUBLE).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use quarry_common::value::{collate_cmp, parse_datetime, Date, DateTime};
+use quarry_common::{Decimal, Error, Result, SqlType, TypeKind, Value};
+
+use crate::exec::{run_subquery, ExecCtx};
+use crate::plan::Plan;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    IntDiv,
+    Mod,
+    Eq,
+    NullSafeEq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Xor,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+    BitNot,
+}
+
+#[derive(Debug)]
+pub struct SubQuery {
+    pub plan: Plan,
+    /// References a column of an enclosing query (must re-run per outer row).
+    pub correlated: bool,
+    pub id: usize,
+}
+
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Lit(Value),
+    Col(usize),
+    /// Column of an enclosing query's row: (levels up, 1-based; position).
+    Outer(usize, usize),
+    Param(usize),
+    Unary(UnOp, Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    IsNull(Box<Expr>, bool),
+    /// IS [NOT] TRUE / FALSE: (expr, target, negated)
+    IsBool(Box<Expr>, bool, bool),
+    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: char, negated: bool },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    InSub { expr: Box<Expr>, sub: Arc<SubQuery>, negated: bool },
+    Exists { sub: Arc<SubQuery>, negated: bool },
+    ScalarSub(Arc<SubQuery>),
+    Between { expr: Box<Expr>, lo: Box<Expr>, hi: Box<Expr>, negated: bool },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, else_: Option<Box<Expr>> },
+    Func(String, Vec<Expr>),
+    Cast(Box<Expr>, SqlType),
+    /// Placeholder for the j-th aggregate during binding.
+    AggRef(usize),
+    SysVar(String),
+    UserVar(String),
+    /// VALUES(col) in ON DUPLICATE KEY UPDATE: the row that was to be inserted.
+    InsertValue(usize),
+}
+
+impl Expr {
+    pub fn lit(v: Value) -> Expr {
+        Expr::Lit(v)
+    }
+
+    /// True when the expression is constant (no columns, params or subqueries).
+    pub fn is_const(&self) -> bool {
+        let mut c = true;
+        self.walk(&mut |e| {
+            if matches!(
+                e,
+                Expr::Col(_) | Expr::Outer(..) | Expr::Param(_) | Expr::AggRef(_) | Expr::InSub { .. } | Expr::Exists { .. } | Expr::ScalarSub(_) | Expr::InsertValue(_) | Expr::UserVar(_) | Expr::SysVar(_)
+            ) {
+                c = false;
+            }
+            if let Expr::Func(n, _) = e {
+                if matches!(n.as_str(), "RAND" | "NOW" | "SYSDATE" | "UUID" | "LAST_INSERT_ID" | "CONNECTION_ID" | "ROW_COUNT" | "FOUND_ROWS") {
+                    c = false;
+                }
+            }
+        });
+        c
+    }
+
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Unary(_, a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) | Expr::Cast(a, _) => a.walk(f),
+            Expr::Bin(_, a, b) | Expr::Like { expr: a, pattern: b, .. } => {
+                a.walk(f);
+                b.walk(f)
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.walk(f);
+                list.iter().for_each(|e| e.walk(f))
+            }
+            Expr::InSub { expr, .. } => expr.walk(f),
+            Expr::Between { expr, lo, hi, .. } => {
+                expr.walk(f);
+                lo.walk(f);
+                hi.walk(f)
+            }
+            Expr::Case { operand, whens, else_ } => {
+                if let Some(o) = operand {
+                    o.walk(f)
+                }
+                for (w, t) in whens {
+                    w.walk(f);
+                    t.walk(f)
+                }
+                if let Some(e) = else_ {
+                    e.walk(f)
+                }
+            }
+            Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
+            _ => {}
+        }
+    }
+
+    /// Rewrite bottom-up; `f` returns Some(replacement) to replace a node.
+    pub fn rewrite(self, f: &mut dyn FnMut(&Expr) -> Option<Expr>) -> Expr {
+        if let Some(r) = f(&self) {
+            return r;
+        }
+        let bx = |e: Box<Expr>, f: &mut dyn FnMut(&Expr) -> Option<Expr>| Box::new(e.rewrite(f));
+        match self {
+            Expr::Unary(op, a) => Expr::Unary(op, bx(a, f)),
+            Expr::IsNull(a, n) => Expr::IsNull(bx(a, f), n),
+            Expr::IsBool(a, t, n) => Expr::IsBool(bx(a, f), t, n),
+            Expr::Cast(a, t) => Expr::Cast(bx(a, f), t),
+            Expr::Bin(op, a, b) => {
+                let a = bx(a, f);
+                Expr::Bin(op, a, bx(b, f))
+            }
+            Expr::Like { expr, pattern, escape, negated } => {
+                let expr = bx(expr, f);
+                Expr::Like { expr, pattern: bx(pattern, f), escape, negated }
+            }
+            Expr::InList { expr, list, negated } => {
+                let expr = bx(expr, f);
+                Expr::InList { expr, list: list.into_iter().map(|e| e.rewrite(f)).collect(), negated }
+            }
+            Expr::InSub { expr, sub, negated } => Expr::InSub { expr: bx(expr, f), sub, negated },
+            Expr::Between { expr, lo, hi, negated } => {
+                let expr = bx(expr, f);
+                let lo = bx(lo, f);
+                Expr::Between { expr, lo, hi: bx(hi, f), negated }
+            }
+            Expr::Case { operand, whens, else_ } => Expr::Case {
+                operand: operand.map(|o| bx(o, f)),
+                whens: whens.into_iter().map(|(w, t)| (w.rewrite(f), t.rewrite(f))).collect(),
+                else_: else_.map(|e| bx(e, f)),
+            },
+            Expr::Func(n, args) => Expr::Func(n, args.into_iter().map(|e| e.rewrite(f)).collect()),
+            other => other,
+        }
+    }
+
+    /// Structural equality (used to match GROUP BY expressions).
+    pub fn same(&self, o: &Expr) -> bool {
+        format!("{self:?}") == format!("{o:?}")
+    }
+
+    pub fn eval(&self, row: &[Value], ctx: &ExecCtx) -> Result<Value> {
+        Ok(match self {
+            Expr::Lit(v) => v.clone(),
+            Expr::Col(i) => row[*i].clone(),
+            Expr::Outer(up, i) => {
+                let outer = ctx.outer.borrow();
+                let r = outer.len().checked_sub(*up).and_then(|k| outer.get(k)).ok_or_else(|| Error::internal("outer row"))?;
+                r[*i].clone()
+            }
+            Expr::Param(i) => ctx.params.get(*i).cloned().unwrap_or(Value::Null),
+            Expr::Unary(op, a) => {
+                let v = a.eval(row, ctx)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                match op {
+                    UnOp::Not => Value::from_bool(!v.truth().unwrap_or(false)),
+                    UnOp::Neg => match v {
+                        Value::Int(i) => match i.checked_neg() {
+                            Some(n) => Value::Int(n),
+                            None => return Err(Error::bigint_out_of_range("BIGINT", &format!("-({i})"))),
+                        },
+                        Value::UInt(u) if u <= i64::MAX as u64 + 1 => Value::Int((u as i128).wrapping_neg() as i64),
+                        Value::Decimal(d) => Value::Decimal(Decimal::new(-d.mantissa, d.scale)),
+                        other => Value::Double(-other.to_f64()),
+                    },
+                    UnOp::BitNot => Value::UInt(!(v.to_i64() as u64)),
+                }
+            }
+            Expr::Bin(op, a, b) => return eval_bin(*op, a, b, row, ctx),
+            Expr::IsNull(a, neg) => Value::from_bool(a.eval(row, ctx)?.is_null() != *neg),
+            Expr::IsBool(a, target, neg) => {
+                let v = a.eval(row, ctx)?.truth();
+                Value::from_bool((v == Some(*target)) != *neg)
+            }
+            Expr::Like { expr, pattern, escape, negated } => {
+                let v = expr.eval(row, ctx)?;
+                let p = pattern.eval(row, ctx)?;
+                if v.is_null() || p.is_null() {
+                    return Ok(Value::Null);
+                }
+                Value::from_bool(like(&v.as_str_lossy(), &p.as_str_lossy(), *escape) != *negated)
+            }
+            Expr::InList { expr, list, negated } => {
+                let v = expr.eval(row, ctx)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let mut saw_null = false;
+                for e in list {
+                    let x = e.eval(row, ctx)?;
+                    match v.sql_cmp(&x) {
+                        Some(Ordering::Equal) => return Ok(Value::from_bool(!*negated)),
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+                if saw_null {
+                    Value::Null
+                } else {
+                    Value::from_bool(*negated)
+                }
+            }
+            Expr::InSub { expr, sub, negated } => {
+                let v = expr.eval(row, ctx)?;
+                let rows = run_subquery(sub, row, ctx)?;
+                if rows.first().is_some_and(|r| r.len() != 1) {
+                    return Err(Error::operand_columns(1));
+                }
+                if rows.is_empty() {
+                    return Ok(Value::from_bool(*negated));
+                }
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let mut saw_null = false;
+                for r in rows.iter() {
+                    match v.sql_cmp(&r[0]) {
+                        Some(Ordering::Equal) => return Ok(Value::from_bool(!*negated)),
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+                if saw_null {
+                    Value::Null
+                } else {
+                    Value::from_bool(*negated)
+                }
+            }
+            Expr::Exists { sub, negated } => {
+                let rows = run_subquery(sub, row, ctx)?;
+                Value::from_bool(rows.is_empty() == *negated)
+            }
+            Expr::ScalarSub(sub) => {
+                let rows = run_subquery(sub, row, ctx)?;
+                match rows.len() {
+                    0 => Value::Null,
+                    1 => {
+                        if rows[0].len() != 1 {
+                            return Err(Error::operand_columns(1));
+                        }
+                        rows[0][0].clone()
+                    }
+                    _ => return Err(Error::subquery_rows()),
+                }
+            }
+            Expr::Between { expr, lo, hi, negated } => {
+                let v = expr.eval(row, ctx)?;
+                let l = lo.eval(row, ctx)?;
+                let h = hi.eval(row, ctx)?;
+                let ge = v.sql_cmp(&l).map(|o| o != Ordering::Less);
+                let le = v.sql_cmp(&h).map(|o| o != Ordering::Greater);
+                let r = match (ge, le) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                };
+                match r {
+                    None => Value::Null,
+                    Some(b) => Value::from_bool(b != *negated),
+                }
+            }
+            Expr::Case { operand, whens, else_ } => {
+                let op = match operand {
+                    Some(o) => Some(o.eval(row, ctx)?),
+                    None => None,
+                };
+                for (w, t) in whens {
+                    let wv = w.eval(row, ctx)?;
+                    let hit = match &op {
+                        Some(o) => o.sql_cmp(&wv) == Some(Ordering::Equal),
+                        None => wv.truth() == Some(true),
+                    };
+                    if hit {
+                        return t.eval(row, ctx);
+                    }
+                }
+                match else_ {
+                    Some(e) => e.eval(row, ctx)?,
+                    None => Value::Null,
+                }
+            }
+            Expr::Func(name, args) => return crate::func::call(name, args, row, ctx),
+            Expr::Cast(a, ty) => cast(a.eval(row, ctx)?, ty, ctx)?,
+            Expr::AggRef(_) => return Err(Error::invalid_group()),
+            Expr::SysVar(name) => ctx.session.sys_var(name)?,
+            Expr::UserVar(name) => ctx.session.user_var(name),
+            Expr::InsertValue(i) => ctx.insert_row.borrow().as_ref().and_then(|r| r.get(*i).cloned()).unwrap_or(Value::Null),
+        })
+    }
+
+    pub fn eval_truth(&self, row: &[Value], ctx: &ExecCtx) -> Result<bool> {
+        Ok(self.eval(row, ctx)?.truth() == Some(true))
+    }
+}
+
+fn is_approx(v: &Value) -> bool {
+    matches!(v, Value::Double(_) | Value::Str(_) | Value::Bytes(_) | Value::Date(_) | Value::DateTime(_))
+}
+
+fn eval_bin(op: BinOp, a: &Expr, b: &Expr, row: &[Value], ctx: &ExecCtx) -> Result<Value> {
+    // AND/OR short-circuit with three-valued logic.
+    match op {
+        BinOp::And => {
+            let l = a.eval(row, ctx)?.truth();
+            if l == Some(false) {
+                return Ok(Value::Int(0));
+            }
+            let r = b.eval(row, ctx)?.truth();
+            return Ok(match (l, r) {
+                (_, Some(false)) => Value::Int(0),
+                (Some(true), Some(true)) => Value::Int(1),
+                _ => Value::Null,
+            });
+        }
+        BinOp::Or => {
+            let l = a.eval(row, ctx)?.truth();
+            if l == Some(true) {
+                return Ok(Value::Int(1));
+            }
+            let r = b.eval(row, ctx)?.truth();
+            return Ok(match (l, r) {
+                (_, Some(true)) => Value::Int(1),
+                (Some(false), Some(false)) => Value::Int(0),
+                _ => Value::Null,
+            });
+        }
+        _ => {}
+    }
+    let l = a.eval(row, ctx)?;
+    let r = b.eval(row, ctx)?;
+    binary(op, &l, &r)
+}
+
+pub fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
+    if op == BinOp::NullSafeEq {
+        return Ok(Value::from_bool(match (l.is_null(), r.is_null()) {
+            (true, true) => true,
+            (false, false) => l.sql_cmp(r) == Some(Ordering::Equal),
+            _ => false,
+        }));
+    }
+    if l.is_null() || r.is_null() {
+        return Ok(Value::Null);
+    }
+    let cmp = |f: fn(Ordering) -> bool| Ok(Value::from_bool(f(l.sql_cmp(r).unwrap_or(Ordering::Equal))));
+    match op {
+        BinOp::Eq => cmp(|o| o == Ordering::Equal),
+        BinOp::Ne => cmp(|o| o != Ordering::Equal),
+        BinOp::Lt => cmp(|o| o == Ordering::Less),
+        BinOp::Le => cmp(|o| o != Ordering::Greater),
+        BinOp::Gt => cmp(|o| o == Ordering::Greater),
+        BinOp::Ge => cmp(|o| o != Ordering::Less),
+        BinOp::Xor => Ok(Value::from_bool(l.truth().unwrap_or(false) != r.truth().unwrap_or(false))),
+        BinOp::BitAnd => Ok(Value::UInt(l.to_i64() as u64 & r.to_i64() as u64)),
+        BinOp::BitOr => Ok(Value::UInt(l.to_i64() as u64 | r.to_i64() as u64)),
+        BinOp::BitXor => Ok(Value::UInt(l.to_i64() as u64 ^ r.to_i64() as u64)),
+        BinOp::Shl => Ok(Value::UInt((l.to_i64() as u64).checked_shl(r.to_i64() as u32).unwrap_or(0))),
+        BinOp::Shr => Ok(Value::UInt((l.to_i64() as u64).checked_shr(r.to_i64() as u32).unwrap_or(0))),
+        _ => arith(op, l, r),
+    }
+}
+
+fn int_of(v: &Value) -> Option<i128> {
+    match v {
+        Value::Int(i) => Some(*i as i128),
+        Value::UInt(u) => Some(*u as i128),
+        _ => None,
+    }
+}
+
+fn fit_int(v: i128, op: &str, l: &Value, r: &Value, unsigned: bool) -> Result<Value> {
+    if unsigned && v >= 0 && v <= u64::MAX as i128 {
+        return Ok(Value::UInt(v as u64));
+    }
+    if v >= i64::MIN as i128 && v <= i64::MAX as i128 && !unsigned {
+        return Ok(Value::Int(v as i64));
+    }
+    let kind = if unsigned { "BIGINT UNSIGNED" } else { "BIGINT" };
+    Err(Error::bigint_out_of_range(kind, &format!("{l} {op} {r}")))
+}
+
+fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
+    let sym = match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::IntDiv => "DIV",
+        _ => "%",
+    };
+    if is_approx(l) || is_approx(r) {
+        let (x, y) = (l.to_f64(), r.to_f64());
+        let v = match op {
+            BinOp::Add => x + y,
+            BinOp::Sub => x - y,
+            BinOp::Mul => x * y,
+            BinOp::Div => {
+                if y == 0.0 {
+                    return Ok(Value::Null);
+                }
+                x / y
+            }
+            BinOp::IntDiv => {
+                if y == 0.0 {
+                    return Ok(Value::Null);
+                }
+                return Ok(Value::Int((x / y).trunc() as i64));
+            }
+            _ => {
+                if y == 0.0 {
+                    return Ok(Value::Null);
+                }
+                x % y
+            }
+        };
+        if !v.is_finite() {
+            return Err(Error::bigint_out_of_range("DOUBLE", &format!("{l} {sym} {r}")));
+        }
+        return Ok(Value::Double(v));
+    }
+    if let (Some(x), Some(y)) = (int_of(l), int_of(r)) {
+        let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
+        return match op {
+            BinOp::Add => fit_int(x + y, sym, l, r, unsigned),
+            BinOp::Sub => fit_int(x - y, sym, l, r, unsigned),
+            BinOp::Mul => fit_int(x.checked_mul(y).unwrap_or(i128::MAX), sym, l, r, unsigned),
+            BinOp::Div => Ok(Decimal::from_i64(0)
+                .add(Decimal::new(x, 0))
+                .and_then(|d| d.div(Decimal::new(y, 0), 4))
+                .map(Value::Decimal)
+                .unwrap_or(Value::Null)),
+            BinOp::IntDiv => {
+                if y == 0 {
+                    Ok(Value::Null)
+                } else {
+                    fit_int(x / y, sym, l, r, unsigned)
+                }
+            }
+            _ => {
+                if y == 0 {
+                    Ok(Value::Null)
+                } else {
+                    fit_int(x % y, sym, l, r, unsigned && x >= 0)
+                }
+            }
+        };
+    }
+    let (x, y) = (l.to_decimal(), r.to_decimal());
+    let overflow = || Error::bigint_out_of_range("DECIMAL", &format!("{l} {sym} {r}"));
+    Ok(match op {
+        BinOp::Add => Value::Decimal(x.add(y).ok_or_else(overflow)?),
+        BinOp::Sub => Value::Decimal(x.sub(y).ok_or_else(overflow)?),
+        BinOp::Mul => Value::Decimal(x.mul(y).ok_or_else(overflow)?),
+        BinOp::Div => match x.div(y, 4) {
+            Some(d) => Value::Decimal(d),
+            None => Value::Null,
+        },
+        BinOp::IntDiv => match x.div(y, 0) {
+            Some(_) if y.mantissa != 0 => {
+                let s = x.scale.max(y.scale);
+                Value::Int((x.rescale(s).mantissa / y.rescale(s).mantissa) as i64)
+            }
+            _ => Value::Null,
+        },
+        _ => {
+            if y.mantissa == 0 {
+                Value::Null
+            } else {
+                let s = x.scale.max(y.scale);
+                Value::Decimal(Decimal::new(x.rescale(s).mantissa % y.rescale(s).mantissa, s))
+            }
+        }
+    })
+}
+
+/// SQL LIKE with `%`, `_` and an escape character, under the case-insensitive collation.
+pub fn like(s: &str, p: &str, escape: char) -> bool {
+    let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
+    let p: Vec<char> = p.chars().collect();
+    fn rec(s: &[char], p: &[char], esc: char) -> bool {
+        let (mut si, mut pi) = (0, 0);
+        let (mut star_p, mut star_s) = (usize::MAX, 0);
+        while si < s.len() {
+            if pi < p.len() {
+                let pc = p[pi];
+                if pc == '%' {
+                    star_p = pi;
+                    star_s = si;
+                    pi += 1;
+                    continue;
+                }
+                let (lit, adv) = if pc == esc && pi + 1 < p.len() { (Some(p[pi + 1]), 2) } else { (None, 1) };
+                let ok = match lit {
+                    Some(c) => c.to_lowercase().eq(std::iter::once(s[si])),
+                    None => pc == '_' || pc.to_lowercase().eq(std::iter::once(s[si])),
+                };
+                if ok {
+                    si += 1;
+                    pi += adv;
+                    continue;
+                }
+            }
+            if star_p != usize::MAX {
+                pi = star_p + 1;
+                star_s += 1;
+                si = star_s;
+                continue;
+            }
+            return false;
+        }
+        while pi < p.len() && p[pi] == '%' {
+            pi += 1;
+        }
+        pi == p.len()
+    }
+    rec(&s, &p, escape)
+}
+
+/// CAST / column coercion of a value to a type (lenient; strict checks live in DML).
+pub fn cast(v: Value, ty: &SqlType, _ctx: &ExecCtx) -> Result<Value> {
+    cast_value(v, ty)
+}
+
+pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    Ok(match ty.kind {
+        k if SqlType::new(k).is_integer() => {
+            if ty.unsigned {
+                match v {
+                    Value::Int(i) => Value::UInt(i as u64),
+                    Value::UInt(u) => Value::UInt(u),
+                    other => {
+                        let f = other.to_f64();
+                        Value::UInt(if f < 0.0 { f.round() as i64 as u64 } else { f.round() as u64 })
+                    }
+                }
+            } else {
+                match v {
+                    Value::UInt(u) => Value::Int(u as i64),
+                    other => Value::Int(other.to_i64()),
+                }
+            }
+        }
+        TypeKind::Decimal => Value::Decimal(v.to_decimal().rescale(ty.scale)),
+        TypeKind::Float | TypeKind::Double => Value::Double(v.to_f64()),
+        TypeKind::Char | TypeKind::VarChar | TypeKind::Text => {
+            let s = match v {
+                Value::Str(s) => s,
+                other => other.as_str_lossy().into_owned(),
+            };
+            if ty.len > 0 && ty.kind != TypeKind::Text && s.chars().count() > ty.len as usize {
+                Value::Str(s.chars().take(ty.len as usize).collect())
+            } else {
+                Value::Str(s)
+            }
+        }
+        TypeKind::Binary | TypeKind::VarBinary | TypeKind::Blob => Value::Bytes(match v {
+            Value::Bytes(b) => b,
+            other => other.as_str_lossy().into_owned().into_bytes(),
+        }),
+        TypeKind::Date => match v.to_datetime() {
+            Some(dt) => Value::Date(dt.date),
+            None => Value::Null,
+        },
+        TypeKind::DateTime | TypeKind::Timestamp => match v.to_datetime() {
+            Some(dt) => Value::DateTime(dt),
+            None => Value::Null,
+        },
+        TypeKind::Time => match v {
+            Value::DateTime(dt) => Value::Str(format!("{:02}:{:02}:{:02}", dt.hour, dt.minute, dt.second)),
+            other => Value::Str(other.as_str_lossy().into_owned()),
+        },
+        TypeKind::Year => Value::Int(v.to_i64()),
+        TypeKind::Null => Value::Null,
+        _ => v,
+    })
+}
+
+pub fn to_date(v: &Value) -> Option<Date> {
+    v.to_datetime().map(|d| d.date)
+}
+
+pub fn to_dt(v: &Value) -> Option<DateTime> {
+    match v {
+        Value::Str(s) => parse_datetime(s),
+        other => other.to_datetime(),
+    }
+}
+
+pub fn str_eq(a: &str, b: &str) -> bool {
+    collate_cmp(a, b) == Ordering::Equal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("Hello", "h%o", '\\'));
+        assert!(like("Hello", "_ELLO", '\\'));
+        assert!(!like("Hello", "h_o", '\\'));
+        assert!(like("50%", "50\\%", '\\'));
+        assert!(!like("500", "50\\%", '\\'));
+        assert!(like("", "%", '\\'));
+        assert!(like("abcabc", "%abc", '\\'));
+    }
+
+    #[test]
+    fn arithmetic_types() {
+        assert_eq!(binary(BinOp::Add, &Value::Int(1), &Value::Int(2)).unwrap(), Value::Int(3));
+        assert_eq!(binary(BinOp::Div, &Value::Int(1), &Value::Int(3)).unwrap().to_string(), "0.3333");
+        assert_eq!(binary(BinOp::Div, &Value::Int(1), &Value::Int(0)).unwrap(), Value::Null);
+        assert_eq!(binary(BinOp::Add, &Value::Str("1.5".into()), &Value::Int(1)).unwrap(), Value::Double(2.5));
+        assert_eq!(binary(BinOp::Add, &Value::Int(i64::MAX), &Value::Int(1)).unwrap_err().code, 1690);
+        assert_eq!(binary(BinOp::Mod, &Value::Int(-7), &Value::Int(3)).unwrap(), Value::Int(-1));
+        assert_eq!(binary(BinOp::Eq, &Value::Str("a ".into()), &Value::Str("A".into())).unwrap(), Value::Int(1));
+        assert_eq!(binary(BinOp::Eq, &Value::Null, &Value::Int(1)).unwrap(), Value::Null);
+        assert_eq!(binary(BinOp::NullSafeEq, &Value::Null, &Value::Null).unwrap(), Value::Int(1));
+    }
+}

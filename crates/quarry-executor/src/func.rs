@@ -1,0 +1,575 @@
+//! Built-in scalar functions (string, numeric, date, control flow, session information).
+
+use quarry_common::value::{Date, DateTime};
+use quarry_common::{Decimal, Error, Result, Value};
+
+use crate::exec::ExecCtx;
+use crate::expr::{to_dt, Expr};
+
+fn argc(name: &str, args: &[Expr], min: usize, max: usize) -> Result<()> {
+    if args.len() < min || args.len() > max {
+        return Err(Error::wrong_arguments(name));
+    }
+    Ok(())
+}
+
+/// Number of arguments a function takes (min, max); None = unknown function.
+pub fn arity(name: &str) -> Option<(usize, usize)> {
+    Some(match name {
+        "CONCAT" | "COALESCE" | "GREATEST" | "LEAST" | "CONCAT_WS" | "FIELD" | "ELT" => (1, usize::MAX),
+        "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UPPER" | "UCASE" | "LOWER" | "LCASE" | "TRIM" | "LTRIM"
+        | "RTRIM" | "REVERSE" | "ASCII" | "ORD" | "SPACE" | "HEX" | "ABS" | "CEIL" | "CEILING" | "FLOOR" | "SQRT" | "EXP" | "LN"
+        | "LOG10" | "LOG2" | "SIGN" | "DATE" | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND"
+        | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY" | "ISNULL" | "QUARTER" | "MONTHNAME" | "DAYNAME"
+        | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX" | "TIME" | "RADIANS" | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS"
+        | "COT" | "BIN" | "OCT" => (1, 1),
+        "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "IFNULL" | "NULLIF" | "POW" | "POWER" | "MOD" | "DATEDIFF" | "DATE_FORMAT" | "STRCMP"
+        | "FORMAT" | "TIMESTAMPDIFF_SECONDS" | "ATAN2" => (2, 2),
+        "SUBSTRING" | "SUBSTR" | "MID" => (2, 3),
+        "LOCATE" => (2, 3),
+        "ROUND" | "TRUNCATE" | "LOG" => (1, 2),
+        "REPLACE" | "LPAD" | "RPAD" | "IF" | "DATE_ADD" | "DATE_SUB" | "SUBSTRING_INDEX" | "TIMESTAMPDIFF" | "INSERT_STR" => (3, 3),
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE" | "UTC_TIMESTAMP" => (0, 1),
+        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "CURTIME" | "CURRENT_TIME" | "PI" | "DATABASE" | "SCHEMA" | "VERSION" | "USER"
+        | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" | "CONNECTION_ID" | "ROW_COUNT" | "FOUND_ROWS" | "UUID" => (0, 0),
+        "LAST_INSERT_ID" | "RAND" | "UNIX_TIMESTAMP" => (0, 1),
+        "FROM_UNIXTIME" => (1, 2),
+        "CHAR" => (1, usize::MAX),
+        _ => return None,
+    })
+}
+
+fn s(v: &Value) -> String {
+    v.as_str_lossy().into_owned()
+}
+
+fn dt_or_null(v: &Value) -> Option<DateTime> {
+    to_dt(v)
+}
+
+pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<Value> {
+    // Functions that must not evaluate all arguments eagerly.
+    match name {
+        "IF" => {
+            argc(name, args, 3, 3)?;
+            return if args[0].eval_truth(row, ctx)? { args[1].eval(row, ctx) } else { args[2].eval(row, ctx) };
+        }
+        "IFNULL" => {
+            let a = args[0].eval(row, ctx)?;
+            return if a.is_null() { args[1].eval(row, ctx) } else { Ok(a) };
+        }
+        "COALESCE" => {
+            for a in args {
+                let v = a.eval(row, ctx)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            return Ok(Value::Null);
+        }
+        _ => {}
+    }
+    let vals: Vec<Value> = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<_>>()?;
+    let null_in = vals.iter().any(Value::is_null);
+    let v = |i: usize| &vals[i];
+    Ok(match name {
+        "CONCAT" => {
+            if null_in {
+                return Ok(Value::Null);
+            }
+            Value::Str(vals.iter().map(s).collect())
+        }
+        "CONCAT_WS" => {
+            if v(0).is_null() {
+                return Ok(Value::Null);
+            }
+            let sep = s(v(0));
+            Value::Str(vals[1..].iter().filter(|x| !x.is_null()).map(s).collect::<Vec<_>>().join(&sep))
+        }
+        "NULLIF" => {
+            if v(0).sql_cmp(v(1)) == Some(std::cmp::Ordering::Equal) {
+                Value::Null
+            } else {
+                v(0).clone()
+            }
+        }
+        "ISNULL" => Value::from_bool(v(0).is_null()),
+        "GREATEST" | "LEAST" => {
+            if null_in {
+                return Ok(Value::Null);
+            }
+            let mut best = v(0).clone();
+            for x in &vals[1..] {
+                let o = x.sql_cmp(&best).unwrap_or(std::cmp::Ordering::Equal);
+                if (name == "GREATEST" && o == std::cmp::Ordering::Greater) || (name == "LEAST" && o == std::cmp::Ordering::Less) {
+                    best = x.clone();
+                }
+            }
+            best
+        }
+        "FIELD" => {
+            if v(0).is_null() {
+                return Ok(Value::Int(0));
+            }
+            let p = vals[1..].iter().position(|x| v(0).sql_cmp(x) == Some(std::cmp::Ordering::Equal));
+            Value::Int(p.map(|p| p as i64 + 1).unwrap_or(0))
+        }
+        "ELT" => {
+            let n = v(0).to_i64();
+            if n >= 1 && (n as usize) < vals.len() {
+                vals[n as usize].clone()
+            } else {
+                Value::Null
+            }
+        }
+        _ if null_in && !matches!(name, "LAST_INSERT_ID" | "RAND" | "UNIX_TIMESTAMP" | "NOW" | "CHAR") => Value::Null,
+        "LENGTH" | "OCTET_LENGTH" => Value::Int(match v(0) {
+            Value::Bytes(b) => b.len(),
+            other => other.as_str_lossy().len(),
+        } as i64),
+        "BIT_LENGTH" => Value::Int(v(0).as_str_lossy().len() as i64 * 8),
+        "CHAR_LENGTH" | "CHARACTER_LENGTH" => Value::Int(v(0).as_str_lossy().chars().count() as i64),
+        "UPPER" | "UCASE" => Value::Str(s(v(0)).to_uppercase()),
+        "LOWER" | "LCASE" => Value::Str(s(v(0)).to_lowercase()),
+        "TRIM" => Value::Str(s(v(0)).trim_matches(' ').to_string()),
+        "LTRIM" => Value::Str(s(v(0)).trim_start_matches(' ').to_string()),
+        "RTRIM" => Value::Str(s(v(0)).trim_end_matches(' ').to_string()),
+        "TRIM_CHARS" => {
+            // (string, remstr, where: 0 both, 1 leading, 2 trailing)
+            let text = s(v(0));
+            let rem = s(v(1));
+            let mode = v(2).to_i64();
+            let mut t = text.as_str();
+            if !rem.is_empty() {
+                if mode != 2 {
+                    while let Some(r) = t.strip_prefix(rem.as_str()) {
+                        t = r;
+                    }
+                }
+                if mode != 1 {
+                    while let Some(r) = t.strip_suffix(rem.as_str()) {
+                        t = r;
+                    }
+                }
+            }
+            Value::Str(t.to_string())
+        }
+        "REVERSE" => Value::Str(s(v(0)).chars().rev().collect()),
+        "REPEAT" => {
+            let n = v(1).to_i64().clamp(0, 16 << 20) as usize;
+            let base = s(v(0));
+            if base.len().saturating_mul(n) > 64 << 20 {
+                return Ok(Value::Null);
+            }
+            Value::Str(base.repeat(n))
+        }
+        "SPACE" => Value::Str(" ".repeat(v(0).to_i64().clamp(0, 1 << 20) as usize)),
+        "ASCII" | "ORD" => Value::Int(s(v(0)).bytes().next().map(|b| b as i64).unwrap_or(0)),
+        "CHAR" => Value::Str(vals.iter().filter(|x| !x.is_null()).map(|x| char::from_u32(x.to_i64() as u32).unwrap_or('?')).collect()),
+        "HEX" => match v(0) {
+            x if x.is_numeric() => Value::Str(format!("{:X}", x.to_i64())),
+            other => Value::Str(other.as_str_lossy().bytes().map(|b| format!("{b:02X}")).collect()),
+        },
+        "UNHEX" => {
+            let h = s(v(0));
+            let bytes: Option<Vec<u8>> =
+                (0..h.len() / 2).map(|i| h.get(2 * i..2 * i + 2).and_then(|p| u8::from_str_radix(p, 16).ok())).collect();
+            match bytes {
+                Some(b) if h.len() % 2 == 0 => Value::Bytes(b),
+                _ => Value::Null,
+            }
+        }
+        "BIN" => Value::Str(format!("{:b}", v(0).to_i64())),
+        "OCT" => Value::Str(format!("{:o}", v(0).to_i64())),
+        "LEFT" => Value::Str(s(v(0)).chars().take(v(1).to_i64().max(0) as usize).collect()),
+        "RIGHT" => {
+            let t: Vec<char> = s(v(0)).chars().collect();
+            let n = (v(1).to_i64().max(0) as usize).min(t.len());
+            Value::Str(t[t.len() - n..].iter().collect())
+        }
+        "SUBSTRING" | "SUBSTR" | "MID" => {
+            let t: Vec<char> = s(v(0)).chars().collect();
+            let pos = v(1).to_i64();
+            let len = if vals.len() > 2 { v(2).to_i64() } else { i64::MAX };
+            let start = if pos > 0 {
+                (pos - 1) as usize
+            } else if pos < 0 && (-pos) as usize <= t.len() {
+                t.len() - (-pos) as usize
+            } else {
+                return Ok(Value::Str(String::new()));
+            };
+            if start >= t.len() || len <= 0 {
+                return Ok(Value::Str(String::new()));
+            }
+            let end = (start as i64).saturating_add(len).min(t.len() as i64) as usize;
+            Value::Str(t[start..end].iter().collect())
+        }
+        "SUBSTRING_INDEX" => {
+            let text = s(v(0));
+            let delim = s(v(1));
+            let n = v(2).to_i64();
+            if delim.is_empty() || n == 0 {
+                return Ok(Value::Str(String::new()));
+            }
+            let parts: Vec<&str> = text.split(delim.as_str()).collect();
+            if n > 0 {
+                Value::Str(parts[..(n as usize).min(parts.len())].join(&delim))
+            } else {
+                let k = ((-n) as usize).min(parts.len());
+                Value::Str(parts[parts.len() - k..].join(&delim))
+            }
+        }
+        "INSTR" | "LOCATE" => {
+            let (hay, needle, from) = if name == "INSTR" {
+                (s(v(0)), s(v(1)), 1)
+            } else {
+                (s(v(1)), s(v(0)), if vals.len() > 2 { v(2).to_i64() } else { 1 })
+            };
+            if from < 1 {
+                return Ok(Value::Int(0));
+            }
+            let hay_l: Vec<char> = hay.to_lowercase().chars().collect();
+            let nee_l: Vec<char> = needle.to_lowercase().chars().collect();
+            let start = (from - 1) as usize;
+            if nee_l.is_empty() {
+                return Ok(Value::Int(if start <= hay_l.len() { from } else { 0 }));
+            }
+            let found = (start..hay_l.len()).find(|&i| hay_l[i..].starts_with(&nee_l));
+            Value::Int(found.map(|i| i as i64 + 1).unwrap_or(0))
+        }
+        "REPLACE" => {
+            let from = s(v(1));
+            if from.is_empty() {
+                v(0).clone()
+            } else {
+                Value::Str(s(v(0)).replace(&from, &s(v(2))))
+            }
+        }
+        "LPAD" | "RPAD" => {
+            let t: Vec<char> = s(v(0)).chars().collect();
+            let n = v(1).to_i64();
+            if n < 0 {
+                return Ok(Value::Null);
+            }
+            let n = (n as usize).min(1 << 24);
+            let pad: Vec<char> = s(v(2)).chars().collect();
+            if t.len() >= n {
+                return Ok(Value::Str(t[..n].iter().collect()));
+            }
+            if pad.is_empty() {
+                return Ok(Value::Null);
+            }
+            let fill: String = pad.iter().cycle().take(n - t.len()).collect();
+            let body: String = t.iter().collect();
+            Value::Str(if name == "LPAD" { fill + &body } else { body + &fill })
+        }
+        "STRCMP" => Value::Int(match v(0).sql_cmp(v(1)).unwrap() {
+            std::cmp::Ordering::Less => -1,
+            std::cmp::Ordering::Equal => 0,
+            std::cmp::Ordering::Greater => 1,
+        }),
+        "FORMAT" => {
+            let d = v(0).to_decimal().rescale(v(1).to_i64().clamp(0, 30) as u8);
+            let txt = d.to_string();
+            let (int_part, frac) = txt.split_once('.').map(|(a, b)| (a.to_string(), Some(b.to_string()))).unwrap_or((txt.clone(), None));
+            let (neg, digits) = int_part.strip_prefix('-').map(|d| (true, d.to_string())).unwrap_or((false, int_part.clone()));
+            let mut grouped = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i) % 3 == 0 {
+                    grouped.push(',');
+                }
+                grouped.push(c);
+            }
+            Value::Str(format!("{}{}{}", if neg { "-" } else { "" }, grouped, frac.map(|f| format!(".{f}")).unwrap_or_default()))
+        }
+        "ABS" => match v(0) {
+            Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| Error::bigint_out_of_range("BIGINT", &format!("abs({i})")))?),
+            Value::UInt(u) => Value::UInt(*u),
+            Value::Decimal(d) => Value::Decimal(Decimal::new(d.mantissa.abs(), d.scale)),
+            other => Value::Double(other.to_f64().abs()),
+        },
+        "SIGN" => Value::Int(match v(0).to_f64() {
+            x if x > 0.0 => 1,
+            x if x < 0.0 => -1,
+            _ => 0,
+        }),
+        "CEIL" | "CEILING" | "FLOOR" => {
+            let up = name != "FLOOR";
+            match v(0) {
+                Value::Int(_) | Value::UInt(_) => v(0).clone(),
+                Value::Decimal(d) => {
+                    let t = d.rescale(0);
+                    let base = Decimal::new(d.mantissa / quarry_common::value::pow10(d.scale), 0);
+                    let _ = t;
+                    let frac_nonzero = d.mantissa % quarry_common::value::pow10(d.scale) != 0;
+                    let adj = if frac_nonzero && up && d.mantissa > 0 {
+                        1
+                    } else if frac_nonzero && !up && d.mantissa < 0 {
+                        -1
+                    } else {
+                        0
+                    };
+                    Value::Int((base.mantissa + adj) as i64)
+                }
+                other => {
+                    let f = other.to_f64();
+                    Value::Double(if up { f.ceil() } else { f.floor() })
+                }
+            }
+        }
+        "ROUND" | "TRUNCATE" => {
+            let places = if vals.len() > 1 { v(1).to_i64() } else { 0 };
+            let trunc = name == "TRUNCATE";
+            match v(0) {
+                Value::Int(i) if places >= 0 => Value::Int(*i),
+                Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
+                    let d = v(0).to_decimal();
+                    if places >= 0 {
+                        let p = places.min(30) as u8;
+                        if trunc {
+                            let drop = d.scale.saturating_sub(p);
+                            Value::Decimal(Decimal::new(d.mantissa / quarry_common::value::pow10(drop), d.scale.min(p)))
+                        } else {
+                            Value::Decimal(d.rescale(p.min(d.scale.max(p))))
+                        }
+                    } else {
+                        let f = 10f64.powi((-places) as i32);
+                        let x = d.to_f64() / f;
+                        let r = if trunc { x.trunc() } else { x.round() } * f;
+                        Value::Int(r as i64)
+                    }
+                }
+                other => {
+                    let x = other.to_f64();
+                    let f = 10f64.powi(places.clamp(-300, 300) as i32);
+                    Value::Double(if trunc { (x * f).trunc() / f } else { (x * f).round() / f })
+                }
+            }
+        }
+        "MOD" => crate::expr::binary(crate::expr::BinOp::Mod, v(0), v(1))?,
+        "POW" | "POWER" => Value::Double(v(0).to_f64().powf(v(1).to_f64())),
+        "SQRT" => {
+            let x = v(0).to_f64();
+            if x < 0.0 { Value::Null } else { Value::Double(x.sqrt()) }
+        }
+        "EXP" => Value::Double(v(0).to_f64().exp()),
+        "LN" | "LOG" | "LOG10" | "LOG2" => {
+            let (base, x) = if name == "LOG" && vals.len() == 2 { (Some(v(0).to_f64()), v(1).to_f64()) } else { (None, v(0).to_f64()) };
+            if x <= 0.0 {
+                return Ok(Value::Null);
+            }
+            Value::Double(match (name, base) {
+                (_, Some(b)) => x.ln() / b.ln(),
+                ("LOG10", _) => x.log10(),
+                ("LOG2", _) => x.log2(),
+                _ => x.ln(),
+            })
+        }
+        "PI" => Value::Double(std::f64::consts::PI),
+        "RADIANS" => Value::Double(v(0).to_f64().to_radians()),
+        "DEGREES" => Value::Double(v(0).to_f64().to_degrees()),
+        "SIN" => Value::Double(v(0).to_f64().sin()),
+        "COS" => Value::Double(v(0).to_f64().cos()),
+        "TAN" => Value::Double(v(0).to_f64().tan()),
+        "COT" => Value::Double(1.0 / v(0).to_f64().tan()),
+        "ASIN" => Value::Double(v(0).to_f64().asin()),
+        "ACOS" => Value::Double(v(0).to_f64().acos()),
+        "ATAN" => Value::Double(v(0).to_f64().atan()),
+        "ATAN2" => Value::Double(v(0).to_f64().atan2(v(1).to_f64())),
+        "RAND" => {
+            let seed = ctx.rand_state.get();
+            let next = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ctx.rand_state.set(next);
+            Value::Double((next >> 11) as f64 / (1u64 << 53) as f64)
+        }
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE" | "UTC_TIMESTAMP" => {
+            let mut now = ctx.now;
+            let p = if vals.is_empty() { 0 } else { v(0).to_i64().clamp(0, 6) as u32 };
+            now.micro = now.micro / 10u32.pow(6 - p) * 10u32.pow(6 - p);
+            Value::DateTime(now)
+        }
+        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" => Value::Date(ctx.now.date),
+        "CURTIME" | "CURRENT_TIME" => Value::Str(format!("{:02}:{:02}:{:02}", ctx.now.hour, ctx.now.minute, ctx.now.second)),
+        "DATE" => dt_or_null(v(0)).map(|d| Value::Date(d.date)).unwrap_or(Value::Null),
+        "TIME" => dt_or_null(v(0)).map(|d| Value::Str(format!("{:02}:{:02}:{:02}", d.hour, d.minute, d.second))).unwrap_or(Value::Null),
+        "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS"
+        | "QUARTER" => {
+            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+            Value::Int(match name {
+                "YEAR" => d.date.year as i64,
+                "MONTH" => d.date.month as i64,
+                "DAY" | "DAYOFMONTH" => d.date.day as i64,
+                "HOUR" => d.hour as i64,
+                "MINUTE" => d.minute as i64,
+                "SECOND" => d.second as i64,
+                "DAYOFWEEK" => (d.date.weekday() as i64 + 1) % 7 + 1,
+                "WEEKDAY" => d.date.weekday() as i64,
+                "DAYOFYEAR" => d.date.to_days() - Date { year: d.date.year, month: 1, day: 1 }.to_days() + 1,
+                "QUARTER" => (d.date.month as i64 - 1) / 3 + 1,
+                _ => d.date.to_days(),
+            })
+        }
+        "MONTHNAME" | "DAYNAME" => {
+            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+            const M: [&str; 12] =
+                ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+            const D: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+            Value::Str(if name == "MONTHNAME" { M[d.date.month as usize - 1] } else { D[d.date.weekday() as usize] }.to_string())
+        }
+        "FROM_DAYS" => Value::Date(Date::from_days(v(0).to_i64())),
+        "LAST_DAY" => {
+            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+            Value::Date(Date { day: Date::days_in_month(d.date.year, d.date.month), ..d.date })
+        }
+        "DATEDIFF" => match (dt_or_null(v(0)), dt_or_null(v(1))) {
+            (Some(a), Some(b)) => Value::Int(a.date.to_days() - b.date.to_days()),
+            _ => Value::Null,
+        },
+        "TIMESTAMPDIFF" => {
+            let unit = s(v(0)).to_ascii_uppercase();
+            let (Some(a), Some(b)) = (dt_or_null(v(1)), dt_or_null(v(2))) else { return Ok(Value::Null) };
+            let us = b.to_micros() - a.to_micros();
+            let months = (b.date.year as i64 * 12 + b.date.month as i64) - (a.date.year as i64 * 12 + a.date.month as i64);
+            let months = if months > 0 && (b.date.day, b.hour, b.minute, b.second) < (a.date.day, a.hour, a.minute, a.second) {
+                months - 1
+            } else if months < 0 && (b.date.day, b.hour, b.minute, b.second) > (a.date.day, a.hour, a.minute, a.second) {
+                months + 1
+            } else {
+                months
+            };
+            Value::Int(match unit.as_str() {
+                "MICROSECOND" => us,
+                "SECOND" => us / 1_000_000,
+                "MINUTE" => us / 60_000_000,
+                "HOUR" => us / 3_600_000_000,
+                "DAY" => us / 86_400_000_000,
+                "WEEK" => us / (7 * 86_400_000_000),
+                "MONTH" => months,
+                "QUARTER" => months / 3,
+                "YEAR" => months / 12,
+                _ => return Err(Error::syntax_near(&unit)),
+            })
+        }
+        "DATE_ADD" | "DATE_SUB" => {
+            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+            let mut n = v(1).to_i64();
+            if name == "DATE_SUB" {
+                n = -n;
+            }
+            let unit = s(v(2));
+            let is_date = matches!(v(0), Value::Date(_)) || (matches!(v(0), Value::Str(t) if t.trim().len() <= 10));
+            let r = add_interval(d, n, &unit)?;
+            match r {
+                None => Value::Null,
+                Some(r) if is_date && matches!(unit.as_str(), "DAY" | "WEEK" | "MONTH" | "QUARTER" | "YEAR") => Value::Date(r.date),
+                Some(r) => Value::DateTime(r),
+            }
+        }
+        "DATE_FORMAT" => {
+            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+            Value::Str(date_format(&d, &s(v(1))))
+        }
+        "UNIX_TIMESTAMP" => {
+            let d = if vals.is_empty() { Some(ctx.now) } else { dt_or_null(v(0)) };
+            let Some(d) = d else { return Ok(Value::Null) };
+            let epoch = DateTime::from_date(Date { year: 1970, month: 1, day: 1 }).to_micros();
+            Value::Int((d.to_micros() - epoch) / 1_000_000)
+        }
+        "FROM_UNIXTIME" => {
+            let epoch = DateTime::from_date(Date { year: 1970, month: 1, day: 1 }).to_micros();
+            let d = DateTime::from_micros(epoch + (v(0).to_f64() * 1e6) as i64);
+            if vals.len() > 1 {
+                Value::Str(date_format(&d, &s(v(1))))
+            } else {
+                Value::DateTime(d)
+            }
+        }
+        "DATABASE" | "SCHEMA" => ctx.db.clone().map(Value::Str).unwrap_or(Value::Null),
+        "VERSION" => Value::Str(ctx.session.sys_var("version")?.as_str_lossy().into_owned()),
+        "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => Value::Str(ctx.session.user()),
+        "CONNECTION_ID" => Value::UInt(ctx.session.connection_id()),
+        "LAST_INSERT_ID" => {
+            if vals.is_empty() {
+                Value::UInt(ctx.session.last_insert_id())
+            } else {
+                let id = v(0).to_i64() as u64;
+                ctx.session.set_last_insert_id(id);
+                Value::UInt(id)
+            }
+        }
+        "ROW_COUNT" => Value::Int(ctx.session.row_count()),
+        "FOUND_ROWS" => Value::Int(ctx.session.found_rows() as i64),
+        "UUID" => {
+            let mut b = [0u8; 16];
+            let seed = ctx.rand_state.get() ^ ctx.now.to_micros() as u64;
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = (seed.rotate_left(i as u32 * 7) >> (i % 8)) as u8 ^ (i as u8).wrapping_mul(31);
+            }
+            ctx.rand_state.set(seed.wrapping_mul(6364136223846793005).wrapping_add(1));
+            let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+            Value::Str(format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]))
+        }
+        _ => return Err(Error::unknown_function(name)),
+    })
+}
+
+fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
+    let us = match unit {
+        "MICROSECOND" => n,
+        "SECOND" => n * 1_000_000,
+        "MINUTE" => n * 60_000_000,
+        "HOUR" => n * 3_600_000_000,
+        "DAY" => n * 86_400_000_000,
+        "WEEK" => n * 7 * 86_400_000_000,
+        "MONTH" | "QUARTER" | "YEAR" => {
+            let months = match unit {
+                "MONTH" => n,
+                "QUARTER" => n * 3,
+                _ => n * 12,
+            };
+            let total = d.date.year as i64 * 12 + (d.date.month as i64 - 1) + months;
+            if !(0..=9999 * 12 + 11).contains(&total) {
+                return Ok(None);
+            }
+            let (y, m) = ((total / 12) as u16, (total % 12 + 1) as u8);
+            let day = d.date.day.min(Date::days_in_month(y, m));
+            return Ok(Some(DateTime { date: Date { year: y, month: m, day }, ..d }));
+        }
+        other => return Err(Error::syntax_near(other)),
+    };
+    let r = DateTime::from_micros(d.to_micros() + us);
+    Ok(if r.date.year == 0 || r.date.year > 9999 { None } else { Some(r) })
+}
+
+fn date_format(d: &DateTime, fmt: &str) -> String {
+    let mut out = String::new();
+    let mut it = fmt.chars();
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(f) = it.next() else { break };
+        match f {
+            'Y' => out.push_str(&format!("{:04}", d.date.year)),
+            'y' => out.push_str(&format!("{:02}", d.date.year % 100)),
+            'm' => out.push_str(&format!("{:02}", d.date.month)),
+            'c' => out.push_str(&d.date.month.to_string()),
+            'd' => out.push_str(&format!("{:02}", d.date.day)),
+            'e' => out.push_str(&d.date.day.to_string()),
+            'H' => out.push_str(&format!("{:02}", d.hour)),
+            'k' => out.push_str(&d.hour.to_string()),
+            'h' | 'I' => out.push_str(&format!("{:02}", (d.hour + 11) % 12 + 1)),
+            'l' => out.push_str(&((d.hour + 11) % 12 + 1).to_string()),
+            'i' => out.push_str(&format!("{:02}", d.minute)),
+            's' | 'S' => out.push_str(&format!("{:02}", d.second)),
+            'f' => out.push_str(&format!("{:06}", d.micro)),
+            'p' => out.push_str(if d.hour < 12 { "AM" } else { "PM" }),
+            'T' => out.push_str(&format!("{:02}:{:02}:{:02}", d.hour, d.minute, d.second)),
+            'j' => out.push_str(&format!("{:03}", d.date.to_days() - Date { year: d.date.year, month: 1, day: 1 }.to_days() + 1)),
+            'w' => out.push_str(&((d.date.weekday() + 1) % 7).to_string()),
+            other => out.push(other),
+        }
+    }
+    out
+}
