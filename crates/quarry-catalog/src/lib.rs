@@ -24,7 +24,7 @@ use quarry_storage_api::{
     ColumnSchema, Engine, EngineRegistry, HandlerCounters, IndexSchema, RowFormat, Table, TablePath, TableSchema,
 };
 
-pub use ddl::{sql_type, table_def_from_ast};
+pub use ddl::{column_def as ddl_column, sql_type, table_def_from_ast};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DefaultValue {

@@ -1,0 +1,173 @@
+//! `Database` and `Session`: the embedded API and the statement lifecycle.
+//!
+//! `Database::open(datadir)` locks the datadir, registers the engines and loads the
+//! catalog. A `Session` runs statements: it parses, routes DDL/SHOW/SET/transaction
+//! control itself, hands queries and DML to the executor, and keeps the undo records that
+//! make statements and transactions atomic.
+//!
+//! Isolation is a database-wide reader/writer lock (a stand-in until MVCC): read-only
+//! autocommit statements share it; a write statement, or any statement inside an explicit
+//! transaction, takes it exclusively and a transaction keeps it until COMMIT/ROLLBACK.
+//! That makes every transaction serializable and sysbench's write scripts race-free.
+//! Must not touch: sockets and packets (the server crate), file formats (engines).
+
+mod lock;
+mod session;
+pub mod vars;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use quarry_catalog::Catalog;
+use quarry_common::{Error, Result, Value};
+use quarry_storage_api::EngineRegistry;
+
+pub use quarry_common;
+pub use quarry_executor::OutColumn;
+pub use session::{Output, Prepared, Session};
+
+/// Per-connection facts visible to SHOW PROCESSLIST and KILL.
+pub struct ProcessInfo {
+    pub id: u64,
+    pub user: String,
+    pub host: String,
+    pub db: Mutex<Option<String>>,
+    pub command: Mutex<String>,
+    pub info: Mutex<Option<String>>,
+    pub started: Mutex<std::time::Instant>,
+    pub killed: AtomicBool,
+    pub kill_connection: AtomicBool,
+}
+
+pub struct Database {
+    pub catalog: Catalog,
+    pub(crate) lock: lock::TxnLock,
+    pub(crate) globals: RwLock<HashMap<String, Value>>,
+    next_conn: AtomicU64,
+    pub(crate) processes: Mutex<HashMap<u64, Arc<ProcessInfo>>>,
+    pub(crate) status: Mutex<HashMap<&'static str, u64>>,
+    datadir: PathBuf,
+    _lockfile: File,
+    started: std::time::Instant,
+}
+
+fn lock_datadir(dir: &Path) -> Result<File> {
+    use std::os::unix::io::AsRawFd;
+    let path = dir.join("quarry.lock");
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(path.display(), e))?;
+    // flock: released by the kernel when the process dies, so a crash never leaves it stale.
+    let rc = unsafe_flock(f.as_raw_fd());
+    if rc != 0 {
+        return Err(Error::new(
+            1105,
+            format!("datadir {} is in use by another Quarry process (lock file {} is held)", dir.display(), path.display()),
+        ));
+    }
+    let _ = std::fs::write(&path, format!("{}\n", std::process::id()));
+    Ok(f)
+}
+
+#[allow(unsafe_code)]
+fn unsafe_flock(fd: i32) -> i32 {
+    extern "C" {
+        fn flock(fd: i32, op: i32) -> i32;
+    }
+    const LOCK_EX: i32 = 2;
+    const LOCK_NB: i32 = 4;
+    // SAFETY: flock on a file descriptor we own; no memory is shared with the kernel.
+    unsafe { flock(fd, LOCK_EX | LOCK_NB) }
+}
+
+impl Database {
+    pub fn open(datadir: &Path) -> Result<Arc<Database>> {
+        std::fs::create_dir_all(datadir).map_err(|e| Error::io(datadir.display(), e))?;
+        let lockfile = lock_datadir(datadir)?;
+        let mut engines = EngineRegistry::default();
+        let row: Arc<dyn quarry_storage_api::Engine> = Arc::new(quarry_engine_row::RowEngine);
+        engines.register(row, &["InnoDB", "MyISAM", "Aria", "Memory", "ROW"]);
+        let catalog = Catalog::open(datadir, engines, quarry_engine_row::effective_row_format)?;
+        let mut globals: HashMap<String, Value> = vars::defaults().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        globals.insert("datadir".into(), Value::Str(datadir.display().to_string()));
+        let db = Arc::new(Database {
+            catalog,
+            lock: lock::TxnLock::default(),
+            globals: RwLock::new(globals),
+            next_conn: AtomicU64::new(1),
+            processes: Mutex::new(HashMap::new()),
+            status: Mutex::new(HashMap::new()),
+            datadir: datadir.to_path_buf(),
+            _lockfile: lockfile,
+            started: std::time::Instant::now(),
+        });
+        db.init_auto_increment()?;
+        Ok(db)
+    }
+
+    fn init_auto_increment(self: &Arc<Self>) -> Result<()> {
+        let s = self.session("root", "localhost");
+        for dbname in self.catalog.databases() {
+            for t in self.catalog.tables(&dbname)? {
+                s.with_ctx(|ctx| quarry_executor::dml::init_auto_inc(&t, ctx))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn datadir(&self) -> &Path {
+        &self.datadir
+    }
+
+    pub fn global(&self, name: &str) -> Option<Value> {
+        self.globals.read().get(name).cloned()
+    }
+
+    pub fn set_global(&self, name: &str, v: Value) {
+        self.globals.write().insert(name.to_string(), v);
+    }
+
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    pub fn count(&self, what: &'static str) {
+        *self.status.lock().entry(what).or_default() += 1;
+    }
+
+    pub fn session(self: &Arc<Self>, user: &str, host: &str) -> Session {
+        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let info = Arc::new(ProcessInfo {
+            id,
+            user: user.to_string(),
+            host: host.to_string(),
+            db: Mutex::new(None),
+            command: Mutex::new("Sleep".into()),
+            info: Mutex::new(None),
+            started: Mutex::new(std::time::Instant::now()),
+            killed: AtomicBool::new(false),
+            kill_connection: AtomicBool::new(false),
+        });
+        self.processes.lock().insert(id, info.clone());
+        Session::new(self.clone(), info)
+    }
+
+    pub fn processes(&self) -> Vec<Arc<ProcessInfo>> {
+        let mut v: Vec<_> = self.processes.lock().values().cloned().collect();
+        v.sort_by_key(|p| p.id);
+        v
+    }
+
+    /// Flush and fsync everything (clean shutdown).
+    pub fn shutdown(&self) -> Result<()> {
+        self.catalog.sync_all()
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let _ = self.catalog.sync_all();
+    }
+}

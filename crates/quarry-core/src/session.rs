@@ -1,0 +1,1397 @@
+//! One client's session: variables, current database, transaction state, statements.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quarry_catalog::{table_def_from_ast, TableDef};
+use quarry_common::types::flags;
+use quarry_common::value::DateTime;
+use quarry_common::{Error, Result, Row, SqlType, TypeKind, Value};
+use quarry_executor::bind::ScopeCol;
+use quarry_executor::exec::collect;
+use quarry_executor::{Binder, ExecCtx, OutColumn, SessionInfo, Undo};
+use quarry_sql::ast::{self, Statement as S};
+use quarry_sql::Stmt;
+
+use crate::vars::normalise;
+use crate::{Database, ProcessInfo};
+
+#[derive(Debug)]
+pub enum Output {
+    Rows { columns: Vec<OutColumn>, rows: Vec<Row> },
+    Ok { affected: u64, last_insert_id: u64, info: Option<String> },
+}
+
+impl Output {
+    fn ok(affected: u64) -> Output {
+        Output::Ok { affected, last_insert_id: 0, info: None }
+    }
+}
+
+/// A prepared statement: parsed once, bound per execution.
+pub struct Prepared {
+    pub sql: String,
+    stmt: Stmt,
+    pub params: usize,
+    pub columns: Vec<OutColumn>,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Held {
+    None,
+    Shared,
+    Exclusive,
+}
+
+pub struct Session {
+    pub db: Arc<Database>,
+    pub current_db: Option<String>,
+    vars: HashMap<String, Value>,
+    user_vars: HashMap<String, Value>,
+    in_txn: bool,
+    held: Held,
+    undo: Vec<Undo>,
+    last_insert_id: Cell<u64>,
+    row_count: i64,
+    found_rows: u64,
+    pub warnings: Vec<(String, u16, String)>,
+    pub info: Arc<ProcessInfo>,
+    savepoints: Vec<(String, usize)>,
+    rand: Cell<u64>,
+}
+
+fn text(name: &str, width: u32) -> OutColumn {
+    OutColumn::expr(name, SqlType::varchar(width), false)
+}
+fn num(name: &str) -> OutColumn {
+    OutColumn::expr(name, SqlType::BIGINT, true)
+}
+
+fn like_filter(pattern: Option<&str>, s: &str) -> bool {
+    pattern.is_none_or(|p| quarry_executor::expr::like(s, p, '\\'))
+}
+
+impl SessionInfo for Session {
+    fn sys_var(&self, name: &str) -> Result<Value> {
+        let (n, global) = normalise(name);
+        match n.as_str() {
+            "autocommit" if global != Some(true) => return Ok(Value::Int(self.autocommit() as i64)),
+            "in_transaction" => return Ok(Value::Int(self.in_txn as i64)),
+            "warning_count" => return Ok(Value::Int(self.warnings.len() as i64)),
+            "error_count" => return Ok(Value::Int(0)),
+            "last_insert_id" | "identity" => return Ok(Value::UInt(self.last_insert_id.get())),
+            _ => {}
+        }
+        if global != Some(true) {
+            if let Some(v) = self.vars.get(&n) {
+                return Ok(v.clone());
+            }
+        }
+        self.db.global(&n).ok_or_else(|| Error::unknown_system_variable(&n))
+    }
+    fn user_var(&self, name: &str) -> Value {
+        self.user_vars.get(&name.to_ascii_lowercase()).cloned().unwrap_or(Value::Null)
+    }
+    fn user(&self) -> String {
+        format!("{}@{}", self.info.user, self.info.host)
+    }
+    fn connection_id(&self) -> u64 {
+        self.info.id
+    }
+    fn last_insert_id(&self) -> u64 {
+        self.last_insert_id.get()
+    }
+    fn set_last_insert_id(&self, id: u64) {
+        self.last_insert_id.set(id)
+    }
+    fn row_count(&self) -> i64 {
+        self.row_count
+    }
+    fn found_rows(&self) -> u64 {
+        self.found_rows
+    }
+}
+
+fn is_read_only(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::Ast(s) => matches!(
+            **s,
+            S::Query(_)
+                | S::ShowVariables { .. }
+                | S::ShowStatus { .. }
+                | S::ShowDatabases { .. }
+                | S::ShowTables { .. }
+                | S::ShowColumns { .. }
+                | S::ShowCreate { .. }
+                | S::ExplainTable { .. }
+                | S::Explain { .. }
+                | S::Set(_)
+                | S::Use(_)
+        ),
+        Stmt::LoadData(_) | Stmt::TableMaintenance { .. } => false,
+        _ => true,
+    }
+}
+
+fn is_txn_control(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::Ast(s) if matches!(**s, S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } | S::Savepoint { .. } | S::ReleaseSavepoint { .. } | S::Set(_) | S::Use(_)))
+        || matches!(stmt, Stmt::ShowWarnings { .. } | Stmt::Noop | Stmt::ShowProcessList)
+}
+
+fn is_ddl(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
+}
+
+impl Session {
+    pub(crate) fn new(db: Arc<Database>, info: Arc<ProcessInfo>) -> Session {
+        let seed = info.id.wrapping_mul(0x9E3779B97F4A7C15) ^ DateTime::now().to_micros() as u64;
+        Session {
+            db,
+            current_db: None,
+            vars: HashMap::new(),
+            user_vars: HashMap::new(),
+            in_txn: false,
+            held: Held::None,
+            undo: vec![],
+            last_insert_id: Cell::new(0),
+            row_count: -1,
+            found_rows: 0,
+            warnings: vec![],
+            info,
+            savepoints: vec![],
+            rand: Cell::new(seed | 1),
+        }
+    }
+
+    pub fn autocommit(&self) -> bool {
+        self.vars.get("autocommit").map(|v| v.to_i64() != 0).unwrap_or(true)
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.in_txn
+    }
+
+    pub fn id(&self) -> u64 {
+        self.info.id
+    }
+
+    fn strict(&self) -> bool {
+        self.sys_var("sql_mode").map(|m| m.as_str_lossy().to_ascii_uppercase().contains("STRICT")).unwrap_or(true)
+    }
+
+    fn lock_timeout(&self) -> Duration {
+        Duration::from_secs(self.sys_var("innodb_lock_wait_timeout").map(|v| v.to_i64().clamp(1, 86400) as u64).unwrap_or(50))
+    }
+
+    pub(crate) fn with_ctx<T>(&self, f: impl FnOnce(&ExecCtx) -> Result<T>) -> Result<T> {
+        self.with_params(vec![], f).map(|(t, _)| t)
+    }
+
+    fn with_params<T>(&self, params: Vec<Value>, f: impl FnOnce(&ExecCtx) -> Result<T>) -> Result<(T, ExecCtx<'_>)> {
+        let ctx = ExecCtx {
+            catalog: &self.db.catalog,
+            db: self.current_db.clone(),
+            params,
+            session: self,
+            outer: RefCell::new(vec![]),
+            sub_cache: RefCell::new(HashMap::new()),
+            insert_row: RefCell::new(None),
+            now: DateTime::now(),
+            rand_state: Cell::new(self.rand.get()),
+            warnings: RefCell::new(vec![]),
+            undo: RefCell::new(vec![]),
+            strict: self.strict(),
+            read_buffer: self.sys_var("read_buffer_size").map(|v| v.to_i64().clamp(8192, 1 << 30) as usize).unwrap_or(128 * 1024),
+            killed: &self.info.killed,
+        };
+        let r = f(&ctx)?;
+        Ok((r, ctx))
+    }
+
+    // ---------------------------------------------------------------- locking
+
+    fn acquire(&mut self, exclusive: bool) -> Result<()> {
+        match (self.held, exclusive) {
+            (Held::Exclusive, _) | (Held::Shared, false) => Ok(()),
+            (Held::Shared, true) => {
+                self.db.lock.unlock_shared();
+                self.held = Held::None;
+                self.acquire(true)
+            }
+            (Held::None, true) => {
+                self.db.lock.lock_exclusive(self.info.id, self.lock_timeout())?;
+                self.held = Held::Exclusive;
+                Ok(())
+            }
+            (Held::None, false) => {
+                self.db.lock.lock_shared(self.lock_timeout())?;
+                self.held = Held::Shared;
+                Ok(())
+            }
+        }
+    }
+
+    fn release(&mut self) {
+        match self.held {
+            Held::Shared => self.db.lock.unlock_shared(),
+            Held::Exclusive => self.db.lock.unlock_exclusive(self.info.id),
+            Held::None => {}
+        }
+        self.held = Held::None;
+    }
+
+    // ---------------------------------------------------------------- transactions
+
+    fn rollback_to(&mut self, mark: usize) -> Result<()> {
+        let ops: Vec<Undo> = self.undo.drain(mark..).collect();
+        undo_ops(ops)
+    }
+
+    pub fn commit(&mut self) -> Result<()> {
+        self.undo.clear();
+        self.savepoints.clear();
+        self.in_txn = false;
+        self.release();
+        Ok(())
+    }
+
+    pub fn rollback(&mut self) -> Result<()> {
+        let r = self.rollback_to(0);
+        self.savepoints.clear();
+        self.in_txn = false;
+        self.release();
+        r
+    }
+
+    /// COM_RESET_CONNECTION / COM_CHANGE_USER: roll back and forget session state.
+    pub fn reset(&mut self) {
+        let _ = self.rollback();
+        self.vars.clear();
+        self.user_vars.clear();
+        self.warnings.clear();
+        self.last_insert_id.set(0);
+    }
+
+    // ---------------------------------------------------------------- entry points
+
+    /// Run one or more statements; LOAD DATA LOCAL asks `load_local` for the file contents.
+    pub fn query_with(&mut self, sql: &str, load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>) -> Result<Vec<Output>> {
+        let stmts = quarry_sql::parse(sql)?;
+        let mut outs = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            outs.push(self.run(&s, vec![], sql, load_local)?);
+        }
+        Ok(outs)
+    }
+
+    pub fn query(&mut self, sql: &str) -> Result<Vec<Output>> {
+        self.query_with(sql, &mut |f| std::fs::read(f).map_err(|e| Error::new(2, format!("File '{f}' not found (Errcode: {e})"))))
+    }
+
+    pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
+        let stmt = quarry_sql::parse_one(sql)?;
+        let mut params = 0;
+        let mut columns = vec![];
+        if let Stmt::Ast(s) = &stmt {
+            let mut b = Binder::new(&self.db.catalog, self.current_db.clone());
+            match &**s {
+                S::Query(q) => {
+                    let sp = b.bind_query(q)?;
+                    columns = sp.columns;
+                    params = b.param_count;
+                }
+                _ => params = count_placeholders(sql),
+            }
+        }
+        Ok(Prepared { sql: sql.to_string(), stmt, params, columns })
+    }
+
+    pub fn execute(&mut self, p: &Prepared, params: Vec<Value>) -> Result<Output> {
+        if params.len() != p.params {
+            return Err(Error::new(1210, "Incorrect arguments to EXECUTE"));
+        }
+        let mut no_local = |_: &str| -> Result<Vec<u8>> { Err(Error::new(1148, "The used command is not allowed with this MariaDB version")) };
+        self.run(&p.stmt, params, &p.sql, &mut no_local)
+    }
+
+    fn run(&mut self, stmt: &Stmt, params: Vec<Value>, sql: &str, load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>) -> Result<Output> {
+        self.info.killed.store(false, Ordering::Relaxed);
+        *self.info.command.lock() = "Query".into();
+        *self.info.info.lock() = Some(sql.chars().take(100).collect());
+        *self.info.started.lock() = std::time::Instant::now();
+        let keep_warnings = matches!(stmt, Stmt::ShowWarnings { .. });
+        if !keep_warnings {
+            self.warnings.clear();
+        }
+        // DDL commits an open transaction (as MySQL does).
+        if is_ddl(stmt) && self.in_txn {
+            self.commit()?;
+        }
+        let txn_control = is_txn_control(stmt);
+        if !txn_control {
+            if !self.autocommit() && !self.in_txn {
+                self.in_txn = true;
+            }
+            let exclusive = self.in_txn || !is_read_only(stmt);
+            self.acquire(exclusive)?;
+        }
+        let mark = self.undo.len();
+        let r = self.dispatch(stmt, params, load_local);
+        let r = match r {
+            Ok((out, ctx_undo, warns)) => {
+                self.undo.extend(ctx_undo);
+                for (code, msg) in warns {
+                    self.warnings.push(("Warning".into(), code, msg));
+                }
+                Ok(out)
+            }
+            Err((e, ctx_undo)) => {
+                self.undo.extend(ctx_undo);
+                // Statement-level rollback: only this statement's changes are undone.
+                let _ = self.rollback_to(mark);
+                self.warnings.clear();
+                self.warnings.push(("Error".into(), e.code, e.message.clone()));
+                Err(e)
+            }
+        };
+        if !self.in_txn {
+            self.undo.clear();
+            if !txn_control {
+                self.release();
+            }
+        }
+        match &r {
+            Ok(Output::Ok { affected, .. }) => self.row_count = *affected as i64,
+            Ok(Output::Rows { rows, .. }) => {
+                self.row_count = -1;
+                self.found_rows = rows.len() as u64;
+            }
+            Err(_) => self.row_count = -1,
+        }
+        *self.info.command.lock() = "Sleep".into();
+        *self.info.info.lock() = None;
+        self.db.count("Questions");
+        r
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn dispatch(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Value>,
+        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+    ) -> std::result::Result<(Output, Vec<Undo>, Vec<(u16, String)>), (Error, Vec<Undo>)> {
+        // Statements that use the executor context collect undo and warnings there.
+        let cell: RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>> = RefCell::new(None);
+        let res = self.dispatch_inner(stmt, params, load_local, &cell);
+        let (undo, warns) = cell.into_inner().unwrap_or_default();
+        match res {
+            Ok(o) => Ok((o, undo, warns)),
+            Err(e) => Err((e, undo)),
+        }
+    }
+
+    fn exec_ctx<T>(
+        &self,
+        params: Vec<Value>,
+        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+        f: impl FnOnce(&ExecCtx) -> Result<T>,
+    ) -> Result<T> {
+        let ctx = ExecCtx {
+            catalog: &self.db.catalog,
+            db: self.current_db.clone(),
+            params,
+            session: self,
+            outer: RefCell::new(vec![]),
+            sub_cache: RefCell::new(HashMap::new()),
+            insert_row: RefCell::new(None),
+            now: DateTime::now(),
+            rand_state: Cell::new(self.rand.get()),
+            warnings: RefCell::new(vec![]),
+            undo: RefCell::new(vec![]),
+            strict: self.strict(),
+            read_buffer: self.sys_var("read_buffer_size").map(|v| v.to_i64().clamp(8192, 1 << 30) as usize).unwrap_or(128 * 1024),
+            killed: &self.info.killed,
+        };
+        let r = f(&ctx);
+        self.rand.set(ctx.rand_state.get());
+        *sink.borrow_mut() = Some((ctx.undo.into_inner(), ctx.warnings.into_inner()));
+        r
+    }
+
+    fn require_db(&self, db: Option<&str>) -> Result<String> {
+        match db {
+            Some(d) => Ok(d.to_string()),
+            None => self.current_db.clone().ok_or_else(Error::no_database),
+        }
+    }
+
+    fn split_name(&self, n: &ast::ObjectName) -> Result<(String, String)> {
+        let parts = quarry_executor::bind::object_name(n);
+        match parts.as_slice() {
+            [t] => Ok((self.require_db(None)?, t.clone())),
+            [d, t] => Ok((d.clone(), t.clone())),
+            _ => Err(Error::syntax_near(&n.to_string())),
+        }
+    }
+
+    fn dispatch_inner(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Value>,
+        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+    ) -> Result<Output> {
+        let s = match stmt {
+            Stmt::Ast(s) => s,
+            Stmt::Noop => return Ok(Output::ok(0)),
+            Stmt::LoadData(ld) => {
+                let db = self.require_db(ld.db.as_deref())?;
+                let entry = self.db.catalog.table(&db, &ld.table)?;
+                let data = if ld.local {
+                    load_local(&ld.file)?
+                } else {
+                    std::fs::read(&ld.file).map_err(|e| Error::new(29, format!("File '{}' not found (Errcode: {e})", ld.file)))?
+                };
+                let r = self.exec_ctx(params, sink, |ctx| quarry_executor::dml::load_data(&entry, ld, &data, ctx))?;
+                return Ok(Output::Ok { affected: r.affected, last_insert_id: 0, info: r.info });
+            }
+            Stmt::ShowEngines => {
+                let cols = vec![text("Engine", 64), text("Support", 8), text("Comment", 160), text("Transactions", 3), text("XA", 3), text("Savepoints", 3)];
+                let rows = self
+                    .db
+                    .catalog
+                    .engines
+                    .names()
+                    .into_iter()
+                    .map(|(n, e)| {
+                        let support = if n == "InnoDB" { "DEFAULT" } else { "YES" };
+                        let comment = format!("{} (maps to the Quarry '{}' engine)", e.comment(), e.name());
+                        vec![Value::Str(n.into()), Value::Str(support.into()), Value::Str(comment), Value::Str("YES".into()), Value::Str("NO".into()), Value::Str("YES".into())]
+                    })
+                    .collect();
+                return Ok(Output::Rows { columns: cols, rows });
+            }
+            Stmt::ShowWarnings { errors, count } => {
+                let list: Vec<_> = self.warnings.iter().filter(|w| !errors || w.0 == "Error").cloned().collect();
+                if *count {
+                    return Ok(Output::Rows { columns: vec![num("@@session.warning_count")], rows: vec![vec![Value::Int(list.len() as i64)]] });
+                }
+                let rows = list.into_iter().map(|(l, c, m)| vec![Value::Str(l), Value::Int(c as i64), Value::Str(m)]).collect();
+                return Ok(Output::Rows { columns: vec![text("Level", 7), num("Code"), text("Message", 512)], rows });
+            }
+            Stmt::ShowProcessList => {
+                let rows = self
+                    .db
+                    .processes()
+                    .into_iter()
+                    .map(|p| {
+                        vec![
+                            Value::Int(p.id as i64),
+                            Value::Str(p.user.clone()),
+                            Value::Str(p.host.clone()),
+                            p.db.lock().clone().map(Value::Str).unwrap_or(Value::Null),
+                            Value::Str(p.command.lock().clone()),
+                            Value::Int(p.started.lock().elapsed().as_secs() as i64),
+                            Value::Str(String::new()),
+                            p.info.lock().clone().map(Value::Str).unwrap_or(Value::Null),
+                        ]
+                    })
+                    .collect();
+                let cols = vec![num("Id"), text("User", 32), text("Host", 64), text("db", 64), text("Command", 16), num("Time"), text("State", 64), text("Info", 100)];
+                return Ok(Output::Rows { columns: cols, rows });
+            }
+            Stmt::ShowTableStatus { db, like } => return self.show_table_status(db.as_deref(), like.as_deref()),
+            Stmt::ShowIndex { table, db } => return self.show_index(db.as_deref(), table),
+            Stmt::ShowCreateDatabase { name } => {
+                if !self.db.catalog.database_exists(name) {
+                    return Err(Error::unknown_database(name));
+                }
+                let sql = format!("CREATE DATABASE `{name}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */");
+                return Ok(Output::Rows { columns: vec![text("Database", 64), text("Create Database", 1024)], rows: vec![vec![Value::Str(name.clone()), Value::Str(sql)]] });
+            }
+            Stmt::TableMaintenance { op, tables } => {
+                let mut rows = vec![];
+                for (d, t) in tables {
+                    let db = self.require_db(d.as_deref())?;
+                    let name = format!("{db}.{t}");
+                    let op_l = op.to_ascii_lowercase();
+                    match self.db.catalog.table(&db, t) {
+                        Err(e) => {
+                            rows.push(vec![Value::Str(name.clone()), Value::Str(op_l.clone()), Value::Str("Error".into()), Value::Str(e.message)]);
+                            rows.push(vec![Value::Str(name), Value::Str(op_l), Value::Str("status".into()), Value::Str("Operation failed".into())]);
+                        }
+                        Ok(entry) => {
+                            let problems = if op == "CHECK" || op == "REPAIR" { entry.handle.check()? } else { entry.handle.sync().map(|_| vec![])? };
+                            for p in &problems {
+                                rows.push(vec![Value::Str(name.clone()), Value::Str(op_l.clone()), Value::Str("error".into()), Value::Str(p.clone())]);
+                            }
+                            let msg = if problems.is_empty() { "OK" } else { "Corrupt" };
+                            rows.push(vec![Value::Str(name), Value::Str(op_l), Value::Str("status".into()), Value::Str(msg.into())]);
+                        }
+                    }
+                }
+                let cols = vec![text("Table", 128), text("Op", 10), text("Msg_type", 10), text("Msg_text", 256)];
+                return Ok(Output::Rows { columns: cols, rows });
+            }
+        };
+        match &**s {
+            S::Query(q) => {
+                let cur = self.current_db.clone();
+                self.exec_ctx(params, sink, |ctx| {
+                    let mut b = Binder::new(&self.db.catalog, cur);
+                    let sp = b.bind_query(q)?;
+                    let rows = collect(&sp.plan, ctx)?;
+                    Ok(Output::Rows { columns: sp.columns, rows })
+                })
+            }
+            S::Insert(ins) => {
+                let cur = self.current_db.clone();
+                let r = self.exec_ctx(params, sink, |ctx| {
+                    let mut b = Binder::new(&self.db.catalog, cur);
+                    quarry_executor::dml::insert(ins, ctx, &mut b)
+                })?;
+                if let Some(id) = r.last_insert_id {
+                    self.last_insert_id.set(id);
+                }
+                Ok(Output::Ok { affected: r.affected, last_insert_id: r.last_insert_id.unwrap_or(0), info: r.info })
+            }
+            S::Update(u) => {
+                let cur = self.current_db.clone();
+                let r = self.exec_ctx(params, sink, |ctx| {
+                    let mut b = Binder::new(&self.db.catalog, cur);
+                    quarry_executor::dml::update(u, ctx, &mut b)
+                })?;
+                Ok(Output::Ok { affected: r.affected, last_insert_id: 0, info: r.info })
+            }
+            S::Delete(d) => {
+                let cur = self.current_db.clone();
+                let r = self.exec_ctx(params, sink, |ctx| {
+                    let mut b = Binder::new(&self.db.catalog, cur);
+                    quarry_executor::dml::delete(d, ctx, &mut b)
+                })?;
+                Ok(Output::ok(r.affected))
+            }
+            S::StartTransaction { .. } => {
+                if self.in_txn {
+                    self.commit()?;
+                }
+                self.in_txn = true;
+                self.acquire(true)?;
+                Ok(Output::ok(0))
+            }
+            S::Commit { .. } => {
+                self.commit()?;
+                Ok(Output::ok(0))
+            }
+            S::Rollback { savepoint: None, .. } => {
+                self.rollback()?;
+                Ok(Output::ok(0))
+            }
+            S::Rollback { savepoint: Some(sp), .. } => {
+                let pos = self.savepoints.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(&sp.value));
+                let Some(pos) = pos else { return Err(Error::new(1305, format!("SAVEPOINT {} does not exist", sp.value))) };
+                let mark = self.savepoints[pos].1;
+                self.savepoints.truncate(pos + 1);
+                self.rollback_to(mark)?;
+                Ok(Output::ok(0))
+            }
+            S::Savepoint { name } => {
+                if !self.in_txn {
+                    return Ok(Output::ok(0));
+                }
+                self.savepoints.retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
+                self.savepoints.push((name.value.clone(), self.undo.len()));
+                Ok(Output::ok(0))
+            }
+            S::ReleaseSavepoint { name } => {
+                self.savepoints.retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
+                Ok(Output::ok(0))
+            }
+            S::Set(set) => self.set(set, params, sink),
+            S::Use(u) => {
+                let name = match u {
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => quarry_executor::bind::object_name(n).join("."),
+                    _ => return Err(Error::syntax_near(&u.to_string())),
+                };
+                self.use_db(&name)?;
+                Ok(Output::ok(0))
+            }
+            S::CreateDatabase { db_name, if_not_exists, .. } | S::CreateSchema { schema_name: ast::SchemaName::Simple(db_name), if_not_exists, .. } => {
+                let name = quarry_executor::bind::object_name(db_name).join(".");
+                let created = self.db.catalog.create_database(&name, *if_not_exists)?;
+                if !created {
+                    self.warnings.push(("Note".into(), 1007, format!("Can't create database '{name}'; database exists")));
+                }
+                Ok(Output::ok(created as u64))
+            }
+            S::Drop { object_type, if_exists, names, .. } => self.drop(object_type, *if_exists, names),
+            S::CreateTable(ct) => self.create_table(ct, params, sink),
+            S::CreateIndex(ci) => {
+                let (db, t) = self.split_name(&ci.table_name)?;
+                let entry = self.db.catalog.table(&db, &t)?;
+                let mut def = entry.def.clone();
+                let name = ci.name.as_ref().map(|n| quarry_executor::bind::object_name(n).pop().unwrap_or_default());
+                let ct = synth_index(&def, name, &ci.columns, ci.unique)?;
+                def.indexes = table_def_from_ast(&ct)?.indexes;
+                self.rebuild_table(&db, &entry, def, None, sink)?;
+                Ok(Output::Ok { affected: 0, last_insert_id: 0, info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()) })
+            }
+            S::AlterTable(at) => self.alter_table(at, sink),
+            S::Truncate(t) => {
+                for tn in &t.table_names {
+                    let (db, name) = self.split_name(&tn.name)?;
+                    let entry = self.db.catalog.table(&db, &name)?;
+                    entry.handle.truncate()?;
+                    *entry.auto_inc.lock() = entry.def.auto_increment_start.max(1);
+                }
+                Ok(Output::ok(0))
+            }
+            S::RenameTable(renames) => {
+                for r in renames {
+                    let (d1, t1) = self.split_name(&r.old_name)?;
+                    let (d2, t2) = self.split_name(&r.new_name)?;
+                    self.db.catalog.rename_table(&d1, &t1, &d2, &t2)?;
+                }
+                Ok(Output::ok(0))
+            }
+            S::ShowDatabases { show_options, .. } => {
+                let like = show_like(show_options);
+                let mut names = self.db.catalog.databases();
+                names.push("information_schema".into());
+                names.sort();
+                let rows = names.into_iter().filter(|n| like_filter(like.as_deref(), n)).map(|n| vec![Value::Str(n)]).collect();
+                Ok(Output::Rows { columns: vec![text("Database", 64)], rows })
+            }
+            S::ShowTables { show_options, full, .. } => {
+                let db = match show_options.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) {
+                    Some(n) => quarry_executor::bind::object_name(n).join("."),
+                    None => self.require_db(None)?,
+                };
+                if !self.db.catalog.database_exists(&db) {
+                    return Err(Error::unknown_database(&db));
+                }
+                let like = show_like(show_options);
+                let mut columns = vec![text(&format!("Tables_in_{db}"), 64)];
+                if *full {
+                    columns.push(text("Table_type", 64));
+                }
+                let rows = self
+                    .db
+                    .catalog
+                    .tables(&db)?
+                    .into_iter()
+                    .filter(|t| like_filter(like.as_deref(), &t.def.name))
+                    .map(|t| {
+                        let mut r = vec![Value::Str(t.def.name.clone())];
+                        if *full {
+                            r.push(Value::Str("BASE TABLE".into()));
+                        }
+                        r
+                    })
+                    .collect();
+                Ok(Output::Rows { columns, rows })
+            }
+            S::ShowColumns { show_options, full, .. } => {
+                let Some(tn) = show_options.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) else { return Err(Error::syntax_near("")) };
+                let (db, t) = self.split_name(tn)?;
+                self.describe(&db, &t, *full, show_like(show_options).as_deref())
+            }
+            S::ExplainTable { table_name, .. } => {
+                let (db, t) = self.split_name(table_name)?;
+                self.describe(&db, &t, false, None)
+            }
+            S::ShowCreate { obj_type: ast::ShowCreateObject::Table, obj_name } => {
+                let (db, t) = self.split_name(obj_name)?;
+                let e = self.db.catalog.table(&db, &t)?;
+                let next = *e.auto_inc.lock();
+                let sql = e.def.create_sql(e.def.auto_increment_column().map(|_| next));
+                Ok(Output::Rows { columns: vec![text("Table", 64), text("Create Table", 1024)], rows: vec![vec![Value::Str(t), Value::Str(sql)]] })
+            }
+            S::ShowVariables { filter, global, .. } => {
+                let mut all: Vec<(String, Value)> = self.db.globals.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                if !*global {
+                    for (k, v) in &self.vars {
+                        if let Some(x) = all.iter_mut().find(|(n, _)| n == k) {
+                            x.1 = v.clone();
+                        }
+                    }
+                    if let Some(x) = all.iter_mut().find(|(n, _)| n == "autocommit") {
+                        x.1 = Value::Str(if self.autocommit() { "ON" } else { "OFF" }.into());
+                    }
+                }
+                all.sort_by(|a, b| a.0.cmp(&b.0));
+                let like = match filter {
+                    Some(ast::ShowStatementFilter::Like(p)) | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
+                    _ => None,
+                };
+                let rows = all
+                    .into_iter()
+                    .filter(|(k, _)| like_filter(like.as_deref(), k))
+                    .map(|(k, v)| vec![Value::Str(k), Value::Str(v.to_string())])
+                    .collect();
+                Ok(Output::Rows { columns: vec![text("Variable_name", 64), text("Value", 2048)], rows })
+            }
+            S::ShowStatus { filter, .. } => {
+                let like = match filter {
+                    Some(ast::ShowStatementFilter::Like(p)) | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
+                    _ => None,
+                };
+                let mut all: Vec<(String, u64)> = self.db.catalog.counters.snapshot().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                all.push(("Threads_connected".into(), self.db.processes.lock().len() as u64));
+                all.push(("Uptime".into(), self.db.uptime_secs()));
+                for (k, v) in self.db.status.lock().iter() {
+                    all.push((k.to_string(), *v));
+                }
+                all.sort();
+                let rows = all
+                    .into_iter()
+                    .filter(|(k, _)| like_filter(like.as_deref(), k))
+                    .map(|(k, v)| vec![Value::Str(k), Value::Str(v.to_string())])
+                    .collect();
+                Ok(Output::Rows { columns: vec![text("Variable_name", 64), text("Value", 64)], rows })
+            }
+            S::Explain { statement, analyze, .. } => {
+                let S::Query(q) = &**statement else { return Err(Error::unsupported("EXPLAIN of this statement")) };
+                let cur = self.current_db.clone();
+                let mut lines = vec![];
+                let mut b = Binder::new(&self.db.catalog, cur);
+                let sp = b.bind_query(q)?;
+                sp.plan.explain(0, &mut lines);
+                if *analyze {
+                    let t = std::time::Instant::now();
+                    let n = self.exec_ctx(params, sink, |ctx| collect(&sp.plan, ctx).map(|r| r.len()))?;
+                    lines.push(format!("(actual rows={n}, time={:.3} ms)", t.elapsed().as_secs_f64() * 1000.0));
+                }
+                Ok(Output::Rows { columns: vec![text("EXPLAIN", 1024)], rows: vec![vec![Value::Str(lines.join("\n"))]] })
+            }
+            S::Kill { id, modifier, .. } => {
+                let procs = self.db.processes.lock();
+                let p = procs.get(id).ok_or_else(|| Error::new(1094, format!("Unknown thread id: {id}")))?;
+                p.killed.store(true, Ordering::Relaxed);
+                if !matches!(modifier, Some(ast::KillType::Query)) {
+                    p.kill_connection.store(true, Ordering::Relaxed);
+                }
+                Ok(Output::ok(0))
+            }
+            S::LockTables { .. } | S::UnlockTables | S::Flush { .. } => Ok(Output::ok(0)),
+            other => Err(Error::unsupported(other.to_string().chars().take(60).collect::<String>())),
+        }
+    }
+
+    pub fn use_db(&mut self, name: &str) -> Result<()> {
+        if !self.db.catalog.database_exists(name) && !name.eq_ignore_ascii_case("information_schema") {
+            return Err(Error::unknown_database(name));
+        }
+        self.current_db = Some(name.to_string());
+        *self.info.db.lock() = Some(name.to_string());
+        Ok(())
+    }
+
+    fn set(&mut self, set: &ast::Set, params: Vec<Value>, sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>) -> Result<Output> {
+        let mut assigns: Vec<(String, bool, ast::Expr)> = vec![];
+        match set {
+            ast::Set::SingleAssignment { scope, variable, values, .. } => {
+                let global = matches!(scope, Some(ast::ContextModifier::Global));
+                let v = values.first().cloned().ok_or_else(|| Error::syntax_near("SET"))?;
+                assigns.push((variable.to_string(), global, v));
+            }
+            ast::Set::MultipleAssignments { assignments } => {
+                for a in assignments {
+                    assigns.push((a.name.to_string(), matches!(a.scope, Some(ast::ContextModifier::Global)), a.value.clone()));
+                }
+            }
+            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} | ast::Set::SetTimeZone { .. } | ast::Set::SetTransaction { .. } => {
+                return Ok(Output::ok(0))
+            }
+            other => return Err(Error::unsupported(other.to_string())),
+        }
+        for (name, global_kw, expr) in assigns {
+            let cur = self.current_db.clone();
+            if let Some(uv) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) {
+                let v = self.exec_ctx(params.clone(), sink, |ctx| Binder::new(&self.db.catalog, cur).bind_expr(&expr)?.eval(&[], ctx))?;
+                self.user_vars.insert(uv.trim_matches('`').to_ascii_lowercase(), v);
+                continue;
+            }
+            let (n, scope) = normalise(&name);
+            let global = global_kw || scope == Some(true);
+            // Bare words (SET autocommit = ON, sql_mode = TRADITIONAL) are values, not columns.
+            let v = match &expr {
+                ast::Expr::Identifier(i) => Value::Str(i.value.clone()),
+                other => self.exec_ctx(params.clone(), sink, |ctx| Binder::new(&self.db.catalog, cur).bind_expr(other)?.eval(&[], ctx))?,
+            };
+            if self.db.global(&n).is_none() {
+                return Err(Error::unknown_system_variable(&n));
+            }
+            let v = match n.as_str() {
+                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" => {
+                    let on = match &v {
+                        Value::Str(s) => match s.to_ascii_uppercase().as_str() {
+                            "ON" | "TRUE" | "1" => true,
+                            "OFF" | "FALSE" | "0" => false,
+                            _ => return Err(Error::new(1231, format!("Variable '{n}' can't be set to the value of '{s}'"))),
+                        },
+                        other => other.to_i64() != 0,
+                    };
+                    if n == "autocommit" && on && self.in_txn && !global {
+                        self.commit()?;
+                    }
+                    Value::Int(on as i64)
+                }
+                "sql_mode" => Value::Str(match v.as_str_lossy().to_ascii_uppercase().as_str() {
+                    "TRADITIONAL" => "STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,TRADITIONAL,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION".into(),
+                    other => other.to_string(),
+                }),
+                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" => {
+                    return Err(Error::new(1238, format!("Variable '{n}' is a read only variable")));
+                }
+                _ => v,
+            };
+            if global {
+                self.db.set_global(&n, v);
+            } else {
+                self.vars.insert(n, v);
+            }
+        }
+        Ok(Output::ok(0))
+    }
+
+    fn drop(&mut self, object_type: &ast::ObjectType, if_exists: bool, names: &[ast::ObjectName]) -> Result<Output> {
+        match object_type {
+            ast::ObjectType::Table => {
+                let mut missing = vec![];
+                for n in names {
+                    let (db, t) = self.split_name(n)?;
+                    if !self.db.catalog.table_exists(&db, &t) {
+                        missing.push(format!("{db}.{t}"));
+                        continue;
+                    }
+                    self.db.catalog.drop_table(&db, &t)?;
+                }
+                if !missing.is_empty() {
+                    if if_exists {
+                        for m in missing {
+                            self.warnings.push(("Note".into(), 1051, format!("Unknown table '{m}'")));
+                        }
+                    } else {
+                        return Err(Error::unknown_table(&missing.join(",")));
+                    }
+                }
+                Ok(Output::ok(0))
+            }
+            ast::ObjectType::Schema | ast::ObjectType::Database => {
+                let name = quarry_executor::bind::object_name(&names[0]).join(".");
+                let n = self.db.catalog.drop_database(&name, if_exists)?;
+                if n.is_none() {
+                    self.warnings.push(("Note".into(), 1008, format!("Can't drop database '{name}'; database doesn't exist")));
+                }
+                if self.current_db.as_deref() == Some(name.as_str()) {
+                    self.current_db = None;
+                }
+                Ok(Output::ok(n.unwrap_or(0) as u64))
+            }
+            ast::ObjectType::Index => Err(Error::unsupported("DROP INDEX without ON (use ALTER TABLE … DROP INDEX)")),
+            other => Err(Error::unsupported(format!("DROP {other}"))),
+        }
+    }
+
+    fn create_table(&mut self, ct: &ast::CreateTable, params: Vec<Value>, sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>) -> Result<Output> {
+        let (db, name) = self.split_name(&ct.name)?;
+        if !self.db.catalog.database_exists(&db) {
+            return Err(Error::unknown_database(&db));
+        }
+        if self.db.catalog.table_exists(&db, &name) {
+            if ct.if_not_exists {
+                self.warnings.push(("Note".into(), 1050, format!("Table '{name}' already exists")));
+                return Ok(Output::ok(0));
+            }
+            return Err(Error::table_exists(&name));
+        }
+        if let Some(like) = &ct.like {
+            let src = match like {
+                ast::CreateTableLikeKind::Parenthesized(l) | ast::CreateTableLikeKind::Plain(l) => &l.name,
+            };
+            let (sdb, st) = self.split_name(src)?;
+            let mut def = self.db.catalog.table(&sdb, &st)?.def.clone();
+            def.name = name;
+            self.db.catalog.create_table(&db, def)?;
+            return Ok(Output::ok(0));
+        }
+        let mut def = table_def_from_ast(ct)?;
+        def.name = name.clone();
+        let Some(q) = &ct.query else {
+            self.db.catalog.create_table(&db, def)?;
+            return Ok(Output::ok(0));
+        };
+        // CREATE TABLE … SELECT: declared columns first, then the query's new columns.
+        let cur = self.current_db.clone();
+        let mut b = Binder::new(&self.db.catalog, cur);
+        let sp = b.bind_query(q)?;
+        for c in &sp.columns {
+            if def.column_index(&c.name).is_none() {
+                def.columns.push(quarry_catalog::ColumnDef {
+                    name: c.name.clone(),
+                    ty: storable(c.ty),
+                    nullable: c.nullable || c.flags & flags::NOT_NULL == 0,
+                    default: quarry_catalog::DefaultValue::None,
+                    auto_increment: false,
+                    on_update_now: false,
+                    comment: String::new(),
+                });
+            }
+        }
+        let entry = self.db.catalog.create_table(&db, def)?;
+        let positions: Vec<usize> = sp.columns.iter().map(|c| entry.def.column_index(&c.name).unwrap()).collect();
+        let width = entry.def.columns.len();
+        let r = self.exec_ctx(params, sink, |ctx| {
+            let rows = collect(&sp.plan, ctx)?;
+            entry.handle.begin_bulk();
+            let it = rows.into_iter().map(|r| {
+                let mut full = vec![None; width];
+                for (p, v) in positions.iter().zip(r) {
+                    full[*p] = Some(v);
+                }
+                Ok(full)
+            });
+            let r = quarry_executor::dml::insert_rows(&entry, it, &quarry_executor::dml::InsertOptions { mode: quarry_executor::dml::DupMode::Error, on_dup: &[] }, ctx);
+            entry.handle.end_bulk()?;
+            r
+        });
+        match r {
+            Ok(r) => Ok(Output::Ok { affected: r.affected, last_insert_id: 0, info: r.info }),
+            Err(e) => {
+                // The table is created only if the whole statement succeeds.
+                *sink.borrow_mut() = None;
+                let _ = self.db.catalog.drop_table(&db, &name);
+                Err(e)
+            }
+        }
+    }
+
+    fn describe(&self, db: &str, t: &str, full: bool, like: Option<&str>) -> Result<Output> {
+        let e = self.db.catalog.table(db, t)?;
+        let mut rows = vec![];
+        for (i, c) in e.def.columns.iter().enumerate() {
+            if !like_filter(like, &c.name) {
+                continue;
+            }
+            let key = e
+                .def
+                .indexes
+                .iter()
+                .find(|ix| ix.columns.first() == Some(&i))
+                .map(|ix| if ix.primary { "PRI" } else if ix.unique { "UNI" } else { "MUL" })
+                .unwrap_or("");
+            let default = match &c.default {
+                quarry_catalog::DefaultValue::None | quarry_catalog::DefaultValue::Value(Value::Null) => Value::Null,
+                quarry_catalog::DefaultValue::Value(v) => Value::Str(v.to_string()),
+                quarry_catalog::DefaultValue::CurrentTimestamp => Value::Str("current_timestamp()".into()),
+            };
+            let mut extra = String::new();
+            if c.auto_increment {
+                extra.push_str("auto_increment");
+            }
+            if c.on_update_now {
+                extra.push_str("on update current_timestamp()");
+            }
+            let mut r = vec![Value::Str(c.name.clone()), Value::Str(c.ty.to_string())];
+            if full {
+                r.push(if c.ty.is_string() && !c.ty.is_binary() { Value::Str("utf8mb4_general_ci".into()) } else { Value::Null });
+            }
+            r.extend([Value::Str(if c.nullable { "YES" } else { "NO" }.into()), Value::Str(key.into()), default, Value::Str(extra)]);
+            if full {
+                r.push(Value::Str("select,insert,update,references".into()));
+                r.push(Value::Str(c.comment.clone()));
+            }
+            rows.push(r);
+        }
+        let mut cols = vec![text("Field", 64), text("Type", 64)];
+        if full {
+            cols.push(text("Collation", 64));
+        }
+        cols.extend([text("Null", 3), text("Key", 3), OutColumn::expr("Default", SqlType::varchar(64), true), text("Extra", 64)]);
+        if full {
+            cols.push(text("Privileges", 80));
+            cols.push(text("Comment", 1024));
+        }
+        Ok(Output::Rows { columns: cols, rows })
+    }
+
+    fn show_table_status(&self, db: Option<&str>, like: Option<&str>) -> Result<Output> {
+        let db = self.require_db(db)?;
+        let cols = vec![
+            text("Name", 64),
+            text("Engine", 64),
+            num("Version"),
+            text("Row_format", 10),
+            num("Rows"),
+            num("Avg_row_length"),
+            num("Data_length"),
+            num("Max_data_length"),
+            num("Index_length"),
+            num("Data_free"),
+            num("Auto_increment"),
+            OutColumn::expr("Create_time", SqlType::DATETIME, true),
+            OutColumn::expr("Update_time", SqlType::DATETIME, true),
+            OutColumn::expr("Check_time", SqlType::DATETIME, true),
+            text("Collation", 32),
+            num("Checksum"),
+            text("Create_options", 255),
+            text("Comment", 2048),
+        ];
+        let mut rows = vec![];
+        for t in self.db.catalog.tables(&db)? {
+            if !like_filter(like, &t.def.name) {
+                continue;
+            }
+            let st = t.handle.stats();
+            let nrows = match st.rows {
+                quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n) => Value::Int(n as i64),
+                quarry_storage_api::Stat::Unknown => Value::Null,
+            };
+            let created = t.create_time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0);
+            let epoch = quarry_common::Date { year: 1970, month: 1, day: 1 }.to_days() * 86_400_000_000;
+            rows.push(vec![
+                Value::Str(t.def.name.clone()),
+                Value::Str(t.def.engine.clone()),
+                Value::Int(10),
+                Value::Str(match t.row_format {
+                    quarry_storage_api::RowFormat::Fixed => "Fixed".into(),
+                    quarry_storage_api::RowFormat::Dynamic => "Dynamic".into(),
+                }),
+                nrows,
+                Value::Int(st.avg_row_bytes as i64),
+                Value::Int(st.data_bytes as i64),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(st.free_bytes as i64),
+                t.def.auto_increment_column().map(|_| Value::Int(*t.auto_inc.lock() as i64)).unwrap_or(Value::Null),
+                Value::DateTime(DateTime::from_micros(epoch + created)),
+                Value::Null,
+                Value::Null,
+                Value::Str("utf8mb4_general_ci".into()),
+                Value::Null,
+                Value::Str(String::new()),
+                Value::Str(t.def.comment.clone()),
+            ]);
+        }
+        Ok(Output::Rows { columns: cols, rows })
+    }
+
+    fn show_index(&self, db: Option<&str>, table: &str) -> Result<Output> {
+        let db = self.require_db(db)?;
+        let e = self.db.catalog.table(&db, table)?;
+        let cols = vec![
+            text("Table", 64),
+            num("Non_unique"),
+            text("Key_name", 64),
+            num("Seq_in_index"),
+            text("Column_name", 64),
+            text("Collation", 1),
+            num("Cardinality"),
+            num("Sub_part"),
+            text("Packed", 10),
+            text("Null", 3),
+            text("Index_type", 16),
+            text("Comment", 16),
+            text("Index_comment", 1024),
+        ];
+        let mut rows = vec![];
+        for ix in &e.def.indexes {
+            for (seq, (&c, &p)) in ix.columns.iter().zip(&ix.prefix).enumerate() {
+                let col = &e.def.columns[c];
+                rows.push(vec![
+                    Value::Str(table.to_string()),
+                    Value::Int(!ix.unique as i64),
+                    Value::Str(ix.name.clone()),
+                    Value::Int(seq as i64 + 1),
+                    Value::Str(col.name.clone()),
+                    Value::Str(if ix.desc[seq] { "D" } else { "A" }.into()),
+                    Value::Null,
+                    if p > 0 { Value::Int(p as i64) } else { Value::Null },
+                    Value::Null,
+                    Value::Str(if col.nullable { "YES" } else { "" }.into()),
+                    Value::Str("BTREE".into()),
+                    Value::Str(String::new()),
+                    Value::Str(String::new()),
+                ]);
+            }
+        }
+        Ok(Output::Rows { columns: cols, rows })
+    }
+
+    /// Replace a table by a new definition, copying rows through `map` (ALTER, CREATE INDEX).
+    fn rebuild_table(
+        &mut self,
+        db: &str,
+        entry: &Arc<quarry_catalog::TableEntry>,
+        new_def: TableDef,
+        map: Option<&dyn Fn(Row) -> Row>,
+        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+    ) -> Result<()> {
+        let tmp = format!("#sql-alter-{}-{}", std::process::id(), self.info.id);
+        let mut tmp_def = new_def.clone();
+        tmp_def.name = tmp.clone();
+        let _ = self.db.catalog.drop_table(db, &tmp);
+        let tmp_entry = self.db.catalog.create_table(db, tmp_def)?;
+        let width = tmp_entry.def.columns.len();
+        let copy = self.exec_ctx(vec![], sink, |ctx| {
+            let mut rows = vec![];
+            quarry_executor::exec::scan_table(entry, None, &quarry_executor::plan::Access::Full, ctx, &mut |_, b| {
+                rows.extend(b);
+                Ok(true)
+            })?;
+            tmp_entry.handle.begin_bulk();
+            let it = rows.into_iter().map(|r| {
+                let r = match map {
+                    Some(f) => f(r),
+                    None => r,
+                };
+                let mut full = vec![None; width];
+                for (i, v) in r.into_iter().enumerate().take(width) {
+                    full[i] = Some(v);
+                }
+                Ok(full)
+            });
+            let r = quarry_executor::dml::insert_rows(&tmp_entry, it, &quarry_executor::dml::InsertOptions { mode: quarry_executor::dml::DupMode::Error, on_dup: &[] }, ctx);
+            tmp_entry.handle.end_bulk()?;
+            r
+        });
+        // Undo records of the copy refer to the temporary table: never replay them.
+        *sink.borrow_mut() = None;
+        if let Err(e) = copy {
+            let _ = self.db.catalog.drop_table(db, &tmp);
+            return Err(e);
+        }
+        *tmp_entry.auto_inc.lock() = *entry.auto_inc.lock();
+        let name = entry.def.name.clone();
+        let old = format!("#sql-old-{}-{}", std::process::id(), self.info.id);
+        self.db.catalog.rename_table(db, &name, db, &old)?;
+        self.db.catalog.rename_table(db, &tmp, db, &new_def.name)?;
+        self.db.catalog.drop_table(db, &old)?;
+        Ok(())
+    }
+
+    fn alter_table(&mut self, at: &ast::AlterTable, sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>) -> Result<Output> {
+        let (db, t) = self.split_name(&at.name)?;
+        let entry = self.db.catalog.table(&db, &t)?;
+        let mut def = entry.def.clone();
+        // For each resulting column: where its value comes from in the old row (None = default).
+        let mut source: Vec<Option<usize>> = (0..def.columns.len()).map(Some).collect();
+        let mut rename_to: Option<(String, String)> = None;
+        for op in &at.operations {
+            use ast::AlterTableOperation as O;
+            match op {
+                O::AddColumn { column_def, column_position, if_not_exists, .. } => {
+                    let (col, keys) = quarry_catalog::ddl_column(column_def)?;
+                    if def.column_index(&col.name).is_some() {
+                        if *if_not_exists {
+                            continue;
+                        }
+                        return Err(Error::duplicate_column(&col.name));
+                    }
+                    let pos = match column_position {
+                        Some(ast::MySQLColumnPosition::First) => 0,
+                        Some(ast::MySQLColumnPosition::After(a)) => {
+                            def.column_index(&a.value).ok_or_else(|| Error::unknown_column(&a.value, &t))? + 1
+                        }
+                        None => def.columns.len(),
+                    };
+                    for ix in def.indexes.iter_mut() {
+                        for c in ix.columns.iter_mut() {
+                            if *c >= pos {
+                                *c += 1;
+                            }
+                        }
+                    }
+                    def.columns.insert(pos, col);
+                    source.insert(pos, None);
+                    if !keys.is_empty() {
+                        return Err(Error::unsupported("ADD COLUMN with an inline key"));
+                    }
+                }
+                O::DropColumn { column_names, if_exists, .. } => {
+                    for cn in column_names {
+                        let Some(i) = def.column_index(&cn.value) else {
+                            if *if_exists {
+                                continue;
+                            }
+                            return Err(Error::new(1091, format!("Can't DROP COLUMN `{}`; check that it exists", cn.value)));
+                        };
+                        if def.columns.len() == 1 {
+                            return Err(Error::new(1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"));
+                        }
+                        def.columns.remove(i);
+                        source.remove(i);
+                        def.indexes.retain_mut(|ix| {
+                            ix.columns.iter().position(|c| *c == i).map(|p| {
+                                ix.columns.remove(p);
+                                ix.prefix.remove(p);
+                                ix.desc.remove(p);
+                            });
+                            for c in ix.columns.iter_mut() {
+                                if *c > i {
+                                    *c -= 1;
+                                }
+                            }
+                            !ix.columns.is_empty()
+                        });
+                    }
+                }
+                O::ModifyColumn { col_name, data_type, options, .. } => {
+                    let i = def.column_index(&col_name.value).ok_or_else(|| Error::unknown_column(&col_name.value, &t))?;
+                    let cd = ast::ColumnDef { name: col_name.clone(), data_type: data_type.clone(), options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect() };
+                    let (col, _) = quarry_catalog::ddl_column(&cd)?;
+                    def.columns[i] = col;
+                }
+                O::ChangeColumn { old_name, new_name, data_type, options, .. } => {
+                    let i = def.column_index(&old_name.value).ok_or_else(|| Error::unknown_column(&old_name.value, &t))?;
+                    let cd = ast::ColumnDef { name: new_name.clone(), data_type: data_type.clone(), options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect() };
+                    let (col, _) = quarry_catalog::ddl_column(&cd)?;
+                    def.columns[i] = col;
+                }
+                O::RenameColumn { old_column_name, new_column_name } => {
+                    let i = def.column_index(&old_column_name.value).ok_or_else(|| Error::unknown_column(&old_column_name.value, &t))?;
+                    def.columns[i].name = new_column_name.value.clone();
+                }
+                O::RenameTable { table_name } => {
+                    let n = match table_name {
+                        ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => n,
+                    };
+                    let (d2, t2) = self.split_name(n)?;
+                    rename_to = Some((d2, t2));
+                }
+                O::AddConstraint { constraint, .. } => {
+                    let ct = synth_constraint(&def, constraint.clone());
+                    def.indexes = table_def_from_ast(&ct)?.indexes;
+                }
+                O::DropIndex { name } => {
+                    let before = def.indexes.len();
+                    def.indexes.retain(|ix| !ix.name.eq_ignore_ascii_case(&name.value));
+                    if def.indexes.len() == before {
+                        return Err(Error::new(1091, format!("Can't DROP INDEX `{}`; check that it exists", name.value)));
+                    }
+                }
+                O::DropPrimaryKey { .. } => def.indexes.retain(|ix| !ix.primary),
+                O::Algorithm { .. } | O::Lock { .. } => {}
+                other => return Err(Error::unsupported(format!("ALTER TABLE {other}"))),
+            }
+        }
+        if def != entry.def {
+            let ctx_map = move |old: Row| -> Row { source.iter().map(|s| s.map(|i| old[i].clone()).unwrap_or(Value::Null)).collect() };
+            // Columns added without a value take their default: mark them for default filling.
+            self.rebuild_table(&db, &entry, def.clone(), Some(&ctx_map), sink)?;
+        }
+        if let Some((d2, t2)) = rename_to {
+            self.db.catalog.rename_table(&db, &def.name, &d2, &t2)?;
+        }
+        Ok(Output::Ok { affected: 0, last_insert_id: 0, info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()) })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.rollback();
+        self.db.processes.lock().remove(&self.info.id);
+    }
+}
+
+/// Undo operations newest-first, following rows that moved when re-inserted.
+fn undo_ops(ops: Vec<Undo>) -> Result<()> {
+    let mut moved: HashMap<(usize, u64), u64> = HashMap::new();
+    let key = |e: &Arc<quarry_catalog::TableEntry>, id: u64| (Arc::as_ptr(e) as *const () as usize, id);
+    for op in ops.into_iter().rev() {
+        match op {
+            Undo::Inserted(e, id) => {
+                let id = *moved.get(&key(&e, id)).unwrap_or(&id);
+                e.handle.delete(id)?;
+            }
+            Undo::Deleted(e, row) => {
+                e.handle.insert(row)?;
+            }
+            Undo::Updated(e, id, old) => {
+                let cur = *moved.get(&key(&e, id)).unwrap_or(&id);
+                let nid = e.handle.update(cur, old)?;
+                if nid != id {
+                    moved.insert(key(&e, id), nid);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn show_like(o: &ast::ShowStatementOptions) -> Option<String> {
+    match &o.filter_position {
+        Some(ast::ShowStatementFilterPosition::Infix(ast::ShowStatementFilter::Like(p)))
+        | Some(ast::ShowStatementFilterPosition::Suffix(ast::ShowStatementFilter::Like(p))) => Some(p.clone()),
+        _ => None,
+    }
+}
+
+fn count_placeholders(sql: &str) -> usize {
+    let mut n = 0;
+    let mut quote = None;
+    let mut prev = ' ';
+    for c in sql.chars() {
+        match quote {
+            Some(q) if c == q && prev != '\\' => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' || c == '`' => quote = Some(c),
+            None if c == '?' => n += 1,
+            None => {}
+        }
+        prev = c;
+    }
+    n
+}
+
+/// Types an expression column can be stored as (CREATE TABLE … SELECT).
+fn storable(t: SqlType) -> SqlType {
+    match t.kind {
+        TypeKind::Null => SqlType::varchar(1),
+        TypeKind::VarChar if t.len == 0 => SqlType::varchar(1),
+        TypeKind::VarChar if t.len > 16383 => SqlType::new(TypeKind::Text),
+        TypeKind::Decimal => SqlType::decimal(t.len.clamp(1, 65), t.scale),
+        _ => t,
+    }
+}
+
+fn synth_index(def: &TableDef, name: Option<String>, cols: &[ast::IndexColumn], unique: bool) -> Result<ast::CreateTable> {
+    let c = if unique {
+        ast::TableConstraint::Unique(ast::UniqueConstraint {
+            name: None,
+            index_name: name.map(ast::Ident::new),
+            index_type_display: ast::KeyOrIndexDisplay::Key,
+            index_type: None,
+            columns: cols.to_vec(),
+            include: vec![],
+            index_options: vec![],
+            characteristics: None,
+            nulls_distinct: ast::NullsDistinctOption::None,
+        })
+    } else {
+        ast::TableConstraint::Index(ast::IndexConstraint {
+            display_as_key: true,
+            name: name.map(ast::Ident::new),
+            index_type: None,
+            columns: cols.to_vec(),
+            index_options: vec![],
+        })
+    };
+    Ok(synth_constraint(def, c))
+}
+
+/// A CREATE TABLE AST equal to `def` plus one more constraint (reuses the DDL path for keys).
+fn synth_constraint(def: &TableDef, c: ast::TableConstraint) -> ast::CreateTable {
+    let sql = def.create_sql(None);
+    let Ok(Stmt::Ast(s)) = quarry_sql::parse_one(&sql) else { unreachable!("canonical CREATE TABLE parses") };
+    let S::CreateTable(mut ct) = *s else { unreachable!() };
+    ct.constraints.push(c);
+    ct
+}
+
+pub fn _unused(_: &ScopeCol) {}

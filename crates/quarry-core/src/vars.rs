@@ -1,0 +1,88 @@
+//! System variables: defaults, and the ones a session may change.
+
+use quarry_common::Value;
+
+pub const VERSION: &str = "10.11.19-MariaDB-Quarry-0.1.0";
+
+/// (name, default) for every variable `SELECT @@x` and `SHOW VARIABLES` know.
+pub fn defaults() -> Vec<(&'static str, Value)> {
+    let s = |x: &str| Value::Str(x.to_string());
+    let i = Value::Int;
+    vec![
+        ("auto_increment_increment", i(1)),
+        ("auto_increment_offset", i(1)),
+        ("autocommit", i(1)),
+        ("character_set_client", s("utf8mb4")),
+        ("character_set_connection", s("utf8mb4")),
+        ("character_set_database", s("utf8mb4")),
+        ("character_set_results", s("utf8mb4")),
+        ("character_set_server", s("utf8mb4")),
+        ("collation_connection", s("utf8mb4_general_ci")),
+        ("collation_database", s("utf8mb4_general_ci")),
+        ("collation_server", s("utf8mb4_general_ci")),
+        ("default_storage_engine", s("InnoDB")),
+        ("div_precision_increment", i(4)),
+        ("group_concat_max_len", i(1024)),
+        ("have_ssl", s("DISABLED")),
+        ("innodb_flush_log_at_trx_commit", i(1)),
+        ("innodb_lock_wait_timeout", i(50)),
+        ("interactive_timeout", i(28800)),
+        ("license", s("Apache-2.0")),
+        ("lower_case_table_names", i(0)),
+        ("max_allowed_packet", i(16 * 1024 * 1024)),
+        ("max_connections", i(151)),
+        ("max_heap_table_size", i(16 * 1024 * 1024)),
+        ("net_buffer_length", i(16384)),
+        ("net_write_timeout", i(60)),
+        ("performance_schema", i(0)),
+        ("port", i(3306)),
+        ("quarry_sort_buffer_size", i(64 * 1024 * 1024)),
+        ("read_buffer_size", i(128 * 1024)),
+        ("socket", s("")),
+        ("sort_buffer_size", i(2 * 1024 * 1024)),
+        ("sql_auto_is_null", i(0)),
+        ("sql_mode", s("STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION")),
+        ("sql_select_limit", Value::UInt(u64::MAX)),
+        ("storage_engine", s("InnoDB")),
+        ("system_time_zone", s("UTC")),
+        ("time_zone", s("SYSTEM")),
+        ("tmp_table_size", i(16 * 1024 * 1024)),
+        ("transaction_isolation", s("REPEATABLE-READ")),
+        ("tx_isolation", s("REPEATABLE-READ")),
+        ("tx_read_only", i(0)),
+        ("transaction_read_only", i(0)),
+        ("version", s(VERSION)),
+        ("version_comment", s("Quarry MySQL-compatible server")),
+        ("version_compile_machine", s("x86_64")),
+        ("version_compile_os", s("Linux")),
+        ("wait_timeout", i(28800)),
+        ("warning_count", i(0)),
+        ("error_count", i(0)),
+        ("init_connect", s("")),
+        ("license_key", s("")),
+        ("query_cache_type", s("OFF")),
+        ("query_cache_size", i(0)),
+        ("last_insert_id", i(0)),
+        ("identity", i(0)),
+        ("hostname", s("localhost")),
+        ("datadir", s("")),
+        ("local_infile", i(1)),
+        ("in_transaction", i(0)),
+        ("session_track_schema", i(1)),
+        ("transaction_alloc_block_size", i(8192)),
+        ("optimizer_switch", s("engine_condition_pushdown=on")),
+    ]
+}
+
+/// Normalise `@@session.x`, `SESSION x`, `@@x` to the bare lowercase name.
+pub fn normalise(name: &str) -> (String, Option<bool>) {
+    let mut n = name.trim().trim_start_matches("@@").to_ascii_lowercase();
+    let mut global = None;
+    for (p, g) in [("session.", false), ("local.", false), ("global.", true)] {
+        if let Some(rest) = n.strip_prefix(p) {
+            n = rest.to_string();
+            global = Some(g);
+        }
+    }
+    (n.trim_matches('`').to_string(), global)
+}
