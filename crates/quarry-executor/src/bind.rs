@@ -23,7 +23,6 @@ pub struct ScopeCol {
 
 struct Level {
     cols: Vec<ScopeCol>,
-    correlated: bool,
 }
 
 pub struct Binder<'a> {
@@ -34,6 +33,8 @@ pub struct Binder<'a> {
     pub param_count: usize,
     /// Aggregates collected while binding the current select list (None = not allowed).
     aggs: Option<Vec<Agg>>,
+    /// Level index where each outer column reference was found (for correlation).
+    found_levels: Vec<usize>,
 }
 
 fn ident_name(i: &ast::Ident) -> String {
@@ -86,11 +87,11 @@ fn shift_cols(e: Expr, by: usize) -> Expr {
 
 impl<'a> Binder<'a> {
     pub fn new(catalog: &'a Catalog, db: Option<String>) -> Binder<'a> {
-        Binder { catalog, db, levels: vec![], next_sub: 0, param_count: 0, aggs: None }
+        Binder { catalog, db, levels: vec![], next_sub: 0, param_count: 0, aggs: None, found_levels: vec![] }
     }
 
     pub fn push_scope(&mut self, cols: Vec<ScopeCol>) {
-        self.levels.push(Level { cols, correlated: false });
+        self.levels.push(Level { cols });
     }
     pub fn pop_scope(&mut self) {
         self.levels.pop();
@@ -303,7 +304,7 @@ impl<'a> Binder<'a> {
         }
         let on = match constraint {
             Some(ast::JoinConstraint::On(e)) => {
-                self.levels.push(Level { cols: cols.clone(), correlated: false });
+                self.levels.push(Level { cols: cols.clone() });
                 let r = self.bind_expr(e);
                 self.levels.pop();
                 Some(r?)
@@ -381,7 +382,7 @@ impl<'a> Binder<'a> {
             return Err(Error::unsupported("SELECT INTO"));
         }
         let (mut plan, cols) = self.bind_from(&s.from)?;
-        self.levels.push(Level { cols: cols.clone(), correlated: false });
+        self.levels.push(Level { cols: cols.clone() });
         let r = self.bind_select_body(s, order, limit, offset, &mut plan, &cols);
         self.levels.pop();
         let (exprs_plan, columns) = r?;
@@ -694,9 +695,7 @@ impl<'a> Binder<'a> {
                 if depth == 0 {
                     return Ok(Expr::Col(i));
                 }
-                for l in &mut self.levels[nlev - depth..] {
-                    l.correlated = true;
-                }
+                self.found_levels.push(nlev - 1 - depth);
                 return Ok(Expr::Outer(depth, i));
             }
         }
@@ -705,12 +704,10 @@ impl<'a> Binder<'a> {
 
     fn bind_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {
         let saved_aggs = self.aggs.take();
-        // The subquery's own levels are pushed by bind_select; mark correlation on a marker level.
-        self.levels.push(Level { cols: vec![], correlated: false });
-        let marker = self.levels.len() - 1;
+        let base = self.levels.len();
+        let start = self.found_levels.len();
         let r = self.bind_query(q);
-        let correlated = self.levels[marker].correlated;
-        self.levels.pop();
+        let correlated = self.found_levels[start..].iter().any(|&l| l < base);
         self.aggs = saved_aggs;
         let sp = r?;
         self.next_sub += 1;
@@ -1093,7 +1090,7 @@ fn rewrite_for_agg(e: Expr, group: &[Expr], aggs: &mut Vec<Agg>, ng: usize) -> E
 /// Bind HAVING where names may be select aliases: aliases are appended to the scope as
 /// extra columns and replaced by the aliased expressions afterwards.
 fn bind_with_aliases(b: &mut Binder, h: &A, items: &[(Expr, OutColumn)]) -> Result<Expr> {
-    let mut lvl = b.levels.pop().unwrap_or(Level { cols: vec![], correlated: false });
+    let mut lvl = b.levels.pop().unwrap_or(Level { cols: vec![] });
     let base = lvl.cols.len();
     for (_, c) in items {
         lvl.cols.push(ScopeCol { table: String::new(), col: c.clone() });

@@ -1,0 +1,559 @@
+//! The MySQL server: accepts connections and runs each one's commands on a core `Session`.
+//!
+//! One thread per connection (bounded by `max_connections`); commands are read, executed
+//! and answered with one buffered write. Any malformed packet ends only that connection.
+//! Must not touch: SQL semantics (core), file formats (engines).
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quarry_common::types::flags;
+use quarry_common::value::{Date, DateTime};
+use quarry_common::{Decimal, Error, Result, TypeKind, Value};
+use quarry_core::{Database, OutColumn, Output, Prepared, Session};
+use quarry_protocol::*;
+
+pub struct Server {
+    db: Arc<Database>,
+    listener: TcpListener,
+    stop: Arc<AtomicBool>,
+    active: Arc<AtomicUsize>,
+}
+
+impl Server {
+    pub fn bind(db: Arc<Database>, addr: &str) -> io::Result<Server> {
+        let listener = TcpListener::bind(addr)?;
+        Ok(Server { db, listener, stop: Arc::new(AtomicBool::new(false)), active: Arc::new(AtomicUsize::new(0)) })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Accept until the stop flag is set (checked every 100 ms).
+    pub fn run(&self) -> io::Result<()> {
+        self.listener.set_nonblocking(true)?;
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((stream, peer)) => {
+                    stream.set_nonblocking(false)?;
+                    let _ = stream.set_nodelay(true);
+                    let db = self.db.clone();
+                    let active = self.active.clone();
+                    let max = db.global("max_connections").map(|v| v.to_i64().max(1) as usize).unwrap_or(151);
+                    if active.fetch_add(1, Ordering::SeqCst) >= max {
+                        active.fetch_sub(1, Ordering::SeqCst);
+                        let mut c = Conn::new(stream);
+                        c.push(&err_packet(1040, "08004", "Too many connections"));
+                        let _ = c.flush();
+                        continue;
+                    }
+                    std::thread::Builder::new()
+                        .name(format!("conn-{peer}"))
+                        .spawn(move || {
+                            let _ = handle(db, stream, peer);
+                            active.fetch_sub(1, Ordering::SeqCst);
+                        })?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Stmt {
+    prepared: Prepared,
+    types: Vec<(u8, bool)>,
+    long_data: HashMap<usize, Vec<u8>>,
+}
+
+struct Client {
+    session: Session,
+    conn: Conn<TcpStream>,
+    caps: u32,
+    stmts: HashMap<u32, Stmt>,
+    next_stmt: u32,
+}
+
+fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(28800)))?;
+    let mut conn = Conn::new(stream);
+    let scramble = scramble();
+    let session = db.session("root", &peer.ip().to_string());
+    conn.push(&handshake(session.id() as u32, quarry_core::vars::VERSION, &scramble));
+    conn.flush()?;
+    conn.max_packet = 1 << 20;
+    let pkt = conn.read_packet()?;
+    let Some(resp) = parse_handshake_response(&pkt) else {
+        conn.push(&err_packet(1043, "08S01", "Bad handshake"));
+        return conn.flush();
+    };
+    // Only root with an empty password, from loopback, until accounts arrive.
+    let loopback = peer.ip().is_loopback();
+    let auth_ok = resp.auth.is_empty() || (resp.plugin.as_deref() == Some("caching_sha2_password") && resp.auth == [0]);
+    if resp.user != "root" || !loopback || !auth_ok {
+        let msg = format!("Access denied for user '{}'@'{}' (using password: {})", resp.user, peer.ip(), if resp.auth.is_empty() { "NO" } else { "YES" });
+        conn.push(&err_packet(1045, "28000", &msg));
+        return conn.flush();
+    }
+    let mut client = Client { session, conn, caps: resp.capabilities, stmts: HashMap::new(), next_stmt: 1 };
+    if let Some(d) = &resp.database {
+        if let Err(e) = client.session.use_db(d) {
+            client.send_err(&e);
+            return client.conn.flush();
+        }
+    }
+    client.conn.push(&ok_packet(0, 0, client.status(), 0, ""));
+    client.conn.flush()?;
+    client.conn.max_packet = db.global("max_allowed_packet").map(|v| v.to_i64().max(1024) as usize).unwrap_or(16 << 20);
+    loop {
+        if client.session.info.kill_connection.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let pkt = match client.conn.read_packet() {
+            Ok(p) => p,
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                client.conn.seq = client.conn.seq.wrapping_add(0);
+                client.send_err(&Error::packet_too_large());
+                let _ = client.conn.flush();
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let Some((&cmd, body)) = pkt.split_first() else { return Ok(()) };
+        let keep = client.command(cmd, body);
+        client.conn.flush()?;
+        if !keep {
+            return Ok(());
+        }
+    }
+}
+
+impl Client {
+    fn status(&self) -> u16 {
+        let mut s = 0;
+        if self.session.autocommit() {
+            s |= SERVER_STATUS_AUTOCOMMIT;
+        }
+        if self.session.in_transaction() {
+            s |= SERVER_STATUS_IN_TRANS;
+        }
+        s
+    }
+
+    fn warnings(&self) -> u16 {
+        self.session.warnings.iter().filter(|w| w.0 != "Error").count().min(65535) as u16
+    }
+
+    fn send_err(&mut self, e: &Error) {
+        self.conn.push(&err_packet(e.code, e.sqlstate(), &e.message));
+    }
+
+    fn send_ok(&mut self, affected: u64, id: u64, info: &str, more: bool) {
+        let st = self.status() | if more { SERVER_MORE_RESULTS_EXISTS } else { 0 };
+        let w = self.warnings();
+        self.conn.push(&ok_packet(affected, id, st, w, info));
+    }
+
+    fn send_eof(&mut self, more: bool) {
+        let st = self.status() | if more { SERVER_MORE_RESULTS_EXISTS } else { 0 };
+        let w = self.warnings();
+        if self.caps & CLIENT_DEPRECATE_EOF != 0 {
+            self.conn.push(&ok_packet(0, 0, st, w, ""));
+        } else {
+            self.conn.push(&eof_packet(st, w));
+        }
+    }
+
+    fn send_columns(&mut self, cols: &[OutColumn]) {
+        for c in cols {
+            let mut f = c.flags | c.ty.column_flags();
+            if !c.nullable {
+                f |= flags::NOT_NULL;
+            }
+            let p = column_packet(&ColumnDef {
+                db: &c.db,
+                table: &c.table,
+                org_table: &c.org_table,
+                name: &c.name,
+                org_name: &c.org_name,
+                charset: c.ty.charset(),
+                length: c.ty.display_length(),
+                type_code: c.ty.wire_type(),
+                flags: f,
+                decimals: c.ty.decimals(),
+            });
+            self.conn.push(&p);
+        }
+    }
+
+    fn send_output(&mut self, out: Output, binary: bool, more: bool) {
+        match out {
+            Output::Ok { affected, last_insert_id, info } => self.send_ok(affected, last_insert_id, info.as_deref().unwrap_or(""), more),
+            Output::Rows { columns, rows } => {
+                let mut p = vec![];
+                put_lenenc_int(&mut p, columns.len() as u64);
+                self.conn.push(&p);
+                self.send_columns(&columns);
+                if self.caps & CLIENT_DEPRECATE_EOF == 0 {
+                    let st = self.status();
+                    self.conn.push(&eof_packet(st, 0));
+                }
+                let mut buf = Vec::with_capacity(256);
+                for r in &rows {
+                    buf.clear();
+                    if binary {
+                        encode_binary_row(&mut buf, &columns, r);
+                    } else {
+                        for v in r {
+                            match v.to_wire_bytes() {
+                                None => buf.push(0xfb),
+                                Some(b) => put_lenenc_str(&mut buf, &b),
+                            }
+                        }
+                    }
+                    self.conn.push(&buf);
+                }
+                self.send_eof(more);
+            }
+        }
+    }
+
+    /// Handle one command; false ends the connection.
+    fn command(&mut self, cmd: u8, body: &[u8]) -> bool {
+        self.conn.seq = 1;
+        match cmd {
+            0x01 => return false, // COM_QUIT
+            0x02 => {
+                let name = String::from_utf8_lossy(body).into_owned();
+                match self.session.use_db(&name) {
+                    Ok(()) => self.send_ok(0, 0, "", false),
+                    Err(e) => self.send_err(&e),
+                }
+            }
+            0x03 => self.com_query(body),
+            0x04 => {
+                // COM_FIELD_LIST: table name, NUL, wildcard
+                let table = String::from_utf8_lossy(body.split(|b| *b == 0).next().unwrap_or(&[])).into_owned();
+                let sql = format!("SELECT * FROM `{}` LIMIT 0", table.replace('`', "``"));
+                match self.session.query(&sql) {
+                    Ok(mut outs) => {
+                        if let Some(Output::Rows { columns, .. }) = outs.pop() {
+                            self.send_columns(&columns);
+                        }
+                        self.send_eof(false);
+                    }
+                    Err(e) => self.send_err(&e),
+                }
+            }
+            0x09 => {
+                let s = format!("Uptime: {}  Threads: {}  Questions: 0  Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: 0.000", self.session.db.uptime_secs(), self.session.db.processes().len());
+                self.conn.push(s.as_bytes());
+            }
+            0x0e => self.send_ok(0, 0, "", false), // COM_PING
+            0x11 => {
+                // COM_CHANGE_USER
+                let user = Reader::new(body).null_str().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
+                if user != "root" {
+                    self.send_err(&Error::new(1045, format!("Access denied for user '{user}'")));
+                    return false;
+                }
+                self.session.reset();
+                self.stmts.clear();
+                self.send_ok(0, 0, "", false);
+            }
+            0x16 => self.stmt_prepare(body),
+            0x17 => self.stmt_execute(body),
+            0x18 => {
+                // COM_STMT_SEND_LONG_DATA: no response
+                let mut r = Reader::new(body);
+                if let (Some(id), Some(param)) = (r.u32(), r.u16()) {
+                    if let Some(st) = self.stmts.get_mut(&id) {
+                        st.long_data.entry(param as usize).or_default().extend_from_slice(r.remaining());
+                    }
+                }
+                self.conn.seq = 0;
+                return true;
+            }
+            0x19 => {
+                if let Some(id) = Reader::new(body).u32() {
+                    self.stmts.remove(&id);
+                }
+                return true; // COM_STMT_CLOSE has no response
+            }
+            0x1a => {
+                let id = Reader::new(body).u32().unwrap_or(0);
+                match self.stmts.get_mut(&id) {
+                    Some(st) => {
+                        st.long_data.clear();
+                        self.send_ok(0, 0, "", false)
+                    }
+                    None => self.send_err(&Error::new(1243, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_reset"))),
+                }
+            }
+            0x1b => {
+                // COM_SET_OPTION: 0 = multi statements on, 1 = off
+                match Reader::new(body).u16() {
+                    Some(0) => self.caps |= CLIENT_MULTI_STATEMENTS,
+                    Some(1) => self.caps &= !CLIENT_MULTI_STATEMENTS,
+                    _ => {}
+                }
+                self.send_eof(false);
+            }
+            0x1f => {
+                self.session.reset();
+                self.stmts.clear();
+                self.send_ok(0, 0, "", false);
+            }
+            other => self.send_err(&Error::new(1047, format!("Unknown command {other:#04x}"))),
+        }
+        true
+    }
+
+    fn com_query(&mut self, body: &[u8]) {
+        let sql = match std::str::from_utf8(body) {
+            Ok(s) => s.to_string(),
+            Err(_) => {
+                self.send_err(&Error::new(1366, "Invalid utf8mb4 character string in query"));
+                return;
+            }
+        };
+        let local_allowed = self.caps & CLIENT_LOCAL_FILES != 0;
+        let conn = &mut self.conn;
+        let mut loader = |file: &str| -> Result<Vec<u8>> {
+            if !local_allowed {
+                return Err(Error::new(1148, "The used command is not allowed with this MariaDB version"));
+            }
+            let mut p = vec![0xfb];
+            p.extend_from_slice(file.as_bytes());
+            conn.push(&p);
+            conn.flush().map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
+            let mut data = vec![];
+            loop {
+                let chunk = conn.read_packet().map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
+                if chunk.is_empty() {
+                    break;
+                }
+                data.extend_from_slice(&chunk);
+            }
+            Ok(data)
+        };
+        let res = self.session.query_with(&sql, &mut loader);
+        match res {
+            Ok(outs) => {
+                let n = outs.len();
+                for (i, o) in outs.into_iter().enumerate() {
+                    self.send_output(o, false, i + 1 < n);
+                }
+            }
+            Err(e) => self.send_err(&e),
+        }
+    }
+
+    fn stmt_prepare(&mut self, body: &[u8]) {
+        let sql = String::from_utf8_lossy(body).into_owned();
+        match self.session.prepare(&sql) {
+            Err(e) => self.send_err(&e),
+            Ok(p) => {
+                let id = self.next_stmt;
+                self.next_stmt += 1;
+                let mut h = vec![0];
+                h.extend_from_slice(&id.to_le_bytes());
+                h.extend_from_slice(&(p.columns.len() as u16).to_le_bytes());
+                h.extend_from_slice(&(p.params as u16).to_le_bytes());
+                h.push(0);
+                h.extend_from_slice(&0u16.to_le_bytes());
+                self.conn.push(&h);
+                let deprecate = self.caps & CLIENT_DEPRECATE_EOF != 0;
+                if p.params > 0 {
+                    let params: Vec<OutColumn> = (0..p.params).map(|_| OutColumn::expr("?", quarry_common::SqlType::varchar(0), true)).collect();
+                    self.send_columns(&params);
+                    if !deprecate {
+                        let st = self.status();
+                        self.conn.push(&eof_packet(st, 0));
+                    }
+                }
+                if !p.columns.is_empty() {
+                    let cols = p.columns.clone();
+                    self.send_columns(&cols);
+                    if !deprecate {
+                        let st = self.status();
+                        self.conn.push(&eof_packet(st, 0));
+                    }
+                }
+                self.stmts.insert(id, Stmt { prepared: p, types: vec![], long_data: HashMap::new() });
+            }
+        }
+    }
+
+    fn stmt_execute(&mut self, body: &[u8]) {
+        let mut r = Reader::new(body);
+        let Some(id) = r.u32() else { return self.send_err(&Error::new(1835, "Malformed communication packet")) };
+        let (Some(_flags), Some(_iter)) = (r.u8(), r.u32()) else { return self.send_err(&Error::new(1835, "Malformed communication packet")) };
+        let Some(st) = self.stmts.get_mut(&id) else {
+            return self.send_err(&Error::new(1243, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")));
+        };
+        let n = st.prepared.params;
+        let params = match decode_params(&mut r, n, st) {
+            Some(p) => p,
+            None => return self.send_err(&Error::new(1835, "Malformed communication packet")),
+        };
+        st.long_data.clear();
+        let st = self.stmts.remove(&id).unwrap();
+        let res = self.session.execute(&st.prepared, params);
+        self.stmts.insert(id, st);
+        match res {
+            Ok(out) => self.send_output(out, true, false),
+            Err(e) => self.send_err(&e),
+        }
+    }
+}
+
+/// Decode binary-protocol parameters; types are remembered for `new_params_bound_flag = 0`.
+fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> {
+    if n == 0 {
+        return Some(vec![]);
+    }
+    let null_map = r.bytes(n.div_ceil(8))?.to_vec();
+    let bound = r.u8()?;
+    if bound == 1 {
+        st.types.clear();
+        for _ in 0..n {
+            let t = r.u8()?;
+            let f = r.u8()?;
+            st.types.push((t, f & 0x80 != 0));
+        }
+    }
+    if st.types.len() != n {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        if null_map[i / 8] & (1 << (i % 8)) != 0 {
+            out.push(Value::Null);
+            continue;
+        }
+        if let Some(d) = st.long_data.get(&i) {
+            out.push(Value::Bytes(d.clone()));
+            continue;
+        }
+        let (t, unsigned) = st.types[i];
+        let v = match t {
+            1 => {
+                let b = r.u8()?;
+                if unsigned { Value::Int(b as i64) } else { Value::Int(b as i8 as i64) }
+            }
+            2 | 13 => {
+                let b = r.u16()?;
+                if unsigned { Value::Int(b as i64) } else { Value::Int(b as i16 as i64) }
+            }
+            3 | 9 => {
+                let b = r.u32()?;
+                if unsigned { Value::Int(b as i64) } else { Value::Int(b as i32 as i64) }
+            }
+            8 => {
+                let b = r.u64()?;
+                if unsigned && b > i64::MAX as u64 { Value::UInt(b) } else { Value::Int(b as i64) }
+            }
+            4 => Value::Double(f32::from_le_bytes(r.bytes(4)?.try_into().ok()?) as f64),
+            5 => Value::Double(f64::from_le_bytes(r.bytes(8)?.try_into().ok()?)),
+            6 => Value::Null,
+            7 | 10 | 12 => {
+                let len = r.u8()?;
+                let b = r.bytes(len as usize)?;
+                let g = |i: usize| b.get(i).copied().unwrap_or(0);
+                let date = Date { year: u16::from_le_bytes([g(0), g(1)]), month: g(2), day: g(3) };
+                let micro = if len >= 11 { u32::from_le_bytes([g(7), g(8), g(9), g(10)]) } else { 0 };
+                if t == 10 {
+                    Value::Date(date)
+                } else {
+                    Value::DateTime(DateTime { date, hour: g(4), minute: g(5), second: g(6), micro })
+                }
+            }
+            11 => {
+                let len = r.u8()?;
+                let b = r.bytes(len as usize)?;
+                let g = |i: usize| b.get(i).copied().unwrap_or(0);
+                let days = u32::from_le_bytes([g(1), g(2), g(3), g(4)]);
+                let h = days * 24 + g(5) as u32;
+                Value::Str(format!("{}{:02}:{:02}:{:02}", if g(0) == 1 { "-" } else { "" }, h, g(6), g(7)))
+            }
+            0 | 246 => {
+                let s = String::from_utf8_lossy(r.lenenc_bytes()?).into_owned();
+                Decimal::parse(&s).map(Value::Decimal).unwrap_or(Value::Str(s))
+            }
+            15 | 253 | 254 => match std::str::from_utf8(r.lenenc_bytes()?) {
+                Ok(s) => Value::Str(s.to_string()),
+                Err(e) => Value::Bytes(e.as_bytes_lossy()),
+            },
+            _ => Value::Bytes(r.lenenc_bytes()?.to_vec()),
+        };
+        out.push(v);
+    }
+    Some(out)
+}
+
+trait LossyBytes {
+    fn as_bytes_lossy(&self) -> Vec<u8>;
+}
+impl LossyBytes for std::str::Utf8Error {
+    fn as_bytes_lossy(&self) -> Vec<u8> {
+        vec![]
+    }
+}
+
+/// One binary-protocol row: header, NULL bitmap (offset 2), values in their column types.
+fn encode_binary_row(buf: &mut Vec<u8>, cols: &[OutColumn], row: &[Value]) {
+    buf.push(0);
+    let nb = (cols.len() + 7 + 2) / 8;
+    let start = buf.len();
+    buf.resize(start + nb, 0);
+    for (i, (c, v)) in cols.iter().zip(row).enumerate() {
+        if v.is_null() {
+            buf[start + (i + 2) / 8] |= 1 << ((i + 2) % 8);
+            continue;
+        }
+        match c.ty.kind {
+            TypeKind::TinyInt => buf.push(v.to_i64() as u8),
+            TypeKind::SmallInt | TypeKind::Year => buf.extend_from_slice(&(v.to_i64() as u16).to_le_bytes()),
+            TypeKind::MediumInt | TypeKind::Int => buf.extend_from_slice(&(v.to_i64() as u32).to_le_bytes()),
+            TypeKind::BigInt => {
+                let bits = match v {
+                    Value::UInt(u) => *u,
+                    other => other.to_i64() as u64,
+                };
+                buf.extend_from_slice(&bits.to_le_bytes())
+            }
+            TypeKind::Float => buf.extend_from_slice(&(v.to_f64() as f32).to_le_bytes()),
+            TypeKind::Double => buf.extend_from_slice(&v.to_f64().to_le_bytes()),
+            TypeKind::Date | TypeKind::DateTime | TypeKind::Timestamp => match v.to_datetime() {
+                Some(dt) => {
+                    let d = dt.date;
+                    if c.ty.kind == TypeKind::Date {
+                        buf.push(4);
+                        buf.extend_from_slice(&d.year.to_le_bytes());
+                        buf.extend_from_slice(&[d.month, d.day]);
+                    } else {
+                        buf.push(11);
+                        buf.extend_from_slice(&d.year.to_le_bytes());
+                        buf.extend_from_slice(&[d.month, d.day, dt.hour, dt.minute, dt.second]);
+                        buf.extend_from_slice(&dt.micro.to_le_bytes());
+                    }
+                }
+                None => buf.push(0),
+            },
+            _ => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
+        }
+    }
+}

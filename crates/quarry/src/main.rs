@@ -1,1 +1,279 @@
-fn main(){}
+//! The `quarry` binary: `serve` (MySQL server), `sql` (embedded shell), `--version`.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quarry_core::{Database, Output};
+
+const USAGE: &str = "usage:
+  quarry serve [--datadir DIR] [--bind ADDR] [--port N] [--config FILE]
+  quarry sql [--datadir DIR] [-e \"SQL\"]
+  quarry --version";
+
+struct Opts {
+    datadir: PathBuf,
+    bind: String,
+    port: u16,
+    exec: Option<String>,
+}
+
+fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config {path}: {e}"))?;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') || line.starts_with('[') {
+            continue;
+        }
+        let (k, v) = line.split_once('=').map(|(k, v)| (k.trim(), v.trim())).unwrap_or((line, ""));
+        match k.replace('-', "_").as_str() {
+            "datadir" => o.datadir = PathBuf::from(v),
+            "bind" | "bind_address" => o.bind = v.to_string(),
+            "port" => o.port = v.parse().map_err(|_| format!("bad port in config: {v}"))?,
+            other => return Err(format!("unknown config key '{other}' in {path}")),
+        }
+    }
+    Ok(())
+}
+
+fn parse_args(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts { datadir: PathBuf::from("quarry-data"), bind: "127.0.0.1".into(), port: 3306, exec: None };
+    let mut i = 0;
+    while i < args.len() {
+        let val = |i: usize| args.get(i + 1).cloned().ok_or_else(|| format!("{} needs a value", args[i]));
+        match args[i].as_str() {
+            "--datadir" => o.datadir = PathBuf::from(val(i)?),
+            "--bind" => o.bind = val(i)?,
+            "--port" => o.port = val(i)?.parse().map_err(|_| "bad --port".to_string())?,
+            "--config" => parse_config(&val(i)?, &mut o)?,
+            "-e" | "--execute" => o.exec = Some(val(i)?),
+            other => return Err(format!("unknown option {other}\n{USAGE}")),
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("--version") | Some("-V") => {
+            println!("quarry {} (MySQL protocol compatible with MariaDB 10.11)", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some("serve") => match parse_args(&args[1..]) {
+            Ok(o) => serve(o),
+            Err(e) => {
+                eprintln!("{e}");
+                2
+            }
+        },
+        Some("sql") => match parse_args(&args[1..]) {
+            Ok(o) => shell(o),
+            Err(e) => {
+                eprintln!("{e}");
+                2
+            }
+        },
+        _ => {
+            eprintln!("{USAGE}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn serve(o: Opts) -> i32 {
+    let db = match Database::open(&o.datadir) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("quarry: cannot open datadir {}: {}", o.datadir.display(), e.message);
+            return 1;
+        }
+    };
+    let addr = format!("{}:{}", o.bind, o.port);
+    let server = match quarry_server::Server::bind(db.clone(), &addr) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("quarry: cannot listen on {addr}: {e}");
+            return 1;
+        }
+    };
+    let local = server.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+    db.set_global("port", quarry_core::quarry_common::Value::Int(o.port as i64));
+    let stop = server.stop_handle();
+    signals::install(stop.clone());
+    eprintln!("quarry: serving on {local}, datadir {}", o.datadir.display());
+    let r = server.run();
+    let flushed = db.shutdown();
+    eprintln!(
+        "quarry: stopped ({}), datadir {}{}",
+        if r.is_ok() { "clean shutdown" } else { "error" },
+        o.datadir.display(),
+        match &flushed {
+            Ok(()) => String::new(),
+            Err(e) => format!(", flush failed: {}", e.message),
+        }
+    );
+    if r.is_err() || flushed.is_err() {
+        1
+    } else {
+        0
+    }
+}
+
+/// SIGINT/SIGTERM set the stop flag; the accept loop notices within 100 ms.
+mod signals {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    static mut STOP: Option<Arc<AtomicBool>> = None;
+    static FLAG: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_signal(_: i32) {
+        FLAG.store(true, Ordering::SeqCst);
+    }
+
+    #[allow(unsafe_code)]
+    pub fn install(stop: Arc<AtomicBool>) {
+        extern "C" {
+            fn signal(sig: i32, handler: extern "C" fn(i32)) -> usize;
+        }
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            signal(2, on_signal);
+            signal(15, on_signal);
+            STOP = None;
+        }
+        std::thread::spawn(move || loop {
+            if FLAG.load(Ordering::SeqCst) {
+                stop.store(true, Ordering::SeqCst);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        });
+    }
+}
+
+fn print_output(out: &Output, secs: f64, warnings: usize) {
+    let w = if warnings > 0 { format!(", {warnings} warning{}", if warnings == 1 { "" } else { "s" }) } else { String::new() };
+    match out {
+        Output::Ok { affected, info, .. } => {
+            println!("Query OK, {affected} row{} affected{w} ({secs:.2} sec)", if *affected == 1 { "" } else { "s" });
+            if let Some(i) = info {
+                println!("{i}");
+            }
+        }
+        Output::Rows { columns, rows } => {
+            if rows.is_empty() {
+                println!("Empty set{w} ({secs:.2} sec)");
+                return;
+            }
+            let cells: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|v| v.to_text().unwrap_or_else(|| "NULL".into())).collect()).collect();
+            let mut width: Vec<usize> = columns.iter().map(|c| c.name.chars().count()).collect();
+            for r in &cells {
+                for (i, c) in r.iter().enumerate() {
+                    width[i] = width[i].max(c.chars().count());
+                }
+            }
+            let sep: String = width.iter().map(|w| format!("+{}", "-".repeat(w + 2))).collect::<String>() + "+";
+            println!("{sep}");
+            let head: String = columns.iter().zip(&width).map(|(c, w)| format!("| {:<w$} ", c.name, w = w)).collect::<String>() + "|";
+            println!("{head}");
+            println!("{sep}");
+            for r in &cells {
+                let line: String = r
+                    .iter()
+                    .zip(columns.iter().zip(&width))
+                    .map(|(c, (col, w))| if col.ty.is_numeric() { format!("| {:>w$} ", c, w = w) } else { format!("| {:<w$} ", c, w = w) })
+                    .collect::<String>()
+                    + "|";
+                println!("{line}");
+            }
+            println!("{sep}");
+            println!("{} row{} in set{w} ({secs:.2} sec)", rows.len(), if rows.len() == 1 { "" } else { "s" });
+        }
+    }
+}
+
+fn run_sql(session: &mut quarry_core::Session, sql: &str) -> bool {
+    let t = Instant::now();
+    match session.query(sql) {
+        Ok(outs) => {
+            let secs = t.elapsed().as_secs_f64();
+            for o in &outs {
+                print_output(o, secs, session.warnings.len());
+            }
+            true
+        }
+        Err(e) => {
+            println!("{e}");
+            false
+        }
+    }
+}
+
+fn shell(o: Opts) -> i32 {
+    let db: Arc<Database> = match Database::open(&o.datadir) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("quarry: cannot open datadir {}: {}", o.datadir.display(), e.message);
+            return 1;
+        }
+    };
+    let mut session = db.session("root", "localhost");
+    if let Some(sql) = o.exec {
+        let ok = run_sql(&mut session, &sql);
+        drop(session);
+        let _ = db.shutdown();
+        return if ok { 0 } else { 1 };
+    }
+    println!("Quarry {} embedded shell. Datadir: {}. End statements with ';', quit with 'exit'.", env!("CARGO_PKG_VERSION"), o.datadir.display());
+    let mut rl = match rustyline::DefaultEditor::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("quarry: cannot start line editor: {e}");
+            return 1;
+        }
+    };
+    let history = std::env::var("HOME").map(|h| PathBuf::from(h).join(".quarry_history")).unwrap_or_else(|_| PathBuf::from(".quarry_history"));
+    let _ = rl.load_history(&history);
+    let mut buf = String::new();
+    loop {
+        let prompt = if buf.is_empty() {
+            format!("quarry [{}]> ", session.current_db.clone().unwrap_or_else(|| "(none)".into()))
+        } else {
+            "     -> ".to_string()
+        };
+        match rl.readline(&prompt) {
+            Ok(line) => {
+                let t = line.trim();
+                if buf.is_empty() && matches!(t.to_ascii_lowercase().trim_end_matches(';'), "exit" | "quit" | "\\q") {
+                    break;
+                }
+                if !buf.is_empty() {
+                    buf.push('\n');
+                }
+                buf.push_str(&line);
+                if t.ends_with(';') || t.ends_with("\\G") {
+                    let _ = rl.add_history_entry(buf.as_str());
+                    let sql = std::mem::take(&mut buf);
+                    run_sql(&mut session, sql.trim_end_matches("\\G"));
+                }
+            }
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                buf.clear();
+            }
+            Err(_) => break,
+        }
+        if session.info.killed.load(Ordering::Relaxed) {
+            session.info.killed.store(false, Ordering::Relaxed);
+        }
+    }
+    let _ = rl.save_history(&history);
+    println!("Bye");
+    drop(session);
+    let _ = db.shutdown();
+    0
+}
