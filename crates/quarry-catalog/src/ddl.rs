@@ -2,8 +2,8 @@
 
 use quarry_common::{Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{
-    self, CharacterLength, ColumnOption, CreateTable, DataType, ExactNumberInfo, Expr, IndexColumn, SqlOption,
-    TableConstraint,
+    self, CharacterLength, ColumnOption, CreateTable, DataType, ExactNumberInfo, Expr, IndexColumn,
+    SqlOption, TableConstraint,
 };
 use quarry_storage_api::RowFormat;
 
@@ -18,7 +18,12 @@ fn char_len(l: &Option<CharacterLength>, default: u32) -> u32 {
 }
 
 fn int(kind: TypeKind, unsigned: bool, width: &Option<u64>) -> SqlType {
-    SqlType { kind, unsigned, len: width.unwrap_or(0) as u32, scale: 0 }
+    SqlType {
+        kind,
+        unsigned,
+        len: width.unwrap_or(0) as u32,
+        scale: 0,
+    }
 }
 
 fn exact(info: &ExactNumberInfo, unsigned: bool) -> SqlType {
@@ -27,7 +32,12 @@ fn exact(info: &ExactNumberInfo, unsigned: bool) -> SqlType {
         ExactNumberInfo::Precision(p) => (*p as u32, 0),
         ExactNumberInfo::PrecisionAndScale(p, s) => (*p as u32, (*s).max(0) as u8),
     };
-    SqlType { kind: TypeKind::Decimal, unsigned, len: p.clamp(1, 65), scale: s.min(30) }
+    SqlType {
+        kind: TypeKind::Decimal,
+        unsigned,
+        len: p.clamp(1, 65),
+        scale: s.min(30),
+    }
 }
 
 /// Map a parsed SQL data type to Quarry's type.
@@ -37,7 +47,10 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
     Ok(match dt {
         D::TinyInt(w) => int(K::TinyInt, false, w),
         D::TinyIntUnsigned(w) => int(K::TinyInt, true, w),
-        D::Bool | D::Boolean => SqlType { len: 1, ..int(K::TinyInt, false, &None) },
+        D::Bool | D::Boolean => SqlType {
+            len: 1,
+            ..int(K::TinyInt, false, &None)
+        },
         D::SmallInt(w) | D::Int2(w) => int(K::SmallInt, false, w),
         D::SmallIntUnsigned(w) | D::Int2Unsigned(w) => int(K::SmallInt, true, w),
         D::MediumInt(w) => int(K::MediumInt, false, w),
@@ -47,15 +60,27 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
         D::BigInt(w) | D::Int8(w) => int(K::BigInt, false, w),
         D::BigIntUnsigned(w) | D::Int8Unsigned(w) => int(K::BigInt, true, w),
         D::Signed | D::SignedInteger => SqlType::BIGINT,
-        D::Unsigned | D::UnsignedInteger => SqlType { unsigned: true, ..SqlType::BIGINT },
+        D::Unsigned | D::UnsignedInteger => SqlType {
+            unsigned: true,
+            ..SqlType::BIGINT
+        },
         D::Decimal(i) | D::Numeric(i) | D::Dec(i) => exact(i, false),
         D::DecimalUnsigned(i) | D::DecUnsigned(i) => exact(i, true),
         D::Float(ExactNumberInfo::Precision(p)) if *p > 24 => SqlType::DOUBLE,
         D::Float(_) | D::Float4 => SqlType::new(K::Float),
-        D::FloatUnsigned(_) => SqlType { unsigned: true, ..SqlType::new(K::Float) },
+        D::FloatUnsigned(_) => SqlType {
+            unsigned: true,
+            ..SqlType::new(K::Float)
+        },
         D::Double(_) | D::DoublePrecision | D::Real | D::Float8 | D::Float64 => SqlType::DOUBLE,
-        D::DoubleUnsigned(_) | D::DoublePrecisionUnsigned | D::RealUnsigned => SqlType { unsigned: true, ..SqlType::DOUBLE },
-        D::Char(l) | D::Character(l) => SqlType { len: char_len(l, 1), ..SqlType::new(K::Char) },
+        D::DoubleUnsigned(_) | D::DoublePrecisionUnsigned | D::RealUnsigned => SqlType {
+            unsigned: true,
+            ..SqlType::DOUBLE
+        },
+        D::Char(l) | D::Character(l) => SqlType {
+            len: char_len(l, 1),
+            ..SqlType::new(K::Char)
+        },
         D::Varchar(l) | D::CharacterVarying(l) | D::CharVarying(l) | D::Nvarchar(l) => {
             let len = char_len(l, 0);
             if l.is_none() {
@@ -63,8 +88,13 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
             }
             SqlType::varchar(len)
         }
-        D::Text | D::TinyText | D::MediumText | D::LongText | D::String(None) | D::JSON => SqlType::new(K::Text),
-        D::Binary(l) => SqlType { len: l.unwrap_or(1) as u32, ..SqlType::new(K::Binary) },
+        D::Text | D::TinyText | D::MediumText | D::LongText | D::String(None) | D::JSON => {
+            SqlType::new(K::Text)
+        }
+        D::Binary(l) => SqlType {
+            len: l.unwrap_or(1) as u32,
+            ..SqlType::new(K::Binary)
+        },
         D::Varbinary(l) => SqlType {
             len: match l {
                 Some(ast::BinaryLength::IntegerLength { length }) => *length as u32,
@@ -74,15 +104,27 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
         },
         D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Bytea => SqlType::new(K::Blob),
         D::Date => SqlType::DATE,
-        D::Datetime(p) => SqlType { scale: p.unwrap_or(0).min(6) as u8, ..SqlType::DATETIME },
-        D::Timestamp(p, _) => SqlType { scale: p.unwrap_or(0).min(6) as u8, ..SqlType::new(K::Timestamp) },
-        D::Time(p, _) => SqlType { scale: p.unwrap_or(0).min(6) as u8, ..SqlType::new(K::Time) },
+        D::Datetime(p) => SqlType {
+            scale: p.unwrap_or(0).min(6) as u8,
+            ..SqlType::DATETIME
+        },
+        D::Timestamp(p, _) => SqlType {
+            scale: p.unwrap_or(0).min(6) as u8,
+            ..SqlType::new(K::Timestamp)
+        },
+        D::Time(p, _) => SqlType {
+            scale: p.unwrap_or(0).min(6) as u8,
+            ..SqlType::new(K::Time)
+        },
         D::Custom(name, args) => {
             let n = name.to_string().to_ascii_uppercase();
             match n.as_str() {
                 "YEAR" => SqlType::new(K::Year),
                 "MEDIUMBLOB" | "LONGBLOB" | "TINYBLOB" => SqlType::new(K::Blob),
-                "SERIAL" => SqlType { unsigned: true, ..SqlType::BIGINT },
+                "SERIAL" => SqlType {
+                    unsigned: true,
+                    ..SqlType::BIGINT
+                },
                 _ => return Err(Error::syntax_near(&format!("{name}({})", args.join(",")))),
             }
         }
@@ -100,11 +142,16 @@ fn literal(e: &Expr) -> Result<DefaultValue> {
             } else {
                 Value::Str(n.clone())
             }),
-            V::SingleQuotedString(s) | V::DoubleQuotedString(s) => DefaultValue::Value(Value::Str(s.clone())),
+            V::SingleQuotedString(s) | V::DoubleQuotedString(s) => {
+                DefaultValue::Value(Value::Str(s.clone()))
+            }
             V::Boolean(b) => DefaultValue::Value(Value::Int(*b as i64)),
             other => return Err(Error::syntax_near(&other.to_string())),
         },
-        Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match literal(expr)? {
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match literal(expr)? {
             DefaultValue::Value(Value::Int(i)) => DefaultValue::Value(Value::Int(-i)),
             DefaultValue::Value(Value::Str(s)) => DefaultValue::Value(Value::Str(format!("-{s}"))),
             other => other,
@@ -117,10 +164,16 @@ fn literal(e: &Expr) -> Result<DefaultValue> {
 }
 
 fn is_now(name: &str) -> bool {
-    matches!(name.to_ascii_uppercase().as_str(), "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIMESTAMP" | "LOCALTIME")
+    matches!(
+        name.to_ascii_uppercase().as_str(),
+        "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIMESTAMP" | "LOCALTIME"
+    )
 }
 
-fn index_columns(def: &TableDef, cols: &[IndexColumn]) -> Result<(Vec<usize>, Vec<u32>, Vec<bool>)> {
+fn index_columns(
+    def: &TableDef,
+    cols: &[IndexColumn],
+) -> Result<(Vec<usize>, Vec<u32>, Vec<bool>)> {
     let mut idx = vec![];
     let mut prefix = vec![];
     let mut desc = vec![];
@@ -137,19 +190,33 @@ fn index_columns(def: &TableDef, cols: &[IndexColumn]) -> Result<(Vec<usize>, Ve
                     },
                     _ => None,
                 };
-                (f.name.to_string(), n.ok_or_else(|| Error::syntax_near(&f.to_string()))?)
+                (
+                    f.name.to_string(),
+                    n.ok_or_else(|| Error::syntax_near(&f.to_string()))?,
+                )
             }
             other => return Err(Error::syntax_near(&other.to_string())),
         };
-        let i = def.column_index(&name).ok_or_else(|| Error::new(1072, format!("Key column '{name}' doesn't exist in table")))?;
+        let i = def.column_index(&name).ok_or_else(|| {
+            Error::new(1072, format!("Key column '{name}' doesn't exist in table"))
+        })?;
         idx.push(i);
         prefix.push(p);
-        desc.push(matches!(c.column.options.sort, Some(ast::OrderBySort::Desc)));
+        desc.push(matches!(
+            c.column.options.sort,
+            Some(ast::OrderBySort::Desc)
+        ));
     }
     Ok((idx, prefix, desc))
 }
 
-fn add_index(def: &mut TableDef, name: Option<String>, cols: &[IndexColumn], unique: bool, primary: bool) -> Result<()> {
+fn add_index(
+    def: &mut TableDef,
+    name: Option<String>,
+    cols: &[IndexColumn],
+    unique: bool,
+    primary: bool,
+) -> Result<()> {
     let (columns, prefix, desc) = index_columns(def, cols)?;
     if primary {
         if def.indexes.iter().any(|i| i.primary) {
@@ -176,10 +243,21 @@ fn add_index(def: &mut TableDef, name: Option<String>, cols: &[IndexColumn], uni
             }
         }
     };
-    if def.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
+    if def
+        .indexes
+        .iter()
+        .any(|i| i.name.eq_ignore_ascii_case(&name))
+    {
         return Err(Error::new(1061, format!("Duplicate key name '{name}'")));
     }
-    let ix = IndexDef { name, columns, prefix, desc, unique: unique || primary, primary };
+    let ix = IndexDef {
+        name,
+        columns,
+        prefix,
+        desc,
+        unique: unique || primary,
+        primary,
+    };
     if primary {
         def.indexes.insert(0, ix);
     } else {
@@ -199,7 +277,8 @@ pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> 
         on_update_now: false,
         comment: String::new(),
     };
-    if matches!(&c.data_type, DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("SERIAL")) {
+    if matches!(&c.data_type, DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("SERIAL"))
+    {
         col.nullable = false;
         col.auto_increment = true;
     }
@@ -219,7 +298,10 @@ pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> 
             }
             ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) => {}
             ColumnOption::DialectSpecific(toks) => {
-                let s: Vec<String> = toks.iter().map(|t| t.to_string().to_ascii_uppercase()).collect();
+                let s: Vec<String> = toks
+                    .iter()
+                    .map(|t| t.to_string().to_ascii_uppercase())
+                    .collect();
                 match s.join(" ").as_str() {
                     "AUTO_INCREMENT" => col.auto_increment = true,
                     "ZEROFILL" | "SIGNED" => {}
@@ -231,14 +313,23 @@ pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> 
         }
     }
     if col.auto_increment && !col.ty.is_numeric() {
-        return Err(Error::new(1063, format!("Incorrect column specifier for column '{}'", col.name)));
+        return Err(Error::new(
+            1063,
+            format!("Incorrect column specifier for column '{}'", col.name),
+        ));
     }
     if let DefaultValue::Value(Value::Null) = col.default {
         if !col.nullable {
-            return Err(Error::new(1067, format!("Invalid default value for '{}'", col.name)));
+            return Err(Error::new(
+                1067,
+                format!("Invalid default value for '{}'", col.name),
+            ));
         }
     }
-    if col.ty.kind == TypeKind::Timestamp && matches!(col.default, DefaultValue::None) && !col.nullable {
+    if col.ty.kind == TypeKind::Timestamp
+        && matches!(col.default, DefaultValue::None)
+        && !col.nullable
+    {
         // MariaDB's first TIMESTAMP NOT NULL column defaults to the current time.
         col.default = DefaultValue::CurrentTimestamp;
     }
@@ -247,7 +338,12 @@ pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> 
 
 /// Build a table definition from a parsed CREATE TABLE.
 pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
-    let name = ct.name.0.last().map(|p| p.to_string().trim_matches('`').to_string()).unwrap_or_default();
+    let name = ct
+        .name
+        .0
+        .last()
+        .map(|p| p.to_string().trim_matches('`').to_string())
+        .unwrap_or_default();
     let mut def = TableDef {
         name,
         columns: vec![],
@@ -264,7 +360,10 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
             return Err(Error::duplicate_column(&col.name));
         }
         if col.name.is_empty() || col.name.len() > 64 {
-            return Err(Error::new(1166, format!("Incorrect column name '{}'", col.name)));
+            return Err(Error::new(
+                1166,
+                format!("Incorrect column name '{}'", col.name),
+            ));
         }
         col_keys.push((def.columns.len(), keys));
         def.columns.push(col);
@@ -274,7 +373,10 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
             let ic = IndexColumn {
                 column: ast::OrderByExpr {
                     expr: Expr::Identifier(ast::Ident::new(def.columns[ci].name.clone())),
-                    options: ast::OrderByOptions { sort: None, nulls_first: None },
+                    options: ast::OrderByOptions {
+                        sort: None,
+                        nulls_first: None,
+                    },
                     with_fill: None,
                 },
                 operator_class: None,
@@ -286,16 +388,28 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
         match c {
             TableConstraint::PrimaryKey(p) => add_index(&mut def, None, &p.columns, true, true)?,
             TableConstraint::Unique(u) => {
-                let n = u.index_name.as_ref().or(u.name.as_ref()).map(|i| i.value.clone());
+                let n = u
+                    .index_name
+                    .as_ref()
+                    .or(u.name.as_ref())
+                    .map(|i| i.value.clone());
                 add_index(&mut def, n, &u.columns, true, false)?
             }
-            TableConstraint::Index(i) => add_index(&mut def, i.name.as_ref().map(|i| i.value.clone()), &i.columns, false, false)?,
+            TableConstraint::Index(i) => add_index(
+                &mut def,
+                i.name.as_ref().map(|i| i.value.clone()),
+                &i.columns,
+                false,
+                false,
+            )?,
             TableConstraint::ForeignKey(_) | TableConstraint::Check(_) => {}
             other => return Err(Error::unsupported(format!("constraint {other}"))),
         }
     }
     let opts: &[SqlOption] = match &ct.table_options {
-        ast::CreateTableOptions::Plain(v) | ast::CreateTableOptions::Options(v) | ast::CreateTableOptions::With(v) => v,
+        ast::CreateTableOptions::Plain(v)
+        | ast::CreateTableOptions::Options(v)
+        | ast::CreateTableOptions::With(v) => v,
         _ => &[],
     };
     for o in opts {
@@ -306,7 +420,9 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
             SqlOption::KeyValue { key, value } => {
                 let v = match value {
                     Expr::Value(v) => match &v.value {
-                        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                            s.clone()
+                        }
                         other => other.to_string(),
                     },
                     other => other.to_string(),
@@ -428,7 +544,12 @@ pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
         };
         lines.push(format!("  {kind} ({})", cols.join(",")));
     }
-    let mut s = format!("CREATE TABLE {} (\n{}\n) ENGINE={}", quote_ident(&def.name), lines.join(",\n"), def.engine);
+    let mut s = format!(
+        "CREATE TABLE {} (\n{}\n) ENGINE={}",
+        quote_ident(&def.name),
+        lines.join(",\n"),
+        def.engine
+    );
     if let Some(n) = auto_inc_next.filter(|n| *n > 1) {
         s.push_str(&format!(" AUTO_INCREMENT={n}"));
     }

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use quarry_common::{Error, Result, SqlType, Value};
 use quarry_storage_api::{
-    ColumnSchema, Engine, EngineRegistry, HandlerCounters, IndexSchema, RowFormat, Table, TablePath, TableSchema,
+    ColumnSchema, Engine, EngineRegistry, HandlerCounters, IndexSchema, RowFormat, Table,
+    TablePath, TableSchema,
 };
 
 pub use ddl::{column_def as ddl_column, sql_type, table_def_from_ast};
@@ -69,7 +70,9 @@ pub struct TableDef {
 
 impl TableDef {
     pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
     }
     pub fn auto_increment_column(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.auto_increment)
@@ -79,7 +82,11 @@ impl TableDef {
             columns: self
                 .columns
                 .iter()
-                .map(|c| ColumnSchema { name: c.name.clone(), ty: c.ty, nullable: c.nullable })
+                .map(|c| ColumnSchema {
+                    name: c.name.clone(),
+                    ty: c.ty,
+                    nullable: c.nullable,
+                })
                 .collect(),
             indexes: self
                 .indexes
@@ -141,7 +148,13 @@ pub struct Catalog {
 const DEF_HEADER: &str = "QUARRY-TABLE-DEF 1";
 
 fn valid_name(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > 64 || name.contains(['/', '\\', '\0']) || name == "." || name == ".." || name.ends_with(' ') {
+    if name.is_empty()
+        || name.len() > 64
+        || name.contains(['/', '\\', '\0'])
+        || name == "."
+        || name == ".."
+        || name.ends_with(' ')
+    {
         return Err(Error::new(1103, format!("Incorrect table name '{name}'")));
     }
     Ok(())
@@ -165,12 +178,17 @@ impl Catalog {
         let mut dbs = BTreeMap::new();
         for ent in rd.flatten() {
             let p = ent.path();
-            let Some(name) = p.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
+            let Some(name) = p.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+                continue;
+            };
             if !p.is_dir() || name.starts_with('.') || name.starts_with('#') {
                 continue;
             }
             let mut tables = BTreeMap::new();
-            for tf in std::fs::read_dir(&p).map_err(|e| Error::io(p.display(), e))?.flatten() {
+            for tf in std::fs::read_dir(&p)
+                .map_err(|e| Error::io(p.display(), e))?
+                .flatten()
+            {
                 let tp = tf.path();
                 if tp.extension().and_then(|e| e.to_str()) != Some("qdef") {
                     continue;
@@ -192,7 +210,10 @@ impl Catalog {
         let text = std::fs::read_to_string(file).map_err(|e| Error::io(file.display(), e))?;
         let mut lines = text.splitn(3, '\n');
         if lines.next() != Some(DEF_HEADER) {
-            return Err(Error::new(1033, format!("Incorrect information in file: '{}'", file.display())));
+            return Err(Error::new(
+                1033,
+                format!("Incorrect information in file: '{}'", file.display()),
+            ));
         }
         let fmt_line = lines.next().unwrap_or("");
         let row_format = match fmt_line.strip_prefix("row_format=") {
@@ -201,10 +222,17 @@ impl Catalog {
         };
         let sql = lines.next().unwrap_or("");
         let stmt = quarry_sql::parse_one(sql)?;
-        let quarry_sql::Stmt::Ast(ast) = stmt else { return Err(Error::corrupt(file.display())) };
-        let quarry_sql::ast::Statement::CreateTable(ct) = *ast else { return Err(Error::corrupt(file.display())) };
+        let quarry_sql::Stmt::Ast(ast) = stmt else {
+            return Err(Error::corrupt(file.display()));
+        };
+        let quarry_sql::ast::Statement::CreateTable(ct) = *ast else {
+            return Err(Error::corrupt(file.display()));
+        };
         let def = table_def_from_ast(&ct)?;
-        let (engine, _) = self.engines.resolve(&def.engine).ok_or_else(|| Error::unknown_engine(&def.engine))?;
+        let (engine, _) = self
+            .engines
+            .resolve(&def.engine)
+            .ok_or_else(|| Error::unknown_engine(&def.engine))?;
         let path = TablePath::new(&self.datadir.join(db), &def.name);
         let handle = engine.open(&path, &def.schema(row_format), self.counters.clone())?;
         let entry = TableEntry {
@@ -213,7 +241,9 @@ impl Catalog {
             handle,
             engine,
             row_format,
-            create_time: std::fs::metadata(file).and_then(|m| m.modified()).unwrap_or(std::time::SystemTime::now()),
+            create_time: std::fs::metadata(file)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::SystemTime::now()),
             def,
         };
         Ok(entry)
@@ -229,7 +259,9 @@ impl Catalog {
         };
         let text = format!("{DEF_HEADER}\nrow_format={fmt}\n{}\n", def.create_sql(None));
         std::fs::write(&tmp, text).map_err(|e| Error::io(tmp.display(), e))?;
-        std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(|e| Error::io(tmp.display(), e))?;
+        std::fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(tmp.display(), e))?;
         std::fs::rename(&tmp, &fin).map_err(|e| Error::io(fin.display(), e))?;
         Ok(())
     }
@@ -246,7 +278,11 @@ impl Catalog {
         valid_name(db)?;
         let mut st = self.state.write();
         if st.dbs.contains_key(db) {
-            return if if_not_exists { Ok(false) } else { Err(Error::database_exists(db)) };
+            return if if_not_exists {
+                Ok(false)
+            } else {
+                Err(Error::database_exists(db))
+            };
         }
         let dir = self.datadir.join(db);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
@@ -258,7 +294,11 @@ impl Catalog {
     pub fn drop_database(&self, db: &str, if_exists: bool) -> Result<Option<usize>> {
         let mut st = self.state.write();
         let Some(tables) = st.dbs.remove(db) else {
-            return if if_exists { Ok(None) } else { Err(Error::drop_missing_database(db)) };
+            return if if_exists {
+                Ok(None)
+            } else {
+                Err(Error::drop_missing_database(db))
+            };
         };
         let n = tables.len();
         for t in tables.values() {
@@ -277,24 +317,39 @@ impl Catalog {
 
     pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableEntry>> {
         let st = self.state.read();
-        let tables = st.dbs.get(db).ok_or_else(|| Error::no_such_table(db, name))?;
-        tables.get(name).cloned().ok_or_else(|| Error::no_such_table(db, name))
+        let tables = st
+            .dbs
+            .get(db)
+            .ok_or_else(|| Error::no_such_table(db, name))?;
+        tables
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::no_such_table(db, name))
     }
 
     pub fn table_exists(&self, db: &str, name: &str) -> bool {
-        self.state.read().dbs.get(db).is_some_and(|t| t.contains_key(name))
+        self.state
+            .read()
+            .dbs
+            .get(db)
+            .is_some_and(|t| t.contains_key(name))
     }
 
     /// Resolve `ENGINE=` (None = default InnoDB).
     pub fn engine(&self, name: Option<&str>) -> Result<(Arc<dyn Engine>, &'static str)> {
         let n = name.unwrap_or("InnoDB");
-        self.engines.resolve(n).ok_or_else(|| Error::unknown_engine(n))
+        self.engines
+            .resolve(n)
+            .ok_or_else(|| Error::unknown_engine(n))
     }
 
     pub fn create_table(&self, db: &str, mut def: TableDef) -> Result<Arc<TableEntry>> {
         valid_name(&def.name)?;
         let mut st = self.state.write();
-        let tables = st.dbs.get_mut(db).ok_or_else(|| Error::unknown_database(db))?;
+        let tables = st
+            .dbs
+            .get_mut(db)
+            .ok_or_else(|| Error::unknown_database(db))?;
         if tables.contains_key(&def.name) {
             return Err(Error::table_exists(&def.name));
         }
@@ -328,8 +383,13 @@ impl Catalog {
 
     pub fn drop_table(&self, db: &str, name: &str) -> Result<()> {
         let mut st = self.state.write();
-        let tables = st.dbs.get_mut(db).ok_or_else(|| Error::unknown_table(name))?;
-        let entry = tables.remove(name).ok_or_else(|| Error::unknown_table(&format!("{db}.{name}")))?;
+        let tables = st
+            .dbs
+            .get_mut(db)
+            .ok_or_else(|| Error::unknown_table(name))?;
+        let entry = tables
+            .remove(name)
+            .ok_or_else(|| Error::unknown_table(&format!("{db}.{name}")))?;
         let def_file = self.datadir.join(db).join(format!("{name}.qdef"));
         std::fs::remove_file(&def_file).map_err(|e| Error::io(def_file.display(), e))?;
         entry.engine.drop_table(&entry.path(&self.datadir))?;
@@ -345,8 +405,13 @@ impl Catalog {
         if st.dbs[to_db].contains_key(to) {
             return Err(Error::table_exists(to));
         }
-        let tables = st.dbs.get_mut(db).ok_or_else(|| Error::no_such_table(db, from))?;
-        let entry = tables.remove(from).ok_or_else(|| Error::no_such_table(db, from))?;
+        let tables = st
+            .dbs
+            .get_mut(db)
+            .ok_or_else(|| Error::no_such_table(db, from))?;
+        let entry = tables
+            .remove(from)
+            .ok_or_else(|| Error::no_such_table(db, from))?;
         entry.handle.sync()?;
         let old_path = entry.path(&self.datadir);
         let new_path = TablePath::new(&self.datadir.join(to_db), to);
@@ -356,7 +421,11 @@ impl Catalog {
         self.write_def(to_db, &def, entry.row_format)?;
         let old_def = self.datadir.join(db).join(format!("{from}.qdef"));
         std::fs::remove_file(&old_def).map_err(|e| Error::io(old_def.display(), e))?;
-        let handle = entry.engine.open(&new_path, &def.schema(entry.row_format), self.counters.clone())?;
+        let handle = entry.engine.open(
+            &new_path,
+            &def.schema(entry.row_format),
+            self.counters.clone(),
+        )?;
         let new_entry = Arc::new(TableEntry {
             db: to_db.to_string(),
             auto_inc: Mutex::new(*entry.auto_inc.lock()),
@@ -366,7 +435,10 @@ impl Catalog {
             create_time: entry.create_time,
             def,
         });
-        st.dbs.get_mut(to_db).unwrap().insert(to.to_string(), new_entry);
+        st.dbs
+            .get_mut(to_db)
+            .unwrap()
+            .insert(to.to_string(), new_entry);
         Ok(())
     }
 

@@ -17,7 +17,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(code: u16, message: impl Into<String>) -> Error {
-        Error { code, message: message.into() }
+        Error {
+            code,
+            message: message.into(),
+        }
     }
 
     /// SQLSTATE for the error number, as MariaDB sends it.
@@ -58,19 +61,31 @@ impl Error {
         )
     }
     pub fn unsupported(what: impl fmt::Display) -> Error {
-        Error::new(1235, format!("This version of Quarry doesn't yet support '{what}'"))
+        Error::new(
+            1235,
+            format!("This version of Quarry doesn't yet support '{what}'"),
+        )
     }
     pub fn internal(msg: impl fmt::Display) -> Error {
         Error::new(1105, format!("Unknown error: {msg}"))
     }
     pub fn io(context: impl fmt::Display, e: std::io::Error) -> Error {
         if e.raw_os_error() == Some(28) {
-            return Error::new(1021, format!("Disk full ({context}); waiting for someone to free some space"));
+            return Error::new(
+                1021,
+                format!("Disk full ({context}); waiting for someone to free some space"),
+            );
         }
-        Error::new(1030, format!("Got error {e} from storage engine ({context})"))
+        Error::new(
+            1030,
+            format!("Got error {e} from storage engine ({context})"),
+        )
     }
     pub fn corrupt(what: impl fmt::Display) -> Error {
-        Error::new(1034, format!("Index for table '{what}' is corrupt; try to repair it"))
+        Error::new(
+            1034,
+            format!("Index for table '{what}' is corrupt; try to repair it"),
+        )
     }
     pub fn no_database() -> Error {
         Error::new(1046, "No database selected")
@@ -79,10 +94,16 @@ impl Error {
         Error::new(1049, format!("Unknown database '{db}'"))
     }
     pub fn database_exists(db: &str) -> Error {
-        Error::new(1007, format!("Can't create database '{db}'; database exists"))
+        Error::new(
+            1007,
+            format!("Can't create database '{db}'; database exists"),
+        )
     }
     pub fn drop_missing_database(db: &str) -> Error {
-        Error::new(1008, format!("Can't drop database '{db}'; database doesn't exist"))
+        Error::new(
+            1008,
+            format!("Can't drop database '{db}'; database doesn't exist"),
+        )
     }
     pub fn no_such_table(db: &str, table: &str) -> Error {
         Error::new(1146, format!("Table '{db}.{table}' doesn't exist"))
@@ -106,7 +127,10 @@ impl Error {
         Error::new(1062, format!("Duplicate entry '{key}' for key '{index}'"))
     }
     pub fn column_count_mismatch(row: usize) -> Error {
-        Error::new(1136, format!("Column count doesn't match value count at row {row}"))
+        Error::new(
+            1136,
+            format!("Column count doesn't match value count at row {row}"),
+        )
     }
     pub fn not_null(col: &str) -> Error {
         Error::new(1048, format!("Column '{col}' cannot be null"))
@@ -115,10 +139,16 @@ impl Error {
         Error::new(1364, format!("Field '{col}' doesn't have a default value"))
     }
     pub fn out_of_range(col: &str, row: usize) -> Error {
-        Error::new(1264, format!("Out of range value for column '{col}' at row {row}"))
+        Error::new(
+            1264,
+            format!("Out of range value for column '{col}' at row {row}"),
+        )
     }
     pub fn data_too_long(col: &str, row: usize) -> Error {
-        Error::new(1406, format!("Data too long for column '{col}' at row {row}"))
+        Error::new(
+            1406,
+            format!("Data too long for column '{col}' at row {row}"),
+        )
     }
     pub fn incorrect_value(kind: &str, value: &str, col: &str, row: usize) -> Error {
         Error::new(
@@ -154,16 +184,28 @@ impl Error {
         Error::new(1317, "Query execution was interrupted")
     }
     pub fn lock_wait_timeout() -> Error {
-        Error::new(1205, "Lock wait timeout exceeded; try restarting transaction")
+        Error::new(
+            1205,
+            "Lock wait timeout exceeded; try restarting transaction",
+        )
     }
     pub fn wrong_arguments(func: &str) -> Error {
-        Error::new(1582, format!("Incorrect parameter count in the call to native function '{func}'"))
+        Error::new(
+            1582,
+            format!("Incorrect parameter count in the call to native function '{func}'"),
+        )
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ERROR {} ({}): {}", self.code, self.sqlstate(), self.message)
+        write!(
+            f,
+            "ERROR {} ({}): {}",
+            self.code,
+            self.sqlstate(),
+            self.message
+        )
     }
 }
 

@@ -88,7 +88,12 @@ pub const CHARSET_BINARY: u16 = 63;
 
 impl SqlType {
     pub const fn new(kind: TypeKind) -> SqlType {
-        SqlType { kind, unsigned: false, len: 0, scale: 0 }
+        SqlType {
+            kind,
+            unsigned: false,
+            len: 0,
+            scale: 0,
+        }
     }
     pub const BIGINT: SqlType = SqlType::new(TypeKind::BigInt);
     pub const INT: SqlType = SqlType::new(TypeKind::Int);
@@ -97,25 +102,45 @@ impl SqlType {
     pub const DATE: SqlType = SqlType::new(TypeKind::Date);
     pub const DATETIME: SqlType = SqlType::new(TypeKind::DateTime);
     pub fn varchar(len: u32) -> SqlType {
-        SqlType { kind: TypeKind::VarChar, unsigned: false, len, scale: 0 }
+        SqlType {
+            kind: TypeKind::VarChar,
+            unsigned: false,
+            len,
+            scale: 0,
+        }
     }
     pub fn decimal(precision: u32, scale: u8) -> SqlType {
-        SqlType { kind: TypeKind::Decimal, unsigned: false, len: precision.min(65), scale: scale.min(38) }
+        SqlType {
+            kind: TypeKind::Decimal,
+            unsigned: false,
+            len: precision.min(65),
+            scale: scale.min(38),
+        }
     }
 
     pub fn is_integer(&self) -> bool {
         use TypeKind::*;
-        matches!(self.kind, TinyInt | SmallInt | MediumInt | Int | BigInt | Year)
+        matches!(
+            self.kind,
+            TinyInt | SmallInt | MediumInt | Int | BigInt | Year
+        )
     }
     pub fn is_numeric(&self) -> bool {
-        self.is_integer() || matches!(self.kind, TypeKind::Decimal | TypeKind::Float | TypeKind::Double)
+        self.is_integer()
+            || matches!(
+                self.kind,
+                TypeKind::Decimal | TypeKind::Float | TypeKind::Double
+            )
     }
     pub fn is_string(&self) -> bool {
         use TypeKind::*;
         matches!(self.kind, Char | VarChar | Text | Binary | VarBinary | Blob)
     }
     pub fn is_binary(&self) -> bool {
-        matches!(self.kind, TypeKind::Binary | TypeKind::VarBinary | TypeKind::Blob)
+        matches!(
+            self.kind,
+            TypeKind::Binary | TypeKind::VarBinary | TypeKind::Blob
+        )
     }
     pub fn is_temporal(&self) -> bool {
         use TypeKind::*;
@@ -195,7 +220,9 @@ impl SqlType {
             Int => w(if self.unsigned { 10 } else { 11 }),
             BigInt => w(20),
             Year => 4,
-            Decimal => self.len + if self.scale > 0 { 1 } else { 0 } + if self.unsigned { 0 } else { 1 },
+            Decimal => {
+                self.len + if self.scale > 0 { 1 } else { 0 } + if self.unsigned { 0 } else { 1 }
+            }
             Float => 12,
             Double => 22,
             Char | VarChar => self.len * 4,
@@ -203,7 +230,13 @@ impl SqlType {
             Text => 65535 * 4,
             Blob => 65535,
             Date => 10,
-            DateTime | Timestamp => 19 + if self.scale > 0 { self.scale as u32 + 1 } else { 0 },
+            DateTime | Timestamp => {
+                19 + if self.scale > 0 {
+                    self.scale as u32 + 1
+                } else {
+                    0
+                }
+            }
             Time => 10,
             Null => 0,
         }
@@ -248,7 +281,15 @@ impl fmt::Display for SqlType {
             MediumInt => "mediumint",
             Int => "int",
             BigInt => "bigint",
-            Decimal => return write!(f, "decimal({},{}){}", self.len, self.scale, if self.unsigned { " unsigned" } else { "" }),
+            Decimal => {
+                return write!(
+                    f,
+                    "decimal({},{}){}",
+                    self.len,
+                    self.scale,
+                    if self.unsigned { " unsigned" } else { "" }
+                )
+            }
             Float => "float",
             Double => "double",
             Char => return write!(f, "char({})", self.len),

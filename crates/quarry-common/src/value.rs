@@ -65,25 +65,41 @@ impl Decimal {
         Decimal { mantissa, scale }
     }
     pub fn from_i64(v: i64) -> Decimal {
-        Decimal { mantissa: v as i128, scale: 0 }
+        Decimal {
+            mantissa: v as i128,
+            scale: 0,
+        }
     }
     /// Rescale, rounding half away from zero when digits are dropped.
     pub fn rescale(self, scale: u8) -> Decimal {
         if scale >= self.scale {
-            Decimal { mantissa: self.mantissa.saturating_mul(pow10(scale - self.scale)), scale }
+            Decimal {
+                mantissa: self.mantissa.saturating_mul(pow10(scale - self.scale)),
+                scale,
+            }
         } else {
             let div = pow10(self.scale - scale);
             let q = self.mantissa / div;
             let r = self.mantissa % div;
-            let adj = if r.abs() * 2 >= div { self.mantissa.signum() } else { 0 };
-            Decimal { mantissa: q + adj, scale }
+            let adj = if r.abs() * 2 >= div {
+                self.mantissa.signum()
+            } else {
+                0
+            };
+            Decimal {
+                mantissa: q + adj,
+                scale,
+            }
         }
     }
     pub fn to_f64(self) -> f64 {
         self.mantissa as f64 / pow10(self.scale) as f64
     }
     pub fn from_f64(v: f64, scale: u8) -> Decimal {
-        Decimal { mantissa: (v * pow10(scale) as f64).round() as i128, scale }
+        Decimal {
+            mantissa: (v * pow10(scale) as f64).round() as i128,
+            scale,
+        }
     }
     /// Integer value, rounded half away from zero (MySQL's decimal → int rule).
     pub fn round_to_i128(self) -> i128 {
@@ -103,7 +119,9 @@ impl Decimal {
         if int_part.is_empty() && frac_part.is_empty() {
             return None;
         }
-        if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac_part.bytes().all(|b| b.is_ascii_digit()) {
+        if !int_part.bytes().all(|b| b.is_ascii_digit())
+            || !frac_part.bytes().all(|b| b.is_ascii_digit())
+        {
             return None;
         }
         let frac_part = &frac_part[..frac_part.len().min(30)];
@@ -111,20 +129,32 @@ impl Decimal {
         for b in int_part.bytes().chain(frac_part.bytes()) {
             m = m.checked_mul(10)?.checked_add((b - b'0') as i128)?;
         }
-        Some(Decimal { mantissa: if neg { -m } else { m }, scale: frac_part.len() as u8 })
+        Some(Decimal {
+            mantissa: if neg { -m } else { m },
+            scale: frac_part.len() as u8,
+        })
     }
     pub fn add(self, o: Decimal) -> Option<Decimal> {
         let s = self.scale.max(o.scale);
         let a = self.rescale(s);
         let b = o.rescale(s);
-        Some(Decimal { mantissa: a.mantissa.checked_add(b.mantissa)?, scale: s })
+        Some(Decimal {
+            mantissa: a.mantissa.checked_add(b.mantissa)?,
+            scale: s,
+        })
     }
     pub fn sub(self, o: Decimal) -> Option<Decimal> {
-        self.add(Decimal { mantissa: -o.mantissa, scale: o.scale })
+        self.add(Decimal {
+            mantissa: -o.mantissa,
+            scale: o.scale,
+        })
     }
     pub fn mul(self, o: Decimal) -> Option<Decimal> {
         let m = self.mantissa.checked_mul(o.mantissa)?;
-        let d = Decimal { mantissa: m, scale: self.scale + o.scale };
+        let d = Decimal {
+            mantissa: m,
+            scale: self.scale + o.scale,
+        };
         Some(if d.scale > 30 { d.rescale(30) } else { d })
     }
     /// Division with `extra` more fractional digits than the dividend (div_precision_increment).
@@ -142,8 +172,15 @@ impl Decimal {
         };
         let q = num / o.mantissa;
         let r = num % o.mantissa;
-        let adj = if r.abs() * 2 >= o.mantissa.abs() { num.signum() * o.mantissa.signum() } else { 0 };
-        Some(Decimal { mantissa: q + adj, scale })
+        let adj = if r.abs() * 2 >= o.mantissa.abs() {
+            num.signum() * o.mantissa.signum()
+        } else {
+            0
+        };
+        Some(Decimal {
+            mantissa: q + adj,
+            scale,
+        })
     }
     pub fn cmp(&self, o: &Decimal) -> Ordering {
         let s = self.scale.max(o.scale);
@@ -198,7 +235,10 @@ impl Date {
     pub fn is_valid(&self) -> bool {
         // MySQL allows the zero date and zero parts in some modes; we accept 0000-00-00 only.
         (self.year == 0 && self.month == 0 && self.day == 0)
-            || (self.month >= 1 && self.month <= 12 && self.day >= 1 && self.day <= Date::days_in_month(self.year, self.month))
+            || (self.month >= 1
+                && self.month <= 12
+                && self.day >= 1
+                && self.day <= Date::days_in_month(self.year, self.month))
     }
     /// Days since 0000-03-01 based civil calendar (proleptic Gregorian), as a plain count.
     pub fn to_days(&self) -> i64 {
@@ -221,7 +261,11 @@ impl Date {
         let d = doy - (153 * mp + 2) / 5 + 1;
         let m = if mp < 10 { mp + 3 } else { mp - 9 };
         let y = if m <= 2 { y + 1 } else { y };
-        Date { year: y.clamp(0, 9999) as u16, month: m as u8, day: d as u8 }
+        Date {
+            year: y.clamp(0, 9999) as u16,
+            month: m as u8,
+            day: d as u8,
+        }
     }
     /// 0 = Monday … 6 = Sunday.
     pub fn weekday(&self) -> u8 {
@@ -237,10 +281,20 @@ impl fmt::Display for Date {
 
 impl DateTime {
     pub fn from_date(date: Date) -> DateTime {
-        DateTime { date, hour: 0, minute: 0, second: 0, micro: 0 }
+        DateTime {
+            date,
+            hour: 0,
+            minute: 0,
+            second: 0,
+            micro: 0,
+        }
     }
     pub fn to_micros(&self) -> i64 {
-        ((self.date.to_days() * 86400 + self.hour as i64 * 3600 + self.minute as i64 * 60 + self.second as i64) * 1_000_000)
+        ((self.date.to_days() * 86400
+            + self.hour as i64 * 3600
+            + self.minute as i64 * 60
+            + self.second as i64)
+            * 1_000_000)
             + self.micro as i64
     }
     pub fn from_micros(us: i64) -> DateTime {
@@ -257,12 +311,22 @@ impl DateTime {
         }
     }
     pub fn now() -> DateTime {
-        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let epoch = Date { year: 1970, month: 1, day: 1 }.to_days();
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let epoch = Date {
+            year: 1970,
+            month: 1,
+            day: 1,
+        }
+        .to_days();
         DateTime::from_micros(epoch * 86_400_000_000 + d.as_micros() as i64)
     }
     pub fn fmt_with_scale(&self, scale: u8) -> String {
-        let mut s = format!("{} {:02}:{:02}:{:02}", self.date, self.hour, self.minute, self.second);
+        let mut s = format!(
+            "{} {:02}:{:02}:{:02}",
+            self.date, self.hour, self.minute, self.second
+        );
         if scale > 0 {
             let frac = format!("{:06}", self.micro);
             s.push('.');
@@ -285,9 +349,23 @@ pub fn parse_datetime(s: &str) -> Option<DateTime> {
     let b = s.as_bytes();
     if !b.is_empty() && b.iter().all(|c| c.is_ascii_digit()) && (b.len() == 8 || b.len() == 14) {
         let n = |r: std::ops::Range<usize>| s[r].parse::<u32>().ok();
-        let date = Date { year: n(0..4)? as u16, month: n(4..6)? as u8, day: n(6..8)? as u8 };
-        let (h, mi, se) = if b.len() == 14 { (n(8..10)?, n(10..12)?, n(12..14)?) } else { (0, 0, 0) };
-        let dt = DateTime { date, hour: h as u8, minute: mi as u8, second: se as u8, micro: 0 };
+        let date = Date {
+            year: n(0..4)? as u16,
+            month: n(4..6)? as u8,
+            day: n(6..8)? as u8,
+        };
+        let (h, mi, se) = if b.len() == 14 {
+            (n(8..10)?, n(10..12)?, n(12..14)?)
+        } else {
+            (0, 0, 0)
+        };
+        let dt = DateTime {
+            date,
+            hour: h as u8,
+            minute: mi as u8,
+            second: se as u8,
+            micro: 0,
+        };
         return valid_dt(dt);
     }
     let mut parts = s.splitn(2, [' ', 'T']);
@@ -300,8 +378,20 @@ pub fn parse_datetime(s: &str) -> Option<DateTime> {
     if ds.next().is_some() {
         return None;
     }
-    let year = if dpart.find(['-', '/', '.']) == Some(2) { if year < 70 { year + 2000 } else { year + 1900 } } else { year };
-    let mut dt = DateTime::from_date(Date { year: year as u16, month: month as u8, day: day as u8 });
+    let year = if dpart.find(['-', '/', '.']) == Some(2) {
+        if year < 70 {
+            year + 2000
+        } else {
+            year + 1900
+        }
+    } else {
+        year
+    };
+    let mut dt = DateTime::from_date(Date {
+        year: year as u16,
+        month: month as u8,
+        day: day as u8,
+    });
     if let Some(t) = tpart.filter(|t| !t.is_empty()) {
         let (hms, frac) = match t.find('.') {
             Some(p) => (&t[..p], Some(&t[p + 1..])),
@@ -415,7 +505,10 @@ impl Value {
     }
 
     pub fn is_numeric(&self) -> bool {
-        matches!(self, Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_))
+        matches!(
+            self,
+            Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_)
+        )
     }
 
     pub fn to_f64(&self) -> f64 {
@@ -462,9 +555,14 @@ impl Value {
     pub fn to_decimal(&self) -> Decimal {
         match self {
             Value::Int(i) => Decimal::from_i64(*i),
-            Value::UInt(u) => Decimal { mantissa: *u as i128, scale: 0 },
+            Value::UInt(u) => Decimal {
+                mantissa: *u as i128,
+                scale: 0,
+            },
             Value::Decimal(d) => *d,
-            Value::Str(s) => Decimal::parse(s).unwrap_or_else(|| Decimal::from_f64(parse_number_prefix(s).0, 6)),
+            Value::Str(s) => {
+                Decimal::parse(s).unwrap_or_else(|| Decimal::from_f64(parse_number_prefix(s).0, 6))
+            }
             other => {
                 let f = other.to_f64();
                 Decimal::from_f64(f, if f.fract() == 0.0 { 0 } else { 10 })
@@ -554,11 +652,16 @@ impl Value {
                 Some(o) => self.to_datetime()?.cmp(&o),
                 None => self.to_string().as_str().cmp(&*other.as_str_lossy()),
             },
-            (Str(_) | Bytes(_), Date(_) | DateTime(_)) => return other.sql_cmp(self).map(Ordering::reverse),
+            (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
+                return other.sql_cmp(self).map(Ordering::reverse)
+            }
             (Decimal(a), Decimal(b)) => a.cmp(b),
             (Decimal(a), Int(_) | UInt(_)) => a.cmp(&other.to_decimal()),
             (Int(_) | UInt(_), Decimal(b)) => self.to_decimal().cmp(b),
-            (a, b) => a.to_f64().partial_cmp(&b.to_f64()).unwrap_or(Ordering::Equal),
+            (a, b) => a
+                .to_f64()
+                .partial_cmp(&b.to_f64())
+                .unwrap_or(Ordering::Equal),
         })
     }
 
@@ -625,11 +728,21 @@ impl Value {
         match self {
             Value::Null => SqlType::NULL,
             Value::Int(_) => SqlType::BIGINT,
-            Value::UInt(_) => SqlType { unsigned: true, ..SqlType::BIGINT },
+            Value::UInt(_) => SqlType {
+                unsigned: true,
+                ..SqlType::BIGINT
+            },
             Value::Double(_) => SqlType::DOUBLE,
-            Value::Decimal(d) => SqlType::decimal((d.int_digits() + d.scale as u32).max(1), d.scale),
+            Value::Decimal(d) => {
+                SqlType::decimal((d.int_digits() + d.scale as u32).max(1), d.scale)
+            }
             Value::Str(s) => SqlType::varchar(s.chars().count() as u32),
-            Value::Bytes(b) => SqlType { kind: TypeKind::VarBinary, unsigned: false, len: b.len() as u32, scale: 0 },
+            Value::Bytes(b) => SqlType {
+                kind: TypeKind::VarBinary,
+                unsigned: false,
+                len: b.len() as u32,
+                scale: 0,
+            },
             Value::Date(_) => SqlType::DATE,
             Value::DateTime(_) => SqlType::DATETIME,
         }
@@ -678,7 +791,11 @@ fn trim_exp(s: &str, d: f64) -> String {
         let r = format!("{v}");
         return r;
     }
-    let mant = if mant.contains('.') { mant.trim_end_matches('0').trim_end_matches('.') } else { mant };
+    let mant = if mant.contains('.') {
+        mant.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        mant
+    };
     format!("{mant}e{}{}", if exp < 0 { "-" } else { "" }, exp.abs())
 }
 
@@ -710,8 +827,20 @@ mod tests {
         let b = Decimal::parse("-0.125").unwrap();
         assert_eq!(a.add(b).unwrap().to_string(), "12.375");
         assert_eq!(a.mul(b).unwrap().to_string(), "-1.56250");
-        assert_eq!(Decimal::from_i64(1).div(Decimal::from_i64(3), 4).unwrap().to_string(), "0.3333");
-        assert_eq!(Decimal::from_i64(2).div(Decimal::from_i64(3), 4).unwrap().to_string(), "0.6667");
+        assert_eq!(
+            Decimal::from_i64(1)
+                .div(Decimal::from_i64(3), 4)
+                .unwrap()
+                .to_string(),
+            "0.3333"
+        );
+        assert_eq!(
+            Decimal::from_i64(2)
+                .div(Decimal::from_i64(3), 4)
+                .unwrap()
+                .to_string(),
+            "0.6667"
+        );
         assert_eq!(Decimal::parse("2.5").unwrap().round_to_i128(), 3);
         assert_eq!(Decimal::parse("-2.5").unwrap().round_to_i128(), -3);
         assert_eq!(Decimal::parse("0.05").unwrap().to_string(), "0.05");
@@ -719,14 +848,39 @@ mod tests {
 
     #[test]
     fn dates_round_trip_through_days() {
-        for s in ["2000-02-29", "1970-01-01", "2026-11-22", "0001-01-01", "9999-12-31"] {
+        for s in [
+            "2000-02-29",
+            "1970-01-01",
+            "2026-11-22",
+            "0001-01-01",
+            "9999-12-31",
+        ] {
             let d = parse_datetime(s).unwrap().date;
             assert_eq!(Date::from_days(d.to_days()).to_string(), s);
         }
-        assert_eq!(Date { year: 1970, month: 1, day: 1 }.to_days(), 719528);
-        assert_eq!(Date { year: 2026, month: 11, day: 22 }.weekday(), 6);
+        assert_eq!(
+            Date {
+                year: 1970,
+                month: 1,
+                day: 1
+            }
+            .to_days(),
+            719528
+        );
+        assert_eq!(
+            Date {
+                year: 2026,
+                month: 11,
+                day: 22
+            }
+            .weekday(),
+            6
+        );
         assert!(parse_datetime("2023-02-30").is_none());
-        assert_eq!(parse_datetime("2023-01-02 03:04:05.5").unwrap().to_string(), "2023-01-02 03:04:05.500000");
+        assert_eq!(
+            parse_datetime("2023-01-02 03:04:05.5").unwrap().to_string(),
+            "2023-01-02 03:04:05.500000"
+        );
     }
 
     #[test]
@@ -742,10 +896,19 @@ mod tests {
 
     #[test]
     fn mixed_comparisons_follow_mysql() {
-        assert_eq!(Value::Str("10".into()).sql_cmp(&Value::Int(9)), Some(Ordering::Greater));
-        assert_eq!(Value::Str("abc".into()).sql_cmp(&Value::Int(0)), Some(Ordering::Equal));
+        assert_eq!(
+            Value::Str("10".into()).sql_cmp(&Value::Int(9)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            Value::Str("abc".into()).sql_cmp(&Value::Int(0)),
+            Some(Ordering::Equal)
+        );
         assert_eq!(Value::Int(1).sql_cmp(&Value::Null), None);
-        assert_eq!(Value::Decimal(Decimal::parse("1.0").unwrap()).sql_cmp(&Value::Int(1)), Some(Ordering::Equal));
+        assert_eq!(
+            Value::Decimal(Decimal::parse("1.0").unwrap()).sql_cmp(&Value::Int(1)),
+            Some(Ordering::Equal)
+        );
         assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
         assert_eq!(format_double(1e20), "1e20");
         assert_eq!(format_double(2.5), "2.5");

@@ -58,13 +58,22 @@ pub struct Database {
 fn lock_datadir(dir: &Path) -> Result<File> {
     use std::os::unix::io::AsRawFd;
     let path = dir.join("quarry.lock");
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(path.display(), e))?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(path.display(), e))?;
     // flock: released by the kernel when the process dies, so a crash never leaves it stale.
     let rc = unsafe_flock(f.as_raw_fd());
     if rc != 0 {
         return Err(Error::new(
             1105,
-            format!("datadir {} is in use by another Quarry process (lock file {} is held)", dir.display(), path.display()),
+            format!(
+                "datadir {} is in use by another Quarry process (lock file {} is held)",
+                dir.display(),
+                path.display()
+            ),
         ));
     }
     let _ = std::fs::write(&path, format!("{}\n", std::process::id()));
@@ -90,7 +99,10 @@ impl Database {
         let row: Arc<dyn quarry_storage_api::Engine> = Arc::new(quarry_engine_row::RowEngine);
         engines.register(row, &["InnoDB", "MyISAM", "Aria", "Memory", "ROW"]);
         let catalog = Catalog::open(datadir, engines, quarry_engine_row::effective_row_format)?;
-        let mut globals: HashMap<String, Value> = vars::defaults().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let mut globals: HashMap<String, Value> = vars::defaults()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         globals.insert("datadir".into(), Value::Str(datadir.display().to_string()));
         let db = Arc::new(Database {
             catalog,

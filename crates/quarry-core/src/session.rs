@@ -21,13 +21,24 @@ use crate::{Database, ProcessInfo};
 
 #[derive(Debug)]
 pub enum Output {
-    Rows { columns: Vec<OutColumn>, rows: Vec<Row> },
-    Ok { affected: u64, last_insert_id: u64, info: Option<String> },
+    Rows {
+        columns: Vec<OutColumn>,
+        rows: Vec<Row>,
+    },
+    Ok {
+        affected: u64,
+        last_insert_id: u64,
+        info: Option<String>,
+    },
 }
 
 impl Output {
     fn ok(affected: u64) -> Output {
-        Output::Ok { affected, last_insert_id: 0, info: None }
+        Output::Ok {
+            affected,
+            last_insert_id: 0,
+            info: None,
+        }
     }
 }
 
@@ -78,7 +89,9 @@ impl SessionInfo for Session {
     fn sys_var(&self, name: &str) -> Result<Value> {
         let (n, global) = normalise(name);
         match n.as_str() {
-            "autocommit" if global != Some(true) => return Ok(Value::Int(self.autocommit() as i64)),
+            "autocommit" if global != Some(true) => {
+                return Ok(Value::Int(self.autocommit() as i64))
+            }
             "in_transaction" => return Ok(Value::Int(self.in_txn as i64)),
             "warning_count" => return Ok(Value::Int(self.warnings.len() as i64)),
             "error_count" => return Ok(Value::Int(0)),
@@ -90,10 +103,15 @@ impl SessionInfo for Session {
                 return Ok(v.clone());
             }
         }
-        self.db.global(&n).ok_or_else(|| Error::unknown_system_variable(&n))
+        self.db
+            .global(&n)
+            .ok_or_else(|| Error::unknown_system_variable(&n))
     }
     fn user_var(&self, name: &str) -> Value {
-        self.user_vars.get(&name.to_ascii_lowercase()).cloned().unwrap_or(Value::Null)
+        self.user_vars
+            .get(&name.to_ascii_lowercase())
+            .cloned()
+            .unwrap_or(Value::Null)
     }
     fn user(&self) -> String {
         format!("{}@{}", self.info.user, self.info.host)
@@ -138,7 +156,10 @@ fn is_read_only(stmt: &Stmt) -> bool {
 
 fn is_txn_control(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::Ast(s) if matches!(**s, S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } | S::Savepoint { .. } | S::ReleaseSavepoint { .. } | S::Set(_) | S::Use(_)))
-        || matches!(stmt, Stmt::ShowWarnings { .. } | Stmt::Noop | Stmt::ShowProcessList)
+        || matches!(
+            stmt,
+            Stmt::ShowWarnings { .. } | Stmt::Noop | Stmt::ShowProcessList
+        )
 }
 
 fn is_ddl(stmt: &Stmt) -> bool {
@@ -167,7 +188,10 @@ impl Session {
     }
 
     pub fn autocommit(&self) -> bool {
-        self.vars.get("autocommit").map(|v| v.to_i64() != 0).unwrap_or(true)
+        self.vars
+            .get("autocommit")
+            .map(|v| v.to_i64() != 0)
+            .unwrap_or(true)
     }
 
     pub fn in_transaction(&self) -> bool {
@@ -179,18 +203,28 @@ impl Session {
     }
 
     fn strict(&self) -> bool {
-        self.sys_var("sql_mode").map(|m| m.as_str_lossy().to_ascii_uppercase().contains("STRICT")).unwrap_or(true)
+        self.sys_var("sql_mode")
+            .map(|m| m.as_str_lossy().to_ascii_uppercase().contains("STRICT"))
+            .unwrap_or(true)
     }
 
     fn lock_timeout(&self) -> Duration {
-        Duration::from_secs(self.sys_var("innodb_lock_wait_timeout").map(|v| v.to_i64().clamp(1, 86400) as u64).unwrap_or(50))
+        Duration::from_secs(
+            self.sys_var("innodb_lock_wait_timeout")
+                .map(|v| v.to_i64().clamp(1, 86400) as u64)
+                .unwrap_or(50),
+        )
     }
 
     pub(crate) fn with_ctx<T>(&self, f: impl FnOnce(&ExecCtx) -> Result<T>) -> Result<T> {
         self.with_params(vec![], f).map(|(t, _)| t)
     }
 
-    fn with_params<T>(&self, params: Vec<Value>, f: impl FnOnce(&ExecCtx) -> Result<T>) -> Result<(T, ExecCtx<'_>)> {
+    fn with_params<T>(
+        &self,
+        params: Vec<Value>,
+        f: impl FnOnce(&ExecCtx) -> Result<T>,
+    ) -> Result<(T, ExecCtx<'_>)> {
         let ctx = ExecCtx {
             catalog: &self.db.catalog,
             db: self.current_db.clone(),
@@ -204,7 +238,10 @@ impl Session {
             warnings: RefCell::new(vec![]),
             undo: RefCell::new(vec![]),
             strict: self.strict(),
-            read_buffer: self.sys_var("read_buffer_size").map(|v| v.to_i64().clamp(8192, 1 << 30) as usize).unwrap_or(128 * 1024),
+            read_buffer: self
+                .sys_var("read_buffer_size")
+                .map(|v| v.to_i64().clamp(8192, 1 << 30) as usize)
+                .unwrap_or(128 * 1024),
             killed: &self.info.killed,
         };
         let r = f(&ctx)?;
@@ -222,7 +259,9 @@ impl Session {
                 self.acquire(true)
             }
             (Held::None, true) => {
-                self.db.lock.lock_exclusive(self.info.id, self.lock_timeout())?;
+                self.db
+                    .lock
+                    .lock_exclusive(self.info.id, self.lock_timeout())?;
                 self.held = Held::Exclusive;
                 Ok(())
             }
@@ -278,7 +317,11 @@ impl Session {
     // ---------------------------------------------------------------- entry points
 
     /// Run one or more statements; LOAD DATA LOCAL asks `load_local` for the file contents.
-    pub fn query_with(&mut self, sql: &str, load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>) -> Result<Vec<Output>> {
+    pub fn query_with(
+        &mut self,
+        sql: &str,
+        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+    ) -> Result<Vec<Output>> {
         let stmts = quarry_sql::parse(sql)?;
         let mut outs = Vec::with_capacity(stmts.len());
         for s in stmts {
@@ -288,7 +331,10 @@ impl Session {
     }
 
     pub fn query(&mut self, sql: &str) -> Result<Vec<Output>> {
-        self.query_with(sql, &mut |f| std::fs::read(f).map_err(|e| Error::new(2, format!("File '{f}' not found (Errcode: {e})"))))
+        self.query_with(sql, &mut |f| {
+            std::fs::read(f)
+                .map_err(|e| Error::new(2, format!("File '{f}' not found (Errcode: {e})")))
+        })
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
@@ -306,18 +352,34 @@ impl Session {
                 _ => params = count_placeholders(sql),
             }
         }
-        Ok(Prepared { sql: sql.to_string(), stmt, params, columns })
+        Ok(Prepared {
+            sql: sql.to_string(),
+            stmt,
+            params,
+            columns,
+        })
     }
 
     pub fn execute(&mut self, p: &Prepared, params: Vec<Value>) -> Result<Output> {
         if params.len() != p.params {
             return Err(Error::new(1210, "Incorrect arguments to EXECUTE"));
         }
-        let mut no_local = |_: &str| -> Result<Vec<u8>> { Err(Error::new(1148, "The used command is not allowed with this MariaDB version")) };
+        let mut no_local = |_: &str| -> Result<Vec<u8>> {
+            Err(Error::new(
+                1148,
+                "The used command is not allowed with this MariaDB version",
+            ))
+        };
         self.run(&p.stmt, params, &p.sql, &mut no_local)
     }
 
-    fn run(&mut self, stmt: &Stmt, params: Vec<Value>, sql: &str, load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>) -> Result<Output> {
+    fn run(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Value>,
+        sql: &str,
+        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+    ) -> Result<Output> {
         self.info.killed.store(false, Ordering::Relaxed);
         *self.info.command.lock() = "Query".into();
         *self.info.info.lock() = Some(sql.chars().take(100).collect());
@@ -353,7 +415,8 @@ impl Session {
                 // Statement-level rollback: only this statement's changes are undone.
                 let _ = self.rollback_to(mark);
                 self.warnings.clear();
-                self.warnings.push(("Error".into(), e.code, e.message.clone()));
+                self.warnings
+                    .push(("Error".into(), e.code, e.message.clone()));
                 Err(e)
             }
         };
@@ -413,7 +476,10 @@ impl Session {
             warnings: RefCell::new(vec![]),
             undo: RefCell::new(vec![]),
             strict: self.strict(),
-            read_buffer: self.sys_var("read_buffer_size").map(|v| v.to_i64().clamp(8192, 1 << 30) as usize).unwrap_or(128 * 1024),
+            read_buffer: self
+                .sys_var("read_buffer_size")
+                .map(|v| v.to_i64().clamp(8192, 1 << 30) as usize)
+                .unwrap_or(128 * 1024),
             killed: &self.info.killed,
         };
         let r = f(&ctx);
@@ -454,13 +520,28 @@ impl Session {
                 let data = if ld.local {
                     load_local(&ld.file)?
                 } else {
-                    std::fs::read(&ld.file).map_err(|e| Error::new(29, format!("File '{}' not found (Errcode: {e})", ld.file)))?
+                    std::fs::read(&ld.file).map_err(|e| {
+                        Error::new(29, format!("File '{}' not found (Errcode: {e})", ld.file))
+                    })?
                 };
-                let r = self.exec_ctx(params, sink, |ctx| quarry_executor::dml::load_data(&entry, ld, &data, ctx))?;
-                return Ok(Output::Ok { affected: r.affected, last_insert_id: 0, info: r.info });
+                let r = self.exec_ctx(params, sink, |ctx| {
+                    quarry_executor::dml::load_data(&entry, ld, &data, ctx)
+                })?;
+                return Ok(Output::Ok {
+                    affected: r.affected,
+                    last_insert_id: 0,
+                    info: r.info,
+                });
             }
             Stmt::ShowEngines => {
-                let cols = vec![text("Engine", 64), text("Support", 8), text("Comment", 160), text("Transactions", 3), text("XA", 3), text("Savepoints", 3)];
+                let cols = vec![
+                    text("Engine", 64),
+                    text("Support", 8),
+                    text("Comment", 160),
+                    text("Transactions", 3),
+                    text("XA", 3),
+                    text("Savepoints", 3),
+                ];
                 let rows = self
                     .db
                     .catalog
@@ -469,19 +550,44 @@ impl Session {
                     .into_iter()
                     .map(|(n, e)| {
                         let support = if n == "InnoDB" { "DEFAULT" } else { "YES" };
-                        let comment = format!("{} (maps to the Quarry '{}' engine)", e.comment(), e.name());
-                        vec![Value::Str(n.into()), Value::Str(support.into()), Value::Str(comment), Value::Str("YES".into()), Value::Str("NO".into()), Value::Str("YES".into())]
+                        let comment =
+                            format!("{} (maps to the Quarry '{}' engine)", e.comment(), e.name());
+                        vec![
+                            Value::Str(n.into()),
+                            Value::Str(support.into()),
+                            Value::Str(comment),
+                            Value::Str("YES".into()),
+                            Value::Str("NO".into()),
+                            Value::Str("YES".into()),
+                        ]
                     })
                     .collect();
-                return Ok(Output::Rows { columns: cols, rows });
+                return Ok(Output::Rows {
+                    columns: cols,
+                    rows,
+                });
             }
             Stmt::ShowWarnings { errors, count } => {
-                let list: Vec<_> = self.warnings.iter().filter(|w| !errors || w.0 == "Error").cloned().collect();
+                let list: Vec<_> = self
+                    .warnings
+                    .iter()
+                    .filter(|w| !errors || w.0 == "Error")
+                    .cloned()
+                    .collect();
                 if *count {
-                    return Ok(Output::Rows { columns: vec![num("@@session.warning_count")], rows: vec![vec![Value::Int(list.len() as i64)]] });
+                    return Ok(Output::Rows {
+                        columns: vec![num("@@session.warning_count")],
+                        rows: vec![vec![Value::Int(list.len() as i64)]],
+                    });
                 }
-                let rows = list.into_iter().map(|(l, c, m)| vec![Value::Str(l), Value::Int(c as i64), Value::Str(m)]).collect();
-                return Ok(Output::Rows { columns: vec![text("Level", 7), num("Code"), text("Message", 512)], rows });
+                let rows = list
+                    .into_iter()
+                    .map(|(l, c, m)| vec![Value::Str(l), Value::Int(c as i64), Value::Str(m)])
+                    .collect();
+                return Ok(Output::Rows {
+                    columns: vec![text("Level", 7), num("Code"), text("Message", 512)],
+                    rows,
+                });
             }
             Stmt::ShowProcessList => {
                 let rows = self
@@ -501,17 +607,34 @@ impl Session {
                         ]
                     })
                     .collect();
-                let cols = vec![num("Id"), text("User", 32), text("Host", 64), text("db", 64), text("Command", 16), num("Time"), text("State", 64), text("Info", 100)];
-                return Ok(Output::Rows { columns: cols, rows });
+                let cols = vec![
+                    num("Id"),
+                    text("User", 32),
+                    text("Host", 64),
+                    text("db", 64),
+                    text("Command", 16),
+                    num("Time"),
+                    text("State", 64),
+                    text("Info", 100),
+                ];
+                return Ok(Output::Rows {
+                    columns: cols,
+                    rows,
+                });
             }
-            Stmt::ShowTableStatus { db, like } => return self.show_table_status(db.as_deref(), like.as_deref()),
+            Stmt::ShowTableStatus { db, like } => {
+                return self.show_table_status(db.as_deref(), like.as_deref())
+            }
             Stmt::ShowIndex { table, db } => return self.show_index(db.as_deref(), table),
             Stmt::ShowCreateDatabase { name } => {
                 if !self.db.catalog.database_exists(name) {
                     return Err(Error::unknown_database(name));
                 }
                 let sql = format!("CREATE DATABASE `{name}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */");
-                return Ok(Output::Rows { columns: vec![text("Database", 64), text("Create Database", 1024)], rows: vec![vec![Value::Str(name.clone()), Value::Str(sql)]] });
+                return Ok(Output::Rows {
+                    columns: vec![text("Database", 64), text("Create Database", 1024)],
+                    rows: vec![vec![Value::Str(name.clone()), Value::Str(sql)]],
+                });
             }
             Stmt::TableMaintenance { op, tables } => {
                 let mut rows = vec![];
@@ -521,21 +644,53 @@ impl Session {
                     let op_l = op.to_ascii_lowercase();
                     match self.db.catalog.table(&db, t) {
                         Err(e) => {
-                            rows.push(vec![Value::Str(name.clone()), Value::Str(op_l.clone()), Value::Str("Error".into()), Value::Str(e.message)]);
-                            rows.push(vec![Value::Str(name), Value::Str(op_l), Value::Str("status".into()), Value::Str("Operation failed".into())]);
+                            rows.push(vec![
+                                Value::Str(name.clone()),
+                                Value::Str(op_l.clone()),
+                                Value::Str("Error".into()),
+                                Value::Str(e.message),
+                            ]);
+                            rows.push(vec![
+                                Value::Str(name),
+                                Value::Str(op_l),
+                                Value::Str("status".into()),
+                                Value::Str("Operation failed".into()),
+                            ]);
                         }
                         Ok(entry) => {
-                            let problems = if op == "CHECK" || op == "REPAIR" { entry.handle.check()? } else { entry.handle.sync().map(|_| vec![])? };
+                            let problems = if op == "CHECK" || op == "REPAIR" {
+                                entry.handle.check()?
+                            } else {
+                                entry.handle.sync().map(|_| vec![])?
+                            };
                             for p in &problems {
-                                rows.push(vec![Value::Str(name.clone()), Value::Str(op_l.clone()), Value::Str("error".into()), Value::Str(p.clone())]);
+                                rows.push(vec![
+                                    Value::Str(name.clone()),
+                                    Value::Str(op_l.clone()),
+                                    Value::Str("error".into()),
+                                    Value::Str(p.clone()),
+                                ]);
                             }
                             let msg = if problems.is_empty() { "OK" } else { "Corrupt" };
-                            rows.push(vec![Value::Str(name), Value::Str(op_l), Value::Str("status".into()), Value::Str(msg.into())]);
+                            rows.push(vec![
+                                Value::Str(name),
+                                Value::Str(op_l),
+                                Value::Str("status".into()),
+                                Value::Str(msg.into()),
+                            ]);
                         }
                     }
                 }
-                let cols = vec![text("Table", 128), text("Op", 10), text("Msg_type", 10), text("Msg_text", 256)];
-                return Ok(Output::Rows { columns: cols, rows });
+                let cols = vec![
+                    text("Table", 128),
+                    text("Op", 10),
+                    text("Msg_type", 10),
+                    text("Msg_text", 256),
+                ];
+                return Ok(Output::Rows {
+                    columns: cols,
+                    rows,
+                });
             }
         };
         match &**s {
@@ -545,7 +700,10 @@ impl Session {
                     let mut b = Binder::new(&self.db.catalog, cur);
                     let sp = b.bind_query(q)?;
                     let rows = collect(&sp.plan, ctx)?;
-                    Ok(Output::Rows { columns: sp.columns, rows })
+                    Ok(Output::Rows {
+                        columns: sp.columns,
+                        rows,
+                    })
                 })
             }
             S::Insert(ins) => {
@@ -557,7 +715,11 @@ impl Session {
                 if let Some(id) = r.last_insert_id {
                     self.last_insert_id.set(id);
                 }
-                Ok(Output::Ok { affected: r.affected, last_insert_id: r.last_insert_id.unwrap_or(0), info: r.info })
+                Ok(Output::Ok {
+                    affected: r.affected,
+                    last_insert_id: r.last_insert_id.unwrap_or(0),
+                    info: r.info,
+                })
             }
             S::Update(u) => {
                 let cur = self.current_db.clone();
@@ -565,7 +727,11 @@ impl Session {
                     let mut b = Binder::new(&self.db.catalog, cur);
                     quarry_executor::dml::update(u, ctx, &mut b)
                 })?;
-                Ok(Output::Ok { affected: r.affected, last_insert_id: 0, info: r.info })
+                Ok(Output::Ok {
+                    affected: r.affected,
+                    last_insert_id: 0,
+                    info: r.info,
+                })
             }
             S::Delete(d) => {
                 let cur = self.current_db.clone();
@@ -587,13 +753,26 @@ impl Session {
                 self.commit()?;
                 Ok(Output::ok(0))
             }
-            S::Rollback { savepoint: None, .. } => {
+            S::Rollback {
+                savepoint: None, ..
+            } => {
                 self.rollback()?;
                 Ok(Output::ok(0))
             }
-            S::Rollback { savepoint: Some(sp), .. } => {
-                let pos = self.savepoints.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(&sp.value));
-                let Some(pos) = pos else { return Err(Error::new(1305, format!("SAVEPOINT {} does not exist", sp.value))) };
+            S::Rollback {
+                savepoint: Some(sp),
+                ..
+            } => {
+                let pos = self
+                    .savepoints
+                    .iter()
+                    .rposition(|(n, _)| n.eq_ignore_ascii_case(&sp.value));
+                let Some(pos) = pos else {
+                    return Err(Error::new(
+                        1305,
+                        format!("SAVEPOINT {} does not exist", sp.value),
+                    ));
+                };
                 let mark = self.savepoints[pos].1;
                 self.savepoints.truncate(pos + 1);
                 self.rollback_to(mark)?;
@@ -603,42 +782,72 @@ impl Session {
                 if !self.in_txn {
                     return Ok(Output::ok(0));
                 }
-                self.savepoints.retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
+                self.savepoints
+                    .retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
                 self.savepoints.push((name.value.clone(), self.undo.len()));
                 Ok(Output::ok(0))
             }
             S::ReleaseSavepoint { name } => {
-                self.savepoints.retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
+                self.savepoints
+                    .retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
                 Ok(Output::ok(0))
             }
             S::Set(set) => self.set(set, params, sink),
             S::Use(u) => {
                 let name = match u {
-                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => quarry_executor::bind::object_name(n).join("."),
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
+                        quarry_executor::bind::object_name(n).join(".")
+                    }
                     _ => return Err(Error::syntax_near(&u.to_string())),
                 };
                 self.use_db(&name)?;
                 Ok(Output::ok(0))
             }
-            S::CreateDatabase { db_name, if_not_exists, .. } | S::CreateSchema { schema_name: ast::SchemaName::Simple(db_name), if_not_exists, .. } => {
+            S::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            }
+            | S::CreateSchema {
+                schema_name: ast::SchemaName::Simple(db_name),
+                if_not_exists,
+                ..
+            } => {
                 let name = quarry_executor::bind::object_name(db_name).join(".");
                 let created = self.db.catalog.create_database(&name, *if_not_exists)?;
                 if !created {
-                    self.warnings.push(("Note".into(), 1007, format!("Can't create database '{name}'; database exists")));
+                    self.warnings.push((
+                        "Note".into(),
+                        1007,
+                        format!("Can't create database '{name}'; database exists"),
+                    ));
                 }
                 Ok(Output::ok(created as u64))
             }
-            S::Drop { object_type, if_exists, names, .. } => self.drop(object_type, *if_exists, names),
+            S::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => self.drop(object_type, *if_exists, names),
             S::CreateTable(ct) => self.create_table(ct, params, sink),
             S::CreateIndex(ci) => {
                 let (db, t) = self.split_name(&ci.table_name)?;
                 let entry = self.db.catalog.table(&db, &t)?;
                 let mut def = entry.def.clone();
-                let name = ci.name.as_ref().map(|n| quarry_executor::bind::object_name(n).pop().unwrap_or_default());
+                let name = ci.name.as_ref().map(|n| {
+                    quarry_executor::bind::object_name(n)
+                        .pop()
+                        .unwrap_or_default()
+                });
                 let ct = synth_index(&def, name, &ci.columns, ci.unique)?;
                 def.indexes = table_def_from_ast(&ct)?.indexes;
                 self.rebuild_table(&db, &entry, def, None, sink)?;
-                Ok(Output::Ok { affected: 0, last_insert_id: 0, info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()) })
+                Ok(Output::Ok {
+                    affected: 0,
+                    last_insert_id: 0,
+                    info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()),
+                })
             }
             S::AlterTable(at) => self.alter_table(at, sink),
             S::Truncate(t) => {
@@ -663,11 +872,24 @@ impl Session {
                 let mut names = self.db.catalog.databases();
                 names.push("information_schema".into());
                 names.sort();
-                let rows = names.into_iter().filter(|n| like_filter(like.as_deref(), n)).map(|n| vec![Value::Str(n)]).collect();
-                Ok(Output::Rows { columns: vec![text("Database", 64)], rows })
+                let rows = names
+                    .into_iter()
+                    .filter(|n| like_filter(like.as_deref(), n))
+                    .map(|n| vec![Value::Str(n)])
+                    .collect();
+                Ok(Output::Rows {
+                    columns: vec![text("Database", 64)],
+                    rows,
+                })
             }
-            S::ShowTables { show_options, full, .. } => {
-                let db = match show_options.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) {
+            S::ShowTables {
+                show_options, full, ..
+            } => {
+                let db = match show_options
+                    .show_in
+                    .as_ref()
+                    .and_then(|i| i.parent_name.as_ref())
+                {
                     Some(n) => quarry_executor::bind::object_name(n).join("."),
                     None => self.require_db(None)?,
                 };
@@ -695,8 +917,16 @@ impl Session {
                     .collect();
                 Ok(Output::Rows { columns, rows })
             }
-            S::ShowColumns { show_options, full, .. } => {
-                let Some(tn) = show_options.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) else { return Err(Error::syntax_near("")) };
+            S::ShowColumns {
+                show_options, full, ..
+            } => {
+                let Some(tn) = show_options
+                    .show_in
+                    .as_ref()
+                    .and_then(|i| i.parent_name.as_ref())
+                else {
+                    return Err(Error::syntax_near(""));
+                };
                 let (db, t) = self.split_name(tn)?;
                 self.describe(&db, &t, *full, show_like(show_options).as_deref())
             }
@@ -704,15 +934,29 @@ impl Session {
                 let (db, t) = self.split_name(table_name)?;
                 self.describe(&db, &t, false, None)
             }
-            S::ShowCreate { obj_type: ast::ShowCreateObject::Table, obj_name } => {
+            S::ShowCreate {
+                obj_type: ast::ShowCreateObject::Table,
+                obj_name,
+            } => {
                 let (db, t) = self.split_name(obj_name)?;
                 let e = self.db.catalog.table(&db, &t)?;
                 let next = *e.auto_inc.lock();
-                let sql = e.def.create_sql(e.def.auto_increment_column().map(|_| next));
-                Ok(Output::Rows { columns: vec![text("Table", 64), text("Create Table", 1024)], rows: vec![vec![Value::Str(t), Value::Str(sql)]] })
+                let sql = e
+                    .def
+                    .create_sql(e.def.auto_increment_column().map(|_| next));
+                Ok(Output::Rows {
+                    columns: vec![text("Table", 64), text("Create Table", 1024)],
+                    rows: vec![vec![Value::Str(t), Value::Str(sql)]],
+                })
             }
             S::ShowVariables { filter, global, .. } => {
-                let mut all: Vec<(String, Value)> = self.db.globals.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let mut all: Vec<(String, Value)> = self
+                    .db
+                    .globals
+                    .read()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 if !*global {
                     for (k, v) in &self.vars {
                         if let Some(x) = all.iter_mut().find(|(n, _)| n == k) {
@@ -725,7 +969,8 @@ impl Session {
                 }
                 all.sort_by(|a, b| a.0.cmp(&b.0));
                 let like = match filter {
-                    Some(ast::ShowStatementFilter::Like(p)) | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
+                    Some(ast::ShowStatementFilter::Like(p))
+                    | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
                     _ => None,
                 };
                 let rows = all
@@ -733,15 +978,29 @@ impl Session {
                     .filter(|(k, _)| like_filter(like.as_deref(), k))
                     .map(|(k, v)| vec![Value::Str(k), Value::Str(v.to_string())])
                     .collect();
-                Ok(Output::Rows { columns: vec![text("Variable_name", 64), text("Value", 2048)], rows })
+                Ok(Output::Rows {
+                    columns: vec![text("Variable_name", 64), text("Value", 2048)],
+                    rows,
+                })
             }
             S::ShowStatus { filter, .. } => {
                 let like = match filter {
-                    Some(ast::ShowStatementFilter::Like(p)) | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
+                    Some(ast::ShowStatementFilter::Like(p))
+                    | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
                     _ => None,
                 };
-                let mut all: Vec<(String, u64)> = self.db.catalog.counters.snapshot().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-                all.push(("Threads_connected".into(), self.db.processes.lock().len() as u64));
+                let mut all: Vec<(String, u64)> = self
+                    .db
+                    .catalog
+                    .counters
+                    .snapshot()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect();
+                all.push((
+                    "Threads_connected".into(),
+                    self.db.processes.lock().len() as u64,
+                ));
                 all.push(("Uptime".into(), self.db.uptime_secs()));
                 for (k, v) in self.db.status.lock().iter() {
                     all.push((k.to_string(), *v));
@@ -752,10 +1011,17 @@ impl Session {
                     .filter(|(k, _)| like_filter(like.as_deref(), k))
                     .map(|(k, v)| vec![Value::Str(k), Value::Str(v.to_string())])
                     .collect();
-                Ok(Output::Rows { columns: vec![text("Variable_name", 64), text("Value", 64)], rows })
+                Ok(Output::Rows {
+                    columns: vec![text("Variable_name", 64), text("Value", 64)],
+                    rows,
+                })
             }
-            S::Explain { statement, analyze, .. } => {
-                let S::Query(q) = &**statement else { return Err(Error::unsupported("EXPLAIN of this statement")) };
+            S::Explain {
+                statement, analyze, ..
+            } => {
+                let S::Query(q) = &**statement else {
+                    return Err(Error::unsupported("EXPLAIN of this statement"));
+                };
                 let cur = self.current_db.clone();
                 let mut lines = vec![];
                 let mut b = Binder::new(&self.db.catalog, cur);
@@ -763,14 +1029,23 @@ impl Session {
                 sp.plan.explain(0, &mut lines);
                 if *analyze {
                     let t = std::time::Instant::now();
-                    let n = self.exec_ctx(params, sink, |ctx| collect(&sp.plan, ctx).map(|r| r.len()))?;
-                    lines.push(format!("(actual rows={n}, time={:.3} ms)", t.elapsed().as_secs_f64() * 1000.0));
+                    let n =
+                        self.exec_ctx(params, sink, |ctx| collect(&sp.plan, ctx).map(|r| r.len()))?;
+                    lines.push(format!(
+                        "(actual rows={n}, time={:.3} ms)",
+                        t.elapsed().as_secs_f64() * 1000.0
+                    ));
                 }
-                Ok(Output::Rows { columns: vec![text("EXPLAIN", 1024)], rows: vec![vec![Value::Str(lines.join("\n"))]] })
+                Ok(Output::Rows {
+                    columns: vec![text("EXPLAIN", 1024)],
+                    rows: vec![vec![Value::Str(lines.join("\n"))]],
+                })
             }
             S::Kill { id, modifier, .. } => {
                 let procs = self.db.processes.lock();
-                let p = procs.get(id).ok_or_else(|| Error::new(1094, format!("Unknown thread id: {id}")))?;
+                let p = procs
+                    .get(id)
+                    .ok_or_else(|| Error::new(1094, format!("Unknown thread id: {id}")))?;
                 p.killed.store(true, Ordering::Relaxed);
                 if !matches!(modifier, Some(ast::KillType::Query)) {
                     p.kill_connection.store(true, Ordering::Relaxed);
@@ -778,12 +1053,16 @@ impl Session {
                 Ok(Output::ok(0))
             }
             S::LockTables { .. } | S::UnlockTables | S::Flush { .. } => Ok(Output::ok(0)),
-            other => Err(Error::unsupported(other.to_string().chars().take(60).collect::<String>())),
+            other => Err(Error::unsupported(
+                other.to_string().chars().take(60).collect::<String>(),
+            )),
         }
     }
 
     pub fn use_db(&mut self, name: &str) -> Result<()> {
-        if !self.db.catalog.database_exists(name) && !name.eq_ignore_ascii_case("information_schema") {
+        if !self.db.catalog.database_exists(name)
+            && !name.eq_ignore_ascii_case("information_schema")
+        {
             return Err(Error::unknown_database(name));
         }
         self.current_db = Some(name.to_string());
@@ -791,29 +1070,52 @@ impl Session {
         Ok(())
     }
 
-    fn set(&mut self, set: &ast::Set, params: Vec<Value>, sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>) -> Result<Output> {
+    fn set(
+        &mut self,
+        set: &ast::Set,
+        params: Vec<Value>,
+        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+    ) -> Result<Output> {
         let mut assigns: Vec<(String, bool, ast::Expr)> = vec![];
         match set {
-            ast::Set::SingleAssignment { scope, variable, values, .. } => {
+            ast::Set::SingleAssignment {
+                scope,
+                variable,
+                values,
+                ..
+            } => {
                 let global = matches!(scope, Some(ast::ContextModifier::Global));
-                let v = values.first().cloned().ok_or_else(|| Error::syntax_near("SET"))?;
+                let v = values
+                    .first()
+                    .cloned()
+                    .ok_or_else(|| Error::syntax_near("SET"))?;
                 assigns.push((variable.to_string(), global, v));
             }
             ast::Set::MultipleAssignments { assignments } => {
                 for a in assignments {
-                    assigns.push((a.name.to_string(), matches!(a.scope, Some(ast::ContextModifier::Global)), a.value.clone()));
+                    assigns.push((
+                        a.name.to_string(),
+                        matches!(a.scope, Some(ast::ContextModifier::Global)),
+                        a.value.clone(),
+                    ));
                 }
             }
-            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} | ast::Set::SetTimeZone { .. } | ast::Set::SetTransaction { .. } => {
-                return Ok(Output::ok(0))
-            }
+            ast::Set::SetNames { .. }
+            | ast::Set::SetNamesDefault {}
+            | ast::Set::SetTimeZone { .. }
+            | ast::Set::SetTransaction { .. } => return Ok(Output::ok(0)),
             other => return Err(Error::unsupported(other.to_string())),
         }
         for (name, global_kw, expr) in assigns {
             let cur = self.current_db.clone();
             if let Some(uv) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) {
-                let v = self.exec_ctx(params.clone(), sink, |ctx| Binder::new(&self.db.catalog, cur).bind_expr(&expr)?.eval(&[], ctx))?;
-                self.user_vars.insert(uv.trim_matches('`').to_ascii_lowercase(), v);
+                let v = self.exec_ctx(params.clone(), sink, |ctx| {
+                    Binder::new(&self.db.catalog, cur)
+                        .bind_expr(&expr)?
+                        .eval(&[], ctx)
+                })?;
+                self.user_vars
+                    .insert(uv.trim_matches('`').to_ascii_lowercase(), v);
                 continue;
             }
             let (n, scope) = normalise(&name);
@@ -821,7 +1123,11 @@ impl Session {
             // Bare words (SET autocommit = ON, sql_mode = TRADITIONAL) are values, not columns.
             let v = match &expr {
                 ast::Expr::Identifier(i) => Value::Str(i.value.clone()),
-                other => self.exec_ctx(params.clone(), sink, |ctx| Binder::new(&self.db.catalog, cur).bind_expr(other)?.eval(&[], ctx))?,
+                other => self.exec_ctx(params.clone(), sink, |ctx| {
+                    Binder::new(&self.db.catalog, cur)
+                        .bind_expr(other)?
+                        .eval(&[], ctx)
+                })?,
             };
             if self.db.global(&n).is_none() {
                 return Err(Error::unknown_system_variable(&n));
@@ -859,7 +1165,12 @@ impl Session {
         Ok(Output::ok(0))
     }
 
-    fn drop(&mut self, object_type: &ast::ObjectType, if_exists: bool, names: &[ast::ObjectName]) -> Result<Output> {
+    fn drop(
+        &mut self,
+        object_type: &ast::ObjectType,
+        if_exists: bool,
+        names: &[ast::ObjectName],
+    ) -> Result<Output> {
         match object_type {
             ast::ObjectType::Table => {
                 let mut missing = vec![];
@@ -874,7 +1185,11 @@ impl Session {
                 if !missing.is_empty() {
                     if if_exists {
                         for m in missing {
-                            self.warnings.push(("Note".into(), 1051, format!("Unknown table '{m}'")));
+                            self.warnings.push((
+                                "Note".into(),
+                                1051,
+                                format!("Unknown table '{m}'"),
+                            ));
                         }
                     } else {
                         return Err(Error::unknown_table(&missing.join(",")));
@@ -886,33 +1201,50 @@ impl Session {
                 let name = quarry_executor::bind::object_name(&names[0]).join(".");
                 let n = self.db.catalog.drop_database(&name, if_exists)?;
                 if n.is_none() {
-                    self.warnings.push(("Note".into(), 1008, format!("Can't drop database '{name}'; database doesn't exist")));
+                    self.warnings.push((
+                        "Note".into(),
+                        1008,
+                        format!("Can't drop database '{name}'; database doesn't exist"),
+                    ));
                 }
                 if self.current_db.as_deref() == Some(name.as_str()) {
                     self.current_db = None;
                 }
                 Ok(Output::ok(n.unwrap_or(0) as u64))
             }
-            ast::ObjectType::Index => Err(Error::unsupported("DROP INDEX without ON (use ALTER TABLE … DROP INDEX)")),
+            ast::ObjectType::Index => Err(Error::unsupported(
+                "DROP INDEX without ON (use ALTER TABLE … DROP INDEX)",
+            )),
             other => Err(Error::unsupported(format!("DROP {other}"))),
         }
     }
 
-    fn create_table(&mut self, ct: &ast::CreateTable, params: Vec<Value>, sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>) -> Result<Output> {
+    fn create_table(
+        &mut self,
+        ct: &ast::CreateTable,
+        params: Vec<Value>,
+        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+    ) -> Result<Output> {
         let (db, name) = self.split_name(&ct.name)?;
         if !self.db.catalog.database_exists(&db) {
             return Err(Error::unknown_database(&db));
         }
         if self.db.catalog.table_exists(&db, &name) {
             if ct.if_not_exists {
-                self.warnings.push(("Note".into(), 1050, format!("Table '{name}' already exists")));
+                self.warnings.push((
+                    "Note".into(),
+                    1050,
+                    format!("Table '{name}' already exists"),
+                ));
                 return Ok(Output::ok(0));
             }
             return Err(Error::table_exists(&name));
         }
         if let Some(like) = &ct.like {
             let src = match like {
-                ast::CreateTableLikeKind::Parenthesized(l) | ast::CreateTableLikeKind::Plain(l) => &l.name,
+                ast::CreateTableLikeKind::Parenthesized(l) | ast::CreateTableLikeKind::Plain(l) => {
+                    &l.name
+                }
             };
             let (sdb, st) = self.split_name(src)?;
             let mut def = self.db.catalog.table(&sdb, &st)?.def.clone();
@@ -944,7 +1276,11 @@ impl Session {
             }
         }
         let entry = self.db.catalog.create_table(&db, def)?;
-        let positions: Vec<usize> = sp.columns.iter().map(|c| entry.def.column_index(&c.name).unwrap()).collect();
+        let positions: Vec<usize> = sp
+            .columns
+            .iter()
+            .map(|c| entry.def.column_index(&c.name).unwrap())
+            .collect();
         let width = entry.def.columns.len();
         let r = self.exec_ctx(params, sink, |ctx| {
             let rows = collect(&sp.plan, ctx)?;
@@ -956,12 +1292,24 @@ impl Session {
                 }
                 Ok(full)
             });
-            let r = quarry_executor::dml::insert_rows(&entry, it, &quarry_executor::dml::InsertOptions { mode: quarry_executor::dml::DupMode::Error, on_dup: &[] }, ctx);
+            let r = quarry_executor::dml::insert_rows(
+                &entry,
+                it,
+                &quarry_executor::dml::InsertOptions {
+                    mode: quarry_executor::dml::DupMode::Error,
+                    on_dup: &[],
+                },
+                ctx,
+            );
             entry.handle.end_bulk()?;
             r
         });
         match r {
-            Ok(r) => Ok(Output::Ok { affected: r.affected, last_insert_id: 0, info: r.info }),
+            Ok(r) => Ok(Output::Ok {
+                affected: r.affected,
+                last_insert_id: 0,
+                info: r.info,
+            }),
             Err(e) => {
                 // The table is created only if the whole statement succeeds.
                 *sink.borrow_mut() = None;
@@ -983,12 +1331,23 @@ impl Session {
                 .indexes
                 .iter()
                 .find(|ix| ix.columns.first() == Some(&i))
-                .map(|ix| if ix.primary { "PRI" } else if ix.unique { "UNI" } else { "MUL" })
+                .map(|ix| {
+                    if ix.primary {
+                        "PRI"
+                    } else if ix.unique {
+                        "UNI"
+                    } else {
+                        "MUL"
+                    }
+                })
                 .unwrap_or("");
             let default = match &c.default {
-                quarry_catalog::DefaultValue::None | quarry_catalog::DefaultValue::Value(Value::Null) => Value::Null,
+                quarry_catalog::DefaultValue::None
+                | quarry_catalog::DefaultValue::Value(Value::Null) => Value::Null,
                 quarry_catalog::DefaultValue::Value(v) => Value::Str(v.to_string()),
-                quarry_catalog::DefaultValue::CurrentTimestamp => Value::Str("current_timestamp()".into()),
+                quarry_catalog::DefaultValue::CurrentTimestamp => {
+                    Value::Str("current_timestamp()".into())
+                }
             };
             let mut extra = String::new();
             if c.auto_increment {
@@ -999,9 +1358,18 @@ impl Session {
             }
             let mut r = vec![Value::Str(c.name.clone()), Value::Str(c.ty.to_string())];
             if full {
-                r.push(if c.ty.is_string() && !c.ty.is_binary() { Value::Str("utf8mb4_general_ci".into()) } else { Value::Null });
+                r.push(if c.ty.is_string() && !c.ty.is_binary() {
+                    Value::Str("utf8mb4_general_ci".into())
+                } else {
+                    Value::Null
+                });
             }
-            r.extend([Value::Str(if c.nullable { "YES" } else { "NO" }.into()), Value::Str(key.into()), default, Value::Str(extra)]);
+            r.extend([
+                Value::Str(if c.nullable { "YES" } else { "NO" }.into()),
+                Value::Str(key.into()),
+                default,
+                Value::Str(extra),
+            ]);
             if full {
                 r.push(Value::Str("select,insert,update,references".into()));
                 r.push(Value::Str(c.comment.clone()));
@@ -1012,12 +1380,20 @@ impl Session {
         if full {
             cols.push(text("Collation", 64));
         }
-        cols.extend([text("Null", 3), text("Key", 3), OutColumn::expr("Default", SqlType::varchar(64), true), text("Extra", 64)]);
+        cols.extend([
+            text("Null", 3),
+            text("Key", 3),
+            OutColumn::expr("Default", SqlType::varchar(64), true),
+            text("Extra", 64),
+        ]);
         if full {
             cols.push(text("Privileges", 80));
             cols.push(text("Comment", 1024));
         }
-        Ok(Output::Rows { columns: cols, rows })
+        Ok(Output::Rows {
+            columns: cols,
+            rows,
+        })
     }
 
     fn show_table_status(&self, db: Option<&str>, like: Option<&str>) -> Result<Output> {
@@ -1049,11 +1425,23 @@ impl Session {
             }
             let st = t.handle.stats();
             let nrows = match st.rows {
-                quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n) => Value::Int(n as i64),
+                quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n) => {
+                    Value::Int(n as i64)
+                }
                 quarry_storage_api::Stat::Unknown => Value::Null,
             };
-            let created = t.create_time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0);
-            let epoch = quarry_common::Date { year: 1970, month: 1, day: 1 }.to_days() * 86_400_000_000;
+            let created = t
+                .create_time
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_micros() as i64)
+                .unwrap_or(0);
+            let epoch = quarry_common::Date {
+                year: 1970,
+                month: 1,
+                day: 1,
+            }
+            .to_days()
+                * 86_400_000_000;
             rows.push(vec![
                 Value::Str(t.def.name.clone()),
                 Value::Str(t.def.engine.clone()),
@@ -1068,7 +1456,10 @@ impl Session {
                 Value::Int(0),
                 Value::Int(0),
                 Value::Int(st.free_bytes as i64),
-                t.def.auto_increment_column().map(|_| Value::Int(*t.auto_inc.lock() as i64)).unwrap_or(Value::Null),
+                t.def
+                    .auto_increment_column()
+                    .map(|_| Value::Int(*t.auto_inc.lock() as i64))
+                    .unwrap_or(Value::Null),
                 Value::DateTime(DateTime::from_micros(epoch + created)),
                 Value::Null,
                 Value::Null,
@@ -1078,7 +1469,10 @@ impl Session {
                 Value::Str(t.def.comment.clone()),
             ]);
         }
-        Ok(Output::Rows { columns: cols, rows })
+        Ok(Output::Rows {
+            columns: cols,
+            rows,
+        })
     }
 
     fn show_index(&self, db: Option<&str>, table: &str) -> Result<Output> {
@@ -1111,7 +1505,11 @@ impl Session {
                     Value::Str(col.name.clone()),
                     Value::Str(if ix.desc[seq] { "D" } else { "A" }.into()),
                     Value::Null,
-                    if p > 0 { Value::Int(p as i64) } else { Value::Null },
+                    if p > 0 {
+                        Value::Int(p as i64)
+                    } else {
+                        Value::Null
+                    },
                     Value::Null,
                     Value::Str(if col.nullable { "YES" } else { "" }.into()),
                     Value::Str("BTREE".into()),
@@ -1120,7 +1518,10 @@ impl Session {
                 ]);
             }
         }
-        Ok(Output::Rows { columns: cols, rows })
+        Ok(Output::Rows {
+            columns: cols,
+            rows,
+        })
     }
 
     /// Replace a table by a new definition, copying rows through `map` (ALTER, CREATE INDEX).
@@ -1140,10 +1541,16 @@ impl Session {
         let width = tmp_entry.def.columns.len();
         let copy = self.exec_ctx(vec![], sink, |ctx| {
             let mut rows = vec![];
-            quarry_executor::exec::scan_table(entry, None, &quarry_executor::plan::Access::Full, ctx, &mut |_, b| {
-                rows.extend(b);
-                Ok(true)
-            })?;
+            quarry_executor::exec::scan_table(
+                entry,
+                None,
+                &quarry_executor::plan::Access::Full,
+                ctx,
+                &mut |_, b| {
+                    rows.extend(b);
+                    Ok(true)
+                },
+            )?;
             tmp_entry.handle.begin_bulk();
             let it = rows.into_iter().map(|r| {
                 let r = match map {
@@ -1156,7 +1563,15 @@ impl Session {
                 }
                 Ok(full)
             });
-            let r = quarry_executor::dml::insert_rows(&tmp_entry, it, &quarry_executor::dml::InsertOptions { mode: quarry_executor::dml::DupMode::Error, on_dup: &[] }, ctx);
+            let r = quarry_executor::dml::insert_rows(
+                &tmp_entry,
+                it,
+                &quarry_executor::dml::InsertOptions {
+                    mode: quarry_executor::dml::DupMode::Error,
+                    on_dup: &[],
+                },
+                ctx,
+            );
             tmp_entry.handle.end_bulk()?;
             r
         });
@@ -1175,7 +1590,11 @@ impl Session {
         Ok(())
     }
 
-    fn alter_table(&mut self, at: &ast::AlterTable, sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>) -> Result<Output> {
+    fn alter_table(
+        &mut self,
+        at: &ast::AlterTable,
+        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+    ) -> Result<Output> {
         let (db, t) = self.split_name(&at.name)?;
         let entry = self.db.catalog.table(&db, &t)?;
         let mut def = entry.def.clone();
@@ -1185,7 +1604,12 @@ impl Session {
         for op in &at.operations {
             use ast::AlterTableOperation as O;
             match op {
-                O::AddColumn { column_def, column_position, if_not_exists, .. } => {
+                O::AddColumn {
+                    column_def,
+                    column_position,
+                    if_not_exists,
+                    ..
+                } => {
                     let (col, keys) = quarry_catalog::ddl_column(column_def)?;
                     if def.column_index(&col.name).is_some() {
                         if *if_not_exists {
@@ -1196,7 +1620,9 @@ impl Session {
                     let pos = match column_position {
                         Some(ast::MySQLColumnPosition::First) => 0,
                         Some(ast::MySQLColumnPosition::After(a)) => {
-                            def.column_index(&a.value).ok_or_else(|| Error::unknown_column(&a.value, &t))? + 1
+                            def.column_index(&a.value)
+                                .ok_or_else(|| Error::unknown_column(&a.value, &t))?
+                                + 1
                         }
                         None => def.columns.len(),
                     };
@@ -1213,13 +1639,20 @@ impl Session {
                         return Err(Error::unsupported("ADD COLUMN with an inline key"));
                     }
                 }
-                O::DropColumn { column_names, if_exists, .. } => {
+                O::DropColumn {
+                    column_names,
+                    if_exists,
+                    ..
+                } => {
                     for cn in column_names {
                         let Some(i) = def.column_index(&cn.value) else {
                             if *if_exists {
                                 continue;
                             }
-                            return Err(Error::new(1091, format!("Can't DROP COLUMN `{}`; check that it exists", cn.value)));
+                            return Err(Error::new(
+                                1091,
+                                format!("Can't DROP COLUMN `{}`; check that it exists", cn.value),
+                            ));
                         };
                         if def.columns.len() == 1 {
                             return Err(Error::new(1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"));
@@ -1241,20 +1674,60 @@ impl Session {
                         });
                     }
                 }
-                O::ModifyColumn { col_name, data_type, options, .. } => {
-                    let i = def.column_index(&col_name.value).ok_or_else(|| Error::unknown_column(&col_name.value, &t))?;
-                    let cd = ast::ColumnDef { name: col_name.clone(), data_type: data_type.clone(), options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect() };
+                O::ModifyColumn {
+                    col_name,
+                    data_type,
+                    options,
+                    ..
+                } => {
+                    let i = def
+                        .column_index(&col_name.value)
+                        .ok_or_else(|| Error::unknown_column(&col_name.value, &t))?;
+                    let cd = ast::ColumnDef {
+                        name: col_name.clone(),
+                        data_type: data_type.clone(),
+                        options: options
+                            .iter()
+                            .map(|o| ast::ColumnOptionDef {
+                                name: None,
+                                option: o.clone(),
+                            })
+                            .collect(),
+                    };
                     let (col, _) = quarry_catalog::ddl_column(&cd)?;
                     def.columns[i] = col;
                 }
-                O::ChangeColumn { old_name, new_name, data_type, options, .. } => {
-                    let i = def.column_index(&old_name.value).ok_or_else(|| Error::unknown_column(&old_name.value, &t))?;
-                    let cd = ast::ColumnDef { name: new_name.clone(), data_type: data_type.clone(), options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect() };
+                O::ChangeColumn {
+                    old_name,
+                    new_name,
+                    data_type,
+                    options,
+                    ..
+                } => {
+                    let i = def
+                        .column_index(&old_name.value)
+                        .ok_or_else(|| Error::unknown_column(&old_name.value, &t))?;
+                    let cd = ast::ColumnDef {
+                        name: new_name.clone(),
+                        data_type: data_type.clone(),
+                        options: options
+                            .iter()
+                            .map(|o| ast::ColumnOptionDef {
+                                name: None,
+                                option: o.clone(),
+                            })
+                            .collect(),
+                    };
                     let (col, _) = quarry_catalog::ddl_column(&cd)?;
                     def.columns[i] = col;
                 }
-                O::RenameColumn { old_column_name, new_column_name } => {
-                    let i = def.column_index(&old_column_name.value).ok_or_else(|| Error::unknown_column(&old_column_name.value, &t))?;
+                O::RenameColumn {
+                    old_column_name,
+                    new_column_name,
+                } => {
+                    let i = def
+                        .column_index(&old_column_name.value)
+                        .ok_or_else(|| Error::unknown_column(&old_column_name.value, &t))?;
                     def.columns[i].name = new_column_name.value.clone();
                 }
                 O::RenameTable { table_name } => {
@@ -1270,9 +1743,13 @@ impl Session {
                 }
                 O::DropIndex { name } => {
                     let before = def.indexes.len();
-                    def.indexes.retain(|ix| !ix.name.eq_ignore_ascii_case(&name.value));
+                    def.indexes
+                        .retain(|ix| !ix.name.eq_ignore_ascii_case(&name.value));
                     if def.indexes.len() == before {
-                        return Err(Error::new(1091, format!("Can't DROP INDEX `{}`; check that it exists", name.value)));
+                        return Err(Error::new(
+                            1091,
+                            format!("Can't DROP INDEX `{}`; check that it exists", name.value),
+                        ));
                     }
                 }
                 O::DropPrimaryKey { .. } => def.indexes.retain(|ix| !ix.primary),
@@ -1281,14 +1758,23 @@ impl Session {
             }
         }
         if def != entry.def {
-            let ctx_map = move |old: Row| -> Row { source.iter().map(|s| s.map(|i| old[i].clone()).unwrap_or(Value::Null)).collect() };
+            let ctx_map = move |old: Row| -> Row {
+                source
+                    .iter()
+                    .map(|s| s.map(|i| old[i].clone()).unwrap_or(Value::Null))
+                    .collect()
+            };
             // Columns added without a value take their default: mark them for default filling.
             self.rebuild_table(&db, &entry, def.clone(), Some(&ctx_map), sink)?;
         }
         if let Some((d2, t2)) = rename_to {
             self.db.catalog.rename_table(&db, &def.name, &d2, &t2)?;
         }
-        Ok(Output::Ok { affected: 0, last_insert_id: 0, info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()) })
+        Ok(Output::Ok {
+            affected: 0,
+            last_insert_id: 0,
+            info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()),
+        })
     }
 }
 
@@ -1302,7 +1788,8 @@ impl Drop for Session {
 /// Undo operations newest-first, following rows that moved when re-inserted.
 fn undo_ops(ops: Vec<Undo>) -> Result<()> {
     let mut moved: HashMap<(usize, u64), u64> = HashMap::new();
-    let key = |e: &Arc<quarry_catalog::TableEntry>, id: u64| (Arc::as_ptr(e) as *const () as usize, id);
+    let key =
+        |e: &Arc<quarry_catalog::TableEntry>, id: u64| (Arc::as_ptr(e) as *const () as usize, id);
     for op in ops.into_iter().rev() {
         match op {
             Undo::Inserted(e, id) => {
@@ -1327,7 +1814,9 @@ fn undo_ops(ops: Vec<Undo>) -> Result<()> {
 fn show_like(o: &ast::ShowStatementOptions) -> Option<String> {
     match &o.filter_position {
         Some(ast::ShowStatementFilterPosition::Infix(ast::ShowStatementFilter::Like(p)))
-        | Some(ast::ShowStatementFilterPosition::Suffix(ast::ShowStatementFilter::Like(p))) => Some(p.clone()),
+        | Some(ast::ShowStatementFilterPosition::Suffix(ast::ShowStatementFilter::Like(p))) => {
+            Some(p.clone())
+        }
         _ => None,
     }
 }
@@ -1360,7 +1849,12 @@ fn storable(t: SqlType) -> SqlType {
     }
 }
 
-fn synth_index(def: &TableDef, name: Option<String>, cols: &[ast::IndexColumn], unique: bool) -> Result<ast::CreateTable> {
+fn synth_index(
+    def: &TableDef,
+    name: Option<String>,
+    cols: &[ast::IndexColumn],
+    unique: bool,
+) -> Result<ast::CreateTable> {
     let c = if unique {
         ast::TableConstraint::Unique(ast::UniqueConstraint {
             name: None,
@@ -1388,8 +1882,12 @@ fn synth_index(def: &TableDef, name: Option<String>, cols: &[ast::IndexColumn], 
 /// A CREATE TABLE AST equal to `def` plus one more constraint (reuses the DDL path for keys).
 fn synth_constraint(def: &TableDef, c: ast::TableConstraint) -> ast::CreateTable {
     let sql = def.create_sql(None);
-    let Ok(Stmt::Ast(s)) = quarry_sql::parse_one(&sql) else { unreachable!("canonical CREATE TABLE parses") };
-    let S::CreateTable(mut ct) = *s else { unreachable!() };
+    let Ok(Stmt::Ast(s)) = quarry_sql::parse_one(&sql) else {
+        unreachable!("canonical CREATE TABLE parses")
+    };
+    let S::CreateTable(mut ct) = *s else {
+        unreachable!()
+    };
     ct.constraints.push(c);
     ct
 }

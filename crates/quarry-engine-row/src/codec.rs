@@ -21,7 +21,9 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u128> {
     let mut v: u128 = 0;
     let mut shift = 0;
     loop {
-        let b = *buf.get(*pos).ok_or_else(|| Error::corrupt("record truncated"))?;
+        let b = *buf
+            .get(*pos)
+            .ok_or_else(|| Error::corrupt("record truncated"))?;
         *pos += 1;
         v |= ((b & 0x7f) as u128) << shift;
         if b & 0x80 == 0 {
@@ -42,7 +44,9 @@ fn unzigzag(v: u128) -> i128 {
 }
 
 fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8]> {
-    let s = buf.get(*pos..*pos + n).ok_or_else(|| Error::corrupt("record truncated"))?;
+    let s = buf
+        .get(*pos..*pos + n)
+        .ok_or_else(|| Error::corrupt("record truncated"))?;
     *pos += n;
     Ok(s)
 }
@@ -62,7 +66,13 @@ pub fn fixed_width(cols: &[ColumnSchema]) -> usize {
         w += match c.ty.kind {
             TypeKind::Decimal => 16,
             TypeKind::Date => 4,
-            k if matches!(k, TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary) => 2 + max_string_bytes(&c.ty),
+            k if matches!(
+                k,
+                TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary
+            ) =>
+            {
+                2 + max_string_bytes(&c.ty)
+            }
             _ => 8,
         };
     }
@@ -85,7 +95,9 @@ pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &Row, out: &mut Vec
                 let w = match c.ty.kind {
                     TypeKind::Decimal => 16,
                     TypeKind::Date => 4,
-                    TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => 2 + max_string_bytes(&c.ty),
+                    TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => {
+                        2 + max_string_bytes(&c.ty)
+                    }
                     _ => 8,
                 };
                 out.resize(out.len() + w, 0);
@@ -117,7 +129,11 @@ pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &Row, out: &mut Vec
                 }
             }
             TypeKind::Date => {
-                let d = v.to_datetime().map(|d| d.date).unwrap_or(Date { year: 0, month: 0, day: 0 });
+                let d = v.to_datetime().map(|d| d.date).unwrap_or(Date {
+                    year: 0,
+                    month: 0,
+                    day: 0,
+                });
                 out.extend_from_slice(&d.year.to_le_bytes());
                 out.push(d.month);
                 out.push(d.day);
@@ -149,7 +165,9 @@ pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &Row, out: &mut Vec
 
 pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Row> {
     let nb = cols.len().div_ceil(8);
-    let nulls = buf.get(..nb).ok_or_else(|| Error::corrupt("record truncated"))?;
+    let nulls = buf
+        .get(..nb)
+        .ok_or_else(|| Error::corrupt("record truncated"))?;
     let mut pos = nb;
     let fixed = format == RowFormat::Fixed;
     let mut row = Vec::with_capacity(cols.len());
@@ -160,7 +178,9 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
                 pos += match c.ty.kind {
                     TypeKind::Decimal => 16,
                     TypeKind::Date => 4,
-                    TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => 2 + max_string_bytes(&c.ty),
+                    TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => {
+                        2 + max_string_bytes(&c.ty)
+                    }
                     _ => 8,
                 };
             }
@@ -172,15 +192,23 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
                 let unsigned_big = c.ty.unsigned && k == TypeKind::BigInt;
                 if fixed {
                     let b = u64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
-                    if unsigned_big { Value::UInt(b) } else { Value::Int(b as i64) }
+                    if unsigned_big {
+                        Value::UInt(b)
+                    } else {
+                        Value::Int(b as i64)
+                    }
                 } else {
                     let raw = get_varint(buf, &mut pos)?;
-                    if unsigned_big { Value::UInt(raw as u64) } else { Value::Int(unzigzag(raw) as i64) }
+                    if unsigned_big {
+                        Value::UInt(raw as u64)
+                    } else {
+                        Value::Int(unzigzag(raw) as i64)
+                    }
                 }
             }
-            TypeKind::Float | TypeKind::Double => {
-                Value::Double(f64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap()))
-            }
+            TypeKind::Float | TypeKind::Double => Value::Double(f64::from_le_bytes(
+                take(buf, &mut pos, 8)?.try_into().unwrap(),
+            )),
             TypeKind::Decimal => {
                 let m = if fixed {
                     i128::from_le_bytes(take(buf, &mut pos, 16)?.try_into().unwrap())
@@ -191,7 +219,11 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
             }
             TypeKind::Date => {
                 let b = take(buf, &mut pos, 4)?;
-                Value::Date(Date { year: u16::from_le_bytes([b[0], b[1]]), month: b[2], day: b[3] })
+                Value::Date(Date {
+                    year: u16::from_le_bytes([b[0], b[1]]),
+                    month: b[2],
+                    day: b[3],
+                })
             }
             TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Time => {
                 let us = i64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
@@ -200,9 +232,11 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
             _ => {
                 let bytes = if fixed && !matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob) {
                     let max = max_string_bytes(&c.ty);
-                    let n = u16::from_le_bytes(take(buf, &mut pos, 2)?.try_into().unwrap()) as usize;
+                    let n =
+                        u16::from_le_bytes(take(buf, &mut pos, 2)?.try_into().unwrap()) as usize;
                     let all = take(buf, &mut pos, max)?;
-                    all.get(..n).ok_or_else(|| Error::corrupt("string length"))?
+                    all.get(..n)
+                        .ok_or_else(|| Error::corrupt("string length"))?
                 } else {
                     let n = get_varint(buf, &mut pos)? as usize;
                     take(buf, &mut pos, n)?
@@ -210,7 +244,10 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
                 if c.ty.is_binary() {
                     Value::Bytes(bytes.to_vec())
                 } else {
-                    Value::Str(String::from_utf8(bytes.to_vec()).map_err(|_| Error::corrupt("invalid utf-8 in record"))?)
+                    Value::Str(
+                        String::from_utf8(bytes.to_vec())
+                            .map_err(|_| Error::corrupt("invalid utf-8 in record"))?,
+                    )
                 }
             }
         };
@@ -224,7 +261,11 @@ mod tests {
     use super::*;
 
     fn cols() -> Vec<ColumnSchema> {
-        let c = |name: &str, ty: SqlType| ColumnSchema { name: name.into(), ty, nullable: true };
+        let c = |name: &str, ty: SqlType| ColumnSchema {
+            name: name.into(),
+            ty,
+            nullable: true,
+        };
         vec![
             c("a", SqlType::INT),
             c("b", SqlType::varchar(10)),
@@ -232,7 +273,13 @@ mod tests {
             c("d", SqlType::DATE),
             c("e", SqlType::DATETIME),
             c("f", SqlType::DOUBLE),
-            c("g", SqlType { unsigned: true, ..SqlType::BIGINT }),
+            c(
+                "g",
+                SqlType {
+                    unsigned: true,
+                    ..SqlType::BIGINT
+                },
+            ),
         ]
     }
 
@@ -242,7 +289,11 @@ mod tests {
             Value::Int(-42),
             Value::Str("héllo".into()),
             Value::Decimal(Decimal::new(-12345, 2)),
-            Value::Date(Date { year: 2024, month: 2, day: 29 }),
+            Value::Date(Date {
+                year: 2024,
+                month: 2,
+                day: 29,
+            }),
             Value::DateTime(DateTime::from_micros(63_000_000_123)),
             Value::Double(1.5),
             Value::UInt(u64::MAX),
@@ -262,9 +313,18 @@ mod tests {
 
     #[test]
     fn dynamic_stores_only_used_bytes() {
-        let c = vec![ColumnSchema { name: "v".into(), ty: SqlType::varchar(2048), nullable: true }];
+        let c = vec![ColumnSchema {
+            name: "v".into(),
+            ty: SqlType::varchar(2048),
+            nullable: true,
+        }];
         let mut buf = vec![];
-        encode(&c, RowFormat::Dynamic, &vec![Value::Str("x".into())], &mut buf);
+        encode(
+            &c,
+            RowFormat::Dynamic,
+            &vec![Value::Str("x".into())],
+            &mut buf,
+        );
         assert_eq!(buf.len(), 3); // bitmap + length + one byte
         assert!(decode(&c, RowFormat::Dynamic, &buf[..2]).is_err());
     }

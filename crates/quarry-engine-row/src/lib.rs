@@ -33,8 +33,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, TypeKind, Value};
 use quarry_storage_api::{
-    Batch, Cursor, Engine, HandlerCounters, IndexSchema, RowFormat, RowId, ScanRequest, Stat, Table, TablePath,
-    TableSchema, TableStats,
+    Batch, Cursor, Engine, HandlerCounters, IndexSchema, RowFormat, RowId, ScanRequest, Stat,
+    Table, TablePath, TableSchema, TableStats,
 };
 
 pub use codec::{decode, encode, fixed_width};
@@ -63,11 +63,17 @@ impl Engine for RowEngine {
             .create_new(true)
             .open(&file)
             .map_err(|e| Error::io(file.display(), e))?;
-        f.write_all(&header(schema.row_format)).map_err(|e| Error::io(file.display(), e))?;
+        f.write_all(&header(schema.row_format))
+            .map_err(|e| Error::io(file.display(), e))?;
         f.sync_all().map_err(|e| Error::io(file.display(), e))?;
         Ok(())
     }
-    fn open(&self, path: &TablePath, schema: &TableSchema, counters: Arc<HandlerCounters>) -> Result<Arc<dyn Table>> {
+    fn open(
+        &self,
+        path: &TablePath,
+        schema: &TableSchema,
+        counters: Arc<HandlerCounters>,
+    ) -> Result<Arc<dyn Table>> {
         Ok(Arc::new(RowTable::open(path, schema.clone(), counters)?))
     }
     fn drop_table(&self, path: &TablePath) -> Result<()> {
@@ -79,7 +85,8 @@ impl Engine for RowEngine {
         }
     }
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()> {
-        std::fs::rename(from.file("qrd"), to.file("qrd")).map_err(|e| Error::io(from.file("qrd").display(), e))
+        std::fs::rename(from.file("qrd"), to.file("qrd"))
+            .map_err(|e| Error::io(from.file("qrd").display(), e))
     }
 }
 
@@ -158,21 +165,40 @@ pub struct RowTable {
 }
 
 impl RowTable {
-    pub fn open(path: &TablePath, schema: TableSchema, counters: Arc<HandlerCounters>) -> Result<RowTable> {
+    pub fn open(
+        path: &TablePath,
+        schema: TableSchema,
+        counters: Arc<HandlerCounters>,
+    ) -> Result<RowTable> {
         let fname = path.file("qrd");
-        let file = OpenOptions::new().read(true).write(true).open(&fname).map_err(|e| Error::io(fname.display(), e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fname)
+            .map_err(|e| Error::io(fname.display(), e))?;
         let mut h = vec![0u8; HEADER_SIZE as usize];
-        file.read_exact_at(&mut h, 0).map_err(|e| Error::io(fname.display(), e))?;
+        file.read_exact_at(&mut h, 0)
+            .map_err(|e| Error::io(fname.display(), e))?;
         let crc = u32::from_le_bytes(h[4092..].try_into().unwrap());
         if &h[..8] != MAGIC || crc != crc32c::crc32c(&h[..4092]) {
             return Err(Error::corrupt(&path.name));
         }
         let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
         if version != VERSION {
-            return Err(Error::new(1033, format!("Incorrect information in file: '{}' (format version {version})", fname.display())));
+            return Err(Error::new(
+                1033,
+                format!(
+                    "Incorrect information in file: '{}' (format version {version})",
+                    fname.display()
+                ),
+            ));
         }
-        let len = file.metadata().map_err(|e| Error::io(fname.display(), e))?.len();
-        let fixed_slot = (schema.row_format == RowFormat::Fixed).then(|| fixed_width(&schema.columns) as u32);
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(fname.display(), e))?
+            .len();
+        let fixed_slot =
+            (schema.row_format == RowFormat::Fixed).then(|| fixed_width(&schema.columns) as u32);
         let t = RowTable {
             name: path.name.clone(),
             schema,
@@ -200,7 +226,8 @@ impl RowTable {
         let mut free: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
         let mut free_bytes = 0;
         let mut live = 0;
-        let mut indexes: Vec<BTreeMap<Key, Vec<RowId>>> = vec![BTreeMap::new(); self.schema.indexes.len()];
+        let mut indexes: Vec<BTreeMap<Key, Vec<RowId>>> =
+            vec![BTreeMap::new(); self.schema.indexes.len()];
         let mut reader = RecordReader::new(&self, HEADER_SIZE, self.state.lock().end, 1 << 20);
         while let Some((off, status, slot, payload)) = reader.next_record()? {
             if status == LIVE {
@@ -228,7 +255,9 @@ impl RowTable {
         if st.wbuf.is_empty() {
             return Ok(());
         }
-        self.file.write_all_at(&st.wbuf, st.wbuf_start).map_err(|e| Error::io(&self.name, e))?;
+        self.file
+            .write_all_at(&st.wbuf, st.wbuf_start)
+            .map_err(|e| Error::io(&self.name, e))?;
         HandlerCounters::add(&self.counters.io_write_calls, 1);
         HandlerCounters::add(&self.counters.io_write_bytes, st.wbuf.len() as u64);
         st.wbuf_start += st.wbuf.len() as u64;
@@ -293,7 +322,11 @@ impl RowTable {
                 // aligned WRITE_BUFFER block.
                 loop {
                     let misalign = (st.wbuf_start % 4096) as usize;
-                    let chunk = if misalign != 0 { 4096 - misalign } else { WRITE_BUFFER };
+                    let chunk = if misalign != 0 {
+                        4096 - misalign
+                    } else {
+                        WRITE_BUFFER
+                    };
                     if st.wbuf.len() < chunk {
                         break;
                     }
@@ -304,7 +337,9 @@ impl RowTable {
             }
         } else {
             self.flush_locked(st)?;
-            self.file.write_all_at(&rec, off).map_err(|e| Error::io(&self.name, e))?;
+            self.file
+                .write_all_at(&rec, off)
+                .map_err(|e| Error::io(&self.name, e))?;
             HandlerCounters::add(&self.counters.io_write_calls, 1);
             HandlerCounters::add(&self.counters.io_write_bytes, rec.len() as u64);
         }
@@ -314,21 +349,31 @@ impl RowTable {
     fn read_record(&self, st: &mut State, id: RowId) -> Result<(u32, Row)> {
         self.flush_locked(st)?;
         let mut hdr = [0u8; REC_HDR];
-        self.file.read_exact_at(&mut hdr, id).map_err(|e| Error::io(&self.name, e))?;
+        self.file
+            .read_exact_at(&mut hdr, id)
+            .map_err(|e| Error::io(&self.name, e))?;
         if hdr[0] != LIVE {
-            return Err(Error::internal(format!("row {id} of {} is not live", self.name)));
+            return Err(Error::internal(format!(
+                "row {id} of {} is not live",
+                self.name
+            )));
         }
         let slot = u32::from_le_bytes(hdr[1..5].try_into().unwrap());
         let len = u32::from_le_bytes(hdr[5..9].try_into().unwrap()) as usize;
         let crc = u32::from_le_bytes(hdr[9..13].try_into().unwrap());
         let mut payload = vec![0u8; len];
-        self.file.read_exact_at(&mut payload, id + REC_HDR as u64).map_err(|e| Error::io(&self.name, e))?;
+        self.file
+            .read_exact_at(&mut payload, id + REC_HDR as u64)
+            .map_err(|e| Error::io(&self.name, e))?;
         HandlerCounters::add(&self.counters.io_read_calls, 2);
         HandlerCounters::add(&self.counters.io_read_bytes, (REC_HDR + len) as u64);
         if crc32c::crc32c(&payload) != crc {
             return Err(Error::corrupt(&self.name));
         }
-        Ok((slot, decode(&self.schema.columns, self.schema.row_format, &payload)?))
+        Ok((
+            slot,
+            decode(&self.schema.columns, self.schema.row_format, &payload)?,
+        ))
     }
 
     fn alloc(&self, st: &mut State, need: u32) -> (u64, u32) {
@@ -349,7 +394,9 @@ impl RowTable {
 
     fn mark_deleted(&self, st: &mut State, id: RowId, slot: u32) -> Result<()> {
         self.flush_locked(st)?;
-        self.file.write_all_at(&[DELETED], id).map_err(|e| Error::io(&self.name, e))?;
+        self.file
+            .write_all_at(&[DELETED], id)
+            .map_err(|e| Error::io(&self.name, e))?;
         HandlerCounters::add(&self.counters.io_write_calls, 1);
         HandlerCounters::add(&self.counters.io_write_bytes, 1);
         st.free.entry(slot).or_default().push(id);
@@ -384,7 +431,14 @@ struct RecordReader<'a> {
 
 impl<'a> RecordReader<'a> {
     fn new(table: &'a RowTable, pos: u64, end: u64, block: usize) -> RecordReader<'a> {
-        RecordReader { table, pos, end, buf: Vec::new(), buf_start: pos, block: block.max(4096) }
+        RecordReader {
+            table,
+            pos,
+            end,
+            buf: Vec::new(),
+            buf_start: pos,
+            block: block.max(4096),
+        }
     }
 
     /// Make `[pos, pos+n)` available in the buffer.
@@ -396,10 +450,16 @@ impl<'a> RecordReader<'a> {
         let want = n.max(self.block);
         let len = (want as u64).min(self.end - self.pos) as usize;
         if len < n {
-            return Err(Error::corrupt(format!("{}: record past end of file", self.table.name)));
+            return Err(Error::corrupt(format!(
+                "{}: record past end of file",
+                self.table.name
+            )));
         }
         self.buf.resize(len, 0);
-        self.table.file.read_exact_at(&mut self.buf, self.pos).map_err(|e| Error::io(&self.table.name, e))?;
+        self.table
+            .file
+            .read_exact_at(&mut self.buf, self.pos)
+            .map_err(|e| Error::io(&self.table.name, e))?;
         HandlerCounters::add(&self.table.counters.io_read_calls, 1);
         HandlerCounters::add(&self.table.counters.io_read_bytes, len as u64);
         self.buf_start = self.pos;
@@ -418,7 +478,10 @@ impl<'a> RecordReader<'a> {
         let len = u32::from_le_bytes(h[5..9].try_into().unwrap()) as usize;
         let crc = u32::from_le_bytes(h[9..13].try_into().unwrap());
         if (status != LIVE && status != DELETED) || len > slot as usize {
-            return Err(Error::corrupt(format!("{} at offset {}", self.table.name, self.pos)));
+            return Err(Error::corrupt(format!(
+                "{} at offset {}",
+                self.table.name, self.pos
+            )));
         }
         let off = self.pos;
         self.ensure(REC_HDR + slot as usize)?;
@@ -426,7 +489,10 @@ impl<'a> RecordReader<'a> {
         self.pos += (REC_HDR + slot as usize) as u64;
         let payload = &self.buf[at + REC_HDR..at + REC_HDR + len];
         if status == LIVE && crc32c::crc32c(payload) != crc {
-            return Err(Error::corrupt(format!("{} (checksum mismatch at offset {off})", self.table.name)));
+            return Err(Error::corrupt(format!(
+                "{} (checksum mismatch at offset {off})",
+                self.table.name
+            )));
         }
         Ok(Some((off, status, slot, payload)))
     }
@@ -448,7 +514,11 @@ impl Cursor for RowCursor<'_> {
                 Some((off, status, _, payload)) => {
                     visited += 1;
                     if status == LIVE {
-                        batch.rows.push(decode(&table.schema.columns, table.schema.row_format, payload)?);
+                        batch.rows.push(decode(
+                            &table.schema.columns,
+                            table.schema.row_format,
+                            payload,
+                        )?);
                         batch.ids.push(off);
                     }
                 }
@@ -473,7 +543,11 @@ impl Table for RowTable {
             self.flush_locked(&mut st)?;
             st.end
         };
-        let block = if req.read_buffer == 0 { 128 * 1024 } else { req.read_buffer };
+        let block = if req.read_buffer == 0 {
+            128 * 1024
+        } else {
+            req.read_buffer
+        };
         Ok(Box::new(RowCursor {
             reader: RecordReader::new(self, HEADER_SIZE, end, block),
             batch_rows: req.batch_rows.max(1),
@@ -483,12 +557,22 @@ impl Table for RowTable {
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
         let mut st = self.state.lock();
         HandlerCounters::add(&self.counters.read_rnd, ids.len() as u64);
-        ids.iter().map(|id| self.read_record(&mut st, *id).map(|(_, r)| r)).collect()
+        ids.iter()
+            .map(|id| self.read_record(&mut st, *id).map(|(_, r)| r))
+            .collect()
     }
 
-    fn index_range(&self, index: usize, lo: Bound<&[Value]>, hi: Bound<&[Value]>) -> Result<Vec<RowId>> {
+    fn index_range(
+        &self,
+        index: usize,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Result<Vec<RowId>> {
         let st = self.state.lock();
-        let map = st.indexes.get(index).ok_or_else(|| Error::internal("no such index"))?;
+        let map = st
+            .indexes
+            .get(index)
+            .ok_or_else(|| Error::internal("no such index"))?;
         HandlerCounters::add(&self.counters.read_key, 1);
         let start = match lo {
             Bound::Included(v) | Bound::Excluded(v) => Bound::Included(Key(v.to_vec())),
@@ -517,7 +601,12 @@ impl Table for RowTable {
         self.check_unique(&st, &row, None)?;
         let mut scratch = std::mem::take(&mut st.scratch);
         scratch.clear();
-        encode(&self.schema.columns, self.schema.row_format, &row, &mut scratch);
+        encode(
+            &self.schema.columns,
+            self.schema.row_format,
+            &row,
+            &mut scratch,
+        );
         let len = scratch.len();
         st.scratch = scratch;
         let (off, slot) = self.alloc(&mut st, len as u32);
@@ -534,7 +623,12 @@ impl Table for RowTable {
         self.check_unique(&st, &row, Some(id))?;
         let mut scratch = std::mem::take(&mut st.scratch);
         scratch.clear();
-        encode(&self.schema.columns, self.schema.row_format, &row, &mut scratch);
+        encode(
+            &self.schema.columns,
+            self.schema.row_format,
+            &row,
+            &mut scratch,
+        );
         let len = scratch.len();
         st.scratch = scratch;
         self.index_remove(&mut st, &old, id);
@@ -565,7 +659,9 @@ impl Table for RowTable {
     fn truncate(&self) -> Result<()> {
         let mut st = self.state.lock();
         st.wbuf.clear();
-        self.file.set_len(HEADER_SIZE).map_err(|e| Error::io(&self.name, e))?;
+        self.file
+            .set_len(HEADER_SIZE)
+            .map_err(|e| Error::io(&self.name, e))?;
         st.end = HEADER_SIZE;
         st.wbuf_start = HEADER_SIZE;
         st.free.clear();
@@ -604,7 +700,11 @@ impl Table for RowTable {
             rows: Stat::Exact(st.live_rows),
             data_bytes: data,
             free_bytes: st.free_bytes,
-            avg_row_bytes: if st.live_rows > 0 { (data - st.free_bytes) / st.live_rows } else { 0 },
+            avg_row_bytes: if st.live_rows > 0 {
+                (data - st.free_bytes) / st.live_rows
+            } else {
+                0
+            },
         }
     }
 
@@ -642,11 +742,18 @@ impl Table for RowTable {
         }
         let st = self.state.lock();
         if live != st.live_rows {
-            problems.push(format!("row count {} but {} live records", st.live_rows, live));
+            problems.push(format!(
+                "row count {} but {} live records",
+                st.live_rows, live
+            ));
         }
         for (i, ix) in self.schema.indexes.iter().enumerate() {
             let entries: usize = st.indexes[i].values().map(Vec::len).sum();
-            if entries != keys[i].len() || keys[i].iter().any(|(k, id)| !st.indexes[i].get(k).is_some_and(|v| v.contains(id))) {
+            if entries != keys[i].len()
+                || keys[i]
+                    .iter()
+                    .any(|(k, id)| !st.indexes[i].get(k).is_some_and(|v| v.contains(id)))
+            {
                 problems.push(format!("index {} does not match the data", ix.name));
             }
         }
@@ -661,7 +768,10 @@ pub fn has_variable_columns(schema: &TableSchema) -> bool {
 
 /// FIXED cannot hold TEXT/BLOB (as in MyISAM, such tables are DYNAMIC).
 pub fn effective_row_format(requested: Option<RowFormat>, schema: &TableSchema) -> RowFormat {
-    let has_lob = schema.columns.iter().any(|c| matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob));
+    let has_lob = schema
+        .columns
+        .iter()
+        .any(|c| matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob));
     match requested {
         Some(RowFormat::Fixed) if !has_lob => RowFormat::Fixed,
         Some(RowFormat::Fixed) => RowFormat::Dynamic,
@@ -680,16 +790,35 @@ mod tests {
     fn schema(format: RowFormat) -> TableSchema {
         TableSchema {
             columns: vec![
-                ColumnSchema { name: "id".into(), ty: SqlType::INT, nullable: false },
-                ColumnSchema { name: "v".into(), ty: SqlType::varchar(100), nullable: true },
+                ColumnSchema {
+                    name: "id".into(),
+                    ty: SqlType::INT,
+                    nullable: false,
+                },
+                ColumnSchema {
+                    name: "v".into(),
+                    ty: SqlType::varchar(100),
+                    nullable: true,
+                },
             ],
-            indexes: vec![IndexSchema { name: "PRIMARY".into(), columns: vec![0], prefix: vec![0], unique: true, primary: true }],
+            indexes: vec![IndexSchema {
+                name: "PRIMARY".into(),
+                columns: vec![0],
+                prefix: vec![0],
+                unique: true,
+                primary: true,
+            }],
             row_format: format,
         }
     }
 
     fn scan_all(t: &dyn Table) -> Vec<Row> {
-        let mut c = t.scan(&ScanRequest { batch_rows: 7, read_buffer: 4096 }).unwrap();
+        let mut c = t
+            .scan(&ScanRequest {
+                batch_rows: 7,
+                read_buffer: 4096,
+            })
+            .unwrap();
         let mut out = vec![];
         while let Some(b) = c.next_batch().unwrap() {
             out.extend(b.rows);
@@ -700,27 +829,48 @@ mod tests {
     #[test]
     fn insert_update_delete_reuse_and_reopen() {
         for format in [RowFormat::Dynamic, RowFormat::Fixed] {
-            let dir = std::env::temp_dir().join(format!("quarry-row-{}-{format:?}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("quarry-row-{}-{format:?}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             let path = TablePath::new(&dir, "t");
             let counters = Arc::new(HandlerCounters::default());
             RowEngine.create(&path, &schema(format)).unwrap();
-            let t = RowEngine.open(&path, &schema(format), counters.clone()).unwrap();
+            let t = RowEngine
+                .open(&path, &schema(format), counters.clone())
+                .unwrap();
             t.begin_bulk();
             let mut ids = vec![];
             for i in 0..5000 {
-                ids.push(t.insert(vec![Value::Int(i), Value::Str("x".repeat((i % 50) as usize))]).unwrap());
+                ids.push(
+                    t.insert(vec![
+                        Value::Int(i),
+                        Value::Str("x".repeat((i % 50) as usize)),
+                    ])
+                    .unwrap(),
+                );
             }
             t.end_bulk().unwrap();
             let dup = t.insert(vec![Value::Int(7), Value::Null]).unwrap_err();
             assert_eq!(dup.code, 1062);
             t.delete(ids[10]).unwrap();
-            let reused = t.insert(vec![Value::Int(-1), Value::Str("short".into())]).unwrap();
+            let reused = t
+                .insert(vec![Value::Int(-1), Value::Str("short".into())])
+                .unwrap();
             assert_eq!(reused, ids[10], "a deleted slot is reused");
-            let moved = t.update(ids[1], vec![Value::Int(1), Value::Str("y".repeat(90))]).unwrap();
+            let moved = t
+                .update(ids[1], vec![Value::Int(1), Value::Str("y".repeat(90))])
+                .unwrap();
             assert_eq!(t.fetch(&[moved]).unwrap()[0][1], Value::Str("y".repeat(90)));
-            assert_eq!(t.index_range(0, Bound::Included(&[Value::Int(1)]), Bound::Included(&[Value::Int(1)])).unwrap(), vec![moved]);
+            assert_eq!(
+                t.index_range(
+                    0,
+                    Bound::Included(&[Value::Int(1)]),
+                    Bound::Included(&[Value::Int(1)])
+                )
+                .unwrap(),
+                vec![moved]
+            );
             assert!(t.check().unwrap().is_empty());
             let before = scan_all(&*t);
             assert_eq!(before.len(), 5000);
@@ -728,7 +878,16 @@ mod tests {
             drop(t);
             let t = RowEngine.open(&path, &schema(format), counters).unwrap();
             assert_eq!(scan_all(&*t), before);
-            assert_eq!(t.index_range(0, Bound::Included(&[Value::Int(100)]), Bound::Excluded(&[Value::Int(103)])).unwrap().len(), 3);
+            assert_eq!(
+                t.index_range(
+                    0,
+                    Bound::Included(&[Value::Int(100)]),
+                    Bound::Excluded(&[Value::Int(103)])
+                )
+                .unwrap()
+                .len(),
+                3
+            );
             std::fs::remove_dir_all(&dir).unwrap();
         }
     }
@@ -739,14 +898,26 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = TablePath::new(&dir, "t");
-        RowEngine.create(&path, &schema(RowFormat::Dynamic)).unwrap();
-        let t = RowEngine.open(&path, &schema(RowFormat::Dynamic), Arc::default()).unwrap();
-        t.insert(vec![Value::Int(1), Value::Str("hello world".into())]).unwrap();
+        RowEngine
+            .create(&path, &schema(RowFormat::Dynamic))
+            .unwrap();
+        let t = RowEngine
+            .open(&path, &schema(RowFormat::Dynamic), Arc::default())
+            .unwrap();
+        t.insert(vec![Value::Int(1), Value::Str("hello world".into())])
+            .unwrap();
         t.sync().unwrap();
         drop(t);
-        let f = OpenOptions::new().write(true).open(path.file("qrd")).unwrap();
-        f.write_all_at(b"J", HEADER_SIZE + REC_HDR as u64 + 4).unwrap();
-        let err = RowEngine.open(&path, &schema(RowFormat::Dynamic), Arc::default()).err().unwrap();
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path.file("qrd"))
+            .unwrap();
+        f.write_all_at(b"J", HEADER_SIZE + REC_HDR as u64 + 4)
+            .unwrap();
+        let err = RowEngine
+            .open(&path, &schema(RowFormat::Dynamic), Arc::default())
+            .err()
+            .unwrap();
         assert_eq!(err.code, 1034);
         std::fs::remove_dir_all(&dir).unwrap();
     }

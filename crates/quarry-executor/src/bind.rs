@@ -61,8 +61,14 @@ fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
 }
 
 fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
-    let first = if v.is_empty() { return None } else { v.remove(0) };
-    Some(v.into_iter().fold(first, |a, b| Expr::Bin(BinOp::And, Box::new(a), Box::new(b))))
+    let first = if v.is_empty() {
+        return None;
+    } else {
+        v.remove(0)
+    };
+    Some(v.into_iter().fold(first, |a, b| {
+        Expr::Bin(BinOp::And, Box::new(a), Box::new(b))
+    }))
 }
 
 /// Column positions an expression reads from its own row (None if it has subqueries/outer refs).
@@ -71,7 +77,11 @@ fn columns_used(e: &Expr) -> Option<Vec<usize>> {
     let mut ok = true;
     e.walk(&mut |x| match x {
         Expr::Col(i) => cols.push(*i),
-        Expr::InSub { .. } | Expr::Exists { .. } | Expr::ScalarSub(_) | Expr::Outer(..) | Expr::AggRef(_) => ok = false,
+        Expr::InSub { .. }
+        | Expr::Exists { .. }
+        | Expr::ScalarSub(_)
+        | Expr::Outer(..)
+        | Expr::AggRef(_) => ok = false,
         Expr::Func(n, _) if n == "RAND" => ok = false,
         _ => {}
     });
@@ -87,7 +97,15 @@ fn shift_cols(e: Expr, by: usize) -> Expr {
 
 impl<'a> Binder<'a> {
     pub fn new(catalog: &'a Catalog, db: Option<String>) -> Binder<'a> {
-        Binder { catalog, db, levels: vec![], next_sub: 0, param_count: 0, aggs: None, found_levels: vec![] }
+        Binder {
+            catalog,
+            db,
+            levels: vec![],
+            next_sub: 0,
+            param_count: 0,
+            aggs: None,
+            found_levels: vec![],
+        }
     }
 
     pub fn push_scope(&mut self, cols: Vec<ScopeCol>) {
@@ -162,25 +180,50 @@ impl<'a> Binder<'a> {
         let (limit, offset) = self.bind_limit(q)?;
         match q.body.as_ref() {
             SetExpr::Select(s) => self.bind_select(s, &order, limit, offset),
-            SetExpr::Query(inner) if order.is_empty() && limit.is_none() && offset == 0 => self.bind_query(inner),
+            SetExpr::Query(inner) if order.is_empty() && limit.is_none() && offset == 0 => {
+                self.bind_query(inner)
+            }
             _ => {
                 let mut sp = self.bind_set_expr(&q.body)?;
                 if !order.is_empty() {
                     let mut keys = vec![];
                     for o in order {
                         let idx = match &o.expr {
-                            A::Value(v) => v.value.to_string().parse::<usize>().ok().filter(|n| *n >= 1 && *n <= sp.columns.len()).map(|n| n - 1),
-                            A::Identifier(i) => sp.columns.iter().position(|c| c.name.eq_ignore_ascii_case(&i.value)),
-                            A::CompoundIdentifier(v) => sp.columns.iter().position(|c| c.name.eq_ignore_ascii_case(&v.last().unwrap().value)),
+                            A::Value(v) => v
+                                .value
+                                .to_string()
+                                .parse::<usize>()
+                                .ok()
+                                .filter(|n| *n >= 1 && *n <= sp.columns.len())
+                                .map(|n| n - 1),
+                            A::Identifier(i) => sp
+                                .columns
+                                .iter()
+                                .position(|c| c.name.eq_ignore_ascii_case(&i.value)),
+                            A::CompoundIdentifier(v) => sp.columns.iter().position(|c| {
+                                c.name.eq_ignore_ascii_case(&v.last().unwrap().value)
+                            }),
                             _ => None,
                         }
-                        .ok_or_else(|| Error::unknown_column(&o.expr.to_string(), "order clause"))?;
-                        keys.push((Expr::Col(idx), matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+                        .ok_or_else(|| {
+                            Error::unknown_column(&o.expr.to_string(), "order clause")
+                        })?;
+                        keys.push((
+                            Expr::Col(idx),
+                            matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
+                        ));
                     }
-                    sp.plan = Plan::Sort { input: Box::new(sp.plan), keys };
+                    sp.plan = Plan::Sort {
+                        input: Box::new(sp.plan),
+                        keys,
+                    };
                 }
                 if limit.is_some() || offset > 0 {
-                    sp.plan = Plan::Limit { input: Box::new(sp.plan), limit, offset };
+                    sp.plan = Plan::Limit {
+                        input: Box::new(sp.plan),
+                        limit,
+                        offset,
+                    };
                 }
                 Ok(sp)
             }
@@ -200,10 +243,16 @@ impl<'a> Binder<'a> {
             None => (None, 0),
             Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
                 let l = limit.as_ref().map(&mut num).transpose()?;
-                let o = offset.as_ref().map(|o| num(&o.value)).transpose()?.unwrap_or(0);
+                let o = offset
+                    .as_ref()
+                    .map(|o| num(&o.value))
+                    .transpose()?
+                    .unwrap_or(0);
                 (l, o)
             }
-            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(num(limit)?), num(offset)?),
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                (Some(num(limit)?), num(offset)?)
+            }
         })
     }
 
@@ -219,28 +268,53 @@ impl<'a> Binder<'a> {
             SetExpr::Select(sel) => self.bind_select(sel, &[], None, 0),
             SetExpr::Query(q) => self.bind_query(q),
             SetExpr::Values(v) => {
-                let rows: Vec<Vec<Expr>> = v.rows.iter().map(|r| r.iter().map(|e| self.bind_expr(e)).collect()).collect::<Result<_>>()?;
+                let rows: Vec<Vec<Expr>> = v
+                    .rows
+                    .iter()
+                    .map(|r| r.iter().map(|e| self.bind_expr(e)).collect())
+                    .collect::<Result<_>>()?;
                 let n = rows.first().map(Vec::len).unwrap_or(0);
                 let columns = (0..n)
-                    .map(|i| OutColumn::expr(&format!("column_{i}"), rows[0][i].clone().static_type(), true))
+                    .map(|i| {
+                        OutColumn::expr(
+                            &format!("column_{i}"),
+                            rows[0][i].clone().static_type(),
+                            true,
+                        )
+                    })
                     .collect();
-                Ok(SelectPlan { plan: Plan::Values(rows), columns })
+                Ok(SelectPlan {
+                    plan: Plan::Values(rows),
+                    columns,
+                })
             }
-            SetExpr::SetOperation { left, op, set_quantifier, right } => {
+            SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => {
                 if *op != ast::SetOperator::Union {
                     return Err(Error::unsupported(format!("{op}")));
                 }
                 let l = self.bind_set_expr(left)?;
                 let r = self.bind_set_expr(right)?;
                 if l.columns.len() != r.columns.len() {
-                    return Err(Error::new(1222, "The used SELECT statements have a different number of columns"));
+                    return Err(Error::new(
+                        1222,
+                        "The used SELECT statements have a different number of columns",
+                    ));
                 }
                 let all = matches!(set_quantifier, ast::SetQuantifier::All);
                 let columns = l
                     .columns
                     .iter()
                     .zip(&r.columns)
-                    .map(|(a, b)| OutColumn { ty: unify(a.ty, b.ty), nullable: a.nullable || b.nullable, ..a.clone() })
+                    .map(|(a, b)| OutColumn {
+                        ty: unify(a.ty, b.ty),
+                        nullable: a.nullable || b.nullable,
+                        ..a.clone()
+                    })
                     .collect();
                 let mut inputs = vec![];
                 for p in [l.plan, r.plan] {
@@ -249,7 +323,10 @@ impl<'a> Binder<'a> {
                         other => inputs.push(other),
                     }
                 }
-                Ok(SelectPlan { plan: Plan::Union { inputs, all }, columns })
+                Ok(SelectPlan {
+                    plan: Plan::Union { inputs, all },
+                    columns,
+                })
             }
             other => Err(Error::unsupported(other.to_string())),
         }
@@ -263,11 +340,21 @@ impl<'a> Binder<'a> {
                 let (rp, rc) = self.bind_factor(&j.relation)?;
                 use ast::JoinOperator as J;
                 let (kind, constraint, swap) = match &j.join_operator {
-                    J::Join(c) | J::Inner(c) | J::StraightJoin(c) => (JoinKind::Inner, Some(c), false),
+                    J::Join(c) | J::Inner(c) | J::StraightJoin(c) => {
+                        (JoinKind::Inner, Some(c), false)
+                    }
                     J::CrossJoin(c) => (JoinKind::Inner, Some(c), false),
                     J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c), false),
                     J::Right(c) | J::RightOuter(c) => (JoinKind::Left, Some(c), true),
-                    other => return Err(Error::unsupported(format!("{other:?}").split('(').next().unwrap_or("join").to_string())),
+                    other => {
+                        return Err(Error::unsupported(
+                            format!("{other:?}")
+                                .split('(')
+                                .next()
+                                .unwrap_or("join")
+                                .to_string(),
+                        ))
+                    }
                 };
                 let (p, c) = self.make_join(plan, cols, rp, rc, kind, constraint, swap)?;
                 plan = p;
@@ -275,7 +362,9 @@ impl<'a> Binder<'a> {
             }
             acc = Some(match acc {
                 None => (plan, cols),
-                Some((lp, lc)) => self.make_join(lp, lc, plan, cols, JoinKind::Inner, None, false)?,
+                Some((lp, lc)) => {
+                    self.make_join(lp, lc, plan, cols, JoinKind::Inner, None, false)?
+                }
             });
         }
         Ok(acc.unwrap_or((Plan::Dual, vec![])))
@@ -293,7 +382,11 @@ impl<'a> Binder<'a> {
         swap: bool,
     ) -> Result<(Plan, Vec<ScopeCol>)> {
         // RIGHT JOIN = LEFT JOIN with the sides swapped, then columns put back in order.
-        let (lp, lc, rp, rc) = if swap { (rp, rc, lp, lc) } else { (lp, lc, rp, rc) };
+        let (lp, lc, rp, rc) = if swap {
+            (rp, rc, lp, lc)
+        } else {
+            (lp, lc, rp, rc)
+        };
         let lw = lc.len();
         let rw = rc.len();
         let mut cols: Vec<ScopeCol> = lc.iter().cloned().chain(rc.iter().cloned()).collect();
@@ -313,32 +406,72 @@ impl<'a> Binder<'a> {
                 let mut parts = vec![];
                 for n in names {
                     let n = object_name(n).pop().unwrap_or_default();
-                    let li = lc.iter().rposition(|c| c.col.name.eq_ignore_ascii_case(&n)).ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
-                    let ri = rc.iter().position(|c| c.col.name.eq_ignore_ascii_case(&n)).ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
-                    parts.push(Expr::Bin(BinOp::Eq, Box::new(Expr::Col(li)), Box::new(Expr::Col(lw + ri))));
+                    let li = lc
+                        .iter()
+                        .rposition(|c| c.col.name.eq_ignore_ascii_case(&n))
+                        .ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
+                    let ri = rc
+                        .iter()
+                        .position(|c| c.col.name.eq_ignore_ascii_case(&n))
+                        .ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
+                    parts.push(Expr::Bin(
+                        BinOp::Eq,
+                        Box::new(Expr::Col(li)),
+                        Box::new(Expr::Col(lw + ri)),
+                    ));
                 }
                 and_all(parts)
             }
             Some(ast::JoinConstraint::Natural) => {
                 let mut parts = vec![];
                 for (ri, c) in rc.iter().enumerate() {
-                    if let Some(li) = lc.iter().position(|l| l.col.name.eq_ignore_ascii_case(&c.col.name)) {
-                        parts.push(Expr::Bin(BinOp::Eq, Box::new(Expr::Col(li)), Box::new(Expr::Col(lw + ri))));
+                    if let Some(li) = lc
+                        .iter()
+                        .position(|l| l.col.name.eq_ignore_ascii_case(&c.col.name))
+                    {
+                        parts.push(Expr::Bin(
+                            BinOp::Eq,
+                            Box::new(Expr::Col(li)),
+                            Box::new(Expr::Col(lw + ri)),
+                        ));
                     }
                 }
                 and_all(parts)
             }
             _ => None,
         };
-        let mut plan = Plan::Join { left: Box::new(lp), right: Box::new(rp), kind, left_keys: vec![], right_keys: vec![], on, right_width: rw };
+        let mut plan = Plan::Join {
+            left: Box::new(lp),
+            right: Box::new(rp),
+            kind,
+            left_keys: vec![],
+            right_keys: vec![],
+            on,
+            right_width: rw,
+        };
         split_join_condition(&mut plan);
         if swap {
-            let exprs: Vec<Expr> = (rw..rw + lw).map(|i| Expr::Col(i - rw + rw)).collect::<Vec<_>>();
+            let exprs: Vec<Expr> = (rw..rw + lw)
+                .map(|i| Expr::Col(i - rw + rw))
+                .collect::<Vec<_>>();
             // output order: original left (now right side: positions lw..lw+rw) then original right
-            let exprs: Vec<Expr> = (0..rw).map(|i| Expr::Col(lw + i)).chain((0..lw).map(Expr::Col)).collect::<Vec<_>>().into_iter().chain(exprs.into_iter().take(0)).collect();
-            let reordered: Vec<ScopeCol> = cols[lw..].iter().cloned().chain(cols[..lw].iter().cloned()).collect();
+            let exprs: Vec<Expr> = (0..rw)
+                .map(|i| Expr::Col(lw + i))
+                .chain((0..lw).map(Expr::Col))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .chain(exprs.into_iter().take(0))
+                .collect();
+            let reordered: Vec<ScopeCol> = cols[lw..]
+                .iter()
+                .cloned()
+                .chain(cols[..lw].iter().cloned())
+                .collect();
             cols = reordered;
-            plan = Plan::Project { input: Box::new(plan), exprs };
+            plan = Plan::Project {
+                input: Box::new(plan),
+                exprs,
+            };
         }
         Ok((plan, cols))
     }
@@ -351,33 +484,61 @@ impl<'a> Binder<'a> {
                     return Ok((Plan::Dual, vec![]));
                 }
                 let entry = self.resolve_table(name)?;
-                let alias = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| entry.def.name.clone());
+                let alias = alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .unwrap_or_else(|| entry.def.name.clone());
                 let cols = Self::table_scope(&entry, &alias);
-                Ok((Plan::Scan { table: entry, filter: None, access: Access::Full }, cols))
+                Ok((
+                    Plan::Scan {
+                        table: entry,
+                        filter: None,
+                        access: Access::Full,
+                    },
+                    cols,
+                ))
             }
-            TableFactor::Derived { subquery, alias, .. } => {
+            TableFactor::Derived {
+                subquery, alias, ..
+            } => {
                 let saved = std::mem::take(&mut self.levels);
                 let r = self.bind_query(subquery);
                 self.levels = saved;
                 let sp = r?;
-                let alias = alias.as_ref().map(|a| a.name.value.clone()).ok_or_else(|| Error::new(1248, "Every derived table must have its own alias"))?;
+                let alias = alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .ok_or_else(|| {
+                        Error::new(1248, "Every derived table must have its own alias")
+                    })?;
                 let cols = sp
                     .columns
                     .into_iter()
                     .map(|mut c| {
                         c.table = alias.clone();
                         c.org_table = String::new();
-                        ScopeCol { table: alias.clone(), col: c }
+                        ScopeCol {
+                            table: alias.clone(),
+                            col: c,
+                        }
                     })
                     .collect();
                 Ok((sp.plan, cols))
             }
-            TableFactor::NestedJoin { table_with_joins, .. } => self.bind_from(std::slice::from_ref(table_with_joins)),
+            TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => self.bind_from(std::slice::from_ref(table_with_joins)),
             other => Err(Error::unsupported(other.to_string())),
         }
     }
 
-    fn bind_select(&mut self, s: &ast::Select, order: &[&ast::OrderByExpr], limit: Option<u64>, offset: u64) -> Result<SelectPlan> {
+    fn bind_select(
+        &mut self,
+        s: &ast::Select,
+        order: &[&ast::OrderByExpr],
+        limit: Option<u64>,
+        offset: u64,
+    ) -> Result<SelectPlan> {
         if s.into.is_some() {
             return Err(Error::unsupported("SELECT INTO"));
         }
@@ -387,7 +548,10 @@ impl<'a> Binder<'a> {
         self.levels.pop();
         let (exprs_plan, columns) = r?;
         let _ = plan;
-        Ok(SelectPlan { plan: exprs_plan, columns })
+        Ok(SelectPlan {
+            plan: exprs_plan,
+            columns,
+        })
     }
 
     fn bind_select_body(
@@ -422,7 +586,9 @@ impl<'a> Binder<'a> {
                 }
                 SelectItem::QualifiedWildcard(kind, _) => {
                     let q = match kind {
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name(n).pop().unwrap_or_default(),
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            object_name(n).pop().unwrap_or_default()
+                        }
                         ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
                     };
                     let mut any = false;
@@ -463,7 +629,10 @@ impl<'a> Binder<'a> {
                     }
                     if let A::Identifier(i) = e {
                         if self.lookup(&[i.value.clone()]).is_err() {
-                            if let Some((ex, _)) = items.iter().find(|(_, c)| c.name.eq_ignore_ascii_case(&i.value)) {
+                            if let Some((ex, _)) = items
+                                .iter()
+                                .find(|(_, c)| c.name.eq_ignore_ascii_case(&i.value))
+                            {
                                 return Ok(ex.clone());
                             }
                         }
@@ -473,7 +642,11 @@ impl<'a> Binder<'a> {
                 .collect::<Result<_>>()?,
             ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
         };
-        let having = s.having.as_ref().map(|h| self.bind_having(h, &items)).transpose()?;
+        let having = s
+            .having
+            .as_ref()
+            .map(|h| self.bind_having(h, &items))
+            .transpose()?;
         // ORDER BY: select alias, position, or an expression.
         let mut order_keys: Vec<(Expr, bool)> = vec![];
         let mut extra: Vec<Expr> = vec![];
@@ -486,9 +659,16 @@ impl<'a> Binder<'a> {
                     Err(_) => None,
                 },
                 A::Identifier(i) => {
-                    let alias_hit = items.iter().position(|(_, c)| c.name.eq_ignore_ascii_case(&i.value));
+                    let alias_hit = items
+                        .iter()
+                        .position(|(_, c)| c.name.eq_ignore_ascii_case(&i.value));
                     match alias_hit {
-                        Some(p) if self.lookup(&[i.value.clone()]).is_err() || matches!(items[p].0, Expr::Col(_)) => Some(p),
+                        Some(p)
+                            if self.lookup(&[i.value.clone()]).is_err()
+                                || matches!(items[p].0, Expr::Col(_)) =>
+                        {
+                            Some(p)
+                        }
                         _ => None,
                     }
                 }
@@ -507,36 +687,67 @@ impl<'a> Binder<'a> {
             }
         }
         let aggs = self.aggs.take().unwrap_or_default();
-        let is_agg = !aggs.is_empty() || !group_exprs.is_empty() || having.as_ref().is_some_and(contains_agg);
-        let mut proj: Vec<Expr> = items.iter().map(|(e, _)| e.clone()).chain(extra.iter().cloned()).collect();
+        let is_agg = !aggs.is_empty()
+            || !group_exprs.is_empty()
+            || having.as_ref().is_some_and(contains_agg);
+        let mut proj: Vec<Expr> = items
+            .iter()
+            .map(|(e, _)| e.clone())
+            .chain(extra.iter().cloned())
+            .collect();
         let mut having = having;
         if is_agg {
             let mut aggs = aggs;
             let ng = group_exprs.len();
-            let fix = |e: Expr, aggs: &mut Vec<Agg>| -> Expr { rewrite_for_agg(e, &group_exprs, aggs, ng) };
+            let fix = |e: Expr, aggs: &mut Vec<Agg>| -> Expr {
+                rewrite_for_agg(e, &group_exprs, aggs, ng)
+            };
             proj = proj.into_iter().map(|e| fix(e, &mut aggs)).collect();
             having = having.map(|h| fix(h, &mut aggs));
             // Aggregates added by rewriting (bare columns) shift nothing: they are appended.
             let agg_tys = aggs.clone();
-            plan = Plan::Aggregate { input: Box::new(plan), group: group_exprs, aggs: agg_tys };
+            plan = Plan::Aggregate {
+                input: Box::new(plan),
+                group: group_exprs,
+                aggs: agg_tys,
+            };
         }
         if let Some(h) = having {
-            plan = Plan::Filter { input: Box::new(plan), pred: h };
+            plan = Plan::Filter {
+                input: Box::new(plan),
+                pred: h,
+            };
         }
         let visible = items.len();
-        plan = Plan::Project { input: Box::new(plan), exprs: proj };
+        plan = Plan::Project {
+            input: Box::new(plan),
+            exprs: proj,
+        };
         let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
         if distinct {
-            plan = Plan::Distinct { input: Box::new(plan), keys: visible };
+            plan = Plan::Distinct {
+                input: Box::new(plan),
+                keys: visible,
+            };
         }
         if !order_keys.is_empty() {
-            plan = Plan::Sort { input: Box::new(plan), keys: order_keys };
+            plan = Plan::Sort {
+                input: Box::new(plan),
+                keys: order_keys,
+            };
         }
         if limit.is_some() || offset > 0 {
-            plan = Plan::Limit { input: Box::new(plan), limit, offset };
+            plan = Plan::Limit {
+                input: Box::new(plan),
+                limit,
+                offset,
+            };
         }
         if !extra.is_empty() {
-            plan = Plan::Project { input: Box::new(plan), exprs: (0..visible).map(Expr::Col).collect() };
+            plan = Plan::Project {
+                input: Box::new(plan),
+                exprs: (0..visible).map(Expr::Col).collect(),
+            };
         }
         let columns = items.into_iter().map(|(_, c)| c).collect();
         Ok((plan, columns))
@@ -561,7 +772,9 @@ impl<'a> Binder<'a> {
             other => other.to_string(),
         });
         match b {
-            Expr::Col(i) if alias.is_none() || matches!(e, A::Identifier(_) | A::CompoundIdentifier(_)) => {
+            Expr::Col(i)
+                if alias.is_none() || matches!(e, A::Identifier(_) | A::CompoundIdentifier(_)) =>
+            {
                 let mut c = cols[*i].col.clone();
                 c.name = name;
                 c
@@ -575,7 +788,11 @@ impl<'a> Binder<'a> {
 
     /// Static type of a bound expression over `cols`.
     pub fn infer(&self, e: &Expr, cols: &[ScopeCol]) -> (SqlType, bool) {
-        let col_ty = |i: usize| cols.get(i).map(|c| (c.col.ty, c.col.nullable)).unwrap_or((SqlType::NULL, true));
+        let col_ty = |i: usize| {
+            cols.get(i)
+                .map(|c| (c.col.ty, c.col.nullable))
+                .unwrap_or((SqlType::NULL, true))
+        };
         match e {
             Expr::Col(i) => col_ty(*i),
             Expr::Lit(v) => (v.type_of(), v.is_null()),
@@ -595,7 +812,11 @@ impl<'a> Binder<'a> {
                         if is_float(ta) || is_float(tb) {
                             (SqlType::DOUBLE, n)
                         } else if ta.kind == TypeKind::Decimal || tb.kind == TypeKind::Decimal {
-                            let s = if *op == BinOp::Mul { ta.scale + tb.scale } else { ta.scale.max(tb.scale) };
+                            let s = if *op == BinOp::Mul {
+                                ta.scale + tb.scale
+                            } else {
+                                ta.scale.max(tb.scale)
+                            };
                             (SqlType::decimal(30, s.min(30)), n)
                         } else {
                             (SqlType::BIGINT, n)
@@ -609,17 +830,53 @@ impl<'a> Binder<'a> {
                         }
                     }
                     BinOp::IntDiv => (SqlType::BIGINT, true),
-                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
-                        (SqlType { unsigned: true, ..SqlType::BIGINT }, n)
-                    }
-                    BinOp::NullSafeEq => (SqlType { len: 1, ..SqlType::INT }, false),
-                    _ => (SqlType { len: 1, ..SqlType::INT }, n),
+                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => (
+                        SqlType {
+                            unsigned: true,
+                            ..SqlType::BIGINT
+                        },
+                        n,
+                    ),
+                    BinOp::NullSafeEq => (
+                        SqlType {
+                            len: 1,
+                            ..SqlType::INT
+                        },
+                        false,
+                    ),
+                    _ => (
+                        SqlType {
+                            len: 1,
+                            ..SqlType::INT
+                        },
+                        n,
+                    ),
                 }
             }
             Expr::Unary(UnOp::Neg, a) => self.infer(a, cols),
-            Expr::Unary(_, a) => (SqlType { len: 1, ..SqlType::INT }, self.infer(a, cols).1),
-            Expr::IsNull(..) | Expr::IsBool(..) | Expr::Exists { .. } => (SqlType { len: 1, ..SqlType::INT }, false),
-            Expr::Like { .. } | Expr::InList { .. } | Expr::InSub { .. } | Expr::Between { .. } => (SqlType { len: 1, ..SqlType::INT }, true),
+            Expr::Unary(_, a) => (
+                SqlType {
+                    len: 1,
+                    ..SqlType::INT
+                },
+                self.infer(a, cols).1,
+            ),
+            Expr::IsNull(..) | Expr::IsBool(..) | Expr::Exists { .. } => (
+                SqlType {
+                    len: 1,
+                    ..SqlType::INT
+                },
+                false,
+            ),
+            Expr::Like { .. } | Expr::InList { .. } | Expr::InSub { .. } | Expr::Between { .. } => {
+                (
+                    SqlType {
+                        len: 1,
+                        ..SqlType::INT
+                    },
+                    true,
+                )
+            }
             Expr::Cast(_, t) => (*t, true),
             Expr::Case { whens, else_, .. } => {
                 let mut t = SqlType::NULL;
@@ -633,12 +890,17 @@ impl<'a> Binder<'a> {
             }
             Expr::ScalarSub(sub) => (sub_type(sub), true),
             Expr::Func(name, args) => {
-                let arg = |i: usize| args.get(i).map(|a| self.infer(a, cols).0).unwrap_or(SqlType::NULL);
+                let arg = |i: usize| {
+                    args.get(i)
+                        .map(|a| self.infer(a, cols).0)
+                        .unwrap_or(SqlType::NULL)
+                };
                 let t = match name.as_str() {
                     "IF" => unify(arg(1), arg(2)),
-                    "IFNULL" | "COALESCE" | "NULLIF" | "GREATEST" | "LEAST" => {
-                        args.iter().skip(if name == "IF" { 1 } else { 0 }).fold(SqlType::NULL, |t, a| unify(t, self.infer(a, cols).0))
-                    }
+                    "IFNULL" | "COALESCE" | "NULLIF" | "GREATEST" | "LEAST" => args
+                        .iter()
+                        .skip(if name == "IF" { 1 } else { 0 })
+                        .fold(SqlType::NULL, |t, a| unify(t, self.infer(a, cols).0)),
                     "ABS" | "ROUND" | "TRUNCATE" | "MOD" => {
                         let t = arg(0);
                         if t.is_integer() || t.kind == TypeKind::Decimal || is_float(t) {
@@ -648,25 +910,44 @@ impl<'a> Binder<'a> {
                         }
                     }
                     "CEIL" | "CEILING" | "FLOOR" => {
-                        if is_float(arg(0)) || arg(0).is_string() { SqlType::DOUBLE } else { SqlType::BIGINT }
+                        if is_float(arg(0)) || arg(0).is_string() {
+                            SqlType::DOUBLE
+                        } else {
+                            SqlType::BIGINT
+                        }
                     }
-                    "POW" | "POWER" | "SQRT" | "EXP" | "LN" | "LOG" | "LOG10" | "LOG2" | "PI" | "RAND" | "SIN" | "COS" | "TAN" | "ATAN"
-                    | "ATAN2" | "ASIN" | "ACOS" | "COT" | "RADIANS" | "DEGREES" => SqlType::DOUBLE,
-                    "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "INSTR" | "LOCATE" | "ASCII" | "ORD" | "SIGN"
-                    | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR"
-                    | "TO_DAYS" | "DATEDIFF" | "TIMESTAMPDIFF" | "UNIX_TIMESTAMP" | "ROW_COUNT" | "FOUND_ROWS" | "STRCMP" | "FIELD"
-                    | "BIT_LENGTH" | "ISNULL" | "QUARTER" => SqlType::BIGINT,
-                    "LAST_INSERT_ID" | "CONNECTION_ID" => SqlType { unsigned: true, ..SqlType::BIGINT },
-                    "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE" | "UTC_TIMESTAMP" | "FROM_UNIXTIME" => SqlType::DATETIME,
-                    "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "DATE" | "LAST_DAY" | "FROM_DAYS" => SqlType::DATE,
+                    "POW" | "POWER" | "SQRT" | "EXP" | "LN" | "LOG" | "LOG10" | "LOG2" | "PI"
+                    | "RAND" | "SIN" | "COS" | "TAN" | "ATAN" | "ATAN2" | "ASIN" | "ACOS"
+                    | "COT" | "RADIANS" | "DEGREES" => SqlType::DOUBLE,
+                    "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "INSTR"
+                    | "LOCATE" | "ASCII" | "ORD" | "SIGN" | "YEAR" | "MONTH" | "DAY"
+                    | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY"
+                    | "DAYOFYEAR" | "TO_DAYS" | "DATEDIFF" | "TIMESTAMPDIFF" | "UNIX_TIMESTAMP"
+                    | "ROW_COUNT" | "FOUND_ROWS" | "STRCMP" | "FIELD" | "BIT_LENGTH" | "ISNULL"
+                    | "QUARTER" => SqlType::BIGINT,
+                    "LAST_INSERT_ID" | "CONNECTION_ID" => SqlType {
+                        unsigned: true,
+                        ..SqlType::BIGINT
+                    },
+                    "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
+                    | "UTC_TIMESTAMP" | "FROM_UNIXTIME" => SqlType::DATETIME,
+                    "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "DATE" | "LAST_DAY" | "FROM_DAYS" => {
+                        SqlType::DATE
+                    }
                     "DATE_ADD" | "DATE_SUB" => {
-                        if arg(0).kind == TypeKind::Date { SqlType::DATE } else { SqlType::DATETIME }
+                        if arg(0).kind == TypeKind::Date {
+                            SqlType::DATE
+                        } else {
+                            SqlType::DATETIME
+                        }
                     }
                     _ => SqlType::varchar(255),
                 };
                 (t, true)
             }
-            Expr::Param(_) | Expr::UserVar(_) | Expr::InsertValue(_) | Expr::Outer(..) => (SqlType::varchar(255), true),
+            Expr::Param(_) | Expr::UserVar(_) | Expr::InsertValue(_) | Expr::Outer(..) => {
+                (SqlType::varchar(255), true)
+            }
             Expr::SysVar(_) => (SqlType::varchar(255), true),
         }
     }
@@ -682,11 +963,9 @@ impl<'a> Binder<'a> {
         };
         let nlev = self.levels.len();
         for (depth, level) in self.levels.iter().rev().enumerate() {
-            let mut hits = level
-                .cols
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.col.name.eq_ignore_ascii_case(name) && tq.is_none_or(|t| c.table == t));
+            let mut hits = level.cols.iter().enumerate().filter(|(_, c)| {
+                c.col.name.eq_ignore_ascii_case(name) && tq.is_none_or(|t| c.table == t)
+            });
             let first = hits.next();
             if let Some((i, _)) = first {
                 if tq.is_none() && hits.next().is_some() {
@@ -711,18 +990,28 @@ impl<'a> Binder<'a> {
         self.aggs = saved_aggs;
         let sp = r?;
         self.next_sub += 1;
-        Ok(Arc::new(SubQuery { plan: sp.plan, correlated, id: self.next_sub + 1_000_000 * self.levels.len() }))
+        Ok(Arc::new(SubQuery {
+            plan: sp.plan,
+            correlated,
+            id: self.next_sub + 1_000_000 * self.levels.len(),
+        }))
     }
 
     pub fn bind_expr(&mut self, e: &A) -> Result<Expr> {
         Ok(match e {
+            A::Identifier(i) if i.quote_style.is_none() && i.value.starts_with("@@") => {
+                Expr::SysVar(i.value.clone())
+            }
+            A::Identifier(i) if i.quote_style.is_none() && i.value.starts_with('@') => {
+                Expr::UserVar(i.value[1..].trim_matches('`').to_ascii_lowercase())
+            }
             A::Identifier(i) => {
                 if i.quote_style == Some('"') {
                     return Ok(Expr::Lit(Value::Str(i.value.clone())));
                 }
                 match i.value.to_ascii_uppercase().as_str() {
-                    "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "CURRENT_DATE" | "CURRENT_USER" | "CURRENT_TIME" | "UTC_TIMESTAMP"
-                    | "UTC_DATE"
+                    "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "CURRENT_DATE"
+                    | "CURRENT_USER" | "CURRENT_TIME" | "UTC_TIMESTAMP" | "UTC_DATE"
                         if i.quote_style.is_none() && self.lookup(&[i.value.clone()]).is_err() =>
                     {
                         Expr::Func(i.value.to_ascii_uppercase(), vec![])
@@ -732,8 +1021,8 @@ impl<'a> Binder<'a> {
             }
             A::CompoundIdentifier(v) => {
                 let parts: Vec<String> = v.iter().map(ident_name).collect();
-                if parts.len() == 2 && parts[0].starts_with('@') {
-                    return Err(Error::syntax_near(&e.to_string()));
+                if parts[0].starts_with("@@") {
+                    return Ok(Expr::SysVar(parts.join(".")));
                 }
                 self.lookup(&parts)?
             }
@@ -750,12 +1039,18 @@ impl<'a> Binder<'a> {
                 match op {
                     ast::UnaryOperator::Minus => match x {
                         Expr::Lit(Value::Int(i)) => Expr::Lit(Value::Int(-i)),
-                        Expr::Lit(Value::UInt(u)) if u == i64::MAX as u64 + 1 => Expr::Lit(Value::Int(i64::MIN)),
-                        Expr::Lit(Value::Decimal(d)) => Expr::Lit(Value::Decimal(Decimal::new(-d.mantissa, d.scale))),
+                        Expr::Lit(Value::UInt(u)) if u == i64::MAX as u64 + 1 => {
+                            Expr::Lit(Value::Int(i64::MIN))
+                        }
+                        Expr::Lit(Value::Decimal(d)) => {
+                            Expr::Lit(Value::Decimal(Decimal::new(-d.mantissa, d.scale)))
+                        }
                         x => Expr::Unary(UnOp::Neg, Box::new(x)),
                     },
                     ast::UnaryOperator::Plus => x,
-                    ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => Expr::Unary(UnOp::Not, Box::new(x)),
+                    ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
+                        Expr::Unary(UnOp::Not, Box::new(x))
+                    }
                     ast::UnaryOperator::BitwiseNot => Expr::Unary(UnOp::BitNot, Box::new(x)),
                     other => return Err(Error::unsupported(other.to_string())),
                 }
@@ -800,27 +1095,71 @@ impl<'a> Binder<'a> {
             A::IsNotUnknown(x) => Expr::IsNull(Box::new(self.bind_expr(x)?), true),
             A::IsDistinctFrom(a, b) => Expr::Unary(
                 UnOp::Not,
-                Box::new(Expr::Bin(BinOp::NullSafeEq, Box::new(self.bind_expr(a)?), Box::new(self.bind_expr(b)?))),
+                Box::new(Expr::Bin(
+                    BinOp::NullSafeEq,
+                    Box::new(self.bind_expr(a)?),
+                    Box::new(self.bind_expr(b)?),
+                )),
             ),
-            A::IsNotDistinctFrom(a, b) => Expr::Bin(BinOp::NullSafeEq, Box::new(self.bind_expr(a)?), Box::new(self.bind_expr(b)?)),
-            A::Between { expr, negated, low, high } => Expr::Between {
+            A::IsNotDistinctFrom(a, b) => Expr::Bin(
+                BinOp::NullSafeEq,
+                Box::new(self.bind_expr(a)?),
+                Box::new(self.bind_expr(b)?),
+            ),
+            A::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => Expr::Between {
                 expr: Box::new(self.bind_expr(expr)?),
                 lo: Box::new(self.bind_expr(low)?),
                 hi: Box::new(self.bind_expr(high)?),
                 negated: *negated,
             },
-            A::InList { expr, list, negated } => Expr::InList {
+            A::InList {
+                expr,
+                list,
+                negated,
+            } => Expr::InList {
                 expr: Box::new(self.bind_expr(expr)?),
-                list: list.iter().map(|x| self.bind_expr(x)).collect::<Result<_>>()?,
+                list: list
+                    .iter()
+                    .map(|x| self.bind_expr(x))
+                    .collect::<Result<_>>()?,
                 negated: *negated,
             },
-            A::InSubquery { expr, subquery, negated } => {
+            A::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
                 let x = self.bind_expr(expr)?;
-                Expr::InSub { expr: Box::new(x), sub: self.bind_sub(subquery)?, negated: *negated }
+                Expr::InSub {
+                    expr: Box::new(x),
+                    sub: self.bind_sub(subquery)?,
+                    negated: *negated,
+                }
             }
-            A::Exists { subquery, negated } => Expr::Exists { sub: self.bind_sub(subquery)?, negated: *negated },
+            A::Exists { subquery, negated } => Expr::Exists {
+                sub: self.bind_sub(subquery)?,
+                negated: *negated,
+            },
             A::Subquery(q) => Expr::ScalarSub(self.bind_sub(q)?),
-            A::Like { negated, expr, pattern, escape_char, .. } | A::ILike { negated, expr, pattern, escape_char, .. } => {
+            A::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                ..
+            }
+            | A::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                ..
+            } => {
                 let escape = match escape_char.as_deref() {
                     Some(A::Value(v)) => match &v.value {
                         ast::Value::SingleQuotedString(s) => s.chars().next().unwrap_or('\\'),
@@ -828,33 +1167,75 @@ impl<'a> Binder<'a> {
                     },
                     _ => '\\',
                 };
-                Expr::Like { expr: Box::new(self.bind_expr(expr)?), pattern: Box::new(self.bind_expr(pattern)?), escape, negated: *negated }
+                Expr::Like {
+                    expr: Box::new(self.bind_expr(expr)?),
+                    pattern: Box::new(self.bind_expr(pattern)?),
+                    escape,
+                    negated: *negated,
+                }
             }
-            A::Case { operand, conditions, else_result, .. } => Expr::Case {
-                operand: operand.as_ref().map(|o| self.bind_expr(o).map(Box::new)).transpose()?,
-                whens: conditions.iter().map(|c| Ok((self.bind_expr(&c.condition)?, self.bind_expr(&c.result)?))).collect::<Result<_>>()?,
-                else_: else_result.as_ref().map(|o| self.bind_expr(o).map(Box::new)).transpose()?,
+            A::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => Expr::Case {
+                operand: operand
+                    .as_ref()
+                    .map(|o| self.bind_expr(o).map(Box::new))
+                    .transpose()?,
+                whens: conditions
+                    .iter()
+                    .map(|c| Ok((self.bind_expr(&c.condition)?, self.bind_expr(&c.result)?)))
+                    .collect::<Result<_>>()?,
+                else_: else_result
+                    .as_ref()
+                    .map(|o| self.bind_expr(o).map(Box::new))
+                    .transpose()?,
             },
-            A::Cast { expr, data_type, .. } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(data_type)?),
-            A::Convert { expr, data_type: Some(dt), .. } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(dt)?),
-            A::Convert { expr, data_type: None, .. } => self.bind_expr(expr)?,
+            A::Cast {
+                expr, data_type, ..
+            } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(data_type)?),
+            A::Convert {
+                expr,
+                data_type: Some(dt),
+                ..
+            } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(dt)?),
+            A::Convert {
+                expr,
+                data_type: None,
+                ..
+            } => self.bind_expr(expr)?,
             A::Collate { expr, .. } => self.bind_expr(expr)?,
             A::TypedString(ts) => {
                 let s = match &ts.value.value {
-                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                        s.clone()
+                    }
                     other => other.to_string(),
                 };
                 let ty = sql_type(&ts.data_type)?;
                 let v = crate::expr::cast_value(Value::Str(s.clone()), &ty)?;
                 if v.is_null() {
-                    return Err(Error::new(1525, format!("Incorrect {} value: '{s}'", ts.data_type)));
+                    return Err(Error::new(
+                        1525,
+                        format!("Incorrect {} value: '{s}'", ts.data_type),
+                    ));
                 }
                 Expr::Lit(v)
             }
             A::Ceil { expr, .. } => Expr::Func("CEIL".into(), vec![self.bind_expr(expr)?]),
             A::Floor { expr, .. } => Expr::Func("FLOOR".into(), vec![self.bind_expr(expr)?]),
-            A::Position { expr, r#in } => Expr::Func("LOCATE".into(), vec![self.bind_expr(expr)?, self.bind_expr(r#in)?]),
-            A::Substring { expr, substring_from, substring_for, .. } => {
+            A::Position { expr, r#in } => Expr::Func(
+                "LOCATE".into(),
+                vec![self.bind_expr(expr)?, self.bind_expr(r#in)?],
+            ),
+            A::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
                 let mut args = vec![self.bind_expr(expr)?];
                 args.push(match substring_from {
                     Some(f) => self.bind_expr(f)?,
@@ -865,7 +1246,12 @@ impl<'a> Binder<'a> {
                 }
                 Expr::Func("SUBSTRING".into(), args)
             }
-            A::Trim { expr, trim_where, trim_what, .. } => {
+            A::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                ..
+            } => {
                 let x = self.bind_expr(expr)?;
                 let mode = match trim_where {
                     Some(ast::TrimWhereField::Leading) => 1,
@@ -876,7 +1262,10 @@ impl<'a> Binder<'a> {
                     Some(w) => self.bind_expr(w)?,
                     None => Expr::Lit(Value::Str(" ".into())),
                 };
-                Expr::Func("TRIM_CHARS".into(), vec![x, what, Expr::Lit(Value::Int(mode))])
+                Expr::Func(
+                    "TRIM_CHARS".into(),
+                    vec![x, what, Expr::Lit(Value::Int(mode))],
+                )
             }
             A::Extract { field, expr, .. } => {
                 let f = format!("{field}").to_ascii_uppercase();
@@ -892,14 +1281,23 @@ impl<'a> Binder<'a> {
 
     fn bind_function(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = object_name(&f.name).join(".").to_ascii_uppercase();
-        let (args, distinct, clauses): (Vec<&ast::FunctionArg>, bool, Vec<ast::FunctionArgumentClause>) = match &f.args {
+        let (args, distinct, clauses): (
+            Vec<&ast::FunctionArg>,
+            bool,
+            Vec<ast::FunctionArgumentClause>,
+        ) = match &f.args {
             ast::FunctionArguments::None => (vec![], false, vec![]),
             ast::FunctionArguments::List(l) => (
                 l.args.iter().collect(),
-                matches!(l.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)),
+                matches!(
+                    l.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                ),
                 l.clauses.clone(),
             ),
-            ast::FunctionArguments::Subquery(_) => return Err(Error::unsupported("function subquery argument")),
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(Error::unsupported("function subquery argument"))
+            }
         };
         if f.over.is_some() {
             return Err(Error::unsupported("window functions"));
@@ -920,7 +1318,11 @@ impl<'a> Binder<'a> {
             _ => None,
         };
         if let Some(mut func) = agg {
-            let star = args.len() == 1 && matches!(args[0], ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard));
+            let star = args.len() == 1
+                && matches!(
+                    args[0],
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
+                );
             if star && func == AggFunc::Count {
                 func = AggFunc::CountStar;
             }
@@ -930,7 +1332,9 @@ impl<'a> Binder<'a> {
             } else {
                 args.iter()
                     .map(|a| match a {
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind_expr(e),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                            self.bind_expr(e)
+                        }
                         other => Err(Error::syntax_near(&other.to_string())),
                     })
                     .collect()
@@ -952,8 +1356,15 @@ impl<'a> Binder<'a> {
                     };
                 }
             }
-            let cols = self.levels.last().map(|l| l.cols.clone()).unwrap_or_default();
-            let arg_ty = bound.first().map(|b| self.infer(b, &cols).0).unwrap_or(SqlType::BIGINT);
+            let cols = self
+                .levels
+                .last()
+                .map(|l| l.cols.clone())
+                .unwrap_or_default();
+            let arg_ty = bound
+                .first()
+                .map(|b| self.infer(b, &cols).0)
+                .unwrap_or(SqlType::BIGINT);
             let ty = match func {
                 AggFunc::Count | AggFunc::CountStar => SqlType::BIGINT,
                 AggFunc::Sum => {
@@ -967,16 +1378,28 @@ impl<'a> Binder<'a> {
                     if is_float(arg_ty) || arg_ty.is_string() {
                         SqlType::DOUBLE
                     } else {
-                        SqlType::decimal(arg_ty.len.max(10) + 4, crate::exec::avg_scale(arg_ty.kind, arg_ty.scale))
+                        SqlType::decimal(
+                            arg_ty.len.max(10) + 4,
+                            crate::exec::avg_scale(arg_ty.kind, arg_ty.scale),
+                        )
                     }
                 }
                 AggFunc::Min | AggFunc::Max | AggFunc::First => arg_ty,
                 AggFunc::GroupConcat => SqlType::new(TypeKind::Text),
                 AggFunc::Std | AggFunc::Variance => SqlType::DOUBLE,
-                _ => SqlType { unsigned: true, ..SqlType::BIGINT },
+                _ => SqlType {
+                    unsigned: true,
+                    ..SqlType::BIGINT
+                },
             };
             let list = self.aggs.as_mut().unwrap();
-            list.push(Agg { func, args: bound, distinct, separator, ty });
+            list.push(Agg {
+                func,
+                args: bound,
+                distinct,
+                separator,
+                ty,
+            });
             return Ok(Expr::AggRef(list.len() - 1));
         }
         let mut bound = vec![];
@@ -984,18 +1407,35 @@ impl<'a> Binder<'a> {
             match a {
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(A::Interval(iv))) => {
                     let n = self.bind_expr(&iv.value)?;
-                    let unit = iv.leading_field.as_ref().map(|f| f.to_string().to_ascii_uppercase()).unwrap_or("SECOND".into());
+                    let unit = iv
+                        .leading_field
+                        .as_ref()
+                        .map(|f| f.to_string().to_ascii_uppercase())
+                        .unwrap_or("SECOND".into());
                     bound.push(n);
-                    bound.push(Expr::Lit(Value::Str(unit.trim_end_matches('S').to_string())));
+                    bound.push(Expr::Lit(Value::Str(
+                        unit.trim_end_matches('S').to_string(),
+                    )));
                 }
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => bound.push(self.bind_expr(e)?),
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    bound.push(self.bind_expr(e)?)
+                }
                 other => return Err(Error::syntax_near(&other.to_string())),
             }
         }
         let name = match name.as_str() {
             "ADDDATE" => "DATE_ADD".to_string(),
             "SUBDATE" => "DATE_SUB".to_string(),
-            "CHARSET" | "COLLATION" => return Ok(Expr::Lit(Value::Str(if name == "CHARSET" { "utf8mb4" } else { "utf8mb4_general_ci" }.into()))),
+            "CHARSET" | "COLLATION" => {
+                return Ok(Expr::Lit(Value::Str(
+                    if name == "CHARSET" {
+                        "utf8mb4"
+                    } else {
+                        "utf8mb4_general_ci"
+                    }
+                    .into(),
+                )))
+            }
             "INSERT" => "INSERT_STR".to_string(),
             "VALUES" | "VALUE" => {
                 if let [Expr::Col(i)] = bound.as_slice() {
@@ -1008,7 +1448,9 @@ impl<'a> Binder<'a> {
         if matches!(name.as_str(), "DATE_ADD" | "DATE_SUB") && bound.len() == 2 {
             bound.push(Expr::Lit(Value::Str("DAY".into())));
         }
-        let Some((min, max)) = crate::func::arity(&name) else { return Err(Error::unknown_function(&name)) };
+        let Some((min, max)) = crate::func::arity(&name) else {
+            return Err(Error::unknown_function(&name));
+        };
         if bound.len() < min || bound.len() > max {
             return Err(Error::wrong_arguments(&name));
         }
@@ -1035,7 +1477,12 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
         return a;
     }
     if a.kind == b.kind {
-        return SqlType { len: a.len.max(b.len), scale: a.scale.max(b.scale), unsigned: a.unsigned && b.unsigned, ..a };
+        return SqlType {
+            len: a.len.max(b.len),
+            scale: a.scale.max(b.scale),
+            unsigned: a.unsigned && b.unsigned,
+            ..a
+        };
     }
     if a.is_string() || b.is_string() || a.is_temporal() || b.is_temporal() {
         return SqlType::varchar(a.display_length().max(b.display_length()).max(1));
@@ -1053,7 +1500,10 @@ fn cast_type(dt: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
     Ok(match dt {
         D::Signed | D::SignedInteger | D::Int(_) | D::Integer(_) | D::BigInt(_) => SqlType::BIGINT,
-        D::Unsigned | D::UnsignedInteger | D::IntUnsigned(_) | D::BigIntUnsigned(_) => SqlType { unsigned: true, ..SqlType::BIGINT },
+        D::Unsigned | D::UnsignedInteger | D::IntUnsigned(_) | D::BigIntUnsigned(_) => SqlType {
+            unsigned: true,
+            ..SqlType::BIGINT
+        },
         D::Char(_) | D::Varchar(_) | D::Nvarchar(_) | D::Text => SqlType::new(TypeKind::Text),
         D::Binary(_) => SqlType::new(TypeKind::Blob),
         D::Decimal(ast::ExactNumberInfo::None) => SqlType::decimal(10, 0),
@@ -1079,7 +1529,13 @@ fn rewrite_for_agg(e: Expr, group: &[Expr], aggs: &mut Vec<Agg>, ng: usize) -> E
         match x {
             Expr::AggRef(j) => Some(Expr::Col(ng + j)),
             Expr::Col(i) => {
-                aggs.push(Agg { func: AggFunc::First, args: vec![Expr::Col(*i)], distinct: false, separator: String::new(), ty: SqlType::NULL });
+                aggs.push(Agg {
+                    func: AggFunc::First,
+                    args: vec![Expr::Col(*i)],
+                    distinct: false,
+                    separator: String::new(),
+                    ty: SqlType::NULL,
+                });
                 Some(Expr::Col(ng + aggs.len() - 1))
             }
             _ => None,
@@ -1093,7 +1549,10 @@ fn bind_with_aliases(b: &mut Binder, h: &A, items: &[(Expr, OutColumn)]) -> Resu
     let mut lvl = b.levels.pop().unwrap_or(Level { cols: vec![] });
     let base = lvl.cols.len();
     for (_, c) in items {
-        lvl.cols.push(ScopeCol { table: String::new(), col: c.clone() });
+        lvl.cols.push(ScopeCol {
+            table: String::new(),
+            col: c.clone(),
+        });
     }
     b.levels.push(lvl);
     let r = b.bind_expr(h);
@@ -1122,14 +1581,23 @@ pub fn literal(v: &ast::Value, _b: &mut Binder) -> Result<Value> {
                 }
             }
         }
-        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) | ast::Value::NationalStringLiteral(s) => Value::Str(s.clone()),
+        ast::Value::SingleQuotedString(s)
+        | ast::Value::DoubleQuotedString(s)
+        | ast::Value::NationalStringLiteral(s) => Value::Str(s.clone()),
         ast::Value::EscapedStringLiteral(s) => Value::Str(s.clone()),
         ast::Value::HexStringLiteral(h) => {
-            let h = if h.len() % 2 == 1 { format!("0{h}") } else { h.clone() };
-            let bytes: Option<Vec<u8>> = (0..h.len() / 2).map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok()).collect();
+            let h = if h.len() % 2 == 1 {
+                format!("0{h}")
+            } else {
+                h.clone()
+            };
+            let bytes: Option<Vec<u8>> = (0..h.len() / 2)
+                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
+                .collect();
             Value::Bytes(bytes.ok_or_else(|| Error::syntax_near(&h))?)
         }
-        ast::Value::SingleQuotedByteStringLiteral(s) | ast::Value::DoubleQuotedByteStringLiteral(s) => Value::Bytes(s.as_bytes().to_vec()),
+        ast::Value::SingleQuotedByteStringLiteral(s)
+        | ast::Value::DoubleQuotedByteStringLiteral(s) => Value::Bytes(s.as_bytes().to_vec()),
         ast::Value::Boolean(b) => Value::Int(*b as i64),
         ast::Value::Null => Value::Null,
         other => return Err(Error::syntax_near(&other.to_string())),
@@ -1150,7 +1618,10 @@ pub fn push_filter(plan: Plan, pred: Expr) -> Plan {
     });
     let plan = choose_access(plan);
     match and_all(keep) {
-        Some(k) => Plan::Filter { input: Box::new(plan), pred: k },
+        Some(k) => Plan::Filter {
+            input: Box::new(plan),
+            pred: k,
+        },
         None => plan,
     }
 }
@@ -1158,7 +1629,9 @@ pub fn push_filter(plan: Plan, pred: Expr) -> Plan {
 fn width(p: &Plan) -> Option<usize> {
     match p {
         Plan::Scan { table, .. } => Some(table.def.columns.len()),
-        Plan::Join { left, right_width, .. } => Some(width(left)? + right_width),
+        Plan::Join {
+            left, right_width, ..
+        } => Some(width(left)? + right_width),
         Plan::Dual => Some(0),
         _ => None,
     }
@@ -1166,36 +1639,104 @@ fn width(p: &Plan) -> Option<usize> {
 
 /// Try to push one conjunct into the plan; returns it back if it must stay above.
 fn push_one(plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
-    let Some(cols) = columns_used(&c) else { return (plan, Some(c)) };
+    let Some(cols) = columns_used(&c) else {
+        return (plan, Some(c));
+    };
     match plan {
-        Plan::Scan { table, filter, access } => {
+        Plan::Scan {
+            table,
+            filter,
+            access,
+        } => {
             let filter = match filter {
                 None => Some(c),
                 Some(f) => Some(Expr::Bin(BinOp::And, Box::new(f), Box::new(c))),
             };
-            (Plan::Scan { table, filter, access }, None)
+            (
+                Plan::Scan {
+                    table,
+                    filter,
+                    access,
+                },
+                None,
+            )
         }
-        Plan::Join { left, right, kind, mut left_keys, mut right_keys, on, right_width } => {
+        Plan::Join {
+            left,
+            right,
+            kind,
+            mut left_keys,
+            mut right_keys,
+            on,
+            right_width,
+        } => {
             let Some(lw) = width(&left) else {
-                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, Some(c));
+                return (
+                    Plan::Join {
+                        left,
+                        right,
+                        kind,
+                        left_keys,
+                        right_keys,
+                        on,
+                        right_width,
+                    },
+                    Some(c),
+                );
             };
             let all_left = cols.iter().all(|&i| i < lw);
             let all_right = !cols.is_empty() && cols.iter().all(|&i| i >= lw);
             if all_left {
                 let (l, rest) = push_one(*left, c);
                 let left = Box::new(l);
-                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, rest);
+                return (
+                    Plan::Join {
+                        left,
+                        right,
+                        kind,
+                        left_keys,
+                        right_keys,
+                        on,
+                        right_width,
+                    },
+                    rest,
+                );
             }
             if kind == JoinKind::Left {
-                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, Some(c));
+                return (
+                    Plan::Join {
+                        left,
+                        right,
+                        kind,
+                        left_keys,
+                        right_keys,
+                        on,
+                        right_width,
+                    },
+                    Some(c),
+                );
             }
             if all_right {
                 let (r, rest) = push_one(*right, shift_cols(c, lw));
                 let right = Box::new(match rest {
                     None => r,
-                    Some(x) => Plan::Filter { input: Box::new(r), pred: x },
+                    Some(x) => Plan::Filter {
+                        input: Box::new(r),
+                        pred: x,
+                    },
                 });
-                return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None);
+                return (
+                    Plan::Join {
+                        left,
+                        right,
+                        kind,
+                        left_keys,
+                        right_keys,
+                        on,
+                        right_width,
+                    },
+                    None,
+                );
             }
             if let Expr::Bin(BinOp::Eq, a, b) = &c {
                 let ca = columns_used(a).unwrap_or_default();
@@ -1207,19 +1748,52 @@ fn push_one(plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
                 if a_left && b_right {
                     left_keys.push((**a).clone());
                     right_keys.push(shift_cols((**b).clone(), lw));
-                    return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None);
+                    return (
+                        Plan::Join {
+                            left,
+                            right,
+                            kind,
+                            left_keys,
+                            right_keys,
+                            on,
+                            right_width,
+                        },
+                        None,
+                    );
                 }
                 if a_right && b_left {
                     left_keys.push((**b).clone());
                     right_keys.push(shift_cols((**a).clone(), lw));
-                    return (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None);
+                    return (
+                        Plan::Join {
+                            left,
+                            right,
+                            kind,
+                            left_keys,
+                            right_keys,
+                            on,
+                            right_width,
+                        },
+                        None,
+                    );
                 }
             }
             let on = Some(match on {
                 None => c,
                 Some(o) => Expr::Bin(BinOp::And, Box::new(o), Box::new(c)),
             });
-            (Plan::Join { left, right, kind, left_keys, right_keys, on, right_width }, None)
+            (
+                Plan::Join {
+                    left,
+                    right,
+                    kind,
+                    left_keys,
+                    right_keys,
+                    on,
+                    right_width,
+                },
+                None,
+            )
         }
         other => (other, Some(c)),
     }
@@ -1227,7 +1801,9 @@ fn push_one(plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
 
 /// Turn a join's ON condition into hash keys where possible and push single-side parts down.
 fn split_join_condition(plan: &mut Plan) {
-    let Plan::Join { on, kind, .. } = plan else { return };
+    let Plan::Join { on, kind, .. } = plan else {
+        return;
+    };
     let Some(cond) = on.take() else { return };
     let kind = *kind;
     let mut parts = vec![];
@@ -1246,7 +1822,9 @@ fn split_join_condition(plan: &mut Plan) {
                 if let Expr::Bin(BinOp::Eq, a, b) = &c {
                     let ca = columns_used(a).unwrap_or_default();
                     let cb = columns_used(b).unwrap_or_default();
-                    let side = |v: &[usize], left: bool| !v.is_empty() && v.iter().all(|&i| (i < lw) == left);
+                    let side = |v: &[usize], left: bool| {
+                        !v.is_empty() && v.iter().all(|&i| (i < lw) == left)
+                    };
                     let pair = if side(&ca, true) && side(&cb, false) {
                         Some(((**a).clone(), (**b).clone()))
                     } else if side(&ca, false) && side(&cb, true) {
@@ -1255,7 +1833,12 @@ fn split_join_condition(plan: &mut Plan) {
                         None
                     };
                     if let Some((l, r)) = pair {
-                        if let Plan::Join { left_keys, right_keys, .. } = &mut p {
+                        if let Plan::Join {
+                            left_keys,
+                            right_keys,
+                            ..
+                        } = &mut p
+                        {
                             left_keys.push(l);
                             right_keys.push(shift_cols(r, lw));
                         }
@@ -1268,7 +1851,10 @@ fn split_join_condition(plan: &mut Plan) {
                         let (r, rest_c) = push_one(r, shift_cols(c, lw));
                         **right = match rest_c {
                             None => r,
-                            Some(x) => Plan::Filter { input: Box::new(r), pred: x },
+                            Some(x) => Plan::Filter {
+                                input: Box::new(r),
+                                pred: x,
+                            },
                         };
                     }
                     continue;
@@ -1297,11 +1883,27 @@ fn split_join_condition(plan: &mut Plan) {
 /// Pick index access for scans whose filter pins a key (equality/IN on a prefix, or a range).
 pub fn choose_access(plan: Plan) -> Plan {
     match plan {
-        Plan::Scan { table, filter: Some(f), access: Access::Full } => {
+        Plan::Scan {
+            table,
+            filter: Some(f),
+            access: Access::Full,
+        } => {
             let access = pick_index(&table, &f);
-            Plan::Scan { table, filter: Some(f), access }
+            Plan::Scan {
+                table,
+                filter: Some(f),
+                access,
+            }
         }
-        Plan::Join { left, right, kind, left_keys, right_keys, on, right_width } => Plan::Join {
+        Plan::Join {
+            left,
+            right,
+            kind,
+            left_keys,
+            right_keys,
+            on,
+            right_width,
+        } => Plan::Join {
             left: Box::new(choose_access(*left)),
             right: Box::new(choose_access(*right)),
             kind,
@@ -1310,8 +1912,14 @@ pub fn choose_access(plan: Plan) -> Plan {
             on,
             right_width,
         },
-        Plan::Filter { input, pred } => Plan::Filter { input: Box::new(choose_access(*input)), pred },
-        Plan::Project { input, exprs } => Plan::Project { input: Box::new(choose_access(*input)), exprs },
+        Plan::Filter { input, pred } => Plan::Filter {
+            input: Box::new(choose_access(*input)),
+            pred,
+        },
+        Plan::Project { input, exprs } => Plan::Project {
+            input: Box::new(choose_access(*input)),
+            exprs,
+        },
         other => other,
     }
 }
@@ -1327,14 +1935,19 @@ fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
 fn pick_index(table: &TableEntry, f: &Expr) -> Access {
     let mut parts = vec![];
     conjuncts(f.clone(), &mut parts);
-    let usable = |e: &Expr| e.is_const() || matches!(e, Expr::Param(_)) || {
-        let mut ok = true;
-        e.walk(&mut |x| {
-            if !matches!(x, Expr::Param(_) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..)) {
-                ok = false
-            }
-        });
-        ok
+    let usable = |e: &Expr| {
+        e.is_const() || matches!(e, Expr::Param(_)) || {
+            let mut ok = true;
+            e.walk(&mut |x| {
+                if !matches!(
+                    x,
+                    Expr::Param(_) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..)
+                ) {
+                    ok = false
+                }
+            });
+            ok
+        }
     };
     let mut eq: Vec<(usize, Vec<Expr>)> = vec![];
     let mut ranges: Vec<(usize, Option<(Expr, bool)>, Option<(Expr, bool)>)> = vec![];
@@ -1347,17 +1960,30 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
                     }
                 }
             }
-            Expr::InList { expr, list, negated: false } => {
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => {
                 if let Expr::Col(c) = **expr {
                     if list.iter().all(usable) && list.len() <= 1000 {
                         eq.push((c, list.clone()));
                     }
                 }
             }
-            Expr::Between { expr, lo, hi, negated: false } => {
+            Expr::Between {
+                expr,
+                lo,
+                hi,
+                negated: false,
+            } => {
                 if let Expr::Col(c) = **expr {
                     if usable(lo) && usable(hi) {
-                        ranges.push((c, Some(((**lo).clone(), true)), Some(((**hi).clone(), true))));
+                        ranges.push((
+                            c,
+                            Some(((**lo).clone(), true)),
+                            Some(((**hi).clone(), true)),
+                        ));
                     }
                 }
             }

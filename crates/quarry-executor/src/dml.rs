@@ -32,7 +32,11 @@ pub enum DupMode {
 /// Convert a value for storage in `col`, applying MySQL's strict-mode rules.
 pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result<Value> {
     if v.is_null() {
-        return if col.nullable { Ok(Value::Null) } else { Err(Error::not_null(&col.name)) };
+        return if col.nullable {
+            Ok(Value::Null)
+        } else {
+            Err(Error::not_null(&col.name))
+        };
     }
     let ty = col.ty;
     let bad = |kind: &str, v: &Value| -> Result<()> {
@@ -113,8 +117,13 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
             let max_int = ty.len.saturating_sub(ty.scale as u32);
             if d.int_digits() > max_int || (ty.unsigned && d.mantissa < 0) {
                 out_of_range()?;
-                let limit = quarry_common::value::pow10((max_int + ty.scale as u32).min(38) as u8) - 1;
-                let m = if ty.unsigned && d.mantissa < 0 { 0 } else { d.mantissa.clamp(-limit, limit) };
+                let limit =
+                    quarry_common::value::pow10((max_int + ty.scale as u32).min(38) as u8) - 1;
+                let m = if ty.unsigned && d.mantissa < 0 {
+                    0
+                } else {
+                    d.mantissa.clamp(-limit, limit)
+                };
                 Value::Decimal(Decimal::new(m, ty.scale))
             } else {
                 Value::Decimal(d)
@@ -131,7 +140,11 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 }
                 other => other.to_f64(),
             };
-            let f = if ty.kind == TypeKind::Float { f as f32 as f64 } else { f };
+            let f = if ty.kind == TypeKind::Float {
+                f as f32 as f64
+            } else {
+                f
+            };
             if ty.unsigned && f < 0.0 {
                 out_of_range()?;
                 Value::Double(0.0)
@@ -142,18 +155,25 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
         TypeKind::Char | TypeKind::VarChar | TypeKind::Text => {
             let mut s = match v {
                 Value::Str(s) => s,
-                Value::Bytes(b) => match String::from_utf8(b) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let shown: String = e.as_bytes().iter().take(8).map(|b| format!("\\x{b:02X}")).collect();
-                        let err = Error::new(1366, format!("Incorrect string value: '{shown}' for column `{}` at row {row_no}", col.name));
-                        if ctx.strict {
-                            return Err(err);
+                Value::Bytes(b) => {
+                    match String::from_utf8(b) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            let shown: String = e
+                                .as_bytes()
+                                .iter()
+                                .take(8)
+                                .map(|b| format!("\\x{b:02X}"))
+                                .collect();
+                            let err = Error::new(1366, format!("Incorrect string value: '{shown}' for column `{}` at row {row_no}", col.name));
+                            if ctx.strict {
+                                return Err(err);
+                            }
+                            ctx.warn(1366, err.message);
+                            String::from_utf8_lossy(e.as_bytes()).into_owned()
                         }
-                        ctx.warn(1366, err.message);
-                        String::from_utf8_lossy(e.as_bytes()).into_owned()
                     }
-                },
+                }
                 other => other.to_string(),
             };
             if ty.kind == TypeKind::Char {
@@ -168,7 +188,10 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                     return Err(Error::data_too_long(&col.name, row_no));
                 }
                 if !only_spaces {
-                    ctx.warn(1265, format!("Data truncated for column '{}' at row {row_no}", col.name));
+                    ctx.warn(
+                        1265,
+                        format!("Data truncated for column '{}' at row {row_no}", col.name),
+                    );
                 }
                 s = s.chars().take(max).collect();
             }
@@ -179,7 +202,11 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 Value::Bytes(b) => b,
                 other => other.as_str_lossy().into_owned().into_bytes(),
             };
-            let max = if ty.kind == TypeKind::Blob { 65535 } else { ty.len as usize };
+            let max = if ty.kind == TypeKind::Blob {
+                65535
+            } else {
+                ty.len as usize
+            };
             if b.len() > max {
                 if ctx.strict {
                     return Err(Error::data_too_long(&col.name, row_no));
@@ -201,7 +228,11 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                     Value::DateTime(dt)
                 }
                 None if zero_ok => {
-                    let z = Date { year: 0, month: 0, day: 0 };
+                    let z = Date {
+                        year: 0,
+                        month: 0,
+                        day: 0,
+                    };
                     if ty.kind == TypeKind::Date {
                         Value::Date(z)
                     } else {
@@ -209,8 +240,19 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                     }
                 }
                 None => {
-                    let kind = if ty.kind == TypeKind::Date { "date" } else { "datetime" };
-                    let err = Error::new(1292, format!("Incorrect {kind} value: '{}' for column `{}` at row {row_no}", v.as_str_lossy(), col.name));
+                    let kind = if ty.kind == TypeKind::Date {
+                        "date"
+                    } else {
+                        "datetime"
+                    };
+                    let err = Error::new(
+                        1292,
+                        format!(
+                            "Incorrect {kind} value: '{}' for column `{}` at row {row_no}",
+                            v.as_str_lossy(),
+                            col.name
+                        ),
+                    );
                     if ctx.strict {
                         return Err(err);
                     }
@@ -218,7 +260,11 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                     if col.nullable {
                         Value::Null
                     } else {
-                        Value::Date(Date { year: 0, month: 0, day: 0 })
+                        Value::Date(Date {
+                            year: 0,
+                            month: 0,
+                            day: 0,
+                        })
                     }
                 }
             }
@@ -254,7 +300,11 @@ fn default_for(col: &ColumnDef, ctx: &ExecCtx) -> Result<Value> {
                 ctx.warn(1364, Error::no_default(&col.name).message);
                 Ok(match col.ty.kind {
                     k if SqlType::new(k).is_numeric() => Value::Int(0),
-                    TypeKind::Date => Value::Date(Date { year: 0, month: 0, day: 0 }),
+                    TypeKind::Date => Value::Date(Date {
+                        year: 0,
+                        month: 0,
+                        day: 0,
+                    }),
                     _ => Value::Str(String::new()),
                 })
             }
@@ -264,7 +314,9 @@ fn default_for(col: &ColumnDef, ctx: &ExecCtx) -> Result<Value> {
 
 /// Fill auto-increment: NULL or 0 means "next value" (sysbench's `VALUES (0, …)`).
 fn assign_auto_inc(entry: &TableEntry, row: &mut Row, first_id: &mut Option<u64>) -> Result<()> {
-    let Some(ai) = entry.def.auto_increment_column() else { return Ok(()) };
+    let Some(ai) = entry.def.auto_increment_column() else {
+        return Ok(());
+    };
     let mut next = entry.auto_inc.lock();
     let given = match &row[ai] {
         Value::Null => None,
@@ -275,7 +327,10 @@ fn assign_auto_inc(entry: &TableEntry, row: &mut Row, first_id: &mut Option<u64>
         None => {
             let (_, hi) = entry.def.columns[ai].ty.int_range();
             if *next as i128 > hi {
-                return Err(Error::new(1467, "Failed to read auto-increment value from storage engine"));
+                return Err(Error::new(
+                    1467,
+                    "Failed to read auto-increment value from storage engine",
+                ));
             }
             row[ai] = coerce_auto(*next, &entry.def.columns[ai]);
             if first_id.is_none() {
@@ -303,9 +358,15 @@ fn coerce_auto(n: u64, col: &ColumnDef) -> Value {
 
 /// Auto-increment counters start after the largest stored value.
 pub fn init_auto_inc(entry: &TableEntry, ctx: &ExecCtx) -> Result<()> {
-    let Some(ai) = entry.def.auto_increment_column() else { return Ok(()) };
+    let Some(ai) = entry.def.auto_increment_column() else {
+        return Ok(());
+    };
     let mut max = 0i64;
-    let idx = entry.def.indexes.iter().position(|i| i.columns.first() == Some(&ai));
+    let idx = entry
+        .def
+        .indexes
+        .iter()
+        .position(|i| i.columns.first() == Some(&ai));
     let _ = idx;
     scan_table(entry, None, &Access::Full, ctx, &mut |_, rows| {
         for r in rows {
@@ -337,7 +398,11 @@ fn conflicts(entry: &TableEntry, row: &Row) -> Result<Vec<RowId>> {
         if key.iter().any(Value::is_null) {
             continue;
         }
-        ids.extend(entry.handle.index_range(ii, Bound::Included(&key), Bound::Included(&key))?);
+        ids.extend(
+            entry
+                .handle
+                .index_range(ii, Bound::Included(&key), Bound::Included(&key))?,
+        );
     }
     ids.sort_unstable();
     ids.dedup();
@@ -385,7 +450,9 @@ pub fn insert_rows(
         records += 1;
         match entry.handle.insert(row.clone()) {
             Ok(id) => {
-                ctx.undo.borrow_mut().push(Undo::Inserted(entry.clone(), id));
+                ctx.undo
+                    .borrow_mut()
+                    .push(Undo::Inserted(entry.clone(), id));
                 res.affected += 1;
             }
             Err(e) if e.code == 1062 => {
@@ -398,15 +465,21 @@ pub fn insert_rows(
                         for id in conflicts(entry, &row)? {
                             let old = entry.handle.fetch(&[id])?.pop().unwrap();
                             entry.handle.delete(id)?;
-                            ctx.undo.borrow_mut().push(Undo::Deleted(entry.clone(), old));
+                            ctx.undo
+                                .borrow_mut()
+                                .push(Undo::Deleted(entry.clone(), old));
                             res.affected += 1;
                         }
                         let id = entry.handle.insert(row)?;
-                        ctx.undo.borrow_mut().push(Undo::Inserted(entry.clone(), id));
+                        ctx.undo
+                            .borrow_mut()
+                            .push(Undo::Inserted(entry.clone(), id));
                         res.affected += 1;
                     }
                     _ if !opts.on_dup.is_empty() => {
-                        let Some(id) = conflicts(entry, &row)?.into_iter().next() else { return Err(e) };
+                        let Some(id) = conflicts(entry, &row)?.into_iter().next() else {
+                            return Err(e);
+                        };
                         let old = entry.handle.fetch(&[id])?.pop().unwrap();
                         *ctx.insert_row.borrow_mut() = Some(row.clone());
                         let mut new = old.clone();
@@ -417,10 +490,16 @@ pub fn insert_rows(
                         if new != old {
                             match entry.handle.update(id, new) {
                                 Ok(nid) => {
-                                    ctx.undo.borrow_mut().push(Undo::Updated(entry.clone(), nid, old.clone()));
+                                    ctx.undo.borrow_mut().push(Undo::Updated(
+                                        entry.clone(),
+                                        nid,
+                                        old.clone(),
+                                    ));
                                     res.affected += 2;
                                 }
-                                Err(e2) if e2.code == 1062 && opts.mode == DupMode::Ignore => ctx.warn(1062, e2.message),
+                                Err(e2) if e2.code == 1062 && opts.mode == DupMode::Ignore => {
+                                    ctx.warn(1062, e2.message)
+                                }
                                 Err(e2) => return Err(e2),
                             }
                         }
@@ -438,7 +517,10 @@ pub fn insert_rows(
     }
     res.last_insert_id = first_id;
     if records > 1 || opts.mode != DupMode::Error {
-        res.info = Some(format!("Records: {records}  Duplicates: {dups}  Warnings: {}", ctx.warnings.borrow().len()));
+        res.info = Some(format!(
+            "Records: {records}  Duplicates: {dups}  Warnings: {}",
+            ctx.warnings.borrow().len()
+        ));
     }
     Ok(res)
 }
@@ -449,7 +531,10 @@ fn column_targets(entry: &TableEntry, names: &[String]) -> Result<Vec<usize>> {
     }
     let mut out = vec![];
     for n in names {
-        let i = entry.def.column_index(n).ok_or_else(|| Error::unknown_column(n, "field list"))?;
+        let i = entry
+            .def
+            .column_index(n)
+            .ok_or_else(|| Error::unknown_column(n, "field list"))?;
         if out.contains(&i) {
             return Err(Error::new(1110, format!("Column '{n}' specified twice")));
         }
@@ -459,9 +544,15 @@ fn column_targets(entry: &TableEntry, names: &[String]) -> Result<Vec<usize>> {
 }
 
 pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Result<DmlResult> {
-    let ast::TableObject::TableName(name) = &stmt.table else { return Err(Error::unsupported("INSERT INTO TABLE FUNCTION")) };
+    let ast::TableObject::TableName(name) = &stmt.table else {
+        return Err(Error::unsupported("INSERT INTO TABLE FUNCTION"));
+    };
     let entry = params_base.resolve_table(name)?;
-    let names: Vec<String> = stmt.columns.iter().map(|c| object_name(c).pop().unwrap_or_default()).collect();
+    let names: Vec<String> = stmt
+        .columns
+        .iter()
+        .map(|c| object_name(c).pop().unwrap_or_default())
+        .collect();
     let mut targets = column_targets(&entry, &names)?;
     let mode = if stmt.replace_into {
         DupMode::Replace
@@ -475,15 +566,23 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
     if let Some(ast::OnInsert::DuplicateKeyUpdate(assigns)) = &stmt.on {
         let cols = Binder::table_scope(&entry, &entry.def.name);
         for a in assigns {
-            let ast::AssignmentTarget::ColumnName(cn) = &a.target else { return Err(Error::syntax_near("(")) };
+            let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
+                return Err(Error::syntax_near("("));
+            };
             let cname = object_name(cn).pop().unwrap_or_default();
-            let c = entry.def.column_index(&cname).ok_or_else(|| Error::unknown_column(&cname, "field list"))?;
+            let c = entry
+                .def
+                .column_index(&cname)
+                .ok_or_else(|| Error::unknown_column(&cname, "field list"))?;
             let e = params_base.bind_in_scope(cols.clone(), &a.value)?;
             on_dup.push((c, e));
         }
     }
     let width = entry.def.columns.len();
-    let opts = InsertOptions { mode, on_dup: &on_dup };
+    let opts = InsertOptions {
+        mode,
+        on_dup: &on_dup,
+    };
     let expand = |vals: Vec<Value>, targets: &[usize]| -> Result<Vec<Option<Value>>> {
         if vals.len() != targets.len() {
             return Err(Error::column_count_mismatch(1));
@@ -499,10 +598,21 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
         targets.clear();
         let mut vals = vec![];
         for a in &stmt.assignments {
-            let ast::AssignmentTarget::ColumnName(cn) = &a.target else { return Err(Error::syntax_near("(")) };
+            let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
+                return Err(Error::syntax_near("("));
+            };
             let cname = object_name(cn).pop().unwrap_or_default();
-            targets.push(entry.def.column_index(&cname).ok_or_else(|| Error::unknown_column(&cname, "field list"))?);
-            vals.push(params_base.bind_in_scope(vec![], &a.value)?.eval(&[], ctx)?);
+            targets.push(
+                entry
+                    .def
+                    .column_index(&cname)
+                    .ok_or_else(|| Error::unknown_column(&cname, "field list"))?,
+            );
+            vals.push(
+                params_base
+                    .bind_in_scope(vec![], &a.value)?
+                    .eval(&[], ctx)?,
+            );
         }
         let row = expand(vals, &targets)?;
         return insert_rows(&entry, std::iter::once(Ok(row)), &opts, ctx);
@@ -511,13 +621,19 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
     if let ast::SetExpr::Values(values) = source.body.as_ref() {
         let mut bound_rows = Vec::with_capacity(values.rows.len());
         for (ri, r) in values.rows.iter().enumerate() {
-            if r.len() != targets.len() && !(targets.len() == width && names.is_empty() && r.is_empty()) {
+            if r.len() != targets.len()
+                && !(targets.len() == width && names.is_empty() && r.is_empty())
+            {
                 return Err(Error::column_count_mismatch(ri + 1));
             }
             let mut row = Vec::with_capacity(r.len());
             for e in r.iter() {
                 match e {
-                    A::Identifier(i) if i.value.eq_ignore_ascii_case("DEFAULT") && i.quote_style.is_none() => row.push(None),
+                    A::Identifier(i)
+                        if i.value.eq_ignore_ascii_case("DEFAULT") && i.quote_style.is_none() =>
+                    {
+                        row.push(None)
+                    }
                     other => row.push(Some(params_base.bind_in_scope(vec![], other)?)),
                 }
             }
@@ -550,7 +666,12 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
     }
     let rows = collect(&sp.plan, ctx)?;
     entry.handle.begin_bulk();
-    let r = insert_rows(&entry, rows.into_iter().map(|r| expand(r, &targets)), &opts, ctx);
+    let r = insert_rows(
+        &entry,
+        rows.into_iter().map(|r| expand(r, &targets)),
+        &opts,
+        ctx,
+    );
     entry.handle.end_bulk()?;
     r
 }
@@ -566,9 +687,15 @@ fn matching_rows(
     ctx: &ExecCtx,
 ) -> Result<Vec<(RowId, Row)>> {
     let cols = Binder::table_scope(entry, alias);
-    let filter = selection.map(|s| b.bind_in_scope(cols.clone(), s)).transpose()?;
+    let filter = selection
+        .map(|s| b.bind_in_scope(cols.clone(), s))
+        .transpose()?;
     let plan = push_filter(
-        crate::plan::Plan::Scan { table: entry.clone(), filter: None, access: Access::Full },
+        crate::plan::Plan::Scan {
+            table: entry.clone(),
+            filter: None,
+            access: Access::Full,
+        },
         filter.unwrap_or(Expr::Lit(Value::Int(1))),
     );
     let (filter, access, residual) = match plan {
@@ -582,7 +709,12 @@ fn matching_rows(
     let mut out = vec![];
     scan_table(entry, filter.as_ref(), &access, ctx, &mut |ids, rows| {
         for (id, r) in ids.into_iter().zip(rows) {
-            if residual.as_ref().map(|p| p.eval_truth(&r, ctx)).transpose()?.unwrap_or(true) {
+            if residual
+                .as_ref()
+                .map(|p| p.eval_truth(&r, ctx))
+                .transpose()?
+                .unwrap_or(true)
+            {
                 out.push((id, r));
             }
         }
@@ -591,10 +723,24 @@ fn matching_rows(
     if !order_by.is_empty() {
         let keys: Vec<(Expr, bool)> = order_by
             .iter()
-            .map(|o| Ok((b.bind_in_scope(cols.clone(), &o.expr)?, matches!(o.options.sort, Some(ast::OrderBySort::Desc)))))
+            .map(|o| {
+                Ok((
+                    b.bind_in_scope(cols.clone(), &o.expr)?,
+                    matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
+                ))
+            })
             .collect::<Result<_>>()?;
-        let mut keyed: Vec<(Row, (RowId, Row))> =
-            out.into_iter().map(|(id, r)| Ok((keys.iter().map(|(e, _)| e.eval(&r, ctx)).collect::<Result<Row>>()?, (id, r)))).collect::<Result<_>>()?;
+        let mut keyed: Vec<(Row, (RowId, Row))> = out
+            .into_iter()
+            .map(|(id, r)| {
+                Ok((
+                    keys.iter()
+                        .map(|(e, _)| e.eval(&r, ctx))
+                        .collect::<Result<Row>>()?,
+                    (id, r),
+                ))
+            })
+            .collect::<Result<_>>()?;
         keyed.sort_by(|a, b| {
             for (i, (_, desc)) in keys.iter().enumerate() {
                 let o = a.0[i].total_cmp(&b.0[i]);
@@ -621,7 +767,10 @@ fn single_table(t: &ast::TableWithJoins, b: &Binder) -> Result<(Arc<TableEntry>,
     match &t.relation {
         ast::TableFactor::Table { name, alias, .. } => {
             let e = b.resolve_table(name)?;
-            let alias = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| e.def.name.clone());
+            let alias = alias
+                .as_ref()
+                .map(|a| a.name.value.clone())
+                .unwrap_or_else(|| e.def.name.clone());
             Ok((e, alias))
         }
         other => Err(Error::unsupported(other.to_string())),
@@ -636,13 +785,26 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
     let cols = Binder::table_scope(&entry, &alias);
     let mut sets = vec![];
     for a in &stmt.assignments {
-        let ast::AssignmentTarget::ColumnName(cn) = &a.target else { return Err(Error::syntax_near("(")) };
+        let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
+            return Err(Error::syntax_near("("));
+        };
         let parts = object_name(cn);
         let cname = parts.last().cloned().unwrap_or_default();
-        let c = entry.def.column_index(&cname).ok_or_else(|| Error::unknown_column(&parts.join("."), "field list"))?;
+        let c = entry
+            .def
+            .column_index(&cname)
+            .ok_or_else(|| Error::unknown_column(&parts.join("."), "field list"))?;
         sets.push((c, b.bind_in_scope(cols.clone(), &a.value)?));
     }
-    let targets = matching_rows(&entry, &alias, stmt.selection.as_ref(), &stmt.order_by, stmt.limit.as_ref(), b, ctx)?;
+    let targets = matching_rows(
+        &entry,
+        &alias,
+        stmt.selection.as_ref(),
+        &stmt.order_by,
+        stmt.limit.as_ref(),
+        b,
+        ctx,
+    )?;
     let matched = targets.len();
     let mut changed = 0u64;
     for (n, (id, old)) in targets.into_iter().enumerate() {
@@ -660,13 +822,18 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
             }
         }
         let nid = entry.handle.update(id, new)?;
-        ctx.undo.borrow_mut().push(Undo::Updated(entry.clone(), nid, old));
+        ctx.undo
+            .borrow_mut()
+            .push(Undo::Updated(entry.clone(), nid, old));
         changed += 1;
     }
     Ok(DmlResult {
         affected: changed,
         last_insert_id: None,
-        info: Some(format!("Rows matched: {matched}  Changed: {changed}  Warnings: {}", ctx.warnings.borrow().len())),
+        info: Some(format!(
+            "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
+            ctx.warnings.borrow().len()
+        )),
     })
 }
 
@@ -678,13 +845,26 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         return Err(Error::unsupported("multi-table DELETE"));
     }
     let (entry, alias) = single_table(&from[0], b)?;
-    let targets = matching_rows(&entry, &alias, stmt.selection.as_ref(), &stmt.order_by, stmt.limit.as_ref(), b, ctx)?;
+    let targets = matching_rows(
+        &entry,
+        &alias,
+        stmt.selection.as_ref(),
+        &stmt.order_by,
+        stmt.limit.as_ref(),
+        b,
+        ctx,
+    )?;
     let n = targets.len() as u64;
     for (id, old) in targets {
         entry.handle.delete(id)?;
-        ctx.undo.borrow_mut().push(Undo::Deleted(entry.clone(), old));
+        ctx.undo
+            .borrow_mut()
+            .push(Undo::Deleted(entry.clone(), old));
     }
-    Ok(DmlResult { affected: n, ..Default::default() })
+    Ok(DmlResult {
+        affected: n,
+        ..Default::default()
+    })
 }
 
 /// Split LOAD DATA input into rows of fields (None = `\N`, SQL NULL).
@@ -779,7 +959,12 @@ fn finish_field(s: String, quoted: bool) -> Option<String> {
     }
 }
 
-pub fn load_data(entry: &Arc<TableEntry>, ld: &quarry_sql::LoadData, data: &[u8], ctx: &ExecCtx) -> Result<DmlResult> {
+pub fn load_data(
+    entry: &Arc<TableEntry>,
+    ld: &quarry_sql::LoadData,
+    data: &[u8],
+    ctx: &ExecCtx,
+) -> Result<DmlResult> {
     let targets = column_targets(entry, &ld.columns)?;
     let width = entry.def.columns.len();
     let rows = parse_load_rows(data, ld);
@@ -812,6 +997,10 @@ pub fn load_data(entry: &Arc<TableEntry>, ld: &quarry_sql::LoadData, data: &[u8]
     entry.handle.end_bulk()?;
     let mut r = r?;
     let skipped = r.info.as_ref().map(|_| 0).unwrap_or(0);
-    r.info = Some(format!("Records: {}  Deleted: 0  Skipped: {skipped}  Warnings: {}", r.affected, ctx.warnings.borrow().len()));
+    r.info = Some(format!(
+        "Records: {}  Deleted: 0  Skipped: {skipped}  Warnings: {}",
+        r.affected,
+        ctx.warnings.borrow().len()
+    ));
     Ok(r)
 }

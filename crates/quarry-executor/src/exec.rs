@@ -141,7 +141,11 @@ fn index_ids(table: &TableEntry, access: &Access, ctx: &ExecCtx) -> Result<Optio
                     }
                 }
                 if ok {
-                    ids.extend(table.handle.index_range(*index, Bound::Included(&vals), Bound::Included(&vals))?);
+                    ids.extend(table.handle.index_range(
+                        *index,
+                        Bound::Included(&vals),
+                        Bound::Included(&vals),
+                    )?);
                 }
             }
             ids
@@ -169,7 +173,9 @@ fn index_ids(table: &TableEntry, access: &Access, ctx: &ExecCtx) -> Result<Optio
                     }
                 }
             };
-            let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) else { return Ok(Some(vec![])) };
+            let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) else {
+                return Ok(Some(vec![]));
+            };
             let lo_v = lo.as_ref().map(|(v, _)| vec![v.clone()]);
             let hi_v = hi.as_ref().map(|(v, _)| vec![v.clone()]);
             let lb = match (&lo, &lo_v) {
@@ -203,7 +209,11 @@ pub fn scan_table(
             let rows = table.handle.fetch(chunk)?;
             let (mut kid, mut krow) = (Vec::new(), Vec::new());
             for (id, r) in chunk.iter().zip(rows) {
-                if filter.map(|f| f.eval_truth(&r, ctx)).transpose()?.unwrap_or(true) {
+                if filter
+                    .map(|f| f.eval_truth(&r, ctx))
+                    .transpose()?
+                    .unwrap_or(true)
+                {
                     kid.push(*id);
                     krow.push(r);
                 }
@@ -214,13 +224,19 @@ pub fn scan_table(
         }
         return Ok(());
     }
-    let mut cursor = table.handle.scan(&ScanRequest { batch_rows: BATCH_ROWS, read_buffer: ctx.read_buffer })?;
+    let mut cursor = table.handle.scan(&ScanRequest {
+        batch_rows: BATCH_ROWS,
+        read_buffer: ctx.read_buffer,
+    })?;
     while let Some(batch) = cursor.next_batch()? {
         ctx.check_killed()?;
         let (ids, rows) = match filter {
             None => (batch.ids, batch.rows),
             Some(f) => {
-                let (mut kid, mut krow) = (Vec::with_capacity(batch.rows.len()), Vec::with_capacity(batch.rows.len()));
+                let (mut kid, mut krow) = (
+                    Vec::with_capacity(batch.rows.len()),
+                    Vec::with_capacity(batch.rows.len()),
+                );
                 for (id, r) in batch.ids.into_iter().zip(batch.rows) {
                     if f.eval_truth(&r, ctx)? {
                         kid.push(id);
@@ -245,11 +261,21 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
         Plan::Values(rows) => {
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {
-                out.push(r.iter().map(|e| e.eval(&[], ctx)).collect::<Result<Row>>()?);
+                out.push(
+                    r.iter()
+                        .map(|e| e.eval(&[], ctx))
+                        .collect::<Result<Row>>()?,
+                );
             }
             sink(out)?;
         }
-        Plan::Scan { table, filter, access } => scan_table(table, filter.as_ref(), access, ctx, &mut |_, rows| sink(rows))?,
+        Plan::Scan {
+            table,
+            filter,
+            access,
+        } => scan_table(table, filter.as_ref(), access, ctx, &mut |_, rows| {
+            sink(rows)
+        })?,
         Plan::Filter { input, pred } => run(input, ctx, &mut |mut b| {
             let mut err = None;
             b.retain(|r| match pred.eval_truth(r, ctx) {
@@ -270,11 +296,20 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
         Plan::Project { input, exprs } => run(input, ctx, &mut |b| {
             let mut out = Vec::with_capacity(b.len());
             for r in &b {
-                out.push(exprs.iter().map(|e| e.eval(r, ctx)).collect::<Result<Row>>()?);
+                out.push(
+                    exprs
+                        .iter()
+                        .map(|e| e.eval(r, ctx))
+                        .collect::<Result<Row>>()?,
+                );
             }
             sink(out)
         })?,
-        Plan::Limit { input, limit, offset } => {
+        Plan::Limit {
+            input,
+            limit,
+            offset,
+        } => {
             let mut skip = *offset;
             let mut left = limit.unwrap_or(u64::MAX);
             if left == 0 {
@@ -317,7 +352,10 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             let mut rows: Vec<(Row, Row)> = Vec::new();
             run(input, ctx, &mut |b| {
                 for r in b {
-                    let k = keys.iter().map(|(e, _)| e.eval(&r, ctx)).collect::<Result<Row>>()?;
+                    let k = keys
+                        .iter()
+                        .map(|(e, _)| e.eval(&r, ctx))
+                        .collect::<Result<Row>>()?;
                     rows.push((k, r));
                 }
                 Ok(true)
@@ -362,7 +400,15 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 })?;
             }
         }
-        Plan::Join { left, right, kind, left_keys, right_keys, on, right_width } => {
+        Plan::Join {
+            left,
+            right,
+            kind,
+            left_keys,
+            right_keys,
+            on,
+            right_width,
+        } => {
             let right_rows = collect(right, ctx)?;
             let nulls: Row = vec![Value::Null; *right_width];
             let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
@@ -390,7 +436,12 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                         let mut row = Vec::with_capacity(l.len() + right_rows[i].len());
                         row.extend_from_slice(&l);
                         row.extend_from_slice(&right_rows[i]);
-                        if on.as_ref().map(|e| e.eval_truth(&row, ctx)).transpose()?.unwrap_or(true) {
+                        if on
+                            .as_ref()
+                            .map(|e| e.eval_truth(&row, ctx))
+                            .transpose()?
+                            .unwrap_or(true)
+                        {
                             matched = true;
                             out.push(row);
                         }
@@ -479,7 +530,11 @@ impl AggState {
             AggFunc::GroupConcat => AggState::Concat(vec![]),
             AggFunc::BitAnd => AggState::Bits(u64::MAX),
             AggFunc::BitOr | AggFunc::BitXor => AggState::Bits(0),
-            AggFunc::Std | AggFunc::Variance => AggState::Moments { n: 0.0, mean: 0.0, m2: 0.0 },
+            AggFunc::Std | AggFunc::Variance => AggState::Moments {
+                n: 0.0,
+                mean: 0.0,
+                m2: 0.0,
+            },
         };
         if a.distinct {
             AggState::Distinct(HashSet::new(), Box::new(base))
@@ -490,7 +545,11 @@ impl AggState {
 
     fn update(&mut self, a: &Agg, row: &[Value], ctx: &ExecCtx) -> Result<()> {
         if let AggState::Distinct(seen, inner) = self {
-            let vals = a.args.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+            let vals = a
+                .args
+                .iter()
+                .map(|e| e.eval(row, ctx))
+                .collect::<Result<Vec<_>>>()?;
             if vals.iter().any(Value::is_null) {
                 return Ok(());
             }
@@ -507,7 +566,11 @@ impl AggState {
             }
             return Ok(());
         }
-        let vals = a.args.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+        let vals = a
+            .args
+            .iter()
+            .map(|e| e.eval(row, ctx))
+            .collect::<Result<Vec<_>>>()?;
         self.apply(a, vals)
     }
 

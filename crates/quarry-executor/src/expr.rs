@@ -66,13 +66,38 @@ pub enum Expr {
     IsNull(Box<Expr>, bool),
     /// IS [NOT] TRUE / FALSE: (expr, target, negated)
     IsBool(Box<Expr>, bool, bool),
-    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: char, negated: bool },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    InSub { expr: Box<Expr>, sub: Arc<SubQuery>, negated: bool },
-    Exists { sub: Arc<SubQuery>, negated: bool },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: char,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    InSub {
+        expr: Box<Expr>,
+        sub: Arc<SubQuery>,
+        negated: bool,
+    },
+    Exists {
+        sub: Arc<SubQuery>,
+        negated: bool,
+    },
     ScalarSub(Arc<SubQuery>),
-    Between { expr: Box<Expr>, lo: Box<Expr>, hi: Box<Expr>, negated: bool },
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, else_: Option<Box<Expr>> },
+    Between {
+        expr: Box<Expr>,
+        lo: Box<Expr>,
+        hi: Box<Expr>,
+        negated: bool,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        else_: Option<Box<Expr>>,
+    },
     Func(String, Vec<Expr>),
     Cast(Box<Expr>, SqlType),
     /// Placeholder for the j-th aggregate during binding.
@@ -94,12 +119,31 @@ impl Expr {
         self.walk(&mut |e| {
             if matches!(
                 e,
-                Expr::Col(_) | Expr::Outer(..) | Expr::Param(_) | Expr::AggRef(_) | Expr::InSub { .. } | Expr::Exists { .. } | Expr::ScalarSub(_) | Expr::InsertValue(_) | Expr::UserVar(_) | Expr::SysVar(_)
+                Expr::Col(_)
+                    | Expr::Outer(..)
+                    | Expr::Param(_)
+                    | Expr::AggRef(_)
+                    | Expr::InSub { .. }
+                    | Expr::Exists { .. }
+                    | Expr::ScalarSub(_)
+                    | Expr::InsertValue(_)
+                    | Expr::UserVar(_)
+                    | Expr::SysVar(_)
             ) {
                 c = false;
             }
             if let Expr::Func(n, _) = e {
-                if matches!(n.as_str(), "RAND" | "NOW" | "SYSDATE" | "UUID" | "LAST_INSERT_ID" | "CONNECTION_ID" | "ROW_COUNT" | "FOUND_ROWS") {
+                if matches!(
+                    n.as_str(),
+                    "RAND"
+                        | "NOW"
+                        | "SYSDATE"
+                        | "UUID"
+                        | "LAST_INSERT_ID"
+                        | "CONNECTION_ID"
+                        | "ROW_COUNT"
+                        | "FOUND_ROWS"
+                ) {
                     c = false;
                 }
             }
@@ -110,8 +154,15 @@ impl Expr {
     pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Unary(_, a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) | Expr::Cast(a, _) => a.walk(f),
-            Expr::Bin(_, a, b) | Expr::Like { expr: a, pattern: b, .. } => {
+            Expr::Unary(_, a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) | Expr::Cast(a, _) => {
+                a.walk(f)
+            }
+            Expr::Bin(_, a, b)
+            | Expr::Like {
+                expr: a,
+                pattern: b,
+                ..
+            } => {
                 a.walk(f);
                 b.walk(f)
             }
@@ -125,7 +176,11 @@ impl Expr {
                 lo.walk(f);
                 hi.walk(f)
             }
-            Expr::Case { operand, whens, else_ } => {
+            Expr::Case {
+                operand,
+                whens,
+                else_,
+            } => {
                 if let Some(o) = operand {
                     o.walk(f)
                 }
@@ -157,23 +212,62 @@ impl Expr {
                 let a = bx(a, f);
                 Expr::Bin(op, a, bx(b, f))
             }
-            Expr::Like { expr, pattern, escape, negated } => {
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                negated,
+            } => {
                 let expr = bx(expr, f);
-                Expr::Like { expr, pattern: bx(pattern, f), escape, negated }
+                Expr::Like {
+                    expr,
+                    pattern: bx(pattern, f),
+                    escape,
+                    negated,
+                }
             }
-            Expr::InList { expr, list, negated } => {
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let expr = bx(expr, f);
-                Expr::InList { expr, list: list.into_iter().map(|e| e.rewrite(f)).collect(), negated }
+                Expr::InList {
+                    expr,
+                    list: list.into_iter().map(|e| e.rewrite(f)).collect(),
+                    negated,
+                }
             }
-            Expr::InSub { expr, sub, negated } => Expr::InSub { expr: bx(expr, f), sub, negated },
-            Expr::Between { expr, lo, hi, negated } => {
+            Expr::InSub { expr, sub, negated } => Expr::InSub {
+                expr: bx(expr, f),
+                sub,
+                negated,
+            },
+            Expr::Between {
+                expr,
+                lo,
+                hi,
+                negated,
+            } => {
                 let expr = bx(expr, f);
                 let lo = bx(lo, f);
-                Expr::Between { expr, lo, hi: bx(hi, f), negated }
+                Expr::Between {
+                    expr,
+                    lo,
+                    hi: bx(hi, f),
+                    negated,
+                }
             }
-            Expr::Case { operand, whens, else_ } => Expr::Case {
+            Expr::Case {
+                operand,
+                whens,
+                else_,
+            } => Expr::Case {
                 operand: operand.map(|o| bx(o, f)),
-                whens: whens.into_iter().map(|(w, t)| (w.rewrite(f), t.rewrite(f))).collect(),
+                whens: whens
+                    .into_iter()
+                    .map(|(w, t)| (w.rewrite(f), t.rewrite(f)))
+                    .collect(),
                 else_: else_.map(|e| bx(e, f)),
             },
             Expr::Func(n, args) => Expr::Func(n, args.into_iter().map(|e| e.rewrite(f)).collect()),
@@ -192,7 +286,11 @@ impl Expr {
             Expr::Col(i) => row[*i].clone(),
             Expr::Outer(up, i) => {
                 let outer = ctx.outer.borrow();
-                let r = outer.len().checked_sub(*up).and_then(|k| outer.get(k)).ok_or_else(|| Error::internal("outer row"))?;
+                let r = outer
+                    .len()
+                    .checked_sub(*up)
+                    .and_then(|k| outer.get(k))
+                    .ok_or_else(|| Error::internal("outer row"))?;
                 r[*i].clone()
             }
             Expr::Param(i) => ctx.params.get(*i).cloned().unwrap_or(Value::Null),
@@ -206,9 +304,16 @@ impl Expr {
                     UnOp::Neg => match v {
                         Value::Int(i) => match i.checked_neg() {
                             Some(n) => Value::Int(n),
-                            None => return Err(Error::bigint_out_of_range("BIGINT", &format!("-({i})"))),
+                            None => {
+                                return Err(Error::bigint_out_of_range(
+                                    "BIGINT",
+                                    &format!("-({i})"),
+                                ))
+                            }
                         },
-                        Value::UInt(u) if u <= i64::MAX as u64 + 1 => Value::Int((u as i128).wrapping_neg() as i64),
+                        Value::UInt(u) if u <= i64::MAX as u64 + 1 => {
+                            Value::Int((u as i128).wrapping_neg() as i64)
+                        }
                         Value::Decimal(d) => Value::Decimal(Decimal::new(-d.mantissa, d.scale)),
                         other => Value::Double(-other.to_f64()),
                     },
@@ -221,7 +326,12 @@ impl Expr {
                 let v = a.eval(row, ctx)?.truth();
                 Value::from_bool((v == Some(*target)) != *neg)
             }
-            Expr::Like { expr, pattern, escape, negated } => {
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                negated,
+            } => {
                 let v = expr.eval(row, ctx)?;
                 let p = pattern.eval(row, ctx)?;
                 if v.is_null() || p.is_null() {
@@ -229,7 +339,11 @@ impl Expr {
                 }
                 Value::from_bool(like(&v.as_str_lossy(), &p.as_str_lossy(), *escape) != *negated)
             }
-            Expr::InList { expr, list, negated } => {
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let v = expr.eval(row, ctx)?;
                 if v.is_null() {
                     return Ok(Value::Null);
@@ -292,7 +406,12 @@ impl Expr {
                     _ => return Err(Error::subquery_rows()),
                 }
             }
-            Expr::Between { expr, lo, hi, negated } => {
+            Expr::Between {
+                expr,
+                lo,
+                hi,
+                negated,
+            } => {
                 let v = expr.eval(row, ctx)?;
                 let l = lo.eval(row, ctx)?;
                 let h = hi.eval(row, ctx)?;
@@ -308,7 +427,11 @@ impl Expr {
                     Some(b) => Value::from_bool(b != *negated),
                 }
             }
-            Expr::Case { operand, whens, else_ } => {
+            Expr::Case {
+                operand,
+                whens,
+                else_,
+            } => {
                 let op = match operand {
                     Some(o) => Some(o.eval(row, ctx)?),
                     None => None,
@@ -333,7 +456,12 @@ impl Expr {
             Expr::AggRef(_) => return Err(Error::invalid_group()),
             Expr::SysVar(name) => ctx.session.sys_var(name)?,
             Expr::UserVar(name) => ctx.session.user_var(name),
-            Expr::InsertValue(i) => ctx.insert_row.borrow().as_ref().and_then(|r| r.get(*i).cloned()).unwrap_or(Value::Null),
+            Expr::InsertValue(i) => ctx
+                .insert_row
+                .borrow()
+                .as_ref()
+                .and_then(|r| r.get(*i).cloned())
+                .unwrap_or(Value::Null),
         })
     }
 
@@ -343,7 +471,10 @@ impl Expr {
 }
 
 fn is_approx(v: &Value) -> bool {
-    matches!(v, Value::Double(_) | Value::Str(_) | Value::Bytes(_) | Value::Date(_) | Value::DateTime(_))
+    matches!(
+        v,
+        Value::Double(_) | Value::Str(_) | Value::Bytes(_) | Value::Date(_) | Value::DateTime(_)
+    )
 }
 
 fn eval_bin(op: BinOp, a: &Expr, b: &Expr, row: &[Value], ctx: &ExecCtx) -> Result<Value> {
@@ -391,7 +522,8 @@ pub fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
     if l.is_null() || r.is_null() {
         return Ok(Value::Null);
     }
-    let cmp = |f: fn(Ordering) -> bool| Ok(Value::from_bool(f(l.sql_cmp(r).unwrap_or(Ordering::Equal))));
+    let cmp =
+        |f: fn(Ordering) -> bool| Ok(Value::from_bool(f(l.sql_cmp(r).unwrap_or(Ordering::Equal))));
     match op {
         BinOp::Eq => cmp(|o| o == Ordering::Equal),
         BinOp::Ne => cmp(|o| o != Ordering::Equal),
@@ -399,12 +531,22 @@ pub fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
         BinOp::Le => cmp(|o| o != Ordering::Greater),
         BinOp::Gt => cmp(|o| o == Ordering::Greater),
         BinOp::Ge => cmp(|o| o != Ordering::Less),
-        BinOp::Xor => Ok(Value::from_bool(l.truth().unwrap_or(false) != r.truth().unwrap_or(false))),
+        BinOp::Xor => Ok(Value::from_bool(
+            l.truth().unwrap_or(false) != r.truth().unwrap_or(false),
+        )),
         BinOp::BitAnd => Ok(Value::UInt(l.to_i64() as u64 & r.to_i64() as u64)),
         BinOp::BitOr => Ok(Value::UInt(l.to_i64() as u64 | r.to_i64() as u64)),
         BinOp::BitXor => Ok(Value::UInt(l.to_i64() as u64 ^ r.to_i64() as u64)),
-        BinOp::Shl => Ok(Value::UInt((l.to_i64() as u64).checked_shl(r.to_i64() as u32).unwrap_or(0))),
-        BinOp::Shr => Ok(Value::UInt((l.to_i64() as u64).checked_shr(r.to_i64() as u32).unwrap_or(0))),
+        BinOp::Shl => Ok(Value::UInt(
+            (l.to_i64() as u64)
+                .checked_shl(r.to_i64() as u32)
+                .unwrap_or(0),
+        )),
+        BinOp::Shr => Ok(Value::UInt(
+            (l.to_i64() as u64)
+                .checked_shr(r.to_i64() as u32)
+                .unwrap_or(0),
+        )),
         _ => arith(op, l, r),
     }
 }
@@ -424,7 +566,11 @@ fn fit_int(v: i128, op: &str, l: &Value, r: &Value, unsigned: bool) -> Result<Va
     if v >= i64::MIN as i128 && v <= i64::MAX as i128 && !unsigned {
         return Ok(Value::Int(v as i64));
     }
-    let kind = if unsigned { "BIGINT UNSIGNED" } else { "BIGINT" };
+    let kind = if unsigned {
+        "BIGINT UNSIGNED"
+    } else {
+        "BIGINT"
+    };
     Err(Error::bigint_out_of_range(kind, &format!("{l} {op} {r}")))
 }
 
@@ -463,7 +609,10 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
             }
         };
         if !v.is_finite() {
-            return Err(Error::bigint_out_of_range("DOUBLE", &format!("{l} {sym} {r}")));
+            return Err(Error::bigint_out_of_range(
+                "DOUBLE",
+                &format!("{l} {sym} {r}"),
+            ));
         }
         return Ok(Value::Double(v));
     }
@@ -516,7 +665,10 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
                 Value::Null
             } else {
                 let s = x.scale.max(y.scale);
-                Value::Decimal(Decimal::new(x.rescale(s).mantissa % y.rescale(s).mantissa, s))
+                Value::Decimal(Decimal::new(
+                    x.rescale(s).mantissa % y.rescale(s).mantissa,
+                    s,
+                ))
             }
         }
     })
@@ -538,7 +690,11 @@ pub fn like(s: &str, p: &str, escape: char) -> bool {
                     pi += 1;
                     continue;
                 }
-                let (lit, adv) = if pc == esc && pi + 1 < p.len() { (Some(p[pi + 1]), 2) } else { (None, 1) };
+                let (lit, adv) = if pc == esc && pi + 1 < p.len() {
+                    (Some(p[pi + 1]), 2)
+                } else {
+                    (None, 1)
+                };
                 let ok = match lit {
                     Some(c) => c.to_lowercase().eq(std::iter::once(s[si])),
                     None => pc == '_' || pc.to_lowercase().eq(std::iter::once(s[si])),
@@ -582,7 +738,11 @@ pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
                     Value::UInt(u) => Value::UInt(u),
                     other => {
                         let f = other.to_f64();
-                        Value::UInt(if f < 0.0 { f.round() as i64 as u64 } else { f.round() as u64 })
+                        Value::UInt(if f < 0.0 {
+                            f.round() as i64 as u64
+                        } else {
+                            f.round() as u64
+                        })
                     }
                 }
             } else {
@@ -618,7 +778,9 @@ pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
             None => Value::Null,
         },
         TypeKind::Time => match v {
-            Value::DateTime(dt) => Value::Str(format!("{:02}:{:02}:{:02}", dt.hour, dt.minute, dt.second)),
+            Value::DateTime(dt) => {
+                Value::Str(format!("{:02}:{:02}:{:02}", dt.hour, dt.minute, dt.second))
+            }
             other => Value::Str(other.as_str_lossy().into_owned()),
         },
         TypeKind::Year => Value::Int(v.to_i64()),
@@ -659,14 +821,45 @@ mod tests {
 
     #[test]
     fn arithmetic_types() {
-        assert_eq!(binary(BinOp::Add, &Value::Int(1), &Value::Int(2)).unwrap(), Value::Int(3));
-        assert_eq!(binary(BinOp::Div, &Value::Int(1), &Value::Int(3)).unwrap().to_string(), "0.3333");
-        assert_eq!(binary(BinOp::Div, &Value::Int(1), &Value::Int(0)).unwrap(), Value::Null);
-        assert_eq!(binary(BinOp::Add, &Value::Str("1.5".into()), &Value::Int(1)).unwrap(), Value::Double(2.5));
-        assert_eq!(binary(BinOp::Add, &Value::Int(i64::MAX), &Value::Int(1)).unwrap_err().code, 1690);
-        assert_eq!(binary(BinOp::Mod, &Value::Int(-7), &Value::Int(3)).unwrap(), Value::Int(-1));
-        assert_eq!(binary(BinOp::Eq, &Value::Str("a ".into()), &Value::Str("A".into())).unwrap(), Value::Int(1));
-        assert_eq!(binary(BinOp::Eq, &Value::Null, &Value::Int(1)).unwrap(), Value::Null);
-        assert_eq!(binary(BinOp::NullSafeEq, &Value::Null, &Value::Null).unwrap(), Value::Int(1));
+        assert_eq!(
+            binary(BinOp::Add, &Value::Int(1), &Value::Int(2)).unwrap(),
+            Value::Int(3)
+        );
+        assert_eq!(
+            binary(BinOp::Div, &Value::Int(1), &Value::Int(3))
+                .unwrap()
+                .to_string(),
+            "0.3333"
+        );
+        assert_eq!(
+            binary(BinOp::Div, &Value::Int(1), &Value::Int(0)).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            binary(BinOp::Add, &Value::Str("1.5".into()), &Value::Int(1)).unwrap(),
+            Value::Double(2.5)
+        );
+        assert_eq!(
+            binary(BinOp::Add, &Value::Int(i64::MAX), &Value::Int(1))
+                .unwrap_err()
+                .code,
+            1690
+        );
+        assert_eq!(
+            binary(BinOp::Mod, &Value::Int(-7), &Value::Int(3)).unwrap(),
+            Value::Int(-1)
+        );
+        assert_eq!(
+            binary(BinOp::Eq, &Value::Str("a ".into()), &Value::Str("A".into())).unwrap(),
+            Value::Int(1)
+        );
+        assert_eq!(
+            binary(BinOp::Eq, &Value::Null, &Value::Int(1)).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            binary(BinOp::NullSafeEq, &Value::Null, &Value::Null).unwrap(),
+            Value::Int(1)
+        );
     }
 }

@@ -16,22 +16,42 @@ fn argc(name: &str, args: &[Expr], min: usize, max: usize) -> Result<()> {
 /// Number of arguments a function takes (min, max); None = unknown function.
 pub fn arity(name: &str) -> Option<(usize, usize)> {
     Some(match name {
-        "CONCAT" | "COALESCE" | "GREATEST" | "LEAST" | "CONCAT_WS" | "FIELD" | "ELT" => (1, usize::MAX),
-        "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UPPER" | "UCASE" | "LOWER" | "LCASE" | "TRIM" | "LTRIM"
-        | "RTRIM" | "REVERSE" | "ASCII" | "ORD" | "SPACE" | "HEX" | "ABS" | "CEIL" | "CEILING" | "FLOOR" | "SQRT" | "EXP" | "LN"
-        | "LOG10" | "LOG2" | "SIGN" | "DATE" | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND"
-        | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY" | "ISNULL" | "QUARTER" | "MONTHNAME" | "DAYNAME"
-        | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX" | "TIME" | "RADIANS" | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS"
+        "CONCAT" | "COALESCE" | "GREATEST" | "LEAST" | "CONCAT_WS" | "FIELD" | "ELT" => {
+            (1, usize::MAX)
+        }
+        "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UPPER" | "UCASE"
+        | "LOWER" | "LCASE" | "TRIM" | "LTRIM" | "RTRIM" | "REVERSE" | "ASCII" | "ORD"
+        | "SPACE" | "HEX" | "ABS" | "CEIL" | "CEILING" | "FLOOR" | "SQRT" | "EXP" | "LN"
+        | "LOG10" | "LOG2" | "SIGN" | "DATE" | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR"
+        | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY"
+        | "ISNULL" | "QUARTER" | "MONTHNAME" | "DAYNAME" | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX"
+        | "TIME" | "RADIANS" | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS"
         | "COT" | "BIN" | "OCT" => (1, 1),
-        "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "IFNULL" | "NULLIF" | "POW" | "POWER" | "MOD" | "DATEDIFF" | "DATE_FORMAT" | "STRCMP"
-        | "FORMAT" | "TIMESTAMPDIFF_SECONDS" | "ATAN2" => (2, 2),
+        "LEFT"
+        | "RIGHT"
+        | "REPEAT"
+        | "INSTR"
+        | "IFNULL"
+        | "NULLIF"
+        | "POW"
+        | "POWER"
+        | "MOD"
+        | "DATEDIFF"
+        | "DATE_FORMAT"
+        | "STRCMP"
+        | "FORMAT"
+        | "TIMESTAMPDIFF_SECONDS"
+        | "ATAN2" => (2, 2),
         "SUBSTRING" | "SUBSTR" | "MID" => (2, 3),
         "LOCATE" => (2, 3),
         "ROUND" | "TRUNCATE" | "LOG" => (1, 2),
-        "REPLACE" | "LPAD" | "RPAD" | "IF" | "DATE_ADD" | "DATE_SUB" | "SUBSTRING_INDEX" | "TIMESTAMPDIFF" | "INSERT_STR" => (3, 3),
-        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE" | "UTC_TIMESTAMP" => (0, 1),
-        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "CURTIME" | "CURRENT_TIME" | "PI" | "DATABASE" | "SCHEMA" | "VERSION" | "USER"
-        | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" | "CONNECTION_ID" | "ROW_COUNT" | "FOUND_ROWS" | "UUID" => (0, 0),
+        "REPLACE" | "LPAD" | "RPAD" | "IF" | "DATE_ADD" | "DATE_SUB" | "SUBSTRING_INDEX"
+        | "TIMESTAMPDIFF" | "INSERT_STR" => (3, 3),
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
+        | "UTC_TIMESTAMP" => (0, 1),
+        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "CURTIME" | "CURRENT_TIME" | "PI"
+        | "DATABASE" | "SCHEMA" | "VERSION" | "USER" | "CURRENT_USER" | "SESSION_USER"
+        | "SYSTEM_USER" | "CONNECTION_ID" | "ROW_COUNT" | "FOUND_ROWS" | "UUID" => (0, 0),
         "LAST_INSERT_ID" | "RAND" | "UNIX_TIMESTAMP" => (0, 1),
         "FROM_UNIXTIME" => (1, 2),
         "CHAR" => (1, usize::MAX),
@@ -52,11 +72,19 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
     match name {
         "IF" => {
             argc(name, args, 3, 3)?;
-            return if args[0].eval_truth(row, ctx)? { args[1].eval(row, ctx) } else { args[2].eval(row, ctx) };
+            return if args[0].eval_truth(row, ctx)? {
+                args[1].eval(row, ctx)
+            } else {
+                args[2].eval(row, ctx)
+            };
         }
         "IFNULL" => {
             let a = args[0].eval(row, ctx)?;
-            return if a.is_null() { args[1].eval(row, ctx) } else { Ok(a) };
+            return if a.is_null() {
+                args[1].eval(row, ctx)
+            } else {
+                Ok(a)
+            };
         }
         "COALESCE" => {
             for a in args {
@@ -69,7 +97,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         }
         _ => {}
     }
-    let vals: Vec<Value> = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<_>>()?;
+    let vals: Vec<Value> = args
+        .iter()
+        .map(|a| a.eval(row, ctx))
+        .collect::<Result<_>>()?;
     let null_in = vals.iter().any(Value::is_null);
     let v = |i: usize| &vals[i];
     Ok(match name {
@@ -84,7 +115,14 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 return Ok(Value::Null);
             }
             let sep = s(v(0));
-            Value::Str(vals[1..].iter().filter(|x| !x.is_null()).map(s).collect::<Vec<_>>().join(&sep))
+            Value::Str(
+                vals[1..]
+                    .iter()
+                    .filter(|x| !x.is_null())
+                    .map(s)
+                    .collect::<Vec<_>>()
+                    .join(&sep),
+            )
         }
         "NULLIF" => {
             if v(0).sql_cmp(v(1)) == Some(std::cmp::Ordering::Equal) {
@@ -101,7 +139,9 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             let mut best = v(0).clone();
             for x in &vals[1..] {
                 let o = x.sql_cmp(&best).unwrap_or(std::cmp::Ordering::Equal);
-                if (name == "GREATEST" && o == std::cmp::Ordering::Greater) || (name == "LEAST" && o == std::cmp::Ordering::Less) {
+                if (name == "GREATEST" && o == std::cmp::Ordering::Greater)
+                    || (name == "LEAST" && o == std::cmp::Ordering::Less)
+                {
                     best = x.clone();
                 }
             }
@@ -111,7 +151,9 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             if v(0).is_null() {
                 return Ok(Value::Int(0));
             }
-            let p = vals[1..].iter().position(|x| v(0).sql_cmp(x) == Some(std::cmp::Ordering::Equal));
+            let p = vals[1..]
+                .iter()
+                .position(|x| v(0).sql_cmp(x) == Some(std::cmp::Ordering::Equal));
             Value::Int(p.map(|p| p as i64 + 1).unwrap_or(0))
         }
         "ELT" => {
@@ -122,13 +164,22 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 Value::Null
             }
         }
-        _ if null_in && !matches!(name, "LAST_INSERT_ID" | "RAND" | "UNIX_TIMESTAMP" | "NOW" | "CHAR") => Value::Null,
+        _ if null_in
+            && !matches!(
+                name,
+                "LAST_INSERT_ID" | "RAND" | "UNIX_TIMESTAMP" | "NOW" | "CHAR"
+            ) =>
+        {
+            Value::Null
+        }
         "LENGTH" | "OCTET_LENGTH" => Value::Int(match v(0) {
             Value::Bytes(b) => b.len(),
             other => other.as_str_lossy().len(),
         } as i64),
         "BIT_LENGTH" => Value::Int(v(0).as_str_lossy().len() as i64 * 8),
-        "CHAR_LENGTH" | "CHARACTER_LENGTH" => Value::Int(v(0).as_str_lossy().chars().count() as i64),
+        "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
+            Value::Int(v(0).as_str_lossy().chars().count() as i64)
+        }
         "UPPER" | "UCASE" => Value::Str(s(v(0)).to_uppercase()),
         "LOWER" | "LCASE" => Value::Str(s(v(0)).to_lowercase()),
         "TRIM" => Value::Str(s(v(0)).trim_matches(' ').to_string()),
@@ -165,15 +216,30 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         }
         "SPACE" => Value::Str(" ".repeat(v(0).to_i64().clamp(0, 1 << 20) as usize)),
         "ASCII" | "ORD" => Value::Int(s(v(0)).bytes().next().map(|b| b as i64).unwrap_or(0)),
-        "CHAR" => Value::Str(vals.iter().filter(|x| !x.is_null()).map(|x| char::from_u32(x.to_i64() as u32).unwrap_or('?')).collect()),
+        "CHAR" => Value::Str(
+            vals.iter()
+                .filter(|x| !x.is_null())
+                .map(|x| char::from_u32(x.to_i64() as u32).unwrap_or('?'))
+                .collect(),
+        ),
         "HEX" => match v(0) {
             x if x.is_numeric() => Value::Str(format!("{:X}", x.to_i64())),
-            other => Value::Str(other.as_str_lossy().bytes().map(|b| format!("{b:02X}")).collect()),
+            other => Value::Str(
+                other
+                    .as_str_lossy()
+                    .bytes()
+                    .map(|b| format!("{b:02X}"))
+                    .collect(),
+            ),
         },
         "UNHEX" => {
             let h = s(v(0));
-            let bytes: Option<Vec<u8>> =
-                (0..h.len() / 2).map(|i| h.get(2 * i..2 * i + 2).and_then(|p| u8::from_str_radix(p, 16).ok())).collect();
+            let bytes: Option<Vec<u8>> = (0..h.len() / 2)
+                .map(|i| {
+                    h.get(2 * i..2 * i + 2)
+                        .and_then(|p| u8::from_str_radix(p, 16).ok())
+                })
+                .collect();
             match bytes {
                 Some(b) if h.len() % 2 == 0 => Value::Bytes(b),
                 _ => Value::Null,
@@ -181,7 +247,12 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         }
         "BIN" => Value::Str(format!("{:b}", v(0).to_i64())),
         "OCT" => Value::Str(format!("{:o}", v(0).to_i64())),
-        "LEFT" => Value::Str(s(v(0)).chars().take(v(1).to_i64().max(0) as usize).collect()),
+        "LEFT" => Value::Str(
+            s(v(0))
+                .chars()
+                .take(v(1).to_i64().max(0) as usize)
+                .collect(),
+        ),
         "RIGHT" => {
             let t: Vec<char> = s(v(0)).chars().collect();
             let n = (v(1).to_i64().max(0) as usize).min(t.len());
@@ -190,7 +261,11 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         "SUBSTRING" | "SUBSTR" | "MID" => {
             let t: Vec<char> = s(v(0)).chars().collect();
             let pos = v(1).to_i64();
-            let len = if vals.len() > 2 { v(2).to_i64() } else { i64::MAX };
+            let len = if vals.len() > 2 {
+                v(2).to_i64()
+            } else {
+                i64::MAX
+            };
             let start = if pos > 0 {
                 (pos - 1) as usize
             } else if pos < 0 && (-pos) as usize <= t.len() {
@@ -223,7 +298,11 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             let (hay, needle, from) = if name == "INSTR" {
                 (s(v(0)), s(v(1)), 1)
             } else {
-                (s(v(1)), s(v(0)), if vals.len() > 2 { v(2).to_i64() } else { 1 })
+                (
+                    s(v(1)),
+                    s(v(0)),
+                    if vals.len() > 2 { v(2).to_i64() } else { 1 },
+                )
             };
             if from < 1 {
                 return Ok(Value::Int(0));
@@ -261,7 +340,11 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             }
             let fill: String = pad.iter().cycle().take(n - t.len()).collect();
             let body: String = t.iter().collect();
-            Value::Str(if name == "LPAD" { fill + &body } else { body + &fill })
+            Value::Str(if name == "LPAD" {
+                fill + &body
+            } else {
+                body + &fill
+            })
         }
         "STRCMP" => Value::Int(match v(0).sql_cmp(v(1)).unwrap() {
             std::cmp::Ordering::Less => -1,
@@ -271,8 +354,14 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         "FORMAT" => {
             let d = v(0).to_decimal().rescale(v(1).to_i64().clamp(0, 30) as u8);
             let txt = d.to_string();
-            let (int_part, frac) = txt.split_once('.').map(|(a, b)| (a.to_string(), Some(b.to_string()))).unwrap_or((txt.clone(), None));
-            let (neg, digits) = int_part.strip_prefix('-').map(|d| (true, d.to_string())).unwrap_or((false, int_part.clone()));
+            let (int_part, frac) = txt
+                .split_once('.')
+                .map(|(a, b)| (a.to_string(), Some(b.to_string())))
+                .unwrap_or((txt.clone(), None));
+            let (neg, digits) = int_part
+                .strip_prefix('-')
+                .map(|d| (true, d.to_string()))
+                .unwrap_or((false, int_part.clone()));
             let mut grouped = String::new();
             for (i, c) in digits.chars().enumerate() {
                 if i > 0 && (digits.len() - i) % 3 == 0 {
@@ -280,10 +369,18 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 }
                 grouped.push(c);
             }
-            Value::Str(format!("{}{}{}", if neg { "-" } else { "" }, grouped, frac.map(|f| format!(".{f}")).unwrap_or_default()))
+            Value::Str(format!(
+                "{}{}{}",
+                if neg { "-" } else { "" },
+                grouped,
+                frac.map(|f| format!(".{f}")).unwrap_or_default()
+            ))
         }
         "ABS" => match v(0) {
-            Value::Int(i) => Value::Int(i.checked_abs().ok_or_else(|| Error::bigint_out_of_range("BIGINT", &format!("abs({i})")))?),
+            Value::Int(i) => Value::Int(
+                i.checked_abs()
+                    .ok_or_else(|| Error::bigint_out_of_range("BIGINT", &format!("abs({i})")))?,
+            ),
             Value::UInt(u) => Value::UInt(*u),
             Value::Decimal(d) => Value::Decimal(Decimal::new(d.mantissa.abs(), d.scale)),
             other => Value::Double(other.to_f64().abs()),
@@ -328,7 +425,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                         let p = places.min(30) as u8;
                         if trunc {
                             let drop = d.scale.saturating_sub(p);
-                            Value::Decimal(Decimal::new(d.mantissa / quarry_common::value::pow10(drop), d.scale.min(p)))
+                            Value::Decimal(Decimal::new(
+                                d.mantissa / quarry_common::value::pow10(drop),
+                                d.scale.min(p),
+                            ))
                         } else {
                             Value::Decimal(d.rescale(p.min(d.scale.max(p))))
                         }
@@ -342,7 +442,11 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 other => {
                     let x = other.to_f64();
                     let f = 10f64.powi(places.clamp(-300, 300) as i32);
-                    Value::Double(if trunc { (x * f).trunc() / f } else { (x * f).round() / f })
+                    Value::Double(if trunc {
+                        (x * f).trunc() / f
+                    } else {
+                        (x * f).round() / f
+                    })
                 }
             }
         }
@@ -350,11 +454,19 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         "POW" | "POWER" => Value::Double(v(0).to_f64().powf(v(1).to_f64())),
         "SQRT" => {
             let x = v(0).to_f64();
-            if x < 0.0 { Value::Null } else { Value::Double(x.sqrt()) }
+            if x < 0.0 {
+                Value::Null
+            } else {
+                Value::Double(x.sqrt())
+            }
         }
         "EXP" => Value::Double(v(0).to_f64().exp()),
         "LN" | "LOG" | "LOG10" | "LOG2" => {
-            let (base, x) = if name == "LOG" && vals.len() == 2 { (Some(v(0).to_f64()), v(1).to_f64()) } else { (None, v(0).to_f64()) };
+            let (base, x) = if name == "LOG" && vals.len() == 2 {
+                (Some(v(0).to_f64()), v(1).to_f64())
+            } else {
+                (None, v(0).to_f64())
+            };
             if x <= 0.0 {
                 return Ok(Value::Null);
             }
@@ -378,23 +490,39 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         "ATAN2" => Value::Double(v(0).to_f64().atan2(v(1).to_f64())),
         "RAND" => {
             let seed = ctx.rand_state.get();
-            let next = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let next = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ctx.rand_state.set(next);
             Value::Double((next >> 11) as f64 / (1u64 << 53) as f64)
         }
-        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE" | "UTC_TIMESTAMP" => {
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
+        | "UTC_TIMESTAMP" => {
             let mut now = ctx.now;
-            let p = if vals.is_empty() { 0 } else { v(0).to_i64().clamp(0, 6) as u32 };
+            let p = if vals.is_empty() {
+                0
+            } else {
+                v(0).to_i64().clamp(0, 6) as u32
+            };
             now.micro = now.micro / 10u32.pow(6 - p) * 10u32.pow(6 - p);
             Value::DateTime(now)
         }
         "CURDATE" | "CURRENT_DATE" | "UTC_DATE" => Value::Date(ctx.now.date),
-        "CURTIME" | "CURRENT_TIME" => Value::Str(format!("{:02}:{:02}:{:02}", ctx.now.hour, ctx.now.minute, ctx.now.second)),
-        "DATE" => dt_or_null(v(0)).map(|d| Value::Date(d.date)).unwrap_or(Value::Null),
-        "TIME" => dt_or_null(v(0)).map(|d| Value::Str(format!("{:02}:{:02}:{:02}", d.hour, d.minute, d.second))).unwrap_or(Value::Null),
-        "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS"
-        | "QUARTER" => {
-            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+        "CURTIME" | "CURRENT_TIME" => Value::Str(format!(
+            "{:02}:{:02}:{:02}",
+            ctx.now.hour, ctx.now.minute, ctx.now.second
+        )),
+        "DATE" => dt_or_null(v(0))
+            .map(|d| Value::Date(d.date))
+            .unwrap_or(Value::Null),
+        "TIME" => dt_or_null(v(0))
+            .map(|d| Value::Str(format!("{:02}:{:02}:{:02}", d.hour, d.minute, d.second)))
+            .unwrap_or(Value::Null),
+        "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK"
+        | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "QUARTER" => {
+            let Some(d) = dt_or_null(v(0)) else {
+                return Ok(Value::Null);
+            };
             Value::Int(match name {
                 "YEAR" => d.date.year as i64,
                 "MONTH" => d.date.month as i64,
@@ -404,22 +532,65 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 "SECOND" => d.second as i64,
                 "DAYOFWEEK" => (d.date.weekday() as i64 + 1) % 7 + 1,
                 "WEEKDAY" => d.date.weekday() as i64,
-                "DAYOFYEAR" => d.date.to_days() - Date { year: d.date.year, month: 1, day: 1 }.to_days() + 1,
+                "DAYOFYEAR" => {
+                    d.date.to_days()
+                        - Date {
+                            year: d.date.year,
+                            month: 1,
+                            day: 1,
+                        }
+                        .to_days()
+                        + 1
+                }
                 "QUARTER" => (d.date.month as i64 - 1) / 3 + 1,
                 _ => d.date.to_days(),
             })
         }
         "MONTHNAME" | "DAYNAME" => {
-            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
-            const M: [&str; 12] =
-                ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
-            const D: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
-            Value::Str(if name == "MONTHNAME" { M[d.date.month as usize - 1] } else { D[d.date.weekday() as usize] }.to_string())
+            let Some(d) = dt_or_null(v(0)) else {
+                return Ok(Value::Null);
+            };
+            const M: [&str; 12] = [
+                "January",
+                "February",
+                "March",
+                "April",
+                "May",
+                "June",
+                "July",
+                "August",
+                "September",
+                "October",
+                "November",
+                "December",
+            ];
+            const D: [&str; 7] = [
+                "Monday",
+                "Tuesday",
+                "Wednesday",
+                "Thursday",
+                "Friday",
+                "Saturday",
+                "Sunday",
+            ];
+            Value::Str(
+                if name == "MONTHNAME" {
+                    M[d.date.month as usize - 1]
+                } else {
+                    D[d.date.weekday() as usize]
+                }
+                .to_string(),
+            )
         }
         "FROM_DAYS" => Value::Date(Date::from_days(v(0).to_i64())),
         "LAST_DAY" => {
-            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
-            Value::Date(Date { day: Date::days_in_month(d.date.year, d.date.month), ..d.date })
+            let Some(d) = dt_or_null(v(0)) else {
+                return Ok(Value::Null);
+            };
+            Value::Date(Date {
+                day: Date::days_in_month(d.date.year, d.date.month),
+                ..d.date
+            })
         }
         "DATEDIFF" => match (dt_or_null(v(0)), dt_or_null(v(1))) {
             (Some(a), Some(b)) => Value::Int(a.date.to_days() - b.date.to_days()),
@@ -427,12 +598,21 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         },
         "TIMESTAMPDIFF" => {
             let unit = s(v(0)).to_ascii_uppercase();
-            let (Some(a), Some(b)) = (dt_or_null(v(1)), dt_or_null(v(2))) else { return Ok(Value::Null) };
+            let (Some(a), Some(b)) = (dt_or_null(v(1)), dt_or_null(v(2))) else {
+                return Ok(Value::Null);
+            };
             let us = b.to_micros() - a.to_micros();
-            let months = (b.date.year as i64 * 12 + b.date.month as i64) - (a.date.year as i64 * 12 + a.date.month as i64);
-            let months = if months > 0 && (b.date.day, b.hour, b.minute, b.second) < (a.date.day, a.hour, a.minute, a.second) {
+            let months = (b.date.year as i64 * 12 + b.date.month as i64)
+                - (a.date.year as i64 * 12 + a.date.month as i64);
+            let months = if months > 0
+                && (b.date.day, b.hour, b.minute, b.second)
+                    < (a.date.day, a.hour, a.minute, a.second)
+            {
                 months - 1
-            } else if months < 0 && (b.date.day, b.hour, b.minute, b.second) > (a.date.day, a.hour, a.minute, a.second) {
+            } else if months < 0
+                && (b.date.day, b.hour, b.minute, b.second)
+                    > (a.date.day, a.hour, a.minute, a.second)
+            {
                 months + 1
             } else {
                 months
@@ -451,32 +631,59 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             })
         }
         "DATE_ADD" | "DATE_SUB" => {
-            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+            let Some(d) = dt_or_null(v(0)) else {
+                return Ok(Value::Null);
+            };
             let mut n = v(1).to_i64();
             if name == "DATE_SUB" {
                 n = -n;
             }
             let unit = s(v(2));
-            let is_date = matches!(v(0), Value::Date(_)) || (matches!(v(0), Value::Str(t) if t.trim().len() <= 10));
+            let is_date = matches!(v(0), Value::Date(_))
+                || (matches!(v(0), Value::Str(t) if t.trim().len() <= 10));
             let r = add_interval(d, n, &unit)?;
             match r {
                 None => Value::Null,
-                Some(r) if is_date && matches!(unit.as_str(), "DAY" | "WEEK" | "MONTH" | "QUARTER" | "YEAR") => Value::Date(r.date),
+                Some(r)
+                    if is_date
+                        && matches!(
+                            unit.as_str(),
+                            "DAY" | "WEEK" | "MONTH" | "QUARTER" | "YEAR"
+                        ) =>
+                {
+                    Value::Date(r.date)
+                }
                 Some(r) => Value::DateTime(r),
             }
         }
         "DATE_FORMAT" => {
-            let Some(d) = dt_or_null(v(0)) else { return Ok(Value::Null) };
+            let Some(d) = dt_or_null(v(0)) else {
+                return Ok(Value::Null);
+            };
             Value::Str(date_format(&d, &s(v(1))))
         }
         "UNIX_TIMESTAMP" => {
-            let d = if vals.is_empty() { Some(ctx.now) } else { dt_or_null(v(0)) };
+            let d = if vals.is_empty() {
+                Some(ctx.now)
+            } else {
+                dt_or_null(v(0))
+            };
             let Some(d) = d else { return Ok(Value::Null) };
-            let epoch = DateTime::from_date(Date { year: 1970, month: 1, day: 1 }).to_micros();
+            let epoch = DateTime::from_date(Date {
+                year: 1970,
+                month: 1,
+                day: 1,
+            })
+            .to_micros();
             Value::Int((d.to_micros() - epoch) / 1_000_000)
         }
         "FROM_UNIXTIME" => {
-            let epoch = DateTime::from_date(Date { year: 1970, month: 1, day: 1 }).to_micros();
+            let epoch = DateTime::from_date(Date {
+                year: 1970,
+                month: 1,
+                day: 1,
+            })
+            .to_micros();
             let d = DateTime::from_micros(epoch + (v(0).to_f64() * 1e6) as i64);
             if vals.len() > 1 {
                 Value::Str(date_format(&d, &s(v(1))))
@@ -505,9 +712,17 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             for (i, x) in b.iter_mut().enumerate() {
                 *x = (seed.rotate_left(i as u32 * 7) >> (i % 8)) as u8 ^ (i as u8).wrapping_mul(31);
             }
-            ctx.rand_state.set(seed.wrapping_mul(6364136223846793005).wrapping_add(1));
+            ctx.rand_state
+                .set(seed.wrapping_mul(6364136223846793005).wrapping_add(1));
             let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-            Value::Str(format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]))
+            Value::Str(format!(
+                "{}-{}-{}-{}-{}",
+                &h[0..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..32]
+            ))
         }
         _ => return Err(Error::unknown_function(name)),
     })
@@ -533,12 +748,23 @@ fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
             }
             let (y, m) = ((total / 12) as u16, (total % 12 + 1) as u8);
             let day = d.date.day.min(Date::days_in_month(y, m));
-            return Ok(Some(DateTime { date: Date { year: y, month: m, day }, ..d }));
+            return Ok(Some(DateTime {
+                date: Date {
+                    year: y,
+                    month: m,
+                    day,
+                },
+                ..d
+            }));
         }
         other => return Err(Error::syntax_near(other)),
     };
     let r = DateTime::from_micros(d.to_micros() + us);
-    Ok(if r.date.year == 0 || r.date.year > 9999 { None } else { Some(r) })
+    Ok(if r.date.year == 0 || r.date.year > 9999 {
+        None
+    } else {
+        Some(r)
+    })
 }
 
 fn date_format(d: &DateTime, fmt: &str) -> String {
@@ -566,7 +792,17 @@ fn date_format(d: &DateTime, fmt: &str) -> String {
             'f' => out.push_str(&format!("{:06}", d.micro)),
             'p' => out.push_str(if d.hour < 12 { "AM" } else { "PM" }),
             'T' => out.push_str(&format!("{:02}:{:02}:{:02}", d.hour, d.minute, d.second)),
-            'j' => out.push_str(&format!("{:03}", d.date.to_days() - Date { year: d.date.year, month: 1, day: 1 }.to_days() + 1)),
+            'j' => out.push_str(&format!(
+                "{:03}",
+                d.date.to_days()
+                    - Date {
+                        year: d.date.year,
+                        month: 1,
+                        day: 1
+                    }
+                    .to_days()
+                    + 1
+            )),
             'w' => out.push_str(&((d.date.weekday() + 1) % 7).to_string()),
             other => out.push(other),
         }

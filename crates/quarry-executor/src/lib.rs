@@ -23,7 +23,11 @@ pub use plan::{OutColumn, SelectPlan};
 
 impl Binder<'_> {
     /// Bind an expression against a given row layout (UPDATE/DELETE/ON DUPLICATE KEY).
-    pub fn bind_in_scope(&mut self, cols: Vec<bind::ScopeCol>, e: &quarry_sql::ast::Expr) -> quarry_common::Result<expr::Expr> {
+    pub fn bind_in_scope(
+        &mut self,
+        cols: Vec<bind::ScopeCol>,
+        e: &quarry_sql::ast::Expr,
+    ) -> quarry_common::Result<expr::Expr> {
         self.push_scope(cols);
         let r = self.bind_expr(e);
         self.pop_scope();

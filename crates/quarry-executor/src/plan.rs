@@ -46,9 +46,16 @@ pub struct Agg {
 pub enum Access {
     Full,
     /// Rows whose key on `index` equals one of `keys` (each a prefix of the index columns).
-    Keys { index: usize, keys: Vec<Vec<Expr>> },
+    Keys {
+        index: usize,
+        keys: Vec<Vec<Expr>>,
+    },
     /// Rows with first-column key in the range.
-    Range { index: usize, lo: Option<(Expr, bool)>, hi: Option<(Expr, bool)> },
+    Range {
+        index: usize,
+        lo: Option<(Expr, bool)>,
+        hi: Option<(Expr, bool)>,
+    },
 }
 
 #[derive(Debug)]
@@ -56,16 +63,51 @@ pub enum Plan {
     /// One row with no columns (SELECT without FROM).
     Dual,
     Values(Vec<Vec<Expr>>),
-    Scan { table: Arc<TableEntry>, filter: Option<Expr>, access: Access },
-    Filter { input: Box<Plan>, pred: Expr },
-    Project { input: Box<Plan>, exprs: Vec<Expr> },
-    Join { left: Box<Plan>, right: Box<Plan>, kind: JoinKind, left_keys: Vec<Expr>, right_keys: Vec<Expr>, on: Option<Expr>, right_width: usize },
-    Aggregate { input: Box<Plan>, group: Vec<Expr>, aggs: Vec<Agg> },
-    Sort { input: Box<Plan>, keys: Vec<(Expr, bool)> },
-    Limit { input: Box<Plan>, limit: Option<u64>, offset: u64 },
+    Scan {
+        table: Arc<TableEntry>,
+        filter: Option<Expr>,
+        access: Access,
+    },
+    Filter {
+        input: Box<Plan>,
+        pred: Expr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<Expr>,
+    },
+    Join {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        on: Option<Expr>,
+        right_width: usize,
+    },
+    Aggregate {
+        input: Box<Plan>,
+        group: Vec<Expr>,
+        aggs: Vec<Agg>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<(Expr, bool)>,
+    },
+    Limit {
+        input: Box<Plan>,
+        limit: Option<u64>,
+        offset: u64,
+    },
     /// Drop duplicate rows, comparing the first `keys` columns.
-    Distinct { input: Box<Plan>, keys: usize },
-    Union { inputs: Vec<Plan>, all: bool },
+    Distinct {
+        input: Box<Plan>,
+        keys: usize,
+    },
+    Union {
+        inputs: Vec<Plan>,
+        all: bool,
+    },
 }
 
 /// A result column as the client sees it.
@@ -109,24 +151,57 @@ impl Plan {
         let line = match self {
             Plan::Dual => "Rows fetched before execution".to_string(),
             Plan::Values(r) => format!("Values: {} rows", r.len()),
-            Plan::Scan { table, filter, access } => {
+            Plan::Scan {
+                table,
+                filter,
+                access,
+            } => {
                 let how = match access {
                     Access::Full => "Table scan".to_string(),
-                    Access::Keys { index, .. } => format!("Index lookup using {}", table.def.indexes[*index].name),
-                    Access::Range { index, .. } => format!("Index range scan using {}", table.def.indexes[*index].name),
+                    Access::Keys { index, .. } => {
+                        format!("Index lookup using {}", table.def.indexes[*index].name)
+                    }
+                    Access::Range { index, .. } => {
+                        format!("Index range scan using {}", table.def.indexes[*index].name)
+                    }
                 };
-                format!("{how} on {}{}", table.def.name, if filter.is_some() { " (with pushed filter)" } else { "" })
+                format!(
+                    "{how} on {}{}",
+                    table.def.name,
+                    if filter.is_some() {
+                        " (with pushed filter)"
+                    } else {
+                        ""
+                    }
+                )
             }
             Plan::Filter { .. } => "Filter".into(),
             Plan::Project { exprs, .. } => format!("Project: {} columns", exprs.len()),
-            Plan::Join { kind, left_keys, .. } => format!(
+            Plan::Join {
+                kind, left_keys, ..
+            } => format!(
                 "{} {}",
-                if left_keys.is_empty() { "Nested loop" } else { "Hash" },
-                if *kind == JoinKind::Left { "left join" } else { "inner join" }
+                if left_keys.is_empty() {
+                    "Nested loop"
+                } else {
+                    "Hash"
+                },
+                if *kind == JoinKind::Left {
+                    "left join"
+                } else {
+                    "inner join"
+                }
             ),
-            Plan::Aggregate { group, aggs, .. } => format!("Aggregate: {} groups keys, {} aggregates", group.len(), aggs.len()),
+            Plan::Aggregate { group, aggs, .. } => format!(
+                "Aggregate: {} groups keys, {} aggregates",
+                group.len(),
+                aggs.len()
+            ),
             Plan::Sort { keys, .. } => format!("Sort: {} keys", keys.len()),
-            Plan::Limit { limit, offset, .. } => format!("Limit: {} row(s) offset {offset}", limit.map(|l| l.to_string()).unwrap_or("all".into())),
+            Plan::Limit { limit, offset, .. } => format!(
+                "Limit: {} row(s) offset {offset}",
+                limit.map(|l| l.to_string()).unwrap_or("all".into())
+            ),
             Plan::Distinct { .. } => "Distinct".into(),
             Plan::Union { all, .. } => format!("Union{}", if *all { " all" } else { "" }),
         };

@@ -60,7 +60,12 @@ pub struct Conn<S> {
 
 impl<S: Read + Write> Conn<S> {
     pub fn new(stream: S) -> Conn<S> {
-        Conn { stream, seq: 0, out: Vec::with_capacity(16 * 1024), max_packet: 16 << 20 }
+        Conn {
+            stream,
+            seq: 0,
+            out: Vec::with_capacity(16 * 1024),
+            max_packet: 16 << 20,
+        }
     }
 
     /// Read one logical packet (joining 16 MiB continuation frames). Err(InvalidData) when
@@ -73,7 +78,10 @@ impl<S: Read + Write> Conn<S> {
             let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
             self.seq = h[3].wrapping_add(1);
             if payload.len() + len > self.max_packet {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "packet too large"));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "packet too large",
+                ));
             }
             let start = payload.len();
             payload.resize(start + len, 0);
@@ -90,7 +98,8 @@ impl<S: Read + Write> Conn<S> {
         loop {
             let n = rest.len().min(MAX_PACKET);
             let len = (n as u32).to_le_bytes();
-            self.out.extend_from_slice(&[len[0], len[1], len[2], self.seq]);
+            self.out
+                .extend_from_slice(&[len[0], len[1], len[2], self.seq]);
             self.seq = self.seq.wrapping_add(1);
             self.out.extend_from_slice(&rest[..n]);
             rest = &rest[n..];
@@ -233,12 +242,27 @@ pub fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
         r.null_str()?.to_vec()
     };
     let database = if capabilities & CLIENT_CONNECT_WITH_DB != 0 {
-        r.null_str().map(|d| String::from_utf8_lossy(d).into_owned()).filter(|d| !d.is_empty())
+        r.null_str()
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+            .filter(|d| !d.is_empty())
     } else {
         None
     };
-    let plugin = if capabilities & CLIENT_PLUGIN_AUTH != 0 { r.null_str().map(|d| String::from_utf8_lossy(d).into_owned()) } else { None };
-    Some(HandshakeResponse { capabilities, max_packet, charset, user, auth, database, plugin })
+    let plugin = if capabilities & CLIENT_PLUGIN_AUTH != 0 {
+        r.null_str()
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+    } else {
+        None
+    };
+    Some(HandshakeResponse {
+        capabilities,
+        max_packet,
+        charset,
+        user,
+        auth,
+        database,
+        plugin,
+    })
 }
 
 /// mysql_native_password: SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))).
@@ -255,13 +279,22 @@ pub fn native_password_token(password: &[u8], scramble: &[u8]) -> Vec<u8> {
     h1.iter().zip(h3.iter()).map(|(a, b)| a ^ b).collect()
 }
 
-pub fn ok_packet(affected: u64, last_insert_id: u64, status: u16, warnings: u16, info: &str) -> Vec<u8> {
+pub fn ok_packet(
+    affected: u64,
+    last_insert_id: u64,
+    status: u16,
+    warnings: u16,
+    info: &str,
+) -> Vec<u8> {
     let mut p = vec![0];
     put_lenenc_int(&mut p, affected);
     put_lenenc_int(&mut p, last_insert_id);
     p.extend_from_slice(&status.to_le_bytes());
     p.extend_from_slice(&warnings.to_le_bytes());
-    p.extend_from_slice(info.as_bytes());
+    // MySQL and MariaDB send the info text length-encoded (libmariadb parses it so).
+    if !info.is_empty() {
+        put_lenenc_str(&mut p, info.as_bytes());
+    }
     p
 }
 
@@ -354,7 +387,9 @@ mod tests {
     #[test]
     fn malformed_handshake_is_rejected() {
         assert!(parse_handshake_response(&[1, 2, 3]).is_none());
-        let mut p = (CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION).to_le_bytes().to_vec();
+        let mut p = (CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION)
+            .to_le_bytes()
+            .to_vec();
         p.extend_from_slice(&[0; 4 + 1 + 23]);
         p.extend_from_slice(b"root\0");
         p.push(200); // auth length beyond the packet

@@ -27,7 +27,12 @@ pub struct Server {
 impl Server {
     pub fn bind(db: Arc<Database>, addr: &str) -> io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
-        Ok(Server { db, listener, stop: Arc::new(AtomicBool::new(false)), active: Arc::new(AtomicUsize::new(0)) })
+        Ok(Server {
+            db,
+            listener,
+            stop: Arc::new(AtomicBool::new(false)),
+            active: Arc::new(AtomicUsize::new(0)),
+        })
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -48,7 +53,10 @@ impl Server {
                     let _ = stream.set_nodelay(true);
                     let db = self.db.clone();
                     let active = self.active.clone();
-                    let max = db.global("max_connections").map(|v| v.to_i64().max(1) as usize).unwrap_or(151);
+                    let max = db
+                        .global("max_connections")
+                        .map(|v| v.to_i64().max(1) as usize)
+                        .unwrap_or(151);
                     if active.fetch_add(1, Ordering::SeqCst) >= max {
                         active.fetch_sub(1, Ordering::SeqCst);
                         let mut c = Conn::new(stream);
@@ -63,7 +71,9 @@ impl Server {
                             active.fetch_sub(1, Ordering::SeqCst);
                         })?;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -91,7 +101,11 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
     let mut conn = Conn::new(stream);
     let scramble = scramble();
     let session = db.session("root", &peer.ip().to_string());
-    conn.push(&handshake(session.id() as u32, quarry_core::vars::VERSION, &scramble));
+    conn.push(&handshake(
+        session.id() as u32,
+        quarry_core::vars::VERSION,
+        &scramble,
+    ));
     conn.flush()?;
     conn.max_packet = 1 << 20;
     let pkt = conn.read_packet()?;
@@ -101,13 +115,25 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
     };
     // Only root with an empty password, from loopback, until accounts arrive.
     let loopback = peer.ip().is_loopback();
-    let auth_ok = resp.auth.is_empty() || (resp.plugin.as_deref() == Some("caching_sha2_password") && resp.auth == [0]);
+    let auth_ok = resp.auth.is_empty()
+        || (resp.plugin.as_deref() == Some("caching_sha2_password") && resp.auth == [0]);
     if resp.user != "root" || !loopback || !auth_ok {
-        let msg = format!("Access denied for user '{}'@'{}' (using password: {})", resp.user, peer.ip(), if resp.auth.is_empty() { "NO" } else { "YES" });
+        let msg = format!(
+            "Access denied for user '{}'@'{}' (using password: {})",
+            resp.user,
+            peer.ip(),
+            if resp.auth.is_empty() { "NO" } else { "YES" }
+        );
         conn.push(&err_packet(1045, "28000", &msg));
         return conn.flush();
     }
-    let mut client = Client { session, conn, caps: resp.capabilities, stmts: HashMap::new(), next_stmt: 1 };
+    let mut client = Client {
+        session,
+        conn,
+        caps: resp.capabilities & SERVER_CAPABILITIES,
+        stmts: HashMap::new(),
+        next_stmt: 1,
+    };
     if let Some(d) = &resp.database {
         if let Err(e) = client.session.use_db(d) {
             client.send_err(&e);
@@ -116,7 +142,10 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
     }
     client.conn.push(&ok_packet(0, 0, client.status(), 0, ""));
     client.conn.flush()?;
-    client.conn.max_packet = db.global("max_allowed_packet").map(|v| v.to_i64().max(1024) as usize).unwrap_or(16 << 20);
+    client.conn.max_packet = db
+        .global("max_allowed_packet")
+        .map(|v| v.to_i64().max(1024) as usize)
+        .unwrap_or(16 << 20);
     loop {
         if client.session.info.kill_connection.load(Ordering::Relaxed) {
             return Ok(());
@@ -131,7 +160,9 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
             }
             Err(e) => return Err(e),
         };
-        let Some((&cmd, body)) = pkt.split_first() else { return Ok(()) };
+        let Some((&cmd, body)) = pkt.split_first() else {
+            return Ok(());
+        };
         let keep = client.command(cmd, body);
         client.conn.flush()?;
         if !keep {
@@ -153,11 +184,17 @@ impl Client {
     }
 
     fn warnings(&self) -> u16 {
-        self.session.warnings.iter().filter(|w| w.0 != "Error").count().min(65535) as u16
+        self.session
+            .warnings
+            .iter()
+            .filter(|w| w.0 != "Error")
+            .count()
+            .min(65535) as u16
     }
 
     fn send_err(&mut self, e: &Error) {
-        self.conn.push(&err_packet(e.code, e.sqlstate(), &e.message));
+        self.conn
+            .push(&err_packet(e.code, e.sqlstate(), &e.message));
     }
 
     fn send_ok(&mut self, affected: u64, id: u64, info: &str, more: bool) {
@@ -200,7 +237,16 @@ impl Client {
 
     fn send_output(&mut self, out: Output, binary: bool, more: bool) {
         match out {
-            Output::Ok { affected, last_insert_id, info } => self.send_ok(affected, last_insert_id, info.as_deref().unwrap_or(""), more),
+            Output::Ok {
+                affected,
+                last_insert_id,
+                info,
+            } => self.send_ok(
+                affected,
+                last_insert_id,
+                info.as_deref().unwrap_or(""),
+                more,
+            ),
             Output::Rows { columns, rows } => {
                 let mut p = vec![];
                 put_lenenc_int(&mut p, columns.len() as u64);
@@ -245,7 +291,8 @@ impl Client {
             0x03 => self.com_query(body),
             0x04 => {
                 // COM_FIELD_LIST: table name, NUL, wildcard
-                let table = String::from_utf8_lossy(body.split(|b| *b == 0).next().unwrap_or(&[])).into_owned();
+                let table = String::from_utf8_lossy(body.split(|b| *b == 0).next().unwrap_or(&[]))
+                    .into_owned();
                 let sql = format!("SELECT * FROM `{}` LIMIT 0", table.replace('`', "``"));
                 match self.session.query(&sql) {
                     Ok(mut outs) => {
@@ -264,9 +311,15 @@ impl Client {
             0x0e => self.send_ok(0, 0, "", false), // COM_PING
             0x11 => {
                 // COM_CHANGE_USER
-                let user = Reader::new(body).null_str().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
+                let user = Reader::new(body)
+                    .null_str()
+                    .map(|u| String::from_utf8_lossy(u).into_owned())
+                    .unwrap_or_default();
                 if user != "root" {
-                    self.send_err(&Error::new(1045, format!("Access denied for user '{user}'")));
+                    self.send_err(&Error::new(
+                        1045,
+                        format!("Access denied for user '{user}'"),
+                    ));
                     return false;
                 }
                 self.session.reset();
@@ -280,7 +333,10 @@ impl Client {
                 let mut r = Reader::new(body);
                 if let (Some(id), Some(param)) = (r.u32(), r.u16()) {
                     if let Some(st) = self.stmts.get_mut(&id) {
-                        st.long_data.entry(param as usize).or_default().extend_from_slice(r.remaining());
+                        st.long_data
+                            .entry(param as usize)
+                            .or_default()
+                            .extend_from_slice(r.remaining());
                     }
                 }
                 self.conn.seq = 0;
@@ -299,7 +355,12 @@ impl Client {
                         st.long_data.clear();
                         self.send_ok(0, 0, "", false)
                     }
-                    None => self.send_err(&Error::new(1243, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_reset"))),
+                    None => self.send_err(&Error::new(
+                        1243,
+                        format!(
+                            "Unknown prepared statement handler ({id}) given to mysqld_stmt_reset"
+                        ),
+                    )),
                 }
             }
             0x1b => {
@@ -325,7 +386,10 @@ impl Client {
         let sql = match std::str::from_utf8(body) {
             Ok(s) => s.to_string(),
             Err(_) => {
-                self.send_err(&Error::new(1366, "Invalid utf8mb4 character string in query"));
+                self.send_err(&Error::new(
+                    1366,
+                    "Invalid utf8mb4 character string in query",
+                ));
                 return;
             }
         };
@@ -333,7 +397,10 @@ impl Client {
         let conn = &mut self.conn;
         let mut loader = |file: &str| -> Result<Vec<u8>> {
             if !local_allowed {
-                return Err(Error::new(1148, "The used command is not allowed with this MariaDB version"));
+                return Err(Error::new(
+                    1148,
+                    "The used command is not allowed with this MariaDB version",
+                ));
             }
             let mut p = vec![0xfb];
             p.extend_from_slice(file.as_bytes());
@@ -341,7 +408,9 @@ impl Client {
             conn.flush().map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
             let mut data = vec![];
             loop {
-                let chunk = conn.read_packet().map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
+                let chunk = conn
+                    .read_packet()
+                    .map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
                 if chunk.is_empty() {
                     break;
                 }
@@ -377,7 +446,9 @@ impl Client {
                 self.conn.push(&h);
                 let deprecate = self.caps & CLIENT_DEPRECATE_EOF != 0;
                 if p.params > 0 {
-                    let params: Vec<OutColumn> = (0..p.params).map(|_| OutColumn::expr("?", quarry_common::SqlType::varchar(0), true)).collect();
+                    let params: Vec<OutColumn> = (0..p.params)
+                        .map(|_| OutColumn::expr("?", quarry_common::SqlType::varchar(0), true))
+                        .collect();
                     self.send_columns(&params);
                     if !deprecate {
                         let st = self.status();
@@ -392,17 +463,31 @@ impl Client {
                         self.conn.push(&eof_packet(st, 0));
                     }
                 }
-                self.stmts.insert(id, Stmt { prepared: p, types: vec![], long_data: HashMap::new() });
+                self.stmts.insert(
+                    id,
+                    Stmt {
+                        prepared: p,
+                        types: vec![],
+                        long_data: HashMap::new(),
+                    },
+                );
             }
         }
     }
 
     fn stmt_execute(&mut self, body: &[u8]) {
         let mut r = Reader::new(body);
-        let Some(id) = r.u32() else { return self.send_err(&Error::new(1835, "Malformed communication packet")) };
-        let (Some(_flags), Some(_iter)) = (r.u8(), r.u32()) else { return self.send_err(&Error::new(1835, "Malformed communication packet")) };
+        let Some(id) = r.u32() else {
+            return self.send_err(&Error::new(1835, "Malformed communication packet"));
+        };
+        let (Some(_flags), Some(_iter)) = (r.u8(), r.u32()) else {
+            return self.send_err(&Error::new(1835, "Malformed communication packet"));
+        };
         let Some(st) = self.stmts.get_mut(&id) else {
-            return self.send_err(&Error::new(1243, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")));
+            return self.send_err(&Error::new(
+                1243,
+                format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
+            ));
         };
         let n = st.prepared.params;
         let params = match decode_params(&mut r, n, st) {
@@ -452,19 +537,35 @@ fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> 
         let v = match t {
             1 => {
                 let b = r.u8()?;
-                if unsigned { Value::Int(b as i64) } else { Value::Int(b as i8 as i64) }
+                if unsigned {
+                    Value::Int(b as i64)
+                } else {
+                    Value::Int(b as i8 as i64)
+                }
             }
             2 | 13 => {
                 let b = r.u16()?;
-                if unsigned { Value::Int(b as i64) } else { Value::Int(b as i16 as i64) }
+                if unsigned {
+                    Value::Int(b as i64)
+                } else {
+                    Value::Int(b as i16 as i64)
+                }
             }
             3 | 9 => {
                 let b = r.u32()?;
-                if unsigned { Value::Int(b as i64) } else { Value::Int(b as i32 as i64) }
+                if unsigned {
+                    Value::Int(b as i64)
+                } else {
+                    Value::Int(b as i32 as i64)
+                }
             }
             8 => {
                 let b = r.u64()?;
-                if unsigned && b > i64::MAX as u64 { Value::UInt(b) } else { Value::Int(b as i64) }
+                if unsigned && b > i64::MAX as u64 {
+                    Value::UInt(b)
+                } else {
+                    Value::Int(b as i64)
+                }
             }
             4 => Value::Double(f32::from_le_bytes(r.bytes(4)?.try_into().ok()?) as f64),
             5 => Value::Double(f64::from_le_bytes(r.bytes(8)?.try_into().ok()?)),
@@ -473,12 +574,26 @@ fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> 
                 let len = r.u8()?;
                 let b = r.bytes(len as usize)?;
                 let g = |i: usize| b.get(i).copied().unwrap_or(0);
-                let date = Date { year: u16::from_le_bytes([g(0), g(1)]), month: g(2), day: g(3) };
-                let micro = if len >= 11 { u32::from_le_bytes([g(7), g(8), g(9), g(10)]) } else { 0 };
+                let date = Date {
+                    year: u16::from_le_bytes([g(0), g(1)]),
+                    month: g(2),
+                    day: g(3),
+                };
+                let micro = if len >= 11 {
+                    u32::from_le_bytes([g(7), g(8), g(9), g(10)])
+                } else {
+                    0
+                };
                 if t == 10 {
                     Value::Date(date)
                 } else {
-                    Value::DateTime(DateTime { date, hour: g(4), minute: g(5), second: g(6), micro })
+                    Value::DateTime(DateTime {
+                        date,
+                        hour: g(4),
+                        minute: g(5),
+                        second: g(6),
+                        micro,
+                    })
                 }
             }
             11 => {
@@ -487,11 +602,19 @@ fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> 
                 let g = |i: usize| b.get(i).copied().unwrap_or(0);
                 let days = u32::from_le_bytes([g(1), g(2), g(3), g(4)]);
                 let h = days * 24 + g(5) as u32;
-                Value::Str(format!("{}{:02}:{:02}:{:02}", if g(0) == 1 { "-" } else { "" }, h, g(6), g(7)))
+                Value::Str(format!(
+                    "{}{:02}:{:02}:{:02}",
+                    if g(0) == 1 { "-" } else { "" },
+                    h,
+                    g(6),
+                    g(7)
+                ))
             }
             0 | 246 => {
                 let s = String::from_utf8_lossy(r.lenenc_bytes()?).into_owned();
-                Decimal::parse(&s).map(Value::Decimal).unwrap_or(Value::Str(s))
+                Decimal::parse(&s)
+                    .map(Value::Decimal)
+                    .unwrap_or(Value::Str(s))
             }
             15 | 253 | 254 => match std::str::from_utf8(r.lenenc_bytes()?) {
                 Ok(s) => Value::Str(s.to_string()),
@@ -526,8 +649,12 @@ fn encode_binary_row(buf: &mut Vec<u8>, cols: &[OutColumn], row: &[Value]) {
         }
         match c.ty.kind {
             TypeKind::TinyInt => buf.push(v.to_i64() as u8),
-            TypeKind::SmallInt | TypeKind::Year => buf.extend_from_slice(&(v.to_i64() as u16).to_le_bytes()),
-            TypeKind::MediumInt | TypeKind::Int => buf.extend_from_slice(&(v.to_i64() as u32).to_le_bytes()),
+            TypeKind::SmallInt | TypeKind::Year => {
+                buf.extend_from_slice(&(v.to_i64() as u16).to_le_bytes())
+            }
+            TypeKind::MediumInt | TypeKind::Int => {
+                buf.extend_from_slice(&(v.to_i64() as u32).to_le_bytes())
+            }
             TypeKind::BigInt => {
                 let bits = match v {
                     Value::UInt(u) => *u,

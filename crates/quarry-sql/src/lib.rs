@@ -20,13 +20,27 @@ pub enum Stmt {
     Ast(Box<AstStatement>),
     LoadData(LoadData),
     ShowEngines,
-    ShowWarnings { errors: bool, count: bool },
-    ShowTableStatus { db: Option<String>, like: Option<String> },
-    ShowIndex { table: String, db: Option<String> },
-    ShowCreateDatabase { name: String },
+    ShowWarnings {
+        errors: bool,
+        count: bool,
+    },
+    ShowTableStatus {
+        db: Option<String>,
+        like: Option<String>,
+    },
+    ShowIndex {
+        table: String,
+        db: Option<String>,
+    },
+    ShowCreateDatabase {
+        name: String,
+    },
     ShowProcessList,
     /// CHECK / OPTIMIZE / ANALYZE / REPAIR TABLE t, …
-    TableMaintenance { op: String, tables: Vec<(Option<String>, String)> },
+    TableMaintenance {
+        op: String,
+        tables: Vec<(Option<String>, String)>,
+    },
     /// Statements accepted and ignored for connector compatibility (LOCK TABLES, FLUSH, …).
     Noop,
 }
@@ -146,7 +160,11 @@ fn parse_error(sql: &str, msg: &str) -> Error {
             let l: usize = l.trim().parse().ok()?;
             let c: usize = c.trim().parse().ok()?;
             let line = sql.lines().nth(l.saturating_sub(1))?;
-            let start = line.char_indices().nth(c.saturating_sub(1)).map(|(i, _)| i).unwrap_or(line.len());
+            let start = line
+                .char_indices()
+                .nth(c.saturating_sub(1))
+                .map(|(i, _)| i)
+                .unwrap_or(line.len());
             let mut rest: String = line[start..].to_string();
             for more in sql.lines().skip(l) {
                 rest.push('\n');
@@ -205,7 +223,10 @@ impl Toks {
         }
     }
     fn error(&self) -> Error {
-        let rest: Vec<String> = self.toks[self.pos.min(self.toks.len())..].iter().map(|t| t.to_string()).collect();
+        let rest: Vec<String> = self.toks[self.pos.min(self.toks.len())..]
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
         Error::syntax_near(&rest.join(" "))
     }
     fn ident(&mut self) -> Result<String> {
@@ -249,7 +270,8 @@ impl Toks {
         self.toks.get(self.pos) == Some(t)
     }
     fn done(&self) -> bool {
-        self.pos >= self.toks.len() || (self.pos == self.toks.len() - 1 && self.at(&Token::SemiColon))
+        self.pos >= self.toks.len()
+            || (self.pos == self.toks.len() - 1 && self.at(&Token::SemiColon))
     }
     fn finish(&self, s: Stmt) -> Result<Option<Stmt>> {
         if self.done() {
@@ -274,12 +296,20 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
     match w.as_slice() {
         ["LOAD", "DATA", ..] => parse_load_data(sql).map(Some),
         ["SHOW", "ENGINES", ..] | ["SHOW", "STORAGE", "ENGINES"] => Ok(Some(Stmt::ShowEngines)),
-        ["SHOW", "WARNINGS" | "ERRORS", ..] => Ok(Some(Stmt::ShowWarnings { errors: w[1] == "ERRORS", count: false })),
+        ["SHOW", "WARNINGS" | "ERRORS", ..] => Ok(Some(Stmt::ShowWarnings {
+            errors: w[1] == "ERRORS",
+            count: false,
+        })),
         ["SHOW", "COUNT", ..] => {
             let errors = sql.to_ascii_uppercase().contains("ERRORS");
-            Ok(Some(Stmt::ShowWarnings { errors, count: true }))
+            Ok(Some(Stmt::ShowWarnings {
+                errors,
+                count: true,
+            }))
         }
-        ["SHOW", "PROCESSLIST", ..] | ["SHOW", "FULL", "PROCESSLIST"] => Ok(Some(Stmt::ShowProcessList)),
+        ["SHOW", "PROCESSLIST", ..] | ["SHOW", "FULL", "PROCESSLIST"] => {
+            Ok(Some(Stmt::ShowProcessList))
+        }
         ["SHOW", "TABLE", "STATUS"] => {
             let mut t = Toks::new(sql)?;
             t.pos = 3;
@@ -312,7 +342,8 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             let name = t.ident()?;
             t.finish(Stmt::ShowCreateDatabase { name })
         }
-        ["CHECK" | "OPTIMIZE" | "ANALYZE" | "REPAIR", "TABLE" | "TABLES" | "LOCAL" | "NO_WRITE_TO_BINLOG", ..] => {
+        ["CHECK" | "OPTIMIZE" | "ANALYZE" | "REPAIR", "TABLE" | "TABLES" | "LOCAL" | "NO_WRITE_TO_BINLOG", ..] =>
+        {
             let mut t = Toks::new(sql)?;
             let op = t.ident()?.to_ascii_uppercase();
             t.eat("LOCAL");
@@ -328,7 +359,9 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             // options like QUICK / EXTENDED / FOR UPGRADE are accepted and ignored
             Ok(Some(Stmt::TableMaintenance { op, tables }))
         }
-        ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] | ["FLUSH", ..] => Ok(Some(Stmt::Noop)),
+        ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] | ["FLUSH", ..] => {
+            Ok(Some(Stmt::Noop))
+        }
         _ => Ok(None),
     }
 }
@@ -339,7 +372,12 @@ fn one_char(s: &str) -> Option<char> {
 
 fn parse_load_data(sql: &str) -> Result<Stmt> {
     let mut t = Toks::new(sql)?;
-    let mut ld = LoadData { fields_terminated: "\t".into(), escaped: Some('\\'), lines_terminated: "\n".into(), ..Default::default() };
+    let mut ld = LoadData {
+        fields_terminated: "\t".into(),
+        escaped: Some('\\'),
+        lines_terminated: "\n".into(),
+        ..Default::default()
+    };
     t.expect("LOAD")?;
     t.expect("DATA")?;
     t.eat("LOW_PRIORITY");
@@ -414,7 +452,9 @@ fn parse_load_data(sql: &str) -> Result<Stmt> {
         return Err(t.error());
     }
     if ld.fields_terminated.is_empty() || ld.lines_terminated.is_empty() {
-        return Err(Error::unsupported("LOAD DATA with empty field or line terminator"));
+        return Err(Error::unsupported(
+            "LOAD DATA with empty field or line terminator",
+        ));
     }
     Ok(Stmt::LoadData(ld))
 }
@@ -425,9 +465,21 @@ mod tests {
 
     #[test]
     fn versioned_comments_are_executed() {
-        assert_eq!(unwrap_versioned_comments("CREATE TABLE t (a int) /*! ENGINE = InnoDB */").split_whitespace().collect::<Vec<_>>().join(" "), "CREATE TABLE t (a int) ENGINE = InnoDB");
-        assert_eq!(unwrap_versioned_comments("SELECT '/*!x*/'"), "SELECT '/*!x*/'");
-        assert_eq!(unwrap_versioned_comments("/*!40101 SET NAMES utf8 */").trim(), "SET NAMES utf8");
+        assert_eq!(
+            unwrap_versioned_comments("CREATE TABLE t (a int) /*! ENGINE = InnoDB */")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            "CREATE TABLE t (a int) ENGINE = InnoDB"
+        );
+        assert_eq!(
+            unwrap_versioned_comments("SELECT '/*!x*/'"),
+            "SELECT '/*!x*/'"
+        );
+        assert_eq!(
+            unwrap_versioned_comments("/*!40101 SET NAMES utf8 */").trim(),
+            "SET NAMES utf8"
+        );
     }
 
     #[test]

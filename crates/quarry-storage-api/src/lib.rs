@@ -135,7 +135,12 @@ pub trait Table: Send + Sync {
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>>;
     /// Row ids whose key on `index` lies in the range (key values are prefixes of the index
     /// columns, already converted to the column types).
-    fn index_range(&self, index: usize, lo: Bound<&[Value]>, hi: Bound<&[Value]>) -> Result<Vec<RowId>>;
+    fn index_range(
+        &self,
+        index: usize,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Result<Vec<RowId>>;
     fn insert(&self, row: Row) -> Result<RowId>;
     /// Replace the row at `id`; returns its (possibly new) id.
     fn update(&self, id: RowId, row: Row) -> Result<RowId>;
@@ -163,7 +168,10 @@ pub struct TablePath {
 
 impl TablePath {
     pub fn new(dir: &Path, name: &str) -> TablePath {
-        TablePath { dir: dir.to_path_buf(), name: name.to_string() }
+        TablePath {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+        }
     }
     pub fn file(&self, ext: &str) -> PathBuf {
         self.dir.join(format!("{}.{ext}", self.name))
@@ -174,7 +182,12 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str;
     fn comment(&self) -> &'static str;
     fn create(&self, path: &TablePath, schema: &TableSchema) -> Result<()>;
-    fn open(&self, path: &TablePath, schema: &TableSchema, counters: Arc<HandlerCounters>) -> Result<Arc<dyn Table>>;
+    fn open(
+        &self,
+        path: &TablePath,
+        schema: &TableSchema,
+        counters: Arc<HandlerCounters>,
+    ) -> Result<Arc<dyn Table>>;
     fn drop_table(&self, path: &TablePath) -> Result<()>;
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()>;
 }
@@ -196,11 +209,17 @@ impl EngineRegistry {
     }
     /// Resolve an `ENGINE=` name; returns the engine and the canonical SQL name.
     pub fn resolve(&self, name: &str) -> Option<(Arc<dyn Engine>, &'static str)> {
-        self.aliases.get(&name.to_ascii_lowercase()).map(|(i, n)| (self.engines[*i].clone(), *n))
+        self.aliases
+            .get(&name.to_ascii_lowercase())
+            .map(|(i, n)| (self.engines[*i].clone(), *n))
     }
     /// (SQL name, engine) pairs for SHOW ENGINES.
     pub fn names(&self) -> Vec<(&'static str, Arc<dyn Engine>)> {
-        let mut v: Vec<_> = self.aliases.values().map(|(i, n)| (*n, self.engines[*i].clone())).collect();
+        let mut v: Vec<_> = self
+            .aliases
+            .values()
+            .map(|(i, n)| (*n, self.engines[*i].clone()))
+            .collect();
         v.sort_by_key(|(n, _)| *n);
         v
     }

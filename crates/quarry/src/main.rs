@@ -20,13 +20,21 @@ struct Opts {
 }
 
 fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config {path}: {e}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read config {path}: {e}"))?;
     for line in text.lines() {
         let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') || line.starts_with('[') {
+        if line.is_empty()
+            || line.starts_with('#')
+            || line.starts_with(';')
+            || line.starts_with('[')
+        {
             continue;
         }
-        let (k, v) = line.split_once('=').map(|(k, v)| (k.trim(), v.trim())).unwrap_or((line, ""));
+        let (k, v) = line
+            .split_once('=')
+            .map(|(k, v)| (k.trim(), v.trim()))
+            .unwrap_or((line, ""));
         match k.replace('-', "_").as_str() {
             "datadir" => o.datadir = PathBuf::from(v),
             "bind" | "bind_address" => o.bind = v.to_string(),
@@ -38,10 +46,19 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
 }
 
 fn parse_args(args: &[String]) -> Result<Opts, String> {
-    let mut o = Opts { datadir: PathBuf::from("quarry-data"), bind: "127.0.0.1".into(), port: 3306, exec: None };
+    let mut o = Opts {
+        datadir: PathBuf::from("quarry-data"),
+        bind: "127.0.0.1".into(),
+        port: 3306,
+        exec: None,
+    };
     let mut i = 0;
     while i < args.len() {
-        let val = |i: usize| args.get(i + 1).cloned().ok_or_else(|| format!("{} needs a value", args[i]));
+        let val = |i: usize| {
+            args.get(i + 1)
+                .cloned()
+                .ok_or_else(|| format!("{} needs a value", args[i]))
+        };
         match args[i].as_str() {
             "--datadir" => o.datadir = PathBuf::from(val(i)?),
             "--bind" => o.bind = val(i)?,
@@ -59,7 +76,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.first().map(String::as_str) {
         Some("--version") | Some("-V") => {
-            println!("quarry {} (MySQL protocol compatible with MariaDB 10.11)", env!("CARGO_PKG_VERSION"));
+            println!(
+                "quarry {} (MySQL protocol compatible with MariaDB 10.11)",
+                env!("CARGO_PKG_VERSION")
+            );
             0
         }
         Some("serve") => match parse_args(&args[1..]) {
@@ -88,7 +108,11 @@ fn serve(o: Opts) -> i32 {
     let db = match Database::open(&o.datadir) {
         Ok(db) => db,
         Err(e) => {
-            eprintln!("quarry: cannot open datadir {}: {}", o.datadir.display(), e.message);
+            eprintln!(
+                "quarry: cannot open datadir {}: {}",
+                o.datadir.display(),
+                e.message
+            );
             return 1;
         }
     };
@@ -101,10 +125,16 @@ fn serve(o: Opts) -> i32 {
         }
     };
     let local = server.local_addr().map(|a| a.to_string()).unwrap_or(addr);
-    db.set_global("port", quarry_core::quarry_common::Value::Int(o.port as i64));
+    db.set_global(
+        "port",
+        quarry_core::quarry_common::Value::Int(o.port as i64),
+    );
     let stop = server.stop_handle();
     signals::install(stop.clone());
-    eprintln!("quarry: serving on {local}, datadir {}", o.datadir.display());
+    eprintln!(
+        "quarry: serving on {local}, datadir {}",
+        o.datadir.display()
+    );
     let r = server.run();
     let flushed = db.shutdown();
     eprintln!(
@@ -157,10 +187,20 @@ mod signals {
 }
 
 fn print_output(out: &Output, secs: f64, warnings: usize) {
-    let w = if warnings > 0 { format!(", {warnings} warning{}", if warnings == 1 { "" } else { "s" }) } else { String::new() };
+    let w = if warnings > 0 {
+        format!(
+            ", {warnings} warning{}",
+            if warnings == 1 { "" } else { "s" }
+        )
+    } else {
+        String::new()
+    };
     match out {
         Output::Ok { affected, info, .. } => {
-            println!("Query OK, {affected} row{} affected{w} ({secs:.2} sec)", if *affected == 1 { "" } else { "s" });
+            println!(
+                "Query OK, {affected} row{} affected{w} ({secs:.2} sec)",
+                if *affected == 1 { "" } else { "s" }
+            );
             if let Some(i) = info {
                 println!("{i}");
             }
@@ -170,29 +210,55 @@ fn print_output(out: &Output, secs: f64, warnings: usize) {
                 println!("Empty set{w} ({secs:.2} sec)");
                 return;
             }
-            let cells: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|v| v.to_text().unwrap_or_else(|| "NULL".into())).collect()).collect();
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|v| v.to_text().unwrap_or_else(|| "NULL".into()))
+                        .collect()
+                })
+                .collect();
             let mut width: Vec<usize> = columns.iter().map(|c| c.name.chars().count()).collect();
             for r in &cells {
                 for (i, c) in r.iter().enumerate() {
                     width[i] = width[i].max(c.chars().count());
                 }
             }
-            let sep: String = width.iter().map(|w| format!("+{}", "-".repeat(w + 2))).collect::<String>() + "+";
+            let sep: String = width
+                .iter()
+                .map(|w| format!("+{}", "-".repeat(w + 2)))
+                .collect::<String>()
+                + "+";
             println!("{sep}");
-            let head: String = columns.iter().zip(&width).map(|(c, w)| format!("| {:<w$} ", c.name, w = w)).collect::<String>() + "|";
+            let head: String = columns
+                .iter()
+                .zip(&width)
+                .map(|(c, w)| format!("| {:<w$} ", c.name, w = w))
+                .collect::<String>()
+                + "|";
             println!("{head}");
             println!("{sep}");
             for r in &cells {
                 let line: String = r
                     .iter()
                     .zip(columns.iter().zip(&width))
-                    .map(|(c, (col, w))| if col.ty.is_numeric() { format!("| {:>w$} ", c, w = w) } else { format!("| {:<w$} ", c, w = w) })
+                    .map(|(c, (col, w))| {
+                        if col.ty.is_numeric() {
+                            format!("| {:>w$} ", c, w = w)
+                        } else {
+                            format!("| {:<w$} ", c, w = w)
+                        }
+                    })
                     .collect::<String>()
                     + "|";
                 println!("{line}");
             }
             println!("{sep}");
-            println!("{} row{} in set{w} ({secs:.2} sec)", rows.len(), if rows.len() == 1 { "" } else { "s" });
+            println!(
+                "{} row{} in set{w} ({secs:.2} sec)",
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" }
+            );
         }
     }
 }
@@ -218,7 +284,11 @@ fn shell(o: Opts) -> i32 {
     let db: Arc<Database> = match Database::open(&o.datadir) {
         Ok(db) => db,
         Err(e) => {
-            eprintln!("quarry: cannot open datadir {}: {}", o.datadir.display(), e.message);
+            eprintln!(
+                "quarry: cannot open datadir {}: {}",
+                o.datadir.display(),
+                e.message
+            );
             return 1;
         }
     };
@@ -229,7 +299,11 @@ fn shell(o: Opts) -> i32 {
         let _ = db.shutdown();
         return if ok { 0 } else { 1 };
     }
-    println!("Quarry {} embedded shell. Datadir: {}. End statements with ';', quit with 'exit'.", env!("CARGO_PKG_VERSION"), o.datadir.display());
+    println!(
+        "Quarry {} embedded shell. Datadir: {}. End statements with ';', quit with 'exit'.",
+        env!("CARGO_PKG_VERSION"),
+        o.datadir.display()
+    );
     let mut rl = match rustyline::DefaultEditor::new() {
         Ok(r) => r,
         Err(e) => {
@@ -237,19 +311,32 @@ fn shell(o: Opts) -> i32 {
             return 1;
         }
     };
-    let history = std::env::var("HOME").map(|h| PathBuf::from(h).join(".quarry_history")).unwrap_or_else(|_| PathBuf::from(".quarry_history"));
+    let history = std::env::var("HOME")
+        .map(|h| PathBuf::from(h).join(".quarry_history"))
+        .unwrap_or_else(|_| PathBuf::from(".quarry_history"));
     let _ = rl.load_history(&history);
     let mut buf = String::new();
     loop {
         let prompt = if buf.is_empty() {
-            format!("quarry [{}]> ", session.current_db.clone().unwrap_or_else(|| "(none)".into()))
+            format!(
+                "quarry [{}]> ",
+                session
+                    .current_db
+                    .clone()
+                    .unwrap_or_else(|| "(none)".into())
+            )
         } else {
             "     -> ".to_string()
         };
         match rl.readline(&prompt) {
             Ok(line) => {
                 let t = line.trim();
-                if buf.is_empty() && matches!(t.to_ascii_lowercase().trim_end_matches(';'), "exit" | "quit" | "\\q") {
+                if buf.is_empty()
+                    && matches!(
+                        t.to_ascii_lowercase().trim_end_matches(';'),
+                        "exit" | "quit" | "\\q"
+                    )
+                {
                     break;
                 }
                 if !buf.is_empty() {

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Real-client compatibility suite: the mariadb CLI, PyMySQL, Perl DBI (server-side
+# prepare) and sysbench's scripts against a release `quarry serve` on an ephemeral port.
+# Installs what it needs with apt when missing. Fails on any client error.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+need=()
+command -v mariadb >/dev/null || need+=(mariadb-client)
+command -v sysbench >/dev/null || need+=(sysbench)
+perl -MDBD::MariaDB -e1 2>/dev/null || need+=(libdbd-mariadb-perl)
+python3 -c 'import pymysql' 2>/dev/null || need+=(python3-pymysql)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+python3 -c 'import pymysql' 2>/dev/null || pip install -q PyMySQL
+
+cargo build --release -q -p quarry
+BIN=target/release/quarry
+WORK=$(mktemp -d)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+$BIN serve --datadir "$WORK/data" --port "$PORT" >"$WORK/server.log" 2>&1 &
+PID=$!
+cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+for _ in $(seq 50); do mariadb -h127.0.0.1 -P"$PORT" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+
+passed=0; failed=0
+check() { local name=$1; shift; if "$@"; then echo "ok   $name"; passed=$((passed+1)); else echo "FAIL $name"; failed=$((failed+1)); fi; }
+
+M="mariadb -h127.0.0.1 -P$PORT -uroot --batch"
+cli_session() {
+  local out
+  out=$($M <<'SQL'
+CREATE DATABASE shop;
+USE shop;
+CREATE TABLE items (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(30) NOT NULL, price DECIMAL(8,2));
+INSERT INTO items (name, price) VALUES ('tea', 2.50), ('coffee', 3.10), ('cake', 4.00);
+UPDATE items SET price = price + 1 WHERE name = 'tea';
+DELETE FROM items WHERE name = 'cake';
+SELECT id, name, price FROM items ORDER BY id;
+SHOW TABLES;
+SELECT @@version_comment;
+SQL
+)
+  local want=$'id\tname\tprice\n1\ttea\t3.50\n2\tcoffee\t3.10\nTables_in_shop\nitems\n@@version_comment\nQuarry MySQL-compatible server'
+  [ "$out" = "$want" ] || { echo "got:"; echo "$out"; return 1; }
+  # errors come back with MySQL codes and the server keeps serving
+  $M -e 'SELECT * FROM shop.nope' 2>&1 | grep -q 'ERROR 1146' || return 1
+  $M -e 'SELEC 1' 2>&1 | grep -q 'ERROR 1064' || return 1
+  printf '1\tfrom-file\t9.99\n' >"$WORK/items.tsv"
+  $M --local-infile=1 shop -e "LOAD DATA LOCAL INFILE '$WORK/items.tsv' REPLACE INTO TABLE items" || return 1
+  [ "$($M -N shop -e "SELECT name FROM items WHERE id = 1")" = "from-file" ]
+}
+check "mariadb CLI scripted session" cli_session
+
+pymysql_test() {
+  python3 - "$PORT" <<'PY'
+import sys, decimal, datetime, pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", autocommit=True)
+cur = c.cursor()
+cur.execute("CREATE DATABASE py")
+cur.execute("USE py")
+cur.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, d DECIMAL(10,3), f DOUBLE, s VARCHAR(20), dt DATETIME, n INT)")
+cur.executemany("INSERT INTO t VALUES (%s, %s, %s, %s, %s, %s)", [(1, decimal.Decimal("1.250"), 0.5, "ä", datetime.datetime(2024, 1, 2, 3, 4, 5), None), (2, 2, 1e10, "b", None, 7)])
+cur.execute("SELECT id, d, f, s, dt, n FROM t ORDER BY id")
+rows = cur.fetchall()
+assert rows[0] == (1, decimal.Decimal("1.250"), 0.5, "ä", datetime.datetime(2024, 1, 2, 3, 4, 5), None), rows
+assert rows[1][0] == 2 and rows[1][5] == 7, rows
+c.autocommit(False)
+cur.execute("INSERT INTO t (id) VALUES (3)")
+c.rollback()
+cur.execute("SELECT count(*) FROM t")
+assert cur.fetchone()[0] == 2
+try:
+    cur.execute("INSERT INTO t (id) VALUES (1)")
+    raise SystemExit("duplicate accepted")
+except pymysql.err.IntegrityError as e:
+    assert e.args[0] == 1062, e
+print("pymysql ok")
+PY
+}
+check "PyMySQL" pymysql_test
+
+perl_test() {
+  perl - "$PORT" <<'PL'
+use strict; use DBI;
+my $dbh = DBI->connect("DBI:MariaDB:host=127.0.0.1;port=$ARGV[0];mariadb_server_prepare=1", "root", "", {RaiseError => 1, PrintError => 0});
+$dbh->do("CREATE DATABASE pl"); $dbh->do("USE pl");
+$dbh->do("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), n BIGINT)");
+my $ins = $dbh->prepare("INSERT INTO t VALUES (?, ?, ?)");
+$ins->execute($_, "v$_", $_ * 1000) for 1..20;
+my $sel = $dbh->prepare("SELECT v, n FROM t WHERE id = ?");
+for my $i (1, 7, 20) { $sel->execute($i); my ($v, $n) = $sel->fetchrow_array; die "row $i: $v $n" unless $v eq "v$i" && $n == $i * 1000; }
+my ($c) = $dbh->selectrow_array("SELECT count(*) FROM t WHERE n > ?", undef, 5000);
+die "count $c" unless $c == 15;
+print "perl ok\n";
+PL
+}
+check "Perl DBI (server-side prepare)" perl_test
+
+$M -e 'CREATE DATABASE sbtest'
+SB="--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$PORT --mysql-user=root --mysql-db=sbtest --tables=1 --table-size=${SB_ROWS:-2000}"
+sysbench_script() {
+  local script=$1 threads=$2 log="$WORK/sb-$1-$2.log"
+  sysbench "$script" $SB prepare >"$log" 2>&1 &&
+  sysbench "$script" $SB --threads="$threads" --time="${SB_TIME:-10}" run >>"$log" 2>&1 &&
+  sysbench "$script" $SB cleanup >>"$log" 2>&1 || { tail -20 "$log"; return 1; }
+  grep -q 'ignored errors: *0 ' "$log" || { grep -E 'errors' "$log"; return 1; }
+  echo "     $(grep -E 'transactions:|queries:' "$log" | head -1 | tr -s ' ')"
+}
+for s in oltp_read_write oltp_read_only oltp_write_only oltp_point_select oltp_insert oltp_update_index oltp_update_non_index oltp_delete select_random_points select_random_ranges; do
+  check "sysbench $s (2 threads)" sysbench_script "$s" 2
+done
+
+# A malformed packet closes that connection only; the server keeps serving.
+malformed() {
+  python3 - "$PORT" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.recv(4096)
+s.sendall(b"\x05\x00\x00\x01\xff\xff\xff\xff\xff")
+s.settimeout(5)
+try:
+    s.recv(4096)
+except Exception:
+    pass
+s.close()
+PY
+  [ "$($M -N -e 'SELECT 41+1')" = "42" ]
+}
+check "malformed handshake leaves the server up" malformed
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
