@@ -134,7 +134,18 @@ impl TableEntry {
 #[derive(Default)]
 struct Databases {
     dbs: BTreeMap<String, BTreeMap<String, Arc<TableEntry>>>,
+    /// View name → (column names, SELECT text), per database.
+    views: BTreeMap<String, BTreeMap<String, ViewDef>>,
 }
+
+/// A stored view: optional column names and the defining SELECT.
+#[derive(Debug, Clone)]
+pub struct ViewDef {
+    pub columns: Vec<String>,
+    pub sql: String,
+}
+
+const VIEW_HEADER: &str = "QUARRY-VIEW-DEF 1";
 
 pub struct Catalog {
     datadir: PathBuf,
@@ -176,6 +187,7 @@ impl Catalog {
         };
         let rd = std::fs::read_dir(datadir).map_err(|e| Error::io(datadir.display(), e))?;
         let mut dbs = BTreeMap::new();
+        let mut views = BTreeMap::new();
         for ent in rd.flatten() {
             let p = ent.path();
             let Some(name) = p.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
@@ -185,20 +197,55 @@ impl Catalog {
                 continue;
             }
             let mut tables = BTreeMap::new();
+            let mut dviews = BTreeMap::new();
             for tf in std::fs::read_dir(&p)
                 .map_err(|e| Error::io(p.display(), e))?
                 .flatten()
             {
                 let tp = tf.path();
+                if tp.extension().and_then(|e| e.to_str()) == Some("qview") {
+                    let text =
+                        std::fs::read_to_string(&tp).map_err(|e| Error::io(tp.display(), e))?;
+                    let mut lines = text.splitn(3, '\n');
+                    if lines.next() != Some(VIEW_HEADER) {
+                        return Err(Error::new(
+                            1033,
+                            format!("Incorrect information in file: '{}'", tp.display()),
+                        ));
+                    }
+                    let cols = lines.next().unwrap_or("");
+                    let columns = if cols.is_empty() {
+                        vec![]
+                    } else {
+                        cols.split('\t').map(str::to_string).collect()
+                    };
+                    let name = tp
+                        .file_stem()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or_default()
+                        .to_string();
+                    dviews.insert(
+                        name,
+                        ViewDef {
+                            columns,
+                            sql: lines.next().unwrap_or("").trim_end().to_string(),
+                        },
+                    );
+                    continue;
+                }
                 if tp.extension().and_then(|e| e.to_str()) != Some("qdef") {
                     continue;
                 }
                 let entry = cat.load_table(&name, &tp)?;
                 tables.insert(entry.def.name.clone(), Arc::new(entry));
             }
+            views.insert(name.clone(), dviews);
             dbs.insert(name, tables);
         }
-        cat.state.write().dbs = dbs;
+        let mut st = cat.state.write();
+        st.dbs = dbs;
+        st.views = views;
+        drop(st);
         Ok(cat)
     }
 
@@ -287,6 +334,7 @@ impl Catalog {
         let dir = self.datadir.join(db);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
         st.dbs.insert(db.to_string(), BTreeMap::new());
+        st.views.insert(db.to_string(), BTreeMap::new());
         Ok(true)
     }
 
@@ -301,12 +349,72 @@ impl Catalog {
             };
         };
         let n = tables.len();
+        st.views.remove(db);
         for t in tables.values() {
             t.engine.drop_table(&t.path(&self.datadir))?;
         }
         let dir = self.datadir.join(db);
         std::fs::remove_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
         Ok(Some(n))
+    }
+
+    pub fn view(&self, db: &str, name: &str) -> Option<ViewDef> {
+        self.state
+            .read()
+            .views
+            .get(db)
+            .and_then(|v| v.get(name))
+            .cloned()
+    }
+
+    pub fn views(&self, db: &str) -> Vec<(String, ViewDef)> {
+        self.state
+            .read()
+            .views
+            .get(db)
+            .map(|v| v.iter().map(|(k, d)| (k.clone(), d.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn create_view(&self, db: &str, name: &str, view: ViewDef, or_replace: bool) -> Result<()> {
+        valid_name(name)?;
+        let mut st = self.state.write();
+        if !st.dbs.contains_key(db) {
+            return Err(Error::unknown_database(db));
+        }
+        if st.dbs[db].contains_key(name)
+            || (!or_replace && st.views.get(db).is_some_and(|v| v.contains_key(name)))
+        {
+            return Err(Error::table_exists(name));
+        }
+        let dir = self.datadir.join(db);
+        let tmp = dir.join(format!("{name}.qview.tmp"));
+        let fin = dir.join(format!("{name}.qview"));
+        std::fs::write(
+            &tmp,
+            format!("{VIEW_HEADER}\n{}\n{}\n", view.columns.join("\t"), view.sql),
+        )
+        .map_err(|e| Error::io(tmp.display(), e))?;
+        std::fs::rename(&tmp, &fin).map_err(|e| Error::io(fin.display(), e))?;
+        st.views
+            .entry(db.to_string())
+            .or_default()
+            .insert(name.to_string(), view);
+        Ok(())
+    }
+
+    /// Drop a view; false if there was none.
+    pub fn drop_view(&self, db: &str, name: &str) -> Result<bool> {
+        let mut st = self.state.write();
+        let Some(v) = st.views.get_mut(db) else {
+            return Ok(false);
+        };
+        if v.remove(name).is_none() {
+            return Ok(false);
+        }
+        let f = self.datadir.join(db).join(format!("{name}.qview"));
+        std::fs::remove_file(&f).map_err(|e| Error::io(f.display(), e))?;
+        Ok(true)
     }
 
     pub fn tables(&self, db: &str) -> Result<Vec<Arc<TableEntry>>> {

@@ -163,7 +163,7 @@ fn is_txn_control(stmt: &Stmt) -> bool {
 }
 
 fn is_ddl(stmt: &Stmt) -> bool {
-    matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
+    matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
 }
 
 impl Session {
@@ -831,6 +831,28 @@ impl Session {
                 ..
             } => self.drop(object_type, *if_exists, names),
             S::CreateTable(ct) => self.create_table(ct, params, sink),
+            S::CreateView(cv) => {
+                let (db, name) = self.split_name(&cv.name)?;
+                // Bind once now so a broken view is rejected at CREATE time, as MySQL does.
+                let mut b = Binder::new(&self.db.catalog, Some(db.clone()));
+                let sp = b.bind_query(&cv.query)?;
+                let columns: Vec<String> =
+                    cv.columns.iter().map(|c| c.name.value.clone()).collect();
+                if !columns.is_empty() && columns.len() != sp.columns.len() {
+                    return Err(Error::new(
+                        1353,
+                        "View's SELECT and view's field list have different column counts",
+                    ));
+                }
+                let view = quarry_catalog::ViewDef {
+                    columns,
+                    sql: cv.query.to_string(),
+                };
+                self.db
+                    .catalog
+                    .create_view(&db, &name, view, cv.or_replace)?;
+                Ok(Output::ok(0))
+            }
             S::CreateIndex(ci) => {
                 let (db, t) = self.split_name(&ci.table_name)?;
                 let entry = self.db.catalog.table(&db, &t)?;
@@ -901,16 +923,28 @@ impl Session {
                 if *full {
                     columns.push(text("Table_type", 64));
                 }
-                let rows = self
+                let mut names: Vec<(String, &str)> = self
                     .db
                     .catalog
                     .tables(&db)?
                     .into_iter()
-                    .filter(|t| like_filter(like.as_deref(), &t.def.name))
-                    .map(|t| {
-                        let mut r = vec![Value::Str(t.def.name.clone())];
+                    .map(|t| (t.def.name.clone(), "BASE TABLE"))
+                    .collect();
+                names.extend(
+                    self.db
+                        .catalog
+                        .views(&db)
+                        .into_iter()
+                        .map(|(n, _)| (n, "VIEW")),
+                );
+                names.sort();
+                let rows = names
+                    .into_iter()
+                    .filter(|(n, _)| like_filter(like.as_deref(), n))
+                    .map(|(n, kind)| {
+                        let mut r = vec![Value::Str(n)];
                         if *full {
-                            r.push(Value::Str("BASE TABLE".into()));
+                            r.push(Value::Str(kind.into()));
                         }
                         r
                     })
@@ -947,6 +981,45 @@ impl Session {
                 Ok(Output::Rows {
                     columns: vec![text("Table", 64), text("Create Table", 1024)],
                     rows: vec![vec![Value::Str(t), Value::Str(sql)]],
+                })
+            }
+            S::ShowCreate {
+                obj_type: ast::ShowCreateObject::View,
+                obj_name,
+            } => {
+                let (db, v) = self.split_name(obj_name)?;
+                let view = self
+                    .db
+                    .catalog
+                    .view(&db, &v)
+                    .ok_or_else(|| Error::no_such_table(&db, &v))?;
+                let cols = if view.columns.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({})",
+                        view.columns
+                            .iter()
+                            .map(|c| format!("`{c}`"))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )
+                };
+                let sql = format!("CREATE VIEW `{v}`{cols} AS {}", view.sql);
+                let columns = vec![
+                    text("View", 64),
+                    text("Create View", 1024),
+                    text("character_set_client", 32),
+                    text("collation_connection", 32),
+                ];
+                Ok(Output::Rows {
+                    columns,
+                    rows: vec![vec![
+                        Value::Str(v),
+                        Value::Str(sql),
+                        Value::Str("utf8mb4".into()),
+                        Value::Str("utf8mb4_general_ci".into()),
+                    ]],
                 })
             }
             S::ShowVariables { filter, global, .. } => {
@@ -1211,6 +1284,25 @@ impl Session {
                     self.current_db = None;
                 }
                 Ok(Output::ok(n.unwrap_or(0) as u64))
+            }
+            ast::ObjectType::View => {
+                let mut missing = vec![];
+                for n in names {
+                    let (db, v) = self.split_name(n)?;
+                    if !self.db.catalog.drop_view(&db, &v)? {
+                        missing.push(format!("{db}.{v}"));
+                    }
+                }
+                if !missing.is_empty() {
+                    if !if_exists {
+                        return Err(Error::unknown_table(&missing.join(",")));
+                    }
+                    for m in missing {
+                        self.warnings
+                            .push(("Note".into(), 4092, format!("Unknown VIEW: '{m}'")));
+                    }
+                }
+                Ok(Output::ok(0))
             }
             ast::ObjectType::Index => Err(Error::unsupported(
                 "DROP INDEX without ON (use ALTER TABLE … DROP INDEX)",

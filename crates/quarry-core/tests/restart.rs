@@ -22,7 +22,12 @@ fn data_survives_restart_and_datadir_is_locked() {
         let mut s = db.session("root", "localhost");
         s.query("CREATE DATABASE d; USE d; CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(100), k INT, KEY (k)) ROW_FORMAT=DYNAMIC").unwrap();
         for i in 0..500 {
-            s.query(&format!("INSERT INTO t (v, k) VALUES ('{}', {})", "x".repeat(i % 90), i % 10)).unwrap();
+            s.query(&format!(
+                "INSERT INTO t (v, k) VALUES ('{}', {})",
+                "x".repeat(i % 90),
+                i % 10
+            ))
+            .unwrap();
         }
         s.query("DELETE FROM t WHERE id % 3 = 0").unwrap();
         s.query("UPDATE t SET v = 'changed' WHERE id = 2").unwrap();
@@ -31,12 +36,30 @@ fn data_survives_restart_and_datadir_is_locked() {
     let db = Database::open(&dir).unwrap();
     let mut s = db.session("root", "localhost");
     s.query("USE d").unwrap();
-    assert_eq!(rows(&mut s, "SELECT count(*) FROM t"), vec![vec![Value::Int(334)]]);
-    assert_eq!(rows(&mut s, "SELECT v FROM t WHERE id = 2"), vec![vec![Value::Str("changed".into())]]);
-    assert_eq!(rows(&mut s, "SELECT count(*) FROM t WHERE v = 'uncommitted' OR id = 1"), vec![vec![Value::Int(1)]]);
-    assert_eq!(rows(&mut s, "SELECT count(*) FROM t WHERE k = 3"), rows(&mut s, "SELECT count(*) FROM t WHERE k + 0 = 3"));
+    assert_eq!(
+        rows(&mut s, "SELECT count(*) FROM t"),
+        vec![vec![Value::Int(334)]]
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT v FROM t WHERE id = 2"),
+        vec![vec![Value::Str("changed".into())]]
+    );
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT count(*) FROM t WHERE v = 'uncommitted' OR id = 1"
+        ),
+        vec![vec![Value::Int(1)]]
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT count(*) FROM t WHERE k = 3"),
+        rows(&mut s, "SELECT count(*) FROM t WHERE k + 0 = 3")
+    );
     s.query("INSERT INTO t (v) VALUES ('after')").unwrap();
-    assert_eq!(rows(&mut s, "SELECT id FROM t WHERE v = 'after'"), vec![vec![Value::Int(501)]]);
+    assert_eq!(
+        rows(&mut s, "SELECT id FROM t WHERE v = 'after'"),
+        vec![vec![Value::Int(501)]]
+    );
     let check = rows(&mut s, "CHECK TABLE t");
     assert_eq!(check.last().unwrap()[3], Value::Str("OK".into()));
     drop(s);
@@ -50,8 +73,10 @@ fn concurrent_transactions_are_serialized() {
     let _ = std::fs::remove_dir_all(&dir);
     let db = Database::open(&dir).unwrap();
     let mut s = db.session("root", "localhost");
-    s.query("CREATE DATABASE d; USE d; CREATE TABLE acct (id INT PRIMARY KEY, bal INT)").unwrap();
-    s.query("INSERT INTO acct VALUES (1, 1000), (2, 1000)").unwrap();
+    s.query("CREATE DATABASE d; USE d; CREATE TABLE acct (id INT PRIMARY KEY, bal INT)")
+        .unwrap();
+    s.query("INSERT INTO acct VALUES (1, 1000), (2, 1000)")
+        .unwrap();
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let db = db.clone();
@@ -60,8 +85,10 @@ fn concurrent_transactions_are_serialized() {
                 s.query("USE d").unwrap();
                 for _ in 0..50 {
                     s.query("BEGIN").unwrap();
-                    s.query("UPDATE acct SET bal = bal - 1 WHERE id = 1").unwrap();
-                    s.query("UPDATE acct SET bal = bal + 1 WHERE id = 2").unwrap();
+                    s.query("UPDATE acct SET bal = bal - 1 WHERE id = 1")
+                        .unwrap();
+                    s.query("UPDATE acct SET bal = bal + 1 WHERE id = 2")
+                        .unwrap();
                     s.query("COMMIT").unwrap();
                 }
             })
@@ -70,7 +97,10 @@ fn concurrent_transactions_are_serialized() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(rows(&mut s, "SELECT bal FROM acct ORDER BY id"), vec![vec![Value::Int(800)], vec![Value::Int(1200)]]);
+    assert_eq!(
+        rows(&mut s, "SELECT bal FROM acct ORDER BY id"),
+        vec![vec![Value::Int(800)], vec![Value::Int(1200)]]
+    );
     drop(s);
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();

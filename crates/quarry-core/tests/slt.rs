@@ -127,7 +127,8 @@ fn run_file(path: &Path, tally: &mut Tally) {
                     .map(|t| t.chars().collect())
                     .unwrap_or_default();
                 let sort = header.get(2).copied().unwrap_or("nosort");
-                let hashed = (expected.len() == 1 && expected[0].contains("values hashing to")).then(|| expected[0].clone());
+                let hashed = (expected.len() == 1 && expected[0].contains("values hashing to"))
+                    .then(|| expected[0].clone());
                 match s.query(&sql) {
                     Ok(mut outs) => {
                         let Some(Output::Rows { rows, .. }) = outs.pop() else {
@@ -166,13 +167,16 @@ fn run_file(path: &Path, tally: &mut Tally) {
                                 m.update(v.as_bytes());
                                 m.update(b"\n");
                             }
-                            let digest: String = m.finalize().iter().map(|b| format!("{b:02x}")).collect();
+                            let digest: String =
+                                m.finalize().iter().map(|b| format!("{b:02x}")).collect();
                             let mine = format!("{} values hashing to {digest}", got.len());
                             if &mine == h {
                                 tally.passed += 1;
                             } else {
                                 tally.failed += 1;
-                                tally.failures.push(format!("{name}:{start_line}: {sql}\n  expected {h}\n  got      {mine}"));
+                                tally.failures.push(format!(
+                                    "{name}:{start_line}: {sql}\n  expected {h}\n  got      {mine}"
+                                ));
                             }
                             continue;
                         }
@@ -196,6 +200,11 @@ fn run_file(path: &Path, tally: &mut Tally) {
                                 }
                             })
                             .collect();
+                        if sort == "valuesort" {
+                            // values may contain spaces: compare the sorted token lists
+                            exp.sort();
+                            got.sort();
+                        }
                         if got == exp {
                             tally.passed += 1;
                         } else {
@@ -273,7 +282,14 @@ fn shared_corpus_pass_rate() {
     }
     let quick = std::env::var("QUARRY_SLT_FULL").is_err();
     let mut total = Tally::default();
+    let only = std::env::var("QUARRY_SLT_ONLY").ok();
     for f in files(&dir) {
+        if only
+            .as_ref()
+            .is_some_and(|o| !f.to_string_lossy().contains(o.as_str()))
+        {
+            continue;
+        }
         // The large index/ files take minutes in debug builds; QUARRY_SLT_FULL=1 runs them.
         if quick
             && std::fs::metadata(&f)
@@ -292,7 +308,12 @@ fn shared_corpus_pass_rate() {
             t.failed,
             t.skipped
         );
-        for x in t.failures.iter().take(3) {
+        let show = if std::env::var("QUARRY_SLT_VERBOSE").is_ok() {
+            usize::MAX
+        } else {
+            3
+        };
+        for x in t.failures.iter().take(show) {
             eprintln!("    {x}");
         }
         total.passed += t.passed;
@@ -307,5 +328,5 @@ fn shared_corpus_pass_rate() {
         total.skipped,
         rate * 100.0
     );
-    assert!(rate > 0.5, "pass rate fell to {:.1}%", rate * 100.0);
+    assert!(rate > 0.99, "pass rate fell to {:.1}%", rate * 100.0);
 }

@@ -294,9 +294,6 @@ impl<'a> Binder<'a> {
                 set_quantifier,
                 right,
             } => {
-                if *op != ast::SetOperator::Union {
-                    return Err(Error::unsupported(format!("{op}")));
-                }
                 let l = self.bind_set_expr(left)?;
                 let r = self.bind_set_expr(right)?;
                 if l.columns.len() != r.columns.len() {
@@ -306,6 +303,19 @@ impl<'a> Binder<'a> {
                     ));
                 }
                 let all = matches!(set_quantifier, ast::SetQuantifier::All);
+                if *op != ast::SetOperator::Union {
+                    let columns = l.columns.clone();
+                    let except = matches!(op, ast::SetOperator::Except | ast::SetOperator::Minus);
+                    return Ok(SelectPlan {
+                        plan: Plan::SetOp {
+                            left: Box::new(l.plan),
+                            right: Box::new(r.plan),
+                            except,
+                            all,
+                        },
+                        columns,
+                    });
+                }
                 let columns = l
                     .columns
                     .iter()
@@ -483,7 +493,17 @@ impl<'a> Binder<'a> {
                 if parts.len() == 1 && parts[0].eq_ignore_ascii_case("DUAL") {
                     return Ok((Plan::Dual, vec![]));
                 }
-                let entry = self.resolve_table(name)?;
+                let entry = match self.resolve_table(name) {
+                    Ok(e) => e,
+                    Err(e) if e.code == 1146 => {
+                        return self.bind_view(
+                            name,
+                            alias.as_ref().map(|a| a.name.value.clone()),
+                            e,
+                        )
+                    }
+                    Err(e) => return Err(e),
+                };
                 let alias = alias
                     .as_ref()
                     .map(|a| a.name.value.clone())
@@ -532,6 +552,54 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// A view is bound as a derived table from its stored SELECT.
+    fn bind_view(
+        &mut self,
+        name: &ast::ObjectName,
+        alias: Option<String>,
+        not_found: Error,
+    ) -> Result<(Plan, Vec<ScopeCol>)> {
+        let parts = object_name(name);
+        let (db, v) = match parts.as_slice() {
+            [v] => (self.db.clone().ok_or_else(Error::no_database)?, v.clone()),
+            [d, v] => (d.clone(), v.clone()),
+            _ => return Err(not_found),
+        };
+        let Some(view) = self.catalog.view(&db, &v) else {
+            return Err(not_found);
+        };
+        let stmt = quarry_sql::parse_one(&view.sql)?;
+        let quarry_sql::Stmt::Ast(ast) = stmt else {
+            return Err(Error::corrupt(&v));
+        };
+        let ast::Statement::Query(q) = *ast else {
+            return Err(Error::corrupt(&v));
+        };
+        let saved = std::mem::take(&mut self.levels);
+        let saved_db = std::mem::replace(&mut self.db, Some(db));
+        let r = self.bind_query(&q);
+        self.levels = saved;
+        self.db = saved_db;
+        let sp = r?;
+        let alias = alias.unwrap_or(v);
+        let cols = sp
+            .columns
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut c)| {
+                if let Some(n) = view.columns.get(i) {
+                    c.name = n.clone();
+                }
+                c.table = alias.clone();
+                ScopeCol {
+                    table: alias.clone(),
+                    col: c,
+                }
+            })
+            .collect();
+        Ok((sp.plan, cols))
+    }
+
     fn bind_select(
         &mut self,
         s: &ast::Select,
@@ -569,7 +637,7 @@ impl<'a> Binder<'a> {
             if contains_agg(&pred) {
                 return Err(Error::invalid_group());
             }
-            plan = push_filter(plan, pred);
+            plan = reorder_comma_join(plan, cols.len(), pred);
         }
         // Select list (wildcards expanded).
         let mut items: Vec<(Expr, OutColumn)> = vec![];
@@ -2086,5 +2154,139 @@ impl Expr {
             Expr::Lit(v) => v.type_of(),
             _ => SqlType::varchar(255),
         }
+    }
+}
+
+/// `FROM a, b, c WHERE …`: join the tables in an order where each one is connected to the
+/// ones before it by a WHERE condition (so no accidental cross products), then restore the
+/// written column order. Other plans just get the filter pushed down.
+fn reorder_comma_join(plan: Plan, total: usize, pred: Expr) -> Plan {
+    fn is_comma(p: &Plan) -> bool {
+        matches!(p, Plan::Join { kind: JoinKind::Inner, left_keys, on: None, .. } if left_keys.is_empty())
+    }
+    if !is_comma(&plan) {
+        return push_filter(plan, pred);
+    }
+    let mut leaves: Vec<(Plan, usize)> = vec![];
+    let mut p = plan;
+    loop {
+        if !is_comma(&p) {
+            leaves.push((p, 0));
+            break;
+        }
+        match p {
+            Plan::Join {
+                left,
+                right,
+                right_width,
+                ..
+            } => {
+                leaves.push((*right, right_width));
+                p = *left;
+            }
+            _ => unreachable!(),
+        }
+    }
+    leaves.reverse();
+    let rest_width: usize = leaves[1..].iter().map(|l| l.1).sum();
+    leaves[0].1 = total - rest_width;
+    let n = leaves.len();
+    let mut offsets = Vec::with_capacity(n);
+    let mut o = 0;
+    for l in &leaves {
+        offsets.push(o);
+        o += l.1;
+    }
+    let leaf_of = |c: usize| offsets.iter().rposition(|&off| off <= c).unwrap_or(0);
+    let mut parts = vec![];
+    conjuncts(pred, &mut parts);
+    let (pushable, stay): (Vec<Expr>, Vec<Expr>) =
+        parts.into_iter().partition(|c| columns_used(c).is_some());
+    let touches: Vec<Vec<usize>> = pushable
+        .iter()
+        .map(|c| {
+            let mut t: Vec<usize> = columns_used(c)
+                .unwrap_or_default()
+                .into_iter()
+                .map(leaf_of)
+                .collect();
+            t.sort_unstable();
+            t.dedup();
+            t
+        })
+        .collect();
+    // Start from a table pinned by a constant condition, else the first one.
+    let start = touches
+        .iter()
+        .zip(&pushable)
+        .find(|(t, c)| t.len() == 1 && matches!(c, Expr::Bin(BinOp::Eq, ..)))
+        .map(|(t, _)| t[0])
+        .unwrap_or(0);
+    let mut order = vec![start];
+    let mut chosen = vec![false; n];
+    chosen[start] = true;
+    while order.len() < n {
+        let connected = (0..n).filter(|&i| !chosen[i]).find(|&i| {
+            touches
+                .iter()
+                .any(|t| t.contains(&i) && t.len() > 1 && t.iter().all(|&x| x == i || chosen[x]))
+        });
+        let next = connected.unwrap_or_else(|| (0..n).find(|&i| !chosen[i]).unwrap());
+        chosen[next] = true;
+        order.push(next);
+    }
+    // Column c of the written layout → its position in the joined layout.
+    let mut new_offset = vec![0; n];
+    let mut pos = 0;
+    for &i in &order {
+        new_offset[i] = pos;
+        pos += leaves[i].1;
+    }
+    let map: Vec<usize> = (0..total)
+        .map(|c| new_offset[leaf_of(c)] + c - offsets[leaf_of(c)])
+        .collect();
+    let mut slots: Vec<Option<(Plan, usize)>> = leaves.into_iter().map(Some).collect();
+    let mut tree: Option<Plan> = None;
+    for &i in &order {
+        let (leaf, w) = slots[i].take().unwrap();
+        tree = Some(match tree {
+            None => leaf,
+            Some(l) => Plan::Join {
+                left: Box::new(l),
+                right: Box::new(leaf),
+                kind: JoinKind::Inner,
+                left_keys: vec![],
+                right_keys: vec![],
+                on: None,
+                right_width: w,
+            },
+        });
+    }
+    let remapped: Vec<Expr> = pushable
+        .into_iter()
+        .map(|c| {
+            c.rewrite(&mut |x| match x {
+                Expr::Col(i) => Some(Expr::Col(map[*i])),
+                _ => None,
+            })
+        })
+        .collect();
+    let mut plan = tree.unwrap();
+    if let Some(p) = and_all(remapped) {
+        plan = push_filter(plan, p);
+    }
+    let identity = map.iter().enumerate().all(|(i, m)| i == *m);
+    if !identity {
+        plan = Plan::Project {
+            input: Box::new(plan),
+            exprs: map.iter().map(|&m| Expr::Col(m)).collect(),
+        };
+    }
+    match and_all(stay) {
+        Some(f) => Plan::Filter {
+            input: Box::new(plan),
+            pred: f,
+        },
+        None => plan,
     }
 }

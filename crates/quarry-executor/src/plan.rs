@@ -108,6 +108,13 @@ pub enum Plan {
         inputs: Vec<Plan>,
         all: bool,
     },
+    /// INTERSECT (except = false) or EXCEPT of two inputs, with bag semantics when `all`.
+    SetOp {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        except: bool,
+        all: bool,
+    },
 }
 
 /// A result column as the client sees it.
@@ -204,6 +211,11 @@ impl Plan {
             ),
             Plan::Distinct { .. } => "Distinct".into(),
             Plan::Union { all, .. } => format!("Union{}", if *all { " all" } else { "" }),
+            Plan::SetOp { except, all, .. } => format!(
+                "{}{}",
+                if *except { "Except" } else { "Intersect" },
+                if *all { " all" } else { "" }
+            ),
         };
         out.push(format!("{pad}-> {line}"));
         match self {
@@ -218,6 +230,10 @@ impl Plan {
                 right.explain(depth + 1, out);
             }
             Plan::Union { inputs, .. } => inputs.iter().for_each(|p| p.explain(depth + 1, out)),
+            Plan::SetOp { left, right, .. } => {
+                left.explain(depth + 1, out);
+                right.explain(depth + 1, out);
+            }
             _ => {}
         }
     }
