@@ -132,5 +132,17 @@ PY
 }
 check "malformed handshake leaves the server up" malformed
 
+# SIGTERM stops the server cleanly; data is intact after a restart on the same datadir.
+restart() {
+  kill -TERM "$PID" && wait "$PID" || true
+  grep -q 'stopped (clean shutdown)' "$WORK/server.log" || { cat "$WORK/server.log"; return 1; }
+  $BIN serve --datadir "$WORK/data" --port "$PORT" >>"$WORK/server.log" 2>&1 &
+  PID=$!
+  for _ in $(seq 50); do $M -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+  [ "$($M -N -e 'SELECT name FROM shop.items ORDER BY id' | tr '\n' ,)" = "from-file,coffee," ] &&
+  [ "$($M -N -e 'SELECT count(*) FROM py.t')" = "2" ]
+}
+check "clean stop and restart keep the data" restart
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

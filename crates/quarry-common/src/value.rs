@@ -134,7 +134,7 @@ impl Decimal {
             scale: frac_part.len() as u8,
         })
     }
-    pub fn add(self, o: Decimal) -> Option<Decimal> {
+    pub fn checked_add(self, o: Decimal) -> Option<Decimal> {
         let s = self.scale.max(o.scale);
         let a = self.rescale(s);
         let b = o.rescale(s);
@@ -143,13 +143,13 @@ impl Decimal {
             scale: s,
         })
     }
-    pub fn sub(self, o: Decimal) -> Option<Decimal> {
-        self.add(Decimal {
+    pub fn checked_sub(self, o: Decimal) -> Option<Decimal> {
+        self.checked_add(Decimal {
             mantissa: -o.mantissa,
             scale: o.scale,
         })
     }
-    pub fn mul(self, o: Decimal) -> Option<Decimal> {
+    pub fn checked_mul(self, o: Decimal) -> Option<Decimal> {
         let m = self.mantissa.checked_mul(o.mantissa)?;
         let d = Decimal {
             mantissa: m,
@@ -182,7 +182,7 @@ impl Decimal {
             scale,
         })
     }
-    pub fn cmp(&self, o: &Decimal) -> Ordering {
+    pub fn cmp_dec(&self, o: &Decimal) -> Ordering {
         let s = self.scale.max(o.scale);
         self.rescale(s).mantissa.cmp(&o.rescale(s).mantissa)
     }
@@ -227,7 +227,11 @@ impl Date {
         match month {
             1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
             4 | 6 | 9 | 11 => 30,
-            2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+            2 if (year.is_multiple_of(4) && !year.is_multiple_of(100))
+                || year.is_multiple_of(400) =>
+            {
+                29
+            }
             2 => 28,
             _ => 0,
         }
@@ -480,7 +484,7 @@ pub fn parse_number_prefix(s: &str) -> (f64, bool) {
         }
     }
     if i == ds || (i == ds + 1 && b[ds] == b'.') {
-        return (0.0, t.trim().is_empty() && !s.is_empty() && false);
+        return (0.0, false);
     }
     if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
         let mut j = i + 1;
@@ -655,9 +659,9 @@ impl Value {
             (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
                 return other.sql_cmp(self).map(Ordering::reverse)
             }
-            (Decimal(a), Decimal(b)) => a.cmp(b),
-            (Decimal(a), Int(_) | UInt(_)) => a.cmp(&other.to_decimal()),
-            (Int(_) | UInt(_), Decimal(b)) => self.to_decimal().cmp(b),
+            (Decimal(a), Decimal(b)) => a.cmp_dec(b),
+            (Decimal(a), Int(_) | UInt(_)) => a.cmp_dec(&other.to_decimal()),
+            (Int(_) | UInt(_), Decimal(b)) => self.to_decimal().cmp_dec(b),
             (a, b) => a
                 .to_f64()
                 .partial_cmp(&b.to_f64())
@@ -825,8 +829,8 @@ mod tests {
     fn decimal_arithmetic_and_display() {
         let a = Decimal::parse("12.50").unwrap();
         let b = Decimal::parse("-0.125").unwrap();
-        assert_eq!(a.add(b).unwrap().to_string(), "12.375");
-        assert_eq!(a.mul(b).unwrap().to_string(), "-1.56250");
+        assert_eq!(a.checked_add(b).unwrap().to_string(), "12.375");
+        assert_eq!(a.checked_mul(b).unwrap().to_string(), "-1.56250");
         assert_eq!(
             Decimal::from_i64(1)
                 .div(Decimal::from_i64(3), 4)

@@ -19,6 +19,9 @@ use quarry_sql::Stmt;
 use crate::vars::normalise;
 use crate::{Database, ProcessInfo};
 
+/// Undo records and warnings a statement's executor context leaves behind.
+type StmtSink = RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>;
+
 #[derive(Debug)]
 pub enum Output {
     Rows {
@@ -448,7 +451,7 @@ impl Session {
         load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
     ) -> std::result::Result<(Output, Vec<Undo>, Vec<(u16, String)>), (Error, Vec<Undo>)> {
         // Statements that use the executor context collect undo and warnings there.
-        let cell: RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>> = RefCell::new(None);
+        let cell: StmtSink = RefCell::new(None);
         let res = self.dispatch_inner(stmt, params, load_local, &cell);
         let (undo, warns) = cell.into_inner().unwrap_or_default();
         match res {
@@ -460,7 +463,7 @@ impl Session {
     fn exec_ctx<T>(
         &self,
         params: Vec<Value>,
-        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+        sink: &StmtSink,
         f: impl FnOnce(&ExecCtx) -> Result<T>,
     ) -> Result<T> {
         let ctx = ExecCtx {
@@ -509,7 +512,7 @@ impl Session {
         stmt: &Stmt,
         params: Vec<Value>,
         load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
-        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+        sink: &StmtSink,
     ) -> Result<Output> {
         let s = match stmt {
             Stmt::Ast(s) => s,
@@ -1143,12 +1146,7 @@ impl Session {
         Ok(())
     }
 
-    fn set(
-        &mut self,
-        set: &ast::Set,
-        params: Vec<Value>,
-        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
-    ) -> Result<Output> {
+    fn set(&mut self, set: &ast::Set, params: Vec<Value>, sink: &StmtSink) -> Result<Output> {
         let mut assigns: Vec<(String, bool, ast::Expr)> = vec![];
         match set {
             ast::Set::SingleAssignment {
@@ -1315,7 +1313,7 @@ impl Session {
         &mut self,
         ct: &ast::CreateTable,
         params: Vec<Value>,
-        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+        sink: &StmtSink,
     ) -> Result<Output> {
         let (db, name) = self.split_name(&ct.name)?;
         if !self.db.catalog.database_exists(&db) {
@@ -1623,7 +1621,7 @@ impl Session {
         entry: &Arc<quarry_catalog::TableEntry>,
         new_def: TableDef,
         map: Option<&dyn Fn(Row) -> Row>,
-        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
+        sink: &StmtSink,
     ) -> Result<()> {
         let tmp = format!("#sql-alter-{}-{}", std::process::id(), self.info.id);
         let mut tmp_def = new_def.clone();
@@ -1682,11 +1680,7 @@ impl Session {
         Ok(())
     }
 
-    fn alter_table(
-        &mut self,
-        at: &ast::AlterTable,
-        sink: &RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>,
-    ) -> Result<Output> {
+    fn alter_table(&mut self, at: &ast::AlterTable, sink: &StmtSink) -> Result<Output> {
         let (db, t) = self.split_name(&at.name)?;
         let entry = self.db.catalog.table(&db, &t)?;
         let mut def = entry.def.clone();
@@ -1752,11 +1746,11 @@ impl Session {
                         def.columns.remove(i);
                         source.remove(i);
                         def.indexes.retain_mut(|ix| {
-                            ix.columns.iter().position(|c| *c == i).map(|p| {
+                            if let Some(p) = ix.columns.iter().position(|c| *c == i) {
                                 ix.columns.remove(p);
                                 ix.prefix.remove(p);
                                 ix.desc.remove(p);
-                            });
+                            }
                             for c in ix.columns.iter_mut() {
                                 if *c > i {
                                     *c -= 1;

@@ -66,11 +66,7 @@ pub fn fixed_width(cols: &[ColumnSchema]) -> usize {
         w += match c.ty.kind {
             TypeKind::Decimal => 16,
             TypeKind::Date => 4,
-            k if matches!(
-                k,
-                TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary
-            ) =>
-            {
+            TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => {
                 2 + max_string_bytes(&c.ty)
             }
             _ => 8,

@@ -419,6 +419,9 @@ fn index_key(ix: &IndexSchema, row: &Row) -> Key {
         .collect())
 }
 
+/// (offset, status, slot size, used payload) of one record.
+type RawRecord<'a> = (u64, u8, u32, &'a [u8]);
+
 /// Sequential reader over the record area in large blocks.
 struct RecordReader<'a> {
     table: &'a RowTable,
@@ -466,7 +469,7 @@ impl<'a> RecordReader<'a> {
         Ok(())
     }
 
-    fn next_record(&mut self) -> Result<Option<(u64, u8, u32, &[u8])>> {
+    fn next_record(&mut self) -> Result<Option<RawRecord<'_>>> {
         if self.pos >= self.end {
             return Ok(None);
         }
@@ -700,11 +703,9 @@ impl Table for RowTable {
             rows: Stat::Exact(st.live_rows),
             data_bytes: data,
             free_bytes: st.free_bytes,
-            avg_row_bytes: if st.live_rows > 0 {
-                (data - st.free_bytes) / st.live_rows
-            } else {
-                0
-            },
+            avg_row_bytes: (data - st.free_bytes)
+                .checked_div(st.live_rows)
+                .unwrap_or(0),
         }
     }
 

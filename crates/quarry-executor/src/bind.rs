@@ -576,7 +576,7 @@ impl<'a> Binder<'a> {
             return Err(Error::corrupt(&v));
         };
         let saved = std::mem::take(&mut self.levels);
-        let saved_db = std::mem::replace(&mut self.db, Some(db));
+        let saved_db = self.db.replace(db);
         let r = self.bind_query(&q);
         self.levels = saved;
         self.db = saved_db;
@@ -696,7 +696,7 @@ impl<'a> Binder<'a> {
                         }
                     }
                     if let A::Identifier(i) = e {
-                        if self.lookup(&[i.value.clone()]).is_err() {
+                        if self.lookup(std::slice::from_ref(&i.value)).is_err() {
                             if let Some((ex, _)) = items
                                 .iter()
                                 .find(|(_, c)| c.name.eq_ignore_ascii_case(&i.value))
@@ -732,7 +732,7 @@ impl<'a> Binder<'a> {
                         .position(|(_, c)| c.name.eq_ignore_ascii_case(&i.value));
                     match alias_hit {
                         Some(p)
-                            if self.lookup(&[i.value.clone()]).is_err()
+                            if self.lookup(std::slice::from_ref(&i.value)).is_err()
                                 || matches!(items[p].0, Expr::Col(_)) =>
                         {
                             Some(p)
@@ -1080,7 +1080,8 @@ impl<'a> Binder<'a> {
                 match i.value.to_ascii_uppercase().as_str() {
                     "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "CURRENT_DATE"
                     | "CURRENT_USER" | "CURRENT_TIME" | "UTC_TIMESTAMP" | "UTC_DATE"
-                        if i.quote_style.is_none() && self.lookup(&[i.value.clone()]).is_err() =>
+                        if i.quote_style.is_none()
+                            && self.lookup(std::slice::from_ref(&i.value)).is_err() =>
                     {
                         Expr::Func(i.value.to_ascii_uppercase(), vec![])
                     }
@@ -2000,6 +2001,9 @@ fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
     }
 }
 
+/// One side of a range: the bound expression and whether it is inclusive.
+type Bound = Option<(Expr, bool)>;
+
 fn pick_index(table: &TableEntry, f: &Expr) -> Access {
     let mut parts = vec![];
     conjuncts(f.clone(), &mut parts);
@@ -2018,7 +2022,7 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
         }
     };
     let mut eq: Vec<(usize, Vec<Expr>)> = vec![];
-    let mut ranges: Vec<(usize, Option<(Expr, bool)>, Option<(Expr, bool)>)> = vec![];
+    let mut ranges: Vec<(usize, Bound, Bound)> = vec![];
     for p in &parts {
         match p {
             Expr::Bin(BinOp::Eq, a, b) => {

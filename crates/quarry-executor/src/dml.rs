@@ -952,7 +952,7 @@ pub fn parse_load_rows(data: &[u8], ld: &quarry_sql::LoadData) -> Vec<Vec<Option
 }
 
 fn finish_field(s: String, quoted: bool) -> Option<String> {
-    if s == "\u{0}NULL\u{0}" || (!quoted && s == "NULL" && false) {
+    if s == "\u{0}NULL\u{0}" && !quoted {
         None
     } else {
         Some(s)

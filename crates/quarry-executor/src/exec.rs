@@ -160,11 +160,10 @@ fn index_ids(table: &TableEntry, access: &Access, ctx: &ExecCtx) -> Result<Optio
                             return Ok(None);
                         }
                         let t = ty(*index, 0);
-                        // Numeric columns compare numerically: cast bounds outward-safe by
-                        // keeping the original value when it is not an exact integer.
-                        let v = if t.is_integer() && v.is_numeric() && v.to_f64().fract() != 0.0 {
-                            Value::Double(v.to_f64())
-                        } else if t.is_integer() && !v.is_numeric() {
+                        // An integer column compares numerically with a bound that is not an
+                        // exact integer (2.5, '3abc'): keep it as a double, never round it.
+                        let inexact = !v.is_numeric() || v.to_f64().fract() != 0.0;
+                        let v = if t.is_integer() && inexact {
                             Value::Double(v.to_f64())
                         } else {
                             cast_value(v, &t)?

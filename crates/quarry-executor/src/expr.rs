@@ -623,7 +623,7 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
             BinOp::Sub => fit_int(x - y, sym, l, r, unsigned),
             BinOp::Mul => fit_int(x.checked_mul(y).unwrap_or(i128::MAX), sym, l, r, unsigned),
             BinOp::Div => Ok(Decimal::from_i64(0)
-                .add(Decimal::new(x, 0))
+                .checked_add(Decimal::new(x, 0))
                 .and_then(|d| d.div(Decimal::new(y, 0), 4))
                 .map(Value::Decimal)
                 .unwrap_or(Value::Null)),
@@ -646,9 +646,9 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
     let (x, y) = (l.to_decimal(), r.to_decimal());
     let overflow = || Error::bigint_out_of_range("DECIMAL", &format!("{l} {sym} {r}"));
     Ok(match op {
-        BinOp::Add => Value::Decimal(x.add(y).ok_or_else(overflow)?),
-        BinOp::Sub => Value::Decimal(x.sub(y).ok_or_else(overflow)?),
-        BinOp::Mul => Value::Decimal(x.mul(y).ok_or_else(overflow)?),
+        BinOp::Add => Value::Decimal(x.checked_add(y).ok_or_else(overflow)?),
+        BinOp::Sub => Value::Decimal(x.checked_sub(y).ok_or_else(overflow)?),
+        BinOp::Mul => Value::Decimal(x.checked_mul(y).ok_or_else(overflow)?),
         BinOp::Div => match x.div(y, 4) {
             Some(d) => Value::Decimal(d),
             None => Value::Null,

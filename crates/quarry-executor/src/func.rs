@@ -241,7 +241,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 })
                 .collect();
             match bytes {
-                Some(b) if h.len() % 2 == 0 => Value::Bytes(b),
+                Some(b) if h.len().is_multiple_of(2) => Value::Bytes(b),
                 _ => Value::Null,
             }
         }
