@@ -1,0 +1,173 @@
+//! Malformed and hostile input over a real socket: the offending connection gets an error
+//! or is closed, and the server keeps serving everyone else with no data lost.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use quarry_core::Database;
+use quarry_server::Server;
+
+struct Raw {
+    s: TcpStream,
+}
+
+impl Raw {
+    fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Raw { s }
+    }
+    fn read(&mut self) -> Option<(u8, Vec<u8>)> {
+        let mut h = [0u8; 4];
+        self.s.read_exact(&mut h).ok()?;
+        let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+        let mut p = vec![0; len];
+        self.s.read_exact(&mut p).ok()?;
+        Some((h[3], p))
+    }
+    fn send(&mut self, seq: u8, payload: &[u8]) {
+        let l = (payload.len() as u32).to_le_bytes();
+        let mut b = vec![l[0], l[1], l[2], seq];
+        b.extend_from_slice(payload);
+        let _ = self.s.write_all(&b);
+    }
+    /// Handshake as root with no password; panics unless the server answers OK.
+    fn login(port: u16) -> Raw {
+        let mut c = Raw::connect(port);
+        c.read().expect("greeting");
+        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0001_0000 | 0x0002_0000;
+        let mut p = caps.to_le_bytes().to_vec();
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(b"root\0");
+        p.push(0);
+        p.extend_from_slice(b"mysql_native_password\0");
+        c.send(1, &p);
+        let (_, ok) = c.read().expect("auth reply");
+        assert_eq!(ok[0], 0, "login failed: {:?}", String::from_utf8_lossy(&ok));
+        c
+    }
+    fn query(&mut self, sql: &[u8]) -> Vec<u8> {
+        let mut p = vec![3];
+        p.extend_from_slice(sql);
+        self.send(0, &p);
+        self.read().map(|(_, p)| p).unwrap_or_default()
+    }
+}
+
+fn err_code(p: &[u8]) -> Option<u16> {
+    (p.first() == Some(&0xff)).then(|| u16::from_le_bytes([p[1], p[2]]))
+}
+
+#[test]
+fn hostile_clients_do_not_hurt_others() {
+    let dir = std::env::temp_dir().join(format!("quarry-bad-input-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Database::open(&dir).unwrap();
+    db.set_global(
+        "max_allowed_packet",
+        quarry_core::quarry_common::Value::Int(1 << 20),
+    );
+    let server = Server::bind(db.clone(), "127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let stop = server.stop_handle();
+    let th = std::thread::spawn(move || server.run());
+
+    let mut good = Raw::login(port);
+    assert_eq!(good.query(b"CREATE DATABASE d")[0], 0);
+    assert_eq!(
+        good.query(b"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(10))")[0],
+        0
+    );
+    assert_eq!(good.query(b"INSERT INTO d.t VALUES (1, 'kept')")[0], 0);
+
+    // 1. Garbage instead of a handshake response.
+    let mut c = Raw::connect(port);
+    c.read().unwrap();
+    c.send(1, &[0xff; 3]);
+    let r = c.read();
+    assert!(r.is_none() || err_code(&r.unwrap().1).is_some());
+
+    // 2. A handshake whose auth length points past the packet.
+    let mut c = Raw::connect(port);
+    c.read().unwrap();
+    let mut p = (0x0000_0200u32 | 0x0000_8000).to_le_bytes().to_vec();
+    p.extend_from_slice(&[0; 28]);
+    p.extend_from_slice(b"root\0");
+    p.push(250);
+    c.send(1, &p);
+    let r = c.read();
+    assert!(r.is_none() || err_code(&r.unwrap().1) == Some(1043));
+
+    // 3. Invalid UTF-8 in a query: an error, and the connection stays usable.
+    let mut bad = Raw::login(port);
+    assert_eq!(err_code(&bad.query(b"SELECT '\xff\xfe'")), Some(1366));
+    assert_eq!(
+        bad.query(b"SELECT 1")[0],
+        1,
+        "a result set follows on the same connection"
+    );
+    while bad.read().is_some_and(|(_, p)| p[0] != 0xfe) {}
+
+    // 4. A packet larger than max_allowed_packet: error 1153 and the connection is closed.
+    let mut big = Raw::login(port);
+    let mut p = vec![3];
+    p.extend_from_slice(b"SELECT '");
+    p.resize((1 << 20) + 100, b'a');
+    big.send(0, &p);
+    let r = big.read();
+    assert_eq!(r.map(|(_, p)| err_code(&p)), Some(Some(1153)));
+    assert!(
+        big.read().is_none(),
+        "connection closed after an oversized packet"
+    );
+
+    // 5. Absurd lengths in COM_STMT_EXECUTE and unknown statement ids.
+    let mut ps = Raw::login(port);
+    ps.send(0, b"\x16SELECT v FROM d.t WHERE id = ?");
+    let (_, prep) = ps.read().unwrap();
+    assert_eq!(prep[0], 0);
+    let id = u32::from_le_bytes(prep[1..5].try_into().unwrap());
+    // one parameter definition + EOF, one column definition + EOF
+    for _ in 0..4 {
+        ps.read().unwrap();
+    }
+    let mut exec = vec![0x17];
+    exec.extend_from_slice(&id.to_le_bytes());
+    exec.extend_from_slice(&[0, 1, 0, 0, 0, 0, 1, 253, 0]);
+    exec.extend_from_slice(&[0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]); // lenenc of 2^63
+    ps.send(0, &exec);
+    assert_eq!(ps.read().map(|(_, p)| err_code(&p)), Some(Some(1835)));
+    ps.send(0, &[0x17, 9, 9, 9, 9, 0, 1, 0, 0, 0]);
+    assert_eq!(ps.read().map(|(_, p)| err_code(&p)), Some(Some(1243)));
+    ps.send(0, &[0xee]);
+    assert_eq!(ps.read().map(|(_, p)| err_code(&p)), Some(Some(1047)));
+
+    // 6. A truncated packet header, then disconnect mid-packet.
+    let mut t = Raw::login(port);
+    let _ = t.s.write_all(&[100, 0, 0, 0, 3, b'S']);
+    drop(t);
+
+    // The well-behaved client is still served and nothing committed was lost.
+    let r = good.query(b"SELECT v FROM d.t WHERE id = 1");
+    assert_eq!(r[0], 1);
+    // column definition, EOF, rows…, EOF
+    let mut rows = vec![];
+    let mut eofs = 0;
+    while eofs < 2 {
+        let (_, p) = good.read().expect("result set");
+        if p[0] == 0xfe && p.len() < 9 {
+            eofs += 1;
+        }
+        rows.push(p);
+    }
+    assert!(rows.iter().any(|p| p.windows(4).any(|w| w == b"kept")));
+
+    stop.store(true, Ordering::SeqCst);
+    th.join().unwrap().unwrap();
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
