@@ -144,5 +144,34 @@ restart() {
 }
 check "clean stop and restart keep the data" restart
 
+# The embedded shell: one-shot statements print tables like the mysql client, and a
+# datadir held by the server cannot be opened a second time.
+shell() {
+  local out
+  out=$($BIN sql --datadir "$WORK/shell" -e "CREATE DATABASE s; USE s; CREATE TABLE t (a INT, b VARCHAR(5)); INSERT INTO t VALUES (1, 'x'), (22, NULL); SELECT a, b FROM t ORDER BY a") || return 1
+  echo "$out" | grep -q '^| a  | b    |$' || { echo "$out"; return 1; }
+  echo "$out" | grep -q '^| 22 | NULL |$' || { echo "$out"; return 1; }
+  echo "$out" | grep -q '^2 rows in set' || { echo "$out"; return 1; }
+  [ "$($BIN sql --datadir "$WORK/shell" -e 'SELECT count(*) FROM s.t' | grep -c '|  *2 |')" = 1 ] || return 1
+  local err
+  if err=$($BIN sql --datadir "$WORK/data" -e 'SELECT 1' 2>&1); then echo "opened a locked datadir"; return 1; fi
+  echo "$err" | grep -q 'in use by another Quarry process'
+}
+check "embedded shell and datadir lock" shell
+
+config() {
+  local port2
+  port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  printf '[quarry]\ndatadir = %s\nport = %s\n' "$WORK/cfgdata" "$port2" >"$WORK/quarry.cnf"
+  $BIN serve --config "$WORK/quarry.cnf" >"$WORK/cfg.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 50); do mariadb -h127.0.0.1 -P"$port2" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+  local v
+  v=$(mariadb -h127.0.0.1 -P"$port2" -uroot -N -e 'SELECT @@datadir')
+  kill -TERM "$pid"; wait "$pid" || true
+  [ "$v" = "$WORK/cfgdata" ] && [ "$($BIN --version | cut -d' ' -f1)" = "quarry" ]
+}
+check "config file and --version" config
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
