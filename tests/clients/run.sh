@@ -100,6 +100,15 @@ PL
 }
 check "Perl DBI (server-side prepare)" perl_test
 
+accounts() {
+  $M -e "CREATE USER 'app'@'%' IDENTIFIED BY 'secret'" &&
+  [ "$(mariadb -h127.0.0.1 -P"$PORT" -uapp -psecret -N -e 'SELECT 7*6')" = "42" ] &&
+  ! mariadb -h127.0.0.1 -P"$PORT" -uapp -pwrong -e 'SELECT 1' 2>/dev/null &&
+  ! mariadb -h127.0.0.1 -P"$PORT" -unobody -e 'SELECT 1' 2>/dev/null &&
+  python3 -c "import pymysql,sys; c=pymysql.connect(host='127.0.0.1', port=int(sys.argv[1]), user='app', password='secret'); c.cursor().execute('SELECT 1')" "$PORT"
+}
+check "accounts: password login, wrong password and unknown user refused" accounts
+
 $M -e 'CREATE DATABASE sbtest'
 SB="--db-driver=mysql --mysql-host=127.0.0.1 --mysql-port=$PORT --mysql-user=root --mysql-db=sbtest --tables=1 --table-size=${SB_ROWS:-2000}"
 sysbench_script() {

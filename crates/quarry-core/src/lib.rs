@@ -11,6 +11,7 @@
 //! That makes every transaction serializable and sysbench's write scripts race-free.
 //! Must not touch: sockets and packets (the server crate), file formats (engines).
 
+pub mod accounts;
 mod lock;
 mod session;
 pub mod vars;
@@ -35,6 +36,8 @@ pub struct ProcessInfo {
     pub id: u64,
     pub user: String,
     pub host: String,
+    /// Host part of the account the session logged in with (for SET PASSWORD).
+    pub account_host: String,
     pub db: Mutex<Option<String>>,
     pub command: Mutex<String>,
     pub info: Mutex<Option<String>>,
@@ -45,6 +48,7 @@ pub struct ProcessInfo {
 
 pub struct Database {
     pub catalog: Catalog,
+    pub accounts: accounts::Accounts,
     pub(crate) lock: lock::TxnLock,
     pub(crate) globals: RwLock<HashMap<String, Value>>,
     next_conn: AtomicU64,
@@ -104,8 +108,10 @@ impl Database {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         globals.insert("datadir".into(), Value::Str(datadir.display().to_string()));
+        let accounts = accounts::Accounts::open(datadir)?;
         let db = Arc::new(Database {
             catalog,
+            accounts,
             lock: lock::TxnLock::default(),
             globals: RwLock::new(globals),
             next_conn: AtomicU64::new(1),
@@ -149,12 +155,26 @@ impl Database {
         *self.status.lock().entry(what).or_default() += 1;
     }
 
+    /// A connection id for a client that has not logged in yet (sent in the greeting).
+    pub fn reserve_connection_id(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
     pub fn session(self: &Arc<Self>, user: &str, host: &str) -> Session {
-        let id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let id = self.reserve_connection_id();
+        self.session_with_id(id, user, host)
+    }
+
+    pub fn session_with_id(self: &Arc<Self>, id: u64, user: &str, host: &str) -> Session {
         let info = Arc::new(ProcessInfo {
             id,
             user: user.to_string(),
             host: host.to_string(),
+            account_host: self
+                .accounts
+                .find(user, host)
+                .map(|a| a.host)
+                .unwrap_or_else(|| "localhost".into()),
             db: Mutex::new(None),
             command: Mutex::new("Sleep".into()),
             info: Mutex::new(None),

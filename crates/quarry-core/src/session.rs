@@ -517,6 +517,34 @@ impl Session {
         let s = match stmt {
             Stmt::Ast(s) => s,
             Stmt::Noop => return Ok(Output::ok(0)),
+            Stmt::CreateUser {
+                users,
+                if_not_exists,
+            } => {
+                for (u, h, pw) in users {
+                    if !self.db.accounts.create(u, h, pw, *if_not_exists)? {
+                        self.warnings.push((
+                            "Note".into(),
+                            1973,
+                            format!("Can't create user '{u}'@'{h}'; it already exists"),
+                        ));
+                    }
+                }
+                return Ok(Output::ok(0));
+            }
+            Stmt::DropUser { users, if_exists } => {
+                for (u, h) in users {
+                    self.db.accounts.drop_user(u, h, *if_exists)?;
+                }
+                return Ok(Output::ok(0));
+            }
+            Stmt::SetPassword { user, password } => {
+                let (u, h) = user
+                    .clone()
+                    .unwrap_or_else(|| (self.info.user.clone(), self.info.account_host.clone()));
+                self.db.accounts.set_password(&u, &h, password)?;
+                return Ok(Output::ok(0));
+            }
             Stmt::LoadData(ld) => {
                 let db = self.require_db(ld.db.as_deref())?;
                 let entry = self.db.catalog.table(&db, &ld.table)?;

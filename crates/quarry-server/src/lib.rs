@@ -90,6 +90,8 @@ struct Stmt {
 
 struct Client {
     session: Session,
+    scramble: [u8; 20],
+    host: String,
     conn: Conn<TcpStream>,
     caps: u32,
     stmts: HashMap<u32, Stmt>,
@@ -100,9 +102,9 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
     stream.set_read_timeout(Some(Duration::from_secs(28800)))?;
     let mut conn = Conn::new(stream);
     let scramble = scramble();
-    let session = db.session("root", &peer.ip().to_string());
+    let conn_id = db.reserve_connection_id();
     conn.push(&handshake(
-        session.id() as u32,
+        conn_id as u32,
         quarry_core::vars::VERSION,
         &scramble,
     ));
@@ -113,26 +115,46 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
         conn.push(&err_packet(1043, "08S01", "Bad handshake"));
         return conn.flush();
     };
-    // Only root with an empty password, from loopback, until accounts arrive.
-    let loopback = peer.ip().is_loopback();
-    let auth_ok = resp.auth.is_empty()
-        || (resp.plugin.as_deref() == Some("caching_sha2_password") && resp.auth == [0]);
-    if resp.user != "root" || !loopback || !auth_ok {
+    let host = peer.ip().to_string();
+    let mut auth = resp.auth.clone();
+    let native = matches!(resp.plugin.as_deref(), None | Some("mysql_native_password"));
+    // caching_sha2_password's fast path with an empty password sends nothing (or one NUL);
+    // any other plugin with data is switched to mysql_native_password.
+    if !(native || auth.is_empty() || auth == [0]) {
+        let mut sw = vec![0xfe];
+        sw.extend_from_slice(b"mysql_native_password\0");
+        sw.extend_from_slice(&scramble);
+        sw.push(0);
+        conn.push(&sw);
+        conn.flush()?;
+        auth = conn.read_packet()?;
+    }
+    if auth == [0] {
+        auth.clear();
+    }
+    let account = db.accounts.find(&resp.user, &host);
+    let ok = account
+        .as_ref()
+        .is_some_and(|a| quarry_core::accounts::verify_native(&auth, &scramble, &a.hash2));
+    if !ok {
         let msg = format!(
             "Access denied for user '{}'@'{}' (using password: {})",
             resp.user,
-            peer.ip(),
-            if resp.auth.is_empty() { "NO" } else { "YES" }
+            host,
+            if auth.is_empty() { "NO" } else { "YES" }
         );
         conn.push(&err_packet(1045, "28000", &msg));
         return conn.flush();
     }
+    let session = db.session_with_id(conn_id, &resp.user, &host);
     let mut client = Client {
         session,
         conn,
         caps: resp.capabilities & SERVER_CAPABILITIES,
         stmts: HashMap::new(),
         next_stmt: 1,
+        scramble,
+        host,
     };
     if let Some(d) = &resp.database {
         if let Err(e) = client.session.use_db(d) {
@@ -310,20 +332,40 @@ impl Client {
             }
             0x0e => self.send_ok(0, 0, "", false), // COM_PING
             0x11 => {
-                // COM_CHANGE_USER
-                let user = Reader::new(body)
+                // COM_CHANGE_USER: user, auth data, database — re-authenticated.
+                let mut r = Reader::new(body);
+                let user = r
                     .null_str()
                     .map(|u| String::from_utf8_lossy(u).into_owned())
                     .unwrap_or_default();
-                if user != "root" {
+                let auth = r
+                    .u8()
+                    .and_then(|n| r.bytes(n as usize))
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default();
+                let dbname = r
+                    .null_str()
+                    .map(|d| String::from_utf8_lossy(d).into_owned())
+                    .filter(|d| !d.is_empty());
+                let db = self.session.db.clone();
+                let ok = db.accounts.find(&user, &self.host).is_some_and(|a| {
+                    quarry_core::accounts::verify_native(&auth, &self.scramble, &a.hash2)
+                });
+                if !ok {
                     self.send_err(&Error::new(
                         1045,
-                        format!("Access denied for user '{user}'"),
+                        format!("Access denied for user '{user}'@'{}'", self.host),
                     ));
                     return false;
                 }
-                self.session.reset();
+                self.session = db.session(&user, &self.host);
                 self.stmts.clear();
+                if let Some(d) = dbname {
+                    if let Err(e) = self.session.use_db(&d) {
+                        self.send_err(&e);
+                        return true;
+                    }
+                }
                 self.send_ok(0, 0, "", false);
             }
             0x16 => self.stmt_prepare(body),
