@@ -10,7 +10,6 @@ use quarry_catalog::{table_def_from_ast, TableDef};
 use quarry_common::types::flags;
 use quarry_common::value::DateTime;
 use quarry_common::{Error, Result, Row, SqlType, TypeKind, Value};
-use quarry_executor::bind::ScopeCol;
 use quarry_executor::exec::collect;
 use quarry_executor::{Binder, ExecCtx, OutColumn, SessionInfo, Undo};
 use quarry_sql::ast::{self, Statement as S};
@@ -219,36 +218,9 @@ impl Session {
         )
     }
 
+    /// Run `f` with an executor context outside any statement (start-up work).
     pub(crate) fn with_ctx<T>(&self, f: impl FnOnce(&ExecCtx) -> Result<T>) -> Result<T> {
-        self.with_params(vec![], f).map(|(t, _)| t)
-    }
-
-    fn with_params<T>(
-        &self,
-        params: Vec<Value>,
-        f: impl FnOnce(&ExecCtx) -> Result<T>,
-    ) -> Result<(T, ExecCtx<'_>)> {
-        let ctx = ExecCtx {
-            catalog: &self.db.catalog,
-            db: self.current_db.clone(),
-            params,
-            session: self,
-            outer: RefCell::new(vec![]),
-            sub_cache: RefCell::new(HashMap::new()),
-            insert_row: RefCell::new(None),
-            now: DateTime::now(),
-            rand_state: Cell::new(self.rand.get()),
-            warnings: RefCell::new(vec![]),
-            undo: RefCell::new(vec![]),
-            strict: self.strict(),
-            read_buffer: self
-                .sys_var("read_buffer_size")
-                .map(|v| v.to_i64().clamp(8192, 1 << 30) as usize)
-                .unwrap_or(128 * 1024),
-            killed: &self.info.killed,
-        };
-        let r = f(&ctx)?;
-        Ok((r, ctx))
+        self.exec_ctx(vec![], &RefCell::new(None), f)
     }
 
     // ---------------------------------------------------------------- locking
@@ -2005,5 +1977,3 @@ fn synth_constraint(def: &TableDef, c: ast::TableConstraint) -> ast::CreateTable
     ct.constraints.push(c);
     ct
 }
-
-pub fn _unused(_: &ScopeCol) {}

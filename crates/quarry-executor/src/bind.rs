@@ -461,16 +461,10 @@ impl<'a> Binder<'a> {
         };
         split_join_condition(&mut plan);
         if swap {
-            let exprs: Vec<Expr> = (rw..rw + lw)
-                .map(|i| Expr::Col(i - rw + rw))
-                .collect::<Vec<_>>();
-            // output order: original left (now right side: positions lw..lw+rw) then original right
+            // The written left table is now on the right (positions lw..lw+rw): put it first.
             let exprs: Vec<Expr> = (0..rw)
                 .map(|i| Expr::Col(lw + i))
                 .chain((0..lw).map(Expr::Col))
-                .collect::<Vec<_>>()
-                .into_iter()
-                .chain(exprs.into_iter().take(0))
                 .collect();
             let reordered: Vec<ScopeCol> = cols[lw..]
                 .iter()
@@ -614,12 +608,8 @@ impl<'a> Binder<'a> {
         self.levels.push(Level { cols: cols.clone() });
         let r = self.bind_select_body(s, order, limit, offset, &mut plan, &cols);
         self.levels.pop();
-        let (exprs_plan, columns) = r?;
-        let _ = plan;
-        Ok(SelectPlan {
-            plan: exprs_plan,
-            columns,
-        })
+        let (plan, columns) = r?;
+        Ok(SelectPlan { plan, columns })
     }
 
     fn bind_select_body(
@@ -956,7 +946,7 @@ impl<'a> Binder<'a> {
                 }
                 (t, true)
             }
-            Expr::ScalarSub(sub) => (sub_type(sub), true),
+            Expr::ScalarSub(_) => (SqlType::varchar(255), true),
             Expr::Func(name, args) => {
                 let arg = |i: usize| {
                     args.get(i)
@@ -1530,11 +1520,6 @@ impl<'a> Binder<'a> {
 
 fn is_float(t: SqlType) -> bool {
     matches!(t.kind, TypeKind::Float | TypeKind::Double)
-}
-
-fn sub_type(sub: &SubQuery) -> SqlType {
-    let _ = sub;
-    SqlType::varchar(255)
 }
 
 /// The common type of two branches (CASE, IF, UNION).

@@ -362,12 +362,6 @@ pub fn init_auto_inc(entry: &TableEntry, ctx: &ExecCtx) -> Result<()> {
         return Ok(());
     };
     let mut max = 0i64;
-    let idx = entry
-        .def
-        .indexes
-        .iter()
-        .position(|i| i.columns.first() == Some(&ai));
-    let _ = idx;
     scan_table(entry, None, &Access::Full, ctx, &mut |_, rows| {
         for r in rows {
             max = max.max(r[ai].to_i64());
@@ -430,7 +424,7 @@ pub fn insert_rows(
         n += 1;
         let given = r?;
         let mut row = Vec::with_capacity(entry.def.columns.len());
-        for (i, (col, v)) in entry.def.columns.iter().zip(given).enumerate() {
+        for (col, v) in entry.def.columns.iter().zip(given) {
             let v = match v {
                 Some(v) if v.is_null() && col.auto_increment => Value::Null,
                 Some(v) => match coerce(v, col, n, ctx) {
@@ -443,7 +437,6 @@ pub fn insert_rows(
                 },
                 None => default_for(col, ctx)?,
             };
-            let _ = i;
             row.push(v);
         }
         assign_auto_inc(entry, &mut row, &mut first_id)?;
@@ -501,11 +494,6 @@ pub fn insert_rows(
                                     ctx.warn(1062, e2.message)
                                 }
                                 Err(e2) => return Err(e2),
-                            }
-                        }
-                        if let Some(ai) = entry.def.auto_increment_column() {
-                            if first_id.is_none() {
-                                first_id = Some(old[ai].to_i64() as u64).filter(|_| false);
                             }
                         }
                     }
@@ -888,7 +876,6 @@ pub fn parse_load_rows(data: &[u8], ld: &quarry_sql::LoadData) -> Vec<Vec<Option
         let mut was_quoted = false;
         let mut chars = rest.char_indices().peekable();
         let mut consumed = rest.len();
-        let mut ended_line = false;
         while let Some((i, c)) = chars.next() {
             if quoted {
                 if Some(c) == ld.enclosed {
@@ -903,7 +890,6 @@ pub fn parse_load_rows(data: &[u8], ld: &quarry_sql::LoadData) -> Vec<Vec<Option
             } else {
                 if rest[i..].starts_with(lt) {
                     consumed = i + lt.len();
-                    ended_line = true;
                     break;
                 }
                 if rest[i..].starts_with(ft) {
@@ -939,7 +925,6 @@ pub fn parse_load_rows(data: &[u8], ld: &quarry_sql::LoadData) -> Vec<Vec<Option
             }
             cur.push(c);
         }
-        let _ = ended_line;
         fields.push(finish_field(cur, was_quoted));
         rest = &rest[consumed.min(rest.len())..];
         if skipped < ld.ignore_lines {
@@ -991,14 +976,11 @@ pub fn load_data(
         Ok(full)
     });
     entry.handle.begin_bulk();
-    let saved_strict = ctx.strict;
     let r = insert_rows(entry, iter, &InsertOptions { mode, on_dup: &[] }, ctx);
-    let _ = saved_strict;
     entry.handle.end_bulk()?;
     let mut r = r?;
-    let skipped = r.info.as_ref().map(|_| 0).unwrap_or(0);
     r.info = Some(format!(
-        "Records: {}  Deleted: 0  Skipped: {skipped}  Warnings: {}",
+        "Records: {}  Deleted: 0  Skipped: 0  Warnings: {}",
         r.affected,
         ctx.warnings.borrow().len()
     ));

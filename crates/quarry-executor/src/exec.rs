@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use quarry_catalog::{Catalog, TableEntry};
-use quarry_common::value::{pow10, DateTime};
+use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
 use quarry_storage_api::{RowId, ScanRequest};
 
@@ -690,7 +690,6 @@ impl AggState {
                     let scale = a.ty.scale;
                     let num = d.rescale(scale + 1);
                     let q = Decimal::new(num.mantissa / n as i128, scale + 1).rescale(scale);
-                    let _ = pow10(0);
                     Value::Decimal(q)
                 }
                 (_, Some(s)) => Value::Double(s.to_f64() / n as f64),

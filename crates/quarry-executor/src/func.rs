@@ -395,9 +395,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             match v(0) {
                 Value::Int(_) | Value::UInt(_) => v(0).clone(),
                 Value::Decimal(d) => {
-                    let t = d.rescale(0);
                     let base = Decimal::new(d.mantissa / quarry_common::value::pow10(d.scale), 0);
-                    let _ = t;
                     let frac_nonzero = d.mantissa % quarry_common::value::pow10(d.scale) != 0;
                     let adj = if frac_nonzero && up && d.mantissa > 0 {
                         1

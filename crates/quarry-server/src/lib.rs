@@ -658,24 +658,19 @@ fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> 
                     .map(Value::Decimal)
                     .unwrap_or(Value::Str(s))
             }
-            15 | 253 | 254 => match std::str::from_utf8(r.lenenc_bytes()?) {
-                Ok(s) => Value::Str(s.to_string()),
-                Err(e) => Value::Bytes(e.as_bytes_lossy()),
-            },
+            15 | 253 | 254 => {
+                let raw = r.lenenc_bytes()?;
+                // Not UTF-8: keep the bytes; column coercion decides (error 1366 in strict mode).
+                match std::str::from_utf8(raw) {
+                    Ok(s) => Value::Str(s.to_string()),
+                    Err(_) => Value::Bytes(raw.to_vec()),
+                }
+            }
             _ => Value::Bytes(r.lenenc_bytes()?.to_vec()),
         };
         out.push(v);
     }
     Some(out)
-}
-
-trait LossyBytes {
-    fn as_bytes_lossy(&self) -> Vec<u8>;
-}
-impl LossyBytes for std::str::Utf8Error {
-    fn as_bytes_lossy(&self) -> Vec<u8> {
-        vec![]
-    }
 }
 
 /// One binary-protocol row: header, NULL bitmap (offset 2), values in their column types.
