@@ -56,6 +56,8 @@ pub struct ExecCtx<'a> {
     pub strict: bool,
     pub read_buffer: usize,
     pub killed: &'a std::sync::atomic::AtomicBool,
+    /// Bytes a sort may hold in memory before spilling runs to temporary files.
+    pub sort_buffer: usize,
 }
 
 impl ExecCtx<'_> {
@@ -348,32 +350,22 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             })?
         }
         Plan::Sort { input, keys } => {
-            let mut rows: Vec<(Row, Row)> = Vec::new();
+            let mut sorter = crate::sort::Sorter::new(
+                keys.iter().map(|(_, d)| *d).collect(),
+                ctx.sort_buffer,
+                &ctx.catalog.counters,
+            );
             run(input, ctx, &mut |b| {
                 for r in b {
                     let k = keys
                         .iter()
                         .map(|(e, _)| e.eval(&r, ctx))
                         .collect::<Result<Row>>()?;
-                    rows.push((k, r));
+                    sorter.push(k, r)?;
                 }
                 Ok(true)
             })?;
-            rows.sort_by(|a, b| {
-                for (i, (_, desc)) in keys.iter().enumerate() {
-                    let o = a.0[i].total_cmp(&b.0[i]);
-                    let o = if *desc { o.reverse() } else { o };
-                    if o != std::cmp::Ordering::Equal {
-                        return o;
-                    }
-                }
-                std::cmp::Ordering::Equal
-            });
-            for chunk in rows.chunks(BATCH_ROWS) {
-                if !sink(chunk.iter().map(|(_, r)| r.clone()).collect())? {
-                    break;
-                }
-            }
+            sorter.finish(BATCH_ROWS, sink)?;
         }
         Plan::Union { inputs, all } => {
             let mut seen = HashSet::new();

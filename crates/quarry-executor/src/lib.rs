@@ -16,6 +16,7 @@ pub mod exec;
 pub mod expr;
 pub mod func;
 pub mod plan;
+pub mod sort;
 
 pub use bind::Binder;
 pub use exec::{ExecCtx, SessionInfo, Undo};

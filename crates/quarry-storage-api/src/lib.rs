@@ -103,6 +103,8 @@ pub struct HandlerCounters {
     pub io_read_bytes: std::sync::atomic::AtomicU64,
     pub io_write_calls: std::sync::atomic::AtomicU64,
     pub io_write_bytes: std::sync::atomic::AtomicU64,
+    /// Sort runs written to temporary files (ORDER BY over `quarry_sort_buffer_size`).
+    pub sort_spills: std::sync::atomic::AtomicU64,
 }
 
 impl HandlerCounters {
@@ -123,6 +125,7 @@ impl HandlerCounters {
             ("Quarry_data_read_calls", self.io_read_calls.load(Relaxed)),
             ("Quarry_data_write_bytes", self.io_write_bytes.load(Relaxed)),
             ("Quarry_data_write_calls", self.io_write_calls.load(Relaxed)),
+            ("Quarry_sort_spilled_runs", self.sort_spills.load(Relaxed)),
         ]
     }
 }

@@ -1,0 +1,360 @@
+//! ORDER BY with bounded memory: an external merge sort.
+//!
+//! Rows are collected with their sort keys until `sort_buffer` bytes (the session's
+//! `quarry_sort_buffer_size`) are used; then the run is sorted and written to an anonymous
+//! temporary file, and collection starts again. At the end the runs are merged (k-way, by
+//! scanning the run heads), so memory stays at one buffer plus one row per run.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+
+use quarry_common::value::{Date, DateTime};
+use quarry_common::{Decimal, Error, Result, Row, Value};
+use quarry_storage_api::HandlerCounters;
+
+/// Keys, desc flags: the comparison used everywhere in this module.
+fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
+    for (i, d) in desc.iter().enumerate() {
+        let o = a[i].total_cmp(&b[i]);
+        let o = if *d { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+fn approx_size(r: &[Value]) -> usize {
+    r.iter()
+        .map(|v| match v {
+            Value::Str(s) => 32 + s.len(),
+            Value::Bytes(b) => 32 + b.len(),
+            _ => 32,
+        })
+        .sum::<usize>()
+        + 24
+}
+
+fn put_value(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(0),
+        Value::Int(i) => {
+            out.push(1);
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        Value::UInt(u) => {
+            out.push(2);
+            out.extend_from_slice(&u.to_le_bytes());
+        }
+        Value::Double(d) => {
+            out.push(3);
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+        Value::Decimal(d) => {
+            out.push(4);
+            out.extend_from_slice(&d.mantissa.to_le_bytes());
+            out.push(d.scale);
+        }
+        Value::Str(s) => {
+            out.push(5);
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+        Value::Bytes(b) => {
+            out.push(6);
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+        Value::Date(d) => {
+            out.push(7);
+            out.extend_from_slice(&d.year.to_le_bytes());
+            out.extend_from_slice(&[d.month, d.day]);
+        }
+        Value::DateTime(d) => {
+            out.push(8);
+            out.extend_from_slice(&d.to_micros().to_le_bytes());
+        }
+    }
+}
+
+fn take<'a>(b: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8]> {
+    let s = b
+        .get(*pos..*pos + n)
+        .ok_or_else(|| Error::internal("sort run truncated"))?;
+    *pos += n;
+    Ok(s)
+}
+
+fn get_value(b: &[u8], pos: &mut usize) -> Result<Value> {
+    let tag = take(b, pos, 1)?[0];
+    Ok(match tag {
+        0 => Value::Null,
+        1 => Value::Int(i64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
+        2 => Value::UInt(u64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
+        3 => Value::Double(f64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
+        4 => {
+            let m = i128::from_le_bytes(take(b, pos, 16)?.try_into().unwrap());
+            Value::Decimal(Decimal::new(m, take(b, pos, 1)?[0]))
+        }
+        5 | 6 => {
+            let n = u32::from_le_bytes(take(b, pos, 4)?.try_into().unwrap()) as usize;
+            let raw = take(b, pos, n)?.to_vec();
+            if tag == 5 {
+                Value::Str(String::from_utf8(raw).map_err(|_| Error::internal("sort run utf-8"))?)
+            } else {
+                Value::Bytes(raw)
+            }
+        }
+        7 => {
+            let x = take(b, pos, 4)?;
+            Value::Date(Date {
+                year: u16::from_le_bytes([x[0], x[1]]),
+                month: x[2],
+                day: x[3],
+            })
+        }
+        8 => Value::DateTime(DateTime::from_micros(i64::from_le_bytes(
+            take(b, pos, 8)?.try_into().unwrap(),
+        ))),
+        _ => return Err(Error::internal("sort run tag")),
+    })
+}
+
+struct RunReader {
+    r: BufReader<File>,
+    buf: Vec<u8>,
+    head: Option<(Row, Row)>,
+    nkeys: usize,
+}
+
+impl RunReader {
+    fn advance(&mut self) -> Result<()> {
+        let mut len = [0u8; 4];
+        match self.r.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                self.head = None;
+                return Ok(());
+            }
+            Err(e) => return Err(Error::io("sort run", e)),
+        }
+        self.buf.resize(u32::from_le_bytes(len) as usize, 0);
+        self.r
+            .read_exact(&mut self.buf)
+            .map_err(|e| Error::io("sort run", e))?;
+        let mut pos = 0;
+        let n = u32::from_le_bytes(take(&self.buf, &mut pos, 4)?.try_into().unwrap()) as usize;
+        let mut vals = Vec::with_capacity(n);
+        for _ in 0..n {
+            vals.push(get_value(&self.buf, &mut pos)?);
+        }
+        let row = vals.split_off(self.nkeys);
+        self.head = Some((vals, row));
+        Ok(())
+    }
+}
+
+pub struct Sorter<'a> {
+    desc: Vec<bool>,
+    limit_bytes: usize,
+    used: usize,
+    rows: Vec<(Row, Row)>,
+    runs: Vec<File>,
+    counters: &'a HandlerCounters,
+}
+
+impl<'a> Sorter<'a> {
+    pub fn new(desc: Vec<bool>, limit_bytes: usize, counters: &'a HandlerCounters) -> Sorter<'a> {
+        Sorter {
+            desc,
+            limit_bytes: limit_bytes.max(1024),
+            used: 0,
+            rows: Vec::new(),
+            runs: Vec::new(),
+            counters,
+        }
+    }
+
+    pub fn push(&mut self, keys: Row, row: Row) -> Result<()> {
+        self.used += approx_size(&keys) + approx_size(&row);
+        self.rows.push((keys, row));
+        if self.used > self.limit_bytes {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn sort_run(&mut self) {
+        let desc = &self.desc;
+        self.rows.sort_by(|a, b| cmp_keys(&a.0, &b.0, desc));
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        self.sort_run();
+        let mut f = tempfile()?;
+        {
+            let mut w = BufWriter::with_capacity(128 * 1024, &mut f);
+            let mut rec = Vec::new();
+            for (k, r) in self.rows.drain(..) {
+                rec.clear();
+                rec.extend_from_slice(&((k.len() + r.len()) as u32).to_le_bytes());
+                k.iter()
+                    .chain(r.iter())
+                    .for_each(|v| put_value(v, &mut rec));
+                w.write_all(&(rec.len() as u32).to_le_bytes())
+                    .map_err(|e| Error::io("sort run", e))?;
+                w.write_all(&rec).map_err(|e| Error::io("sort run", e))?;
+            }
+            w.flush().map_err(|e| Error::io("sort run", e))?;
+        }
+        f.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io("sort run", e))?;
+        self.runs.push(f);
+        self.used = 0;
+        HandlerCounters::add(&self.counters.sort_spills, 1);
+        Ok(())
+    }
+
+    /// Emit all rows in order, in batches of `batch` rows; the sink returns false to stop.
+    pub fn finish(
+        mut self,
+        batch: usize,
+        sink: &mut dyn FnMut(Vec<Row>) -> Result<bool>,
+    ) -> Result<()> {
+        self.sort_run();
+        if self.runs.is_empty() {
+            let mut out = Vec::with_capacity(batch);
+            for (_, r) in self.rows {
+                out.push(r);
+                if out.len() == batch && !sink(std::mem::take(&mut out))? {
+                    return Ok(());
+                }
+            }
+            if !out.is_empty() {
+                sink(out)?;
+            }
+            return Ok(());
+        }
+        let nkeys = self.desc.len();
+        let mut readers: Vec<RunReader> = Vec::with_capacity(self.runs.len());
+        for f in self.runs.drain(..) {
+            let mut r = RunReader {
+                r: BufReader::with_capacity(64 * 1024, f),
+                buf: Vec::new(),
+                head: None,
+                nkeys,
+            };
+            r.advance()?;
+            readers.push(r);
+        }
+        let mut mem = self.rows.into_iter().peekable();
+        let mut out = Vec::with_capacity(batch);
+        loop {
+            // The smallest head among the runs and the in-memory remainder.
+            let mut best: Option<usize> = None;
+            for (i, r) in readers.iter().enumerate() {
+                if let Some((k, _)) = &r.head {
+                    if best.is_none_or(|b| {
+                        cmp_keys(k, &readers[b].head.as_ref().unwrap().0, &self.desc)
+                            == Ordering::Less
+                    }) {
+                        best = Some(i);
+                    }
+                }
+            }
+            let take_mem = match (mem.peek(), best) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((mk, _)), Some(b)) => {
+                    cmp_keys(mk, &readers[b].head.as_ref().unwrap().0, &self.desc)
+                        != Ordering::Greater
+                }
+            };
+            let row = if take_mem {
+                mem.next().unwrap().1
+            } else {
+                let b = best.unwrap();
+                let (_, r) = readers[b].head.take().unwrap();
+                readers[b].advance()?;
+                r
+            };
+            out.push(row);
+            if out.len() == batch && !sink(std::mem::take(&mut out))? {
+                return Ok(());
+            }
+        }
+        if !out.is_empty() {
+            sink(out)?;
+        }
+        Ok(())
+    }
+}
+
+/// An unnamed temporary file: created and unlinked at once, so nothing is left behind.
+fn tempfile() -> Result<File> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("quarry-sort-{}-{n}", std::process::id()));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io(path.display(), e))?;
+    let _ = std::fs::remove_file(&path);
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spilled_sort_matches_in_memory_sort() {
+        let counters = HandlerCounters::default();
+        let mut s = Sorter::new(vec![false, true], 4096, &counters);
+        let mut expect = vec![];
+        let mut x: u64 = 12345;
+        for i in 0..5000i64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let k1 = Value::Int((x >> 33) as i64 % 50);
+            let k2 = if i % 7 == 0 {
+                Value::Null
+            } else {
+                Value::Str(format!("s{}", (x >> 20) % 1000))
+            };
+            s.push(
+                vec![k1.clone(), k2.clone()],
+                vec![Value::Int(i), k2.clone()],
+            )
+            .unwrap();
+            expect.push((vec![k1, k2], vec![Value::Int(i)]));
+        }
+        assert!(
+            counters
+                .sort_spills
+                .load(std::sync::atomic::Ordering::Relaxed)
+                > 5,
+            "the test must spill"
+        );
+        let mut got = vec![];
+        s.finish(100, &mut |b| {
+            got.extend(b);
+            Ok(true)
+        })
+        .unwrap();
+        expect.sort_by(|a, b| cmp_keys(&a.0, &b.0, &[false, true]));
+        assert_eq!(got.len(), 5000);
+        // Keys must come out in order (ties may be in any order).
+        let keys_of =
+            |r: &Row, e: &[(Row, Row)]| e.iter().find(|(_, v)| v[0] == r[0]).unwrap().0.clone();
+        let got_keys: Vec<Row> = got.iter().map(|r| keys_of(r, &expect)).collect();
+        assert!(got_keys
+            .windows(2)
+            .all(|w| cmp_keys(&w[0], &w[1], &[false, true]) != Ordering::Greater));
+    }
+}
