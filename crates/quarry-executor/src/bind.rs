@@ -822,6 +822,11 @@ impl<'a> Binder<'a> {
     fn out_column(&self, b: &Expr, e: &A, alias: Option<&str>, cols: &[ScopeCol]) -> OutColumn {
         let name = alias.map(str::to_string).unwrap_or_else(|| match e {
             A::Identifier(i) => i.value.clone(),
+            A::CompoundIdentifier(v) if v[0].value.starts_with("@@") => v
+                .iter()
+                .map(|i| i.value.as_str())
+                .collect::<Vec<_>>()
+                .join("."),
             A::CompoundIdentifier(v) => v.last().map(|i| i.value.clone()).unwrap_or_default(),
             A::Value(v) => match &v.value {
                 ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
