@@ -1769,48 +1769,14 @@ impl Session {
                     data_type,
                     options,
                     ..
-                } => {
-                    let i = def
-                        .column_index(&col_name.value)
-                        .ok_or_else(|| Error::unknown_column(&col_name.value, &t))?;
-                    let cd = ast::ColumnDef {
-                        name: col_name.clone(),
-                        data_type: data_type.clone(),
-                        options: options
-                            .iter()
-                            .map(|o| ast::ColumnOptionDef {
-                                name: None,
-                                option: o.clone(),
-                            })
-                            .collect(),
-                    };
-                    let (col, _) = quarry_catalog::ddl_column(&cd)?;
-                    def.columns[i] = col;
-                }
+                } => redefine_column(&mut def, &t, col_name, col_name, data_type, options)?,
                 O::ChangeColumn {
                     old_name,
                     new_name,
                     data_type,
                     options,
                     ..
-                } => {
-                    let i = def
-                        .column_index(&old_name.value)
-                        .ok_or_else(|| Error::unknown_column(&old_name.value, &t))?;
-                    let cd = ast::ColumnDef {
-                        name: new_name.clone(),
-                        data_type: data_type.clone(),
-                        options: options
-                            .iter()
-                            .map(|o| ast::ColumnOptionDef {
-                                name: None,
-                                option: o.clone(),
-                            })
-                            .collect(),
-                    };
-                    let (col, _) = quarry_catalog::ddl_column(&cd)?;
-                    def.columns[i] = col;
-                }
+                } => redefine_column(&mut def, &t, old_name, new_name, data_type, options)?,
                 O::RenameColumn {
                     old_column_name,
                     new_column_name,
@@ -1873,6 +1839,33 @@ impl Drop for Session {
         let _ = self.rollback();
         self.db.processes.lock().remove(&self.info.id);
     }
+}
+
+/// MODIFY / CHANGE COLUMN: replace a column's definition (values are converted on copy).
+fn redefine_column(
+    def: &mut TableDef,
+    table: &str,
+    old: &ast::Ident,
+    new: &ast::Ident,
+    data_type: &ast::DataType,
+    options: &[ast::ColumnOption],
+) -> Result<()> {
+    let i = def
+        .column_index(&old.value)
+        .ok_or_else(|| Error::unknown_column(&old.value, table))?;
+    let cd = ast::ColumnDef {
+        name: new.clone(),
+        data_type: data_type.clone(),
+        options: options
+            .iter()
+            .map(|o| ast::ColumnOptionDef {
+                name: None,
+                option: o.clone(),
+            })
+            .collect(),
+    };
+    def.columns[i] = quarry_catalog::ddl_column(&cd)?.0;
+    Ok(())
 }
 
 /// Undo operations newest-first, following rows that moved when re-inserted.

@@ -1696,6 +1696,24 @@ fn width(p: &Plan) -> Option<usize> {
     }
 }
 
+/// `l = r` with one side reading only the join's left input (columns < `lw`) and the other
+/// only its right input: (left key, right key re-based to the right input's row).
+fn equi_key(c: &Expr, lw: usize) -> Option<(Expr, Expr)> {
+    let Expr::Bin(BinOp::Eq, a, b) = c else {
+        return None;
+    };
+    let side = |e: &Expr, left: bool| {
+        columns_used(e).is_some_and(|v| !v.is_empty() && v.iter().all(|&i| (i < lw) == left))
+    };
+    if side(a, true) && side(b, false) {
+        Some(((**a).clone(), shift_cols((**b).clone(), lw)))
+    } else if side(a, false) && side(b, true) {
+        Some(((**b).clone(), shift_cols((**a).clone(), lw)))
+    } else {
+        None
+    }
+}
+
 /// Try to push one conjunct into the plan; returns it back if it must stay above.
 fn push_one(plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
     let Some(cols) = columns_used(&c) else {
@@ -1797,45 +1815,21 @@ fn push_one(plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
                     None,
                 );
             }
-            if let Expr::Bin(BinOp::Eq, a, b) = &c {
-                let ca = columns_used(a).unwrap_or_default();
-                let cb = columns_used(b).unwrap_or_default();
-                let a_left = !ca.is_empty() && ca.iter().all(|&i| i < lw);
-                let b_right = !cb.is_empty() && cb.iter().all(|&i| i >= lw);
-                let a_right = !ca.is_empty() && ca.iter().all(|&i| i >= lw);
-                let b_left = !cb.is_empty() && cb.iter().all(|&i| i < lw);
-                if a_left && b_right {
-                    left_keys.push((**a).clone());
-                    right_keys.push(shift_cols((**b).clone(), lw));
-                    return (
-                        Plan::Join {
-                            left,
-                            right,
-                            kind,
-                            left_keys,
-                            right_keys,
-                            on,
-                            right_width,
-                        },
-                        None,
-                    );
-                }
-                if a_right && b_left {
-                    left_keys.push((**b).clone());
-                    right_keys.push(shift_cols((**a).clone(), lw));
-                    return (
-                        Plan::Join {
-                            left,
-                            right,
-                            kind,
-                            left_keys,
-                            right_keys,
-                            on,
-                            right_width,
-                        },
-                        None,
-                    );
-                }
+            if let Some((l, r)) = equi_key(&c, lw) {
+                left_keys.push(l);
+                right_keys.push(r);
+                return (
+                    Plan::Join {
+                        left,
+                        right,
+                        kind,
+                        left_keys,
+                        right_keys,
+                        on,
+                        right_width,
+                    },
+                    None,
+                );
             }
             let on = Some(match on {
                 None => c,
@@ -1878,31 +1872,17 @@ fn split_join_condition(plan: &mut Plan) {
             });
             let used = columns_used(&c);
             if let (Some(lw), Some(cols)) = (lw, used) {
-                if let Expr::Bin(BinOp::Eq, a, b) = &c {
-                    let ca = columns_used(a).unwrap_or_default();
-                    let cb = columns_used(b).unwrap_or_default();
-                    let side = |v: &[usize], left: bool| {
-                        !v.is_empty() && v.iter().all(|&i| (i < lw) == left)
-                    };
-                    let pair = if side(&ca, true) && side(&cb, false) {
-                        Some(((**a).clone(), (**b).clone()))
-                    } else if side(&ca, false) && side(&cb, true) {
-                        Some(((**b).clone(), (**a).clone()))
-                    } else {
-                        None
-                    };
-                    if let Some((l, r)) = pair {
-                        if let Plan::Join {
-                            left_keys,
-                            right_keys,
-                            ..
-                        } = &mut p
-                        {
-                            left_keys.push(l);
-                            right_keys.push(shift_cols(r, lw));
-                        }
-                        continue;
+                if let Some((l, r)) = equi_key(&c, lw) {
+                    if let Plan::Join {
+                        left_keys,
+                        right_keys,
+                        ..
+                    } = &mut p
+                    {
+                        left_keys.push(l);
+                        right_keys.push(r);
                     }
+                    continue;
                 }
                 if !cols.is_empty() && cols.iter().all(|&i| i >= lw) {
                     if let Plan::Join { right, .. } = &mut p {
