@@ -456,6 +456,10 @@ impl Session {
                 .map(|v| v.to_i64().clamp(8192, 1 << 30) as usize)
                 .unwrap_or(128 * 1024),
             killed: &self.info.killed,
+            agg_buffer: self
+                .sys_var("tmp_table_size")
+                .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
+                .unwrap_or(16 << 20),
             sort_buffer: self
                 .sys_var("quarry_sort_buffer_size")
                 .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)

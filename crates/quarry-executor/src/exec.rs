@@ -14,7 +14,7 @@ use std::sync::Arc;
 use quarry_catalog::{Catalog, TableEntry};
 use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
-use quarry_storage_api::{RowId, ScanRequest};
+use quarry_storage_api::{HandlerCounters, RowId, ScanRequest};
 
 use crate::expr::{cast_value, Expr, SubQuery};
 use crate::plan::{Access, Agg, AggFunc, JoinKind, Plan};
@@ -58,6 +58,8 @@ pub struct ExecCtx<'a> {
     pub killed: &'a std::sync::atomic::AtomicBool,
     /// Bytes a sort may hold in memory before spilling runs to temporary files.
     pub sort_buffer: usize,
+    /// Bytes of groups a hash aggregation keeps in memory before partitioning to files.
+    pub agg_buffer: usize,
 }
 
 impl ExecCtx<'_> {
@@ -497,42 +499,11 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             })?;
         }
         Plan::Aggregate { input, group, aggs } => {
-            let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-            let mut groups: Vec<(Row, Vec<AggState>)> = Vec::new();
-            let mut k = Vec::new();
-            run(input, ctx, &mut |b| {
-                for r in b {
-                    k.clear();
-                    let mut gv = Vec::with_capacity(group.len());
-                    for g in group {
-                        let v = g.eval(&r, ctx)?;
-                        v.hash_key(&mut k);
-                        gv.push(v);
-                    }
-                    let gi = match index.get(&k) {
-                        Some(i) => *i,
-                        None => {
-                            index.insert(k.clone(), groups.len());
-                            groups.push((gv, aggs.iter().map(AggState::new).collect()));
-                            groups.len() - 1
-                        }
-                    };
-                    let states = &mut groups[gi].1;
-                    for (a, st) in aggs.iter().zip(states.iter_mut()) {
-                        st.update(a, &r, ctx)?;
-                    }
-                }
-                Ok(true)
-            })?;
-            if groups.is_empty() && group.is_empty() {
-                groups.push((vec![], aggs.iter().map(AggState::new).collect()));
-            }
-            let mut out = Vec::with_capacity(groups.len());
-            for (mut gv, states) in groups {
-                for (a, st) in aggs.iter().zip(states) {
-                    gv.push(st.finish(a));
-                }
-                out.push(gv);
+            let mut out = Vec::new();
+            aggregate(&mut |f| run(input, ctx, f), group, aggs, ctx, 0, &mut out)?;
+            if out.is_empty() && group.is_empty() {
+                // An aggregate without GROUP BY returns one row even for no input.
+                out.push(aggs.iter().map(|a| AggState::new(a).finish(a)).collect());
             }
             for chunk in out.chunks(BATCH_ROWS) {
                 if !sink(chunk.to_vec())? {
@@ -540,6 +511,91 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Partitions a spilling aggregate splits its overflow into.
+const AGG_PARTITIONS: u64 = 16;
+/// Below this depth overflowing groups are partitioned again; at it they stay in memory.
+const AGG_MAX_DEPTH: u32 = 4;
+
+type Feed<'f> = dyn FnMut(&mut Sink) -> Result<()> + 'f;
+
+/// Hash aggregation with bounded memory. Groups are kept in memory until their size passes
+/// `agg_buffer`; after that, rows of groups already in memory are still aggregated there,
+/// while rows of new groups go to one of [`AGG_PARTITIONS`] temporary files by key hash.
+/// Each file is then aggregated the same way, so every group is finished in exactly one
+/// place and no partial states need merging.
+fn aggregate(
+    feed: &mut Feed,
+    group: &[Expr],
+    aggs: &[Agg],
+    ctx: &ExecCtx,
+    depth: u32,
+    out: &mut Vec<Row>,
+) -> Result<()> {
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut groups: Vec<(Row, Vec<AggState>)> = Vec::new();
+    let mut used = 0usize;
+    let mut spill: Option<Vec<crate::sort::RowSpill>> = None;
+    let mut k = Vec::new();
+    feed(&mut |b| {
+        for r in b {
+            k.clear();
+            let mut gv = Vec::with_capacity(group.len());
+            for g in group {
+                let v = g.eval(&r, ctx)?;
+                v.hash_key(&mut k);
+                gv.push(v);
+            }
+            let gi = match index.get(&k) {
+                Some(i) => *i,
+                None => {
+                    if let Some(files) = spill.as_mut() {
+                        let h = k.iter().fold(0xcbf29ce484222325u64 ^ depth as u64, |h, b| {
+                            (h ^ *b as u64).wrapping_mul(0x100000001b3)
+                        });
+                        files[(h % AGG_PARTITIONS) as usize].write(&r)?;
+                        HandlerCounters::add(&ctx.catalog.counters.agg_spilled_rows, 1);
+                        continue;
+                    }
+                    used += k.len() + 64 + 48 * aggs.len();
+                    if used > ctx.agg_buffer && depth < AGG_MAX_DEPTH {
+                        spill = Some(
+                            (0..AGG_PARTITIONS)
+                                .map(|_| crate::sort::RowSpill::new())
+                                .collect::<Result<_>>()?,
+                        );
+                    }
+                    index.insert(k.clone(), groups.len());
+                    groups.push((gv, aggs.iter().map(AggState::new).collect()));
+                    groups.len() - 1
+                }
+            };
+            for (a, st) in aggs.iter().zip(groups[gi].1.iter_mut()) {
+                st.update(a, &r, ctx)?;
+            }
+        }
+        Ok(true)
+    })?;
+    drop(index);
+    for (mut gv, states) in groups {
+        for (a, st) in aggs.iter().zip(states) {
+            gv.push(st.finish(a));
+        }
+        out.push(gv);
+    }
+    for part in spill.unwrap_or_default() {
+        let mut reader = part.into_reader()?;
+        aggregate(
+            &mut |f| reader.feed(BATCH_ROWS, f),
+            group,
+            aggs,
+            ctx,
+            depth + 1,
+            out,
+        )?;
     }
     Ok(())
 }

@@ -292,6 +292,76 @@ impl<'a> Sorter<'a> {
     }
 }
 
+/// Rows written to an unnamed temporary file and read back in order (aggregate spill).
+pub struct RowSpill {
+    w: BufWriter<File>,
+    rec: Vec<u8>,
+}
+
+impl RowSpill {
+    pub fn new() -> Result<RowSpill> {
+        Ok(RowSpill {
+            w: BufWriter::with_capacity(64 * 1024, tempfile()?),
+            rec: Vec::new(),
+        })
+    }
+
+    pub fn write(&mut self, row: &[Value]) -> Result<()> {
+        self.rec.clear();
+        self.rec
+            .extend_from_slice(&(row.len() as u32).to_le_bytes());
+        row.iter().for_each(|v| put_value(v, &mut self.rec));
+        self.w
+            .write_all(&(self.rec.len() as u32).to_le_bytes())
+            .map_err(|e| Error::io("spill", e))?;
+        self.w
+            .write_all(&self.rec)
+            .map_err(|e| Error::io("spill", e))
+    }
+
+    pub fn into_reader(self) -> Result<SpillReader> {
+        let mut f = self
+            .w
+            .into_inner()
+            .map_err(|e| Error::io("spill", e.into_error()))?;
+        f.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io("spill", e))?;
+        Ok(SpillReader(RunReader {
+            r: BufReader::with_capacity(64 * 1024, f),
+            buf: Vec::new(),
+            head: None,
+            nkeys: 0,
+        }))
+    }
+}
+
+pub struct SpillReader(RunReader);
+
+impl SpillReader {
+    /// Pass the rows back in batches.
+    pub fn feed(
+        &mut self,
+        batch: usize,
+        sink: &mut dyn FnMut(Vec<Row>) -> Result<bool>,
+    ) -> Result<()> {
+        let mut out = Vec::with_capacity(batch);
+        loop {
+            self.0.advance()?;
+            match self.0.head.take() {
+                Some((_, row)) => out.push(row),
+                None => break,
+            }
+            if out.len() == batch && !sink(std::mem::take(&mut out))? {
+                return Ok(());
+            }
+        }
+        if !out.is_empty() {
+            sink(out)?;
+        }
+        Ok(())
+    }
+}
+
 /// An unnamed temporary file: created and unlinked at once, so nothing is left behind.
 fn tempfile() -> Result<File> {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -105,6 +105,8 @@ pub struct HandlerCounters {
     pub io_write_bytes: std::sync::atomic::AtomicU64,
     /// Sort runs written to temporary files (ORDER BY over `quarry_sort_buffer_size`).
     pub sort_spills: std::sync::atomic::AtomicU64,
+    /// Rows a hash aggregation wrote to partition files (GROUP BY over `tmp_table_size`).
+    pub agg_spilled_rows: std::sync::atomic::AtomicU64,
 }
 
 impl HandlerCounters {
@@ -125,6 +127,10 @@ impl HandlerCounters {
             ("Quarry_data_read_calls", self.io_read_calls.load(Relaxed)),
             ("Quarry_data_write_bytes", self.io_write_bytes.load(Relaxed)),
             ("Quarry_data_write_calls", self.io_write_calls.load(Relaxed)),
+            (
+                "Quarry_agg_spilled_rows",
+                self.agg_spilled_rows.load(Relaxed),
+            ),
             ("Quarry_sort_spilled_runs", self.sort_spills.load(Relaxed)),
         ]
     }
