@@ -1379,28 +1379,9 @@ impl Session {
             .iter()
             .map(|c| entry.def.column_index(&c.name).unwrap())
             .collect();
-        let width = entry.def.columns.len();
         let r = self.exec_ctx(params, sink, |ctx| {
             let rows = collect(&sp.plan, ctx)?;
-            entry.handle.begin_bulk();
-            let it = rows.into_iter().map(|r| {
-                let mut full = vec![None; width];
-                for (p, v) in positions.iter().zip(r) {
-                    full[*p] = Some(v);
-                }
-                Ok(full)
-            });
-            let r = quarry_executor::dml::insert_rows(
-                &entry,
-                it,
-                &quarry_executor::dml::InsertOptions {
-                    mode: quarry_executor::dml::DupMode::Error,
-                    on_dup: &[],
-                },
-                ctx,
-            );
-            entry.handle.end_bulk()?;
-            r
+            quarry_executor::dml::insert_positioned(&entry, rows, &positions, ctx)
         });
         match r {
             Ok(r) => Ok(Output::Ok {
@@ -1636,7 +1617,6 @@ impl Session {
         tmp_def.name = tmp.clone();
         let _ = self.db.catalog.drop_table(db, &tmp);
         let tmp_entry = self.db.catalog.create_table(db, tmp_def)?;
-        let width = tmp_entry.def.columns.len();
         let copy = self.exec_ctx(vec![], sink, |ctx| {
             let mut rows = vec![];
             quarry_executor::exec::scan_table(
@@ -1649,29 +1629,12 @@ impl Session {
                     Ok(true)
                 },
             )?;
-            tmp_entry.handle.begin_bulk();
-            let it = rows.into_iter().map(|r| {
-                let r = match map {
-                    Some(f) => f(r),
-                    None => r,
-                };
-                let mut full = vec![None; width];
-                for (i, v) in r.into_iter().enumerate().take(width) {
-                    full[i] = Some(v);
-                }
-                Ok(full)
-            });
-            let r = quarry_executor::dml::insert_rows(
-                &tmp_entry,
-                it,
-                &quarry_executor::dml::InsertOptions {
-                    mode: quarry_executor::dml::DupMode::Error,
-                    on_dup: &[],
-                },
-                ctx,
-            );
-            tmp_entry.handle.end_bulk()?;
-            r
+            let rows: Vec<Row> = match map {
+                Some(f) => rows.into_iter().map(f).collect(),
+                None => rows,
+            };
+            let positions: Vec<usize> = (0..tmp_entry.def.columns.len()).collect();
+            quarry_executor::dml::insert_positioned(&tmp_entry, rows, &positions, ctx)
         });
         // Undo records of the copy refer to the temporary table: never replay them.
         *sink.borrow_mut() = None;

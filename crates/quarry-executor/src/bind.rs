@@ -1715,141 +1715,65 @@ fn equi_key(c: &Expr, lw: usize) -> Option<(Expr, Expr)> {
 }
 
 /// Try to push one conjunct into the plan; returns it back if it must stay above.
-fn push_one(plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
+fn push_one(mut plan: Plan, c: Expr) -> (Plan, Option<Expr>) {
     let Some(cols) = columns_used(&c) else {
         return (plan, Some(c));
     };
-    match plan {
-        Plan::Scan {
-            table,
-            filter,
-            access,
-        } => {
-            let filter = match filter {
-                None => Some(c),
-                Some(f) => Some(Expr::Bin(BinOp::And, Box::new(f), Box::new(c))),
-            };
-            (
-                Plan::Scan {
-                    table,
-                    filter,
-                    access,
-                },
-                None,
-            )
+    let rest = match &mut plan {
+        Plan::Scan { filter, .. } => {
+            *filter = Some(match filter.take() {
+                None => c,
+                Some(f) => Expr::Bin(BinOp::And, Box::new(f), Box::new(c)),
+            });
+            None
         }
         Plan::Join {
             left,
             right,
             kind,
-            mut left_keys,
-            mut right_keys,
+            left_keys,
+            right_keys,
             on,
-            right_width,
-        } => {
-            let Some(lw) = width(&left) else {
-                return (
-                    Plan::Join {
-                        left,
-                        right,
-                        kind,
-                        left_keys,
-                        right_keys,
-                        on,
-                        right_width,
-                    },
-                    Some(c),
-                );
-            };
-            let all_left = cols.iter().all(|&i| i < lw);
-            let all_right = !cols.is_empty() && cols.iter().all(|&i| i >= lw);
-            if all_left {
-                let (l, rest) = push_one(*left, c);
-                let left = Box::new(l);
-                return (
-                    Plan::Join {
-                        left,
-                        right,
-                        kind,
-                        left_keys,
-                        right_keys,
-                        on,
-                        right_width,
-                    },
-                    rest,
-                );
+            ..
+        } => match width(left) {
+            None => Some(c),
+            Some(lw) if cols.iter().all(|&i| i < lw) => {
+                let (l, rest) = push_one(std::mem::replace(left.as_mut(), Plan::Dual), c);
+                **left = l;
+                rest
             }
-            if kind == JoinKind::Left {
-                return (
-                    Plan::Join {
-                        left,
-                        right,
-                        kind,
-                        left_keys,
-                        right_keys,
-                        on,
-                        right_width,
-                    },
-                    Some(c),
+            // Only conjuncts on the preserved side may move below an outer join.
+            Some(_) if *kind == JoinKind::Left => Some(c),
+            Some(lw) if !cols.is_empty() && cols.iter().all(|&i| i >= lw) => {
+                let (r, rest) = push_one(
+                    std::mem::replace(right.as_mut(), Plan::Dual),
+                    shift_cols(c, lw),
                 );
-            }
-            if all_right {
-                let (r, rest) = push_one(*right, shift_cols(c, lw));
-                let right = Box::new(match rest {
+                **right = match rest {
                     None => r,
                     Some(x) => Plan::Filter {
                         input: Box::new(r),
                         pred: x,
                     },
-                });
-                return (
-                    Plan::Join {
-                        left,
-                        right,
-                        kind,
-                        left_keys,
-                        right_keys,
-                        on,
-                        right_width,
-                    },
-                    None,
-                );
+                };
+                None
             }
-            if let Some((l, r)) = equi_key(&c, lw) {
-                left_keys.push(l);
-                right_keys.push(r);
-                return (
-                    Plan::Join {
-                        left,
-                        right,
-                        kind,
-                        left_keys,
-                        right_keys,
-                        on,
-                        right_width,
-                    },
-                    None,
-                );
+            Some(lw) => {
+                if let Some((l, r)) = equi_key(&c, lw) {
+                    left_keys.push(l);
+                    right_keys.push(r);
+                } else {
+                    *on = Some(match on.take() {
+                        None => c,
+                        Some(o) => Expr::Bin(BinOp::And, Box::new(o), Box::new(c)),
+                    });
+                }
+                None
             }
-            let on = Some(match on {
-                None => c,
-                Some(o) => Expr::Bin(BinOp::And, Box::new(o), Box::new(c)),
-            });
-            (
-                Plan::Join {
-                    left,
-                    right,
-                    kind,
-                    left_keys,
-                    right_keys,
-                    on,
-                    right_width,
-                },
-                None,
-            )
-        }
-        other => (other, Some(c)),
-    }
+        },
+        _ => Some(c),
+    };
+    (plan, rest)
 }
 
 /// Turn a join's ON condition into hash keys where possible and push single-side parts down.

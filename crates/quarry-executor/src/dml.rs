@@ -637,15 +637,7 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
             }
             Ok(full)
         });
-        let bulk = values.rows.len() > 1;
-        if bulk {
-            entry.handle.begin_bulk();
-        }
-        let r = insert_rows(&entry, rows, &opts, ctx);
-        if bulk {
-            entry.handle.end_bulk()?;
-        }
-        return r;
+        return in_bulk(&entry, || insert_rows(&entry, rows, &opts, ctx));
     }
     // INSERT … SELECT: read everything first (the source may be the target table).
     let sp = params_base.bind_query(source)?;
@@ -653,15 +645,51 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
         return Err(Error::column_count_mismatch(1));
     }
     let rows = collect(&sp.plan, ctx)?;
+    in_bulk(&entry, || {
+        insert_rows(
+            &entry,
+            rows.into_iter().map(|r| expand(r, &targets)),
+            &opts,
+            ctx,
+        )
+    })
+}
+
+/// Run `f` inside the engine's bulk bracket (writes buffered, flushed at the end).
+fn in_bulk<T>(entry: &TableEntry, f: impl FnOnce() -> Result<T>) -> Result<T> {
     entry.handle.begin_bulk();
-    let r = insert_rows(
-        &entry,
-        rows.into_iter().map(|r| expand(r, &targets)),
-        &opts,
-        ctx,
-    );
+    let r = f();
     entry.handle.end_bulk()?;
     r
+}
+
+/// Bulk-insert rows whose i-th value belongs to column `positions[i]` (other columns take
+/// their defaults); a duplicate key is an error. CREATE TABLE … SELECT and table rebuilds.
+pub fn insert_positioned(
+    entry: &Arc<TableEntry>,
+    rows: Vec<Row>,
+    positions: &[usize],
+    ctx: &ExecCtx,
+) -> Result<DmlResult> {
+    let width = entry.def.columns.len();
+    let it = rows.into_iter().map(|r| {
+        let mut full = vec![None; width];
+        for (p, v) in positions.iter().zip(r) {
+            full[*p] = Some(v);
+        }
+        Ok(full)
+    });
+    in_bulk(entry, || {
+        insert_rows(
+            entry,
+            it,
+            &InsertOptions {
+                mode: DupMode::Error,
+                on_dup: &[],
+            },
+            ctx,
+        )
+    })
 }
 
 /// Rows matched by a single-table WHERE / ORDER BY / LIMIT, as (id, row) in order.
@@ -975,10 +1003,9 @@ pub fn load_data(
         }
         Ok(full)
     });
-    entry.handle.begin_bulk();
-    let r = insert_rows(entry, iter, &InsertOptions { mode, on_dup: &[] }, ctx);
-    entry.handle.end_bulk()?;
-    let mut r = r?;
+    let mut r = in_bulk(entry, || {
+        insert_rows(entry, iter, &InsertOptions { mode, on_dup: &[] }, ctx)
+    })?;
     r.info = Some(format!(
         "Records: {}  Deleted: 0  Skipped: 0  Warnings: {}",
         r.affected,
