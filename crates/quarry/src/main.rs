@@ -104,17 +104,24 @@ fn main() {
     std::process::exit(code);
 }
 
-fn serve(o: Opts) -> i32 {
-    let db = match Database::open(&o.datadir) {
-        Ok(db) => db,
+/// Open the datadir, reporting a failure (e.g. the lock held by another process).
+fn open_db(datadir: &std::path::Path) -> Option<Arc<Database>> {
+    match Database::open(datadir) {
+        Ok(db) => Some(db),
         Err(e) => {
             eprintln!(
                 "quarry: cannot open datadir {}: {}",
-                o.datadir.display(),
+                datadir.display(),
                 e.message
             );
-            return 1;
+            None
         }
+    }
+}
+
+fn serve(o: Opts) -> i32 {
+    let Some(db) = open_db(&o.datadir) else {
+        return 1;
     };
     let addr = format!("{}:{}", o.bind, o.port);
     let server = match quarry_server::Server::bind(db.clone(), &addr) {
@@ -281,16 +288,8 @@ fn run_sql(session: &mut quarry_core::Session, sql: &str) -> bool {
 }
 
 fn shell(o: Opts) -> i32 {
-    let db: Arc<Database> = match Database::open(&o.datadir) {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!(
-                "quarry: cannot open datadir {}: {}",
-                o.datadir.display(),
-                e.message
-            );
-            return 1;
-        }
+    let Some(db) = open_db(&o.datadir) else {
+        return 1;
     };
     let mut session = db.session("root", "localhost");
     if let Some(sql) = o.exec {
