@@ -453,7 +453,7 @@ impl Session {
             strict: self.strict(),
             read_buffer: self
                 .sys_var("read_buffer_size")
-                .map(|v| v.to_i64().clamp(8192, 1 << 30) as usize)
+                .map(|v| v.to_i64().clamp(256, 1 << 30) as usize)
                 .unwrap_or(128 * 1024),
             killed: &self.info.killed,
             agg_buffer: self

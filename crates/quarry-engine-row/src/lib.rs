@@ -147,6 +147,8 @@ struct State {
     wbuf: Vec<u8>,
     wbuf_start: u64,
     bulk: bool,
+    /// Flush size while `bulk` (bytes).
+    write_buffer: usize,
     /// Free slots by payload capacity.
     free: BTreeMap<u32, Vec<u64>>,
     free_bytes: u64,
@@ -210,6 +212,7 @@ impl RowTable {
                 wbuf: Vec::new(),
                 wbuf_start: len,
                 bulk: false,
+                write_buffer: WRITE_BUFFER,
                 free: BTreeMap::new(),
                 free_bytes: 0,
                 live_rows: 0,
@@ -322,10 +325,10 @@ impl RowTable {
                 // aligned WRITE_BUFFER block.
                 loop {
                     let misalign = (st.wbuf_start % 4096) as usize;
-                    let chunk = if misalign != 0 {
+                    let chunk = if misalign != 0 && st.write_buffer >= 4096 {
                         4096 - misalign
                     } else {
-                        WRITE_BUFFER
+                        st.write_buffer
                     };
                     if st.wbuf.len() < chunk {
                         break;
@@ -440,7 +443,7 @@ impl<'a> RecordReader<'a> {
             end,
             buf: Vec::new(),
             buf_start: pos,
-            block: block.max(4096),
+            block: block.max(256),
         }
     }
 
@@ -701,8 +704,14 @@ impl Table for RowTable {
         Ok(())
     }
 
-    fn begin_bulk(&self) {
-        self.state.lock().bulk = true;
+    fn begin_bulk(&self, write_buffer: usize) {
+        let mut st = self.state.lock();
+        st.bulk = true;
+        st.write_buffer = if write_buffer == 0 {
+            WRITE_BUFFER
+        } else {
+            write_buffer
+        };
     }
 
     fn end_bulk(&self) -> Result<()> {
@@ -865,7 +874,7 @@ mod tests {
             let t = RowEngine
                 .open(&path, &schema(format), counters.clone())
                 .unwrap();
-            t.begin_bulk();
+            t.begin_bulk(0);
             let mut ids = vec![];
             for i in 0..5000 {
                 ids.push(

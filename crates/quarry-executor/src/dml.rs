@@ -637,7 +637,7 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
             }
             Ok(full)
         });
-        return in_bulk(&entry, || insert_rows(&entry, rows, &opts, ctx));
+        return in_bulk(&entry, ctx, || insert_rows(&entry, rows, &opts, ctx));
     }
     // INSERT … SELECT: read everything first (the source may be the target table).
     let sp = params_base.bind_query(source)?;
@@ -645,7 +645,7 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
         return Err(Error::column_count_mismatch(1));
     }
     let rows = collect(&sp.plan, ctx)?;
-    in_bulk(&entry, || {
+    in_bulk(&entry, ctx, || {
         insert_rows(
             &entry,
             rows.into_iter().map(|r| expand(r, &targets)),
@@ -656,8 +656,8 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
 }
 
 /// Run `f` inside the engine's bulk bracket (writes buffered, flushed at the end).
-fn in_bulk<T>(entry: &TableEntry, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    entry.handle.begin_bulk();
+fn in_bulk<T>(entry: &TableEntry, ctx: &ExecCtx, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    entry.handle.begin_bulk(ctx.read_buffer);
     let r = f();
     entry.handle.end_bulk()?;
     r
@@ -679,7 +679,7 @@ pub fn insert_positioned(
         }
         Ok(full)
     });
-    in_bulk(entry, || {
+    in_bulk(entry, ctx, || {
         insert_rows(
             entry,
             it,
@@ -1003,7 +1003,7 @@ pub fn load_data(
         }
         Ok(full)
     });
-    let mut r = in_bulk(entry, || {
+    let mut r = in_bulk(entry, ctx, || {
         insert_rows(entry, iter, &InsertOptions { mode, on_dup: &[] }, ctx)
     })?;
     r.info = Some(format!(

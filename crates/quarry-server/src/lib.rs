@@ -43,13 +43,43 @@ impl Server {
         self.stop.clone()
     }
 
-    /// Accept until the stop flag is set (checked every 100 ms).
+    /// Accept until the stop flag is set. Accept blocks (a polling loop would add its
+    /// sleep to every connect); a watcher wakes it with a connection of its own once the
+    /// flag is set.
     pub fn run(&self) -> io::Result<()> {
-        self.listener.set_nonblocking(true)?;
-        while !self.stop.load(Ordering::Relaxed) {
-            match self.listener.accept() {
+        self.listener.set_nonblocking(false)?;
+        let mut wake_addr = self.listener.local_addr()?;
+        if wake_addr.ip().is_unspecified() {
+            wake_addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        let stop = self.stop.clone();
+        let watcher_done = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let done = watcher_done.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                if !done.load(Ordering::Relaxed) {
+                    let _ =
+                        std::net::TcpStream::connect_timeout(&wake_addr, Duration::from_secs(1));
+                }
+            })
+        };
+        let result = self.accept_loop();
+        watcher_done.store(true, Ordering::Relaxed);
+        let _ = watcher.join();
+        result
+    }
+
+    fn accept_loop(&self) -> io::Result<()> {
+        loop {
+            let accepted = self.listener.accept();
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            match accepted {
                 Ok((stream, peer)) => {
-                    stream.set_nonblocking(false)?;
                     let _ = stream.set_nodelay(true);
                     let db = self.db.clone();
                     let active = self.active.clone();
@@ -71,14 +101,14 @@ impl Server {
                             active.fetch_sub(1, Ordering::SeqCst);
                         })?;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors or a connection reset before accept: keep serving.
+                Err(e) if e.raw_os_error().is_some() && e.kind() != io::ErrorKind::InvalidInput => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
     }
 }
 

@@ -155,8 +155,10 @@ pub trait Table: Send + Sync {
     fn update(&self, id: RowId, row: Row) -> Result<RowId>;
     fn delete(&self, id: RowId) -> Result<()>;
     fn truncate(&self) -> Result<()>;
-    /// Start/end of a bulk load: writes may be buffered until `end_bulk`.
-    fn begin_bulk(&self) {}
+    /// Start/end of a bulk load: writes may be buffered until `end_bulk`, flushed in
+    /// blocks of `write_buffer` bytes (the session's `read_buffer_size`, which is also
+    /// MyISAM's record write cache size).
+    fn begin_bulk(&self, _write_buffer: usize) {}
     fn end_bulk(&self) -> Result<()> {
         self.flush()
     }

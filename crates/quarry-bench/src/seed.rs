@@ -1,0 +1,356 @@
+//! The seed workload (seeds 002 and 004): load TestBig/TestSmall, the count and join
+//! queries without and with indexes, index builds, and the VARCHAR GROUP BY temp-table
+//! test, run the same way on every server system and on DuckDB (through Python).
+
+use crate::args::Options;
+use crate::client::Conn;
+use crate::report::{Json, SecondsTable};
+use crate::seedgen::SeedFiles;
+use crate::servers::{free_bytes, Server};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const QUERIES: [(&str, &str); 4] = [
+    (
+        "a) count Hersteller='36440'",
+        "SELECT count(*) FROM TestBig WHERE Hersteller = '36440'",
+    ),
+    (
+        "b) count Hersteller='ABCDE'",
+        "SELECT count(*) FROM TestBig WHERE Hersteller = 'ABCDE'",
+    ),
+    (
+        "c) count Hersteller<>'ABCDE'",
+        "SELECT count(*) FROM TestBig WHERE Hersteller <> 'ABCDE'",
+    ),
+    (
+        "d) join TestSmall x TestBig",
+        "SELECT count(*) FROM TestSmall A JOIN TestBig B ON (A.PZN = B.PZN) \
+         WHERE A.Hersteller = '08650' AND B.Hersteller = '36440'",
+    ),
+];
+
+pub const INDEXES: [(&str, &str); 4] = [
+    (
+        "e) CREATE INDEX TestBig(PZN)",
+        "CREATE INDEX idx_pzn ON TestBig (PZN)",
+    ),
+    (
+        "e) CREATE INDEX TestBig(Hersteller)",
+        "CREATE INDEX idx_hersteller ON TestBig (Hersteller)",
+    ),
+    (
+        "e) CREATE INDEX TestSmall(PZN)",
+        "CREATE INDEX idx_pzn ON TestSmall (PZN)",
+    ),
+    (
+        "e) CREATE INDEX TestSmall(Hersteller)",
+        "CREATE INDEX idx_hersteller ON TestSmall (Hersteller)",
+    ),
+];
+
+pub const GROUP_BY: &str = "SELECT col1 FROM t1 GROUP BY col2, uniqe LIMIT 1";
+
+const PRODUCT_COLUMNS: &str = "(Id char(8), PZN char(7), EVP char(8), HAP char(8), \
+     ArtikelBez varchar(40), ArtikelText varchar(26), Hersteller char(5))";
+
+/// What the seed phase learned besides times: query answers, temp space, table sizes.
+#[derive(Default)]
+pub struct SeedFacts {
+    pub lines: Vec<(String, String, String)>,
+}
+
+impl SeedFacts {
+    pub fn add(&mut self, system: &str, item: &str, value: impl Into<String>) {
+        self.lines.push((system.into(), item.into(), value.into()));
+    }
+
+    pub fn to_json(&self) -> Json {
+        Json::Arr(
+            self.lines
+                .iter()
+                .map(|(s, i, v)| {
+                    Json::obj(vec![
+                        ("system", Json::str(s)),
+                        ("item", Json::str(i)),
+                        ("value", Json::str(v)),
+                    ])
+                })
+                .collect(),
+        )
+    }
+}
+
+pub struct SeedSystem<'a> {
+    pub label: String,
+    pub server: &'a Server,
+    pub engine: String,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+struct Runner<'a> {
+    o: &'a Options,
+    sys: &'a SeedSystem<'a>,
+    db: String,
+    conn: Option<Conn>,
+}
+
+impl Runner<'_> {
+    fn conn(&mut self) -> Result<&mut Conn, String> {
+        if self.conn.is_none() {
+            let mut opts = crate::client::ConnectOptions::new(self.sys.server.port).db(&self.db);
+            opts.read_timeout = Some(Duration::from_secs(self.o.query_timeout));
+            let mut c = Conn::connect(&opts).map_err(|e| e.to_string())?;
+            if self.sys.server.name == "MariaDB" {
+                let _ = c.exec(&format!(
+                    "SET SESSION max_statement_time={}",
+                    self.o.query_timeout
+                ));
+            }
+            self.conn = Some(c);
+        }
+        Ok(self.conn.as_mut().unwrap())
+    }
+
+    /// Time one statement; a failed or timed-out statement drops the connection.
+    fn timed(&mut self, sql: &str) -> Result<(f64, Option<String>), String> {
+        let start = Instant::now();
+        let r = self.conn()?.query(sql);
+        let secs = start.elapsed().as_secs_f64();
+        match r {
+            Ok(res) => Ok((secs, res.scalar().map(str::to_string))),
+            Err(e) => {
+                self.conn = None;
+                if e.code == 0 && secs >= self.o.query_timeout as f64 * 0.99 {
+                    Err("timeout".into())
+                } else {
+                    Err(e.to_string())
+                }
+            }
+        }
+    }
+
+    /// Median of three runs, or one run when the first took over 60 s.
+    fn query(&mut self, sql: &str) -> Result<(f64, Option<String>), String> {
+        let (first, answer) = self.timed(sql)?;
+        if first > 60.0 {
+            return Ok((first, answer));
+        }
+        let mut runs = vec![first];
+        for _ in 0..2 {
+            runs.push(self.timed(sql)?.0);
+        }
+        Ok((median(runs), answer))
+    }
+}
+
+/// Sample the free space of `dir`'s file system while `f` runs: peak bytes used.
+fn peak_temp<T>(dir: &Path, f: impl FnOnce() -> T) -> (T, u64) {
+    let before = free_bytes(dir).unwrap_or(0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        let dir = dir.to_path_buf();
+        std::thread::spawn(move || {
+            let mut min = before;
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(f) = free_bytes(&dir) {
+                    min = min.min(f);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            min
+        })
+    };
+    let out = f();
+    stop.store(true, Ordering::Relaxed);
+    let min = sampler.join().unwrap_or(before);
+    (out, before.saturating_sub(min))
+}
+
+pub fn run_system(
+    o: &Options,
+    sys: &SeedSystem,
+    files: &SeedFiles,
+    table: &mut SecondsTable,
+    facts: &mut SeedFacts,
+    progress: &dyn Fn(&str),
+) -> Result<(), String> {
+    let db = format!("seed_{}", sys.engine.to_lowercase());
+    let label = sys.label.as_str();
+    {
+        let mut c = sys.server.connect(None)?;
+        c.exec(&format!("DROP DATABASE IF EXISTS {db}"))
+            .and_then(|_| c.exec(&format!("CREATE DATABASE {db}")))
+            .map_err(|e| format!("{label}: {e}"))?;
+        c.quit();
+    }
+    let mut r = Runner {
+        o,
+        sys,
+        db,
+        conn: None,
+    };
+    let record =
+        |table: &mut SecondsTable, name: &str, count: Option<u64>, res: Result<f64, String>| {
+            match res {
+                Ok(s) => table.set(name, count, label, Some(s)),
+                Err(e) => {
+                    table.set(name, count, label, None);
+                    table.note(name, label, &e);
+                    facts_err(label, name, &e);
+                }
+            }
+        };
+    for (name, tbl, path, rows) in [
+        ("load TestBig", "TestBig", &files.big, o.seed_rows),
+        (
+            "load TestSmall",
+            "TestSmall",
+            &files.small,
+            crate::seedgen::SMALL_ROWS,
+        ),
+    ] {
+        progress(&format!("{label}: {name}"));
+        r.timed(&format!(
+            "CREATE TABLE {tbl} {PRODUCT_COLUMNS} ENGINE={}",
+            sys.engine
+        ))?;
+        let res = r.timed(&load_sql(path, tbl)).map(|(s, _)| s);
+        if let Ok(s) = &res {
+            facts.add(label, name, format!("{:.0} rows/s", rows as f64 / s));
+        }
+        record(table, name, Some(rows), res);
+    }
+    for phase in ["", " (indexed)"] {
+        if !phase.is_empty() {
+            for (name, sql) in INDEXES {
+                progress(&format!("{label}: {name}"));
+                let res = r.timed(sql).map(|(s, _)| s);
+                record(table, name, None, res);
+            }
+        }
+        for (name, sql) in QUERIES {
+            let name = format!("{name}{phase}");
+            progress(&format!("{label}: {name}"));
+            let res = r.query(sql).map(|(s, answer)| {
+                facts.add(label, &name, answer.unwrap_or_else(|| "NULL".into()));
+                s
+            });
+            record(table, &name, None, res);
+        }
+    }
+    for (what, path) in [
+        ("col2 1 char", &files.t1_empty),
+        ("col2 1024 chars", &files.t1_half),
+    ] {
+        let load = format!("load t1 ({what})");
+        progress(&format!("{label}: {load}"));
+        r.timed("DROP TABLE IF EXISTS t1")?;
+        r.timed(&format!(
+            "CREATE TABLE t1 (uniqe int, col1 varchar(10), col2 varchar(2048)) ENGINE={}",
+            sys.engine
+        ))?;
+        let res = r.timed(&load_sql(path, "t1")).map(|(s, _)| s);
+        record(table, &load, Some(o.t1_rows), res);
+        let name = format!("f) GROUP BY col2, uniqe ({what})");
+        progress(&format!("{label}: {name}"));
+        let tmpdir = sys.server.tmpdir.clone();
+        let (res, peak) = peak_temp(&tmpdir, || r.query(GROUP_BY));
+        let res = res.map(|(s, answer)| {
+            facts.add(label, &name, answer.unwrap_or_else(|| "NULL".into()));
+            s
+        });
+        facts.add(label, &format!("{name}: peak temp bytes"), peak.to_string());
+        record(table, &name, None, res);
+    }
+    if let Ok(c) = r.conn() {
+        if let Ok(res) = c.query("SELECT table_name, data_length, index_length FROM information_schema.tables WHERE table_schema = DATABASE()") {
+            for row in res.rows {
+                let cell = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+                facts.add(label, &format!("size {}", cell(0)), format!("data {} index {}", cell(1), cell(2)));
+            }
+        }
+        let _ = c.exec("DROP TABLE IF EXISTS t1");
+    }
+    Ok(())
+}
+
+fn facts_err(system: &str, item: &str, e: &str) {
+    eprintln!("  {system}: {item}: {e}");
+}
+
+fn load_sql(path: &Path, table: &str) -> String {
+    format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE {table} FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n'",
+        crate::servers::abs(path).display()
+    )
+}
+
+pub const DUCKDB_SCRIPT: &str = include_str!("../duckdb_seed.py");
+
+/// Run the same workload in DuckDB (in-process, Python) and merge its times.
+pub fn run_duckdb(
+    o: &Options,
+    files: &SeedFiles,
+    table: &mut SecondsTable,
+    facts: &mut SeedFacts,
+) -> Result<String, String> {
+    let work = crate::servers::abs(&o.work).join("duckdb");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let script = work.join("duckdb_seed.py");
+    std::fs::write(&script, DUCKDB_SCRIPT).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(crate::servers::abs(&o.python))
+        .arg(&script)
+        .arg(work.join("seed.duckdb"))
+        .arg(crate::servers::abs(&files.big))
+        .arg(crate::servers::abs(&files.small))
+        .arg(crate::servers::abs(&files.t1_empty))
+        .arg(crate::servers::abs(&files.t1_half))
+        .arg(o.seed_rows.to_string())
+        .arg(o.t1_rows.to_string())
+        .arg(o.query_timeout.to_string())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| {
+            format!(
+                "{}: {e} (scripts/bench.sh makes the venv)",
+                o.python.display()
+            )
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut version = String::new();
+    // One tab-separated line per item: kind, name, count, seconds-or-error, answer.
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        match f.as_slice() {
+            ["version", v] => version = v.to_string(),
+            ["time", name, count, secs, answer] => {
+                let count = count.parse().ok();
+                match secs.parse::<f64>() {
+                    Ok(s) => table.set(name, count, "DuckDB", Some(s)),
+                    Err(_) => {
+                        table.set(name, count, "DuckDB", None);
+                        table.note(name, "DuckDB", secs);
+                    }
+                }
+                if !answer.is_empty() {
+                    facts.add("DuckDB", name, *answer);
+                }
+            }
+            ["fact", name, value] => facts.add("DuckDB", name, *value),
+            _ => {}
+        }
+    }
+    if !out.status.success() {
+        return Err(format!("duckdb script failed ({})", out.status));
+    }
+    Ok(version)
+}
