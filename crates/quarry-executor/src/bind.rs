@@ -1917,6 +1917,7 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
     };
     let mut eq: Vec<(usize, Vec<Expr>)> = vec![];
     let mut ranges: Vec<(usize, Bound, Bound)> = vec![];
+    let mut or_ranges: Vec<(usize, Vec<(Bound, Bound)>)> = vec![];
     for p in &parts {
         match p {
             Expr::Bin(BinOp::Eq, a, b) => {
@@ -1937,43 +1938,39 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
                     }
                 }
             }
-            Expr::Between {
-                expr,
-                lo,
-                hi,
-                negated: false,
-            } => {
-                if let Expr::Col(c) = **expr {
-                    if usable(lo) && usable(hi) {
-                        ranges.push((
-                            c,
-                            Some(((**lo).clone(), true)),
-                            Some(((**hi).clone(), true)),
-                        ));
+            // `k BETWEEN 1 AND 5 OR k BETWEEN 20 AND 25 OR k = 40`: a union of ranges on
+            // one column (sysbench's select_random_ranges).
+            Expr::Bin(BinOp::Or, ..) => {
+                let mut alts = vec![];
+                disjuncts(p, &mut alts);
+                let mut col = None;
+                let mut union = vec![];
+                for alt in alts {
+                    match ranges_of(alt, &usable) {
+                        Some((c, rs)) if col.is_none() || col == Some(c) => {
+                            col = Some(c);
+                            union.extend(rs);
+                        }
+                        _ => {
+                            col = None;
+                            break;
+                        }
+                    }
+                }
+                if let Some(c) = col {
+                    if union.len() <= 1000 {
+                        or_ranges.push((c, union));
                     }
                 }
             }
-            Expr::Bin(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
-                let (c, v, op) = match (&**a, &**b) {
-                    (Expr::Col(c), v) if usable(v) => (*c, v.clone(), *op),
-                    (v, Expr::Col(c)) if usable(v) => (
-                        *c,
-                        v.clone(),
-                        match op {
-                            BinOp::Lt => BinOp::Gt,
-                            BinOp::Le => BinOp::Ge,
-                            BinOp::Gt => BinOp::Lt,
-                            _ => BinOp::Le,
-                        },
-                    ),
-                    _ => continue,
-                };
-                match op {
-                    BinOp::Gt | BinOp::Ge => ranges.push((c, Some((v, op == BinOp::Ge)), None)),
-                    _ => ranges.push((c, None, Some((v, op == BinOp::Le)))),
+            other => {
+                if let Some((c, mut rs)) = ranges_of(other, &usable) {
+                    if rs.len() == 1 {
+                        let (lo, hi) = rs.pop().unwrap();
+                        ranges.push((c, lo, hi));
+                    }
                 }
             }
-            _ => {}
         }
     }
     // Prefer the index with the longest equality prefix (unique first).
@@ -2039,10 +2036,88 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
             }
         }
         if lo.is_some() || hi.is_some() {
-            return Access::Range { index: ii, lo, hi };
+            return Access::Ranges {
+                index: ii,
+                ranges: vec![(lo, hi)],
+            };
+        }
+    }
+    for (ii, ix) in table.def.indexes.iter().enumerate() {
+        if ix.prefix[0] > 0 {
+            continue;
+        }
+        if let Some((_, union)) = or_ranges.iter().find(|(c, _)| *c == ix.columns[0]) {
+            return Access::Ranges {
+                index: ii,
+                ranges: union.clone(),
+            };
         }
     }
     Access::Full
+}
+
+fn disjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::Bin(BinOp::Or, a, b) => {
+            disjuncts(a, out);
+            disjuncts(b, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// The key ranges on one column that a simple predicate selects: `=`, `IN (…)`, `BETWEEN`,
+/// `<`, `<=`, `>`, `>=` against values known before the scan (`usable`).
+fn ranges_of(p: &Expr, usable: &dyn Fn(&Expr) -> bool) -> Option<(usize, Vec<(Bound, Bound)>)> {
+    let point = |v: &Expr| (Some((v.clone(), true)), Some((v.clone(), true)));
+    match p {
+        Expr::Bin(BinOp::Eq, a, b) => {
+            let (c, v) = const_side(a, b)?;
+            usable(&v).then(|| (c, vec![point(&v)]))
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+        } => match **expr {
+            Expr::Col(c) if list.iter().all(usable) => Some((c, list.iter().map(point).collect())),
+            _ => None,
+        },
+        Expr::Between {
+            expr,
+            lo,
+            hi,
+            negated: false,
+        } => match **expr {
+            Expr::Col(c) if usable(lo) && usable(hi) => Some((
+                c,
+                vec![(Some(((**lo).clone(), true)), Some(((**hi).clone(), true)))],
+            )),
+            _ => None,
+        },
+        Expr::Bin(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge), a, b) => {
+            let (c, v, op) = match (&**a, &**b) {
+                (Expr::Col(c), v) if usable(v) => (*c, v.clone(), *op),
+                (v, Expr::Col(c)) if usable(v) => (
+                    *c,
+                    v.clone(),
+                    match op {
+                        BinOp::Lt => BinOp::Gt,
+                        BinOp::Le => BinOp::Ge,
+                        BinOp::Gt => BinOp::Lt,
+                        _ => BinOp::Le,
+                    },
+                ),
+                _ => return None,
+            };
+            let range = match op {
+                BinOp::Gt | BinOp::Ge => (Some((v, op == BinOp::Ge)), None),
+                _ => (None, Some((v, op == BinOp::Le))),
+            };
+            Some((c, vec![range]))
+        }
+        _ => None,
+    }
 }
 
 impl Expr {

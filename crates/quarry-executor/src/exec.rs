@@ -154,7 +154,7 @@ fn index_ids(table: &TableEntry, access: &Access, ctx: &ExecCtx) -> Result<Optio
             }
             ids
         }
-        Access::Range { index, lo, hi } => {
+        Access::Ranges { index, ranges } => {
             let ev = |b: &Option<(Expr, bool)>| -> Result<Option<Option<(Value, bool)>>> {
                 match b {
                     None => Ok(Some(None)),
@@ -176,22 +176,27 @@ fn index_ids(table: &TableEntry, access: &Access, ctx: &ExecCtx) -> Result<Optio
                     }
                 }
             };
-            let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) else {
-                return Ok(Some(vec![]));
-            };
-            let lo_v = lo.as_ref().map(|(v, _)| vec![v.clone()]);
-            let hi_v = hi.as_ref().map(|(v, _)| vec![v.clone()]);
-            let lb = match (&lo, &lo_v) {
-                (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
-                (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
-                _ => Bound::Unbounded,
-            };
-            let hb = match (&hi, &hi_v) {
-                (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
-                (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
-                _ => Bound::Unbounded,
-            };
-            table.handle.index_range(*index, lb, hb)?
+            let mut ids = Vec::new();
+            for (lo, hi) in ranges {
+                // A NULL bound selects nothing.
+                let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) else {
+                    continue;
+                };
+                let lo_v = lo.as_ref().map(|(v, _)| vec![v.clone()]);
+                let hi_v = hi.as_ref().map(|(v, _)| vec![v.clone()]);
+                let lb = match (&lo, &lo_v) {
+                    (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
+                    (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
+                    _ => Bound::Unbounded,
+                };
+                let hb = match (&hi, &hi_v) {
+                    (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
+                    (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
+                    _ => Bound::Unbounded,
+                };
+                ids.extend(table.handle.index_range(*index, lb, hb)?);
+            }
+            ids
         }
     };
     ids.sort_unstable();

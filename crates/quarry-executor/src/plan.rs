@@ -50,11 +50,12 @@ pub enum Access {
         index: usize,
         keys: Vec<Vec<Expr>>,
     },
-    /// Rows with first-column key in the range.
-    Range {
+    /// Rows whose first-column key lies in any of the ranges (lower, upper bound; each
+    /// bound an expression and whether it is inclusive, `None` = open).
+    Ranges {
         index: usize,
-        lo: Option<(Expr, bool)>,
-        hi: Option<(Expr, bool)>,
+        #[allow(clippy::type_complexity)]
+        ranges: Vec<(Option<(Expr, bool)>, Option<(Expr, bool)>)>,
     },
 }
 
@@ -168,9 +169,12 @@ impl Plan {
                     Access::Keys { index, .. } => {
                         format!("Index lookup using {}", table.def.indexes[*index].name)
                     }
-                    Access::Range { index, .. } => {
-                        format!("Index range scan using {}", table.def.indexes[*index].name)
-                    }
+                    Access::Ranges { index, ranges } => format!(
+                        "Index range scan ({} range{}) using {}",
+                        ranges.len(),
+                        if ranges.len() == 1 { "" } else { "s" },
+                        table.def.indexes[*index].name
+                    ),
                 };
                 format!(
                     "{how} on {}{}",
