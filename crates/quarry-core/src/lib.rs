@@ -95,12 +95,50 @@ fn unsafe_flock(fd: i32) -> i32 {
     unsafe { flock(fd, LOCK_EX | LOCK_NB) }
 }
 
+/// Buffer pool size and page-table partitions: `QUARRY_BUFFER_POOL_SIZE` (bytes, with an
+/// optional K/M/G suffix) and `QUARRY_BUFFER_POOL_PARTITIONS` from the environment, else a
+/// quarter of physical memory (64 MiB to 16 GiB) in 8 partitions. Frames take memory only
+/// once used.
+fn pool_settings() -> (usize, usize) {
+    let parse = |s: &str| -> Option<usize> {
+        let s = s.trim();
+        let (num, mult) = match s.chars().last()? {
+            'k' | 'K' => (&s[..s.len() - 1], 1 << 10),
+            'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+            'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+            _ => (s, 1),
+        };
+        num.parse::<usize>().ok().map(|n| n * mult)
+    };
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+        })
+        .map_or(1 << 30, |kb| kb * 1024);
+    let bytes = std::env::var("QUARRY_BUFFER_POOL_SIZE")
+        .ok()
+        .and_then(|v| parse(&v))
+        .unwrap_or((mem / 4).clamp(64 << 20, 16 << 30));
+    let parts = std::env::var("QUARRY_BUFFER_POOL_PARTITIONS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(8usize)
+        .clamp(1, 1024);
+    (bytes, parts)
+}
+
 impl Database {
     pub fn open(datadir: &Path) -> Result<Arc<Database>> {
         std::fs::create_dir_all(datadir).map_err(|e| Error::io(datadir.display(), e))?;
         let lockfile = lock_datadir(datadir)?;
         let mut engines = EngineRegistry::default();
-        let row: Arc<dyn quarry_storage_api::Engine> = Arc::new(quarry_engine_row::RowEngine);
+        let (pool_bytes, partitions) = pool_settings();
+        let pool = Arc::new(quarry_storage::BufferPool::new(pool_bytes, partitions));
+        let row: Arc<dyn quarry_storage_api::Engine> =
+            Arc::new(quarry_engine_row::RowEngine::new(pool));
         engines.register(row, &["InnoDB", "MyISAM", "Aria", "Memory", "ROW"]);
         let catalog = Catalog::open(datadir, engines, quarry_engine_row::effective_row_format)?;
         let mut globals: HashMap<String, Value> = vars::defaults()
@@ -108,6 +146,14 @@ impl Database {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         globals.insert("datadir".into(), Value::Str(datadir.display().to_string()));
+        globals.insert(
+            "quarry_buffer_pool_size".into(),
+            Value::Int(pool_bytes as i64),
+        );
+        globals.insert(
+            "quarry_buffer_pool_partitions".into(),
+            Value::Int(partitions as i64),
+        );
         let accounts = accounts::Accounts::open(datadir)?;
         let db = Arc::new(Database {
             catalog,

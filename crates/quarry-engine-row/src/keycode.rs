@@ -1,0 +1,244 @@
+//! Memcomparable index keys: column values encoded so that comparing the bytes compares
+//! the values as SQL does — NULL first, numbers by value, strings by the case- and
+//! trailing-space-insensitive collation, dates chronologically. An index entry is the
+//! encoded key followed by the 8-byte big-endian row id, which makes every entry distinct
+//! and lets a B+tree order entries with plain `memcmp`.
+//!
+//! Every encoding of a column value is prefix-free (fixed width, or terminated), so the
+//! entries whose first n key columns equal some values are exactly the entries that start
+//! with those values' encoding.
+
+use quarry_common::value::collate_key;
+use quarry_common::{SqlType, TypeKind, Value};
+
+/// Append `v` (a value of a column of type `ty`, cut to `prefix` characters when > 0).
+pub fn encode_value(v: &Value, ty: &SqlType, prefix: u32, out: &mut Vec<u8>) {
+    if v.is_null() {
+        out.push(0x00);
+        return;
+    }
+    out.push(0x01);
+    match v {
+        Value::Null => {}
+        Value::Int(i) => push_int(*i as i128, out),
+        Value::UInt(u) => push_int(*u as i128, out),
+        Value::Decimal(d) => {
+            if ty.kind == TypeKind::Decimal && d.scale <= ty.scale {
+                let scaled = d.mantissa * 10i128.pow((ty.scale - d.scale) as u32);
+                push_int(scaled, out);
+            } else {
+                push_f64(v.to_f64(), out);
+            }
+        }
+        Value::Double(f) => push_f64(*f, out),
+        Value::Str(s) => {
+            let cut: String;
+            let s = if prefix > 0 {
+                cut = s.chars().take(prefix as usize).collect();
+                cut.as_str()
+            } else {
+                s.as_str()
+            };
+            let mut k = Vec::with_capacity(s.len());
+            if matches!(
+                ty.kind,
+                TypeKind::Binary | TypeKind::VarBinary | TypeKind::Blob
+            ) {
+                k.extend_from_slice(s.as_bytes());
+            } else {
+                collate_key(s, &mut k);
+            }
+            push_terminated(&k, out);
+        }
+        Value::Bytes(b) => {
+            let b = if prefix > 0 {
+                &b[..b.len().min(prefix as usize)]
+            } else {
+                b
+            };
+            push_terminated(b, out);
+        }
+        Value::Date(d) => {
+            out.extend_from_slice(&d.year.to_be_bytes());
+            out.extend_from_slice(&[d.month, d.day]);
+        }
+        Value::DateTime(dt) => {
+            out.extend_from_slice(&dt.date.year.to_be_bytes());
+            out.extend_from_slice(&[dt.date.month, dt.date.day, dt.hour, dt.minute, dt.second]);
+            out.extend_from_slice(&dt.micro.to_be_bytes());
+        }
+    }
+}
+
+/// Integers (any width, signed or not) as 16 sign-flipped big-endian bytes.
+fn push_int(i: i128, out: &mut Vec<u8>) {
+    out.extend_from_slice(&((i as u128) ^ (1u128 << 127)).to_be_bytes());
+}
+
+/// IEEE doubles in total order: flip all bits of negatives, the sign bit of positives.
+fn push_f64(f: f64, out: &mut Vec<u8>) {
+    let f = if f == 0.0 { 0.0 } else { f }; // -0.0 sorts as 0.0
+    let bits = f.to_bits();
+    let ordered = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
+    out.extend_from_slice(&ordered.to_be_bytes());
+}
+
+/// Bytes with 0x00 escaped as 0x00 0xFF, then the terminator 0x00 0x00.
+fn push_terminated(b: &[u8], out: &mut Vec<u8>) {
+    for &c in b {
+        out.push(c);
+        if c == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// An index entry: the key of `values` (one per index column, in order) and the row id.
+pub fn entry(values: &[(&Value, &SqlType, u32)], row_id: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32);
+    for (v, ty, prefix) in values {
+        encode_value(v, ty, *prefix, &mut out);
+    }
+    out.extend_from_slice(&row_id.to_be_bytes());
+    out
+}
+
+/// The row id at the end of an entry.
+pub fn row_id(entry: &[u8]) -> u64 {
+    u64::from_be_bytes(entry[entry.len() - 8..].try_into().unwrap())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_common::{Date, DateTime, Decimal};
+    use std::cmp::Ordering;
+
+    fn ty(kind: TypeKind, unsigned: bool, len: u32, scale: u8) -> SqlType {
+        SqlType {
+            kind,
+            unsigned,
+            len,
+            scale,
+        }
+    }
+
+    fn enc(v: &Value, t: &SqlType) -> Vec<u8> {
+        let mut out = vec![];
+        encode_value(v, t, 0, &mut out);
+        out
+    }
+
+    /// Byte order must agree with SQL order for every pair.
+    fn check_order(vals: &[Value], t: &SqlType) {
+        for a in vals {
+            for b in vals {
+                let want = a.total_cmp(b);
+                let got = enc(a, t).cmp(&enc(b, t));
+                assert_eq!(got, want, "{a:?} vs {b:?} as {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn integers_order_by_value_null_first() {
+        let mut vals = vec![Value::Null];
+        for i in [i64::MIN, -300, -1, 0, 1, 2, 255, 256, 70_000, i64::MAX] {
+            vals.push(Value::Int(i));
+        }
+        vals.push(Value::UInt(u64::MAX));
+        check_order(&vals, &ty(TypeKind::BigInt, false, 0, 0));
+    }
+
+    #[test]
+    fn doubles_and_decimals_order_by_value() {
+        let vals: Vec<Value> = [-1e300, -2.5, -0.0, 0.0, 1e-300, 0.5, 3.0, 1e300]
+            .into_iter()
+            .map(Value::Double)
+            .collect();
+        check_order(&vals, &ty(TypeKind::Double, false, 0, 0));
+        let d = |m: i128, s: u8| {
+            Value::Decimal(Decimal {
+                mantissa: m,
+                scale: s,
+            })
+        };
+        let vals = vec![
+            d(-12345, 2),
+            d(-1, 0),
+            d(0, 2),
+            d(5, 1),
+            d(51, 2),
+            d(100, 2),
+            d(99999, 2),
+        ];
+        check_order(&vals, &ty(TypeKind::Decimal, false, 8, 2));
+    }
+
+    #[test]
+    fn strings_follow_the_collation() {
+        let vals: Vec<Value> = [
+            "", " ", "a", "A", "a  ", "ab", "Ab", "abc", "b", "B ", "z", "é", "zz\0x",
+        ]
+        .into_iter()
+        .map(|s| Value::Str(s.to_string()))
+        .collect();
+        check_order(&vals, &ty(TypeKind::VarChar, false, 20, 0));
+        // A prefix index compares the first characters only.
+        let mut a = vec![];
+        let mut b = vec![];
+        encode_value(
+            &Value::Str("abcdef".into()),
+            &ty(TypeKind::VarChar, false, 20, 0),
+            3,
+            &mut a,
+        );
+        encode_value(
+            &Value::Str("ABCxyz".into()),
+            &ty(TypeKind::VarChar, false, 20, 0),
+            3,
+            &mut b,
+        );
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn dates_and_multi_column_prefixes() {
+        let dt = |y, mo, d, h, mi, s, us| {
+            Value::DateTime(DateTime {
+                date: Date {
+                    year: y,
+                    month: mo,
+                    day: d,
+                },
+                hour: h,
+                minute: mi,
+                second: s,
+                micro: us,
+            })
+        };
+        let vals = vec![
+            dt(1999, 12, 31, 23, 59, 59, 999_999),
+            dt(2000, 1, 1, 0, 0, 0, 0),
+            dt(2000, 1, 1, 0, 0, 0, 1),
+            dt(2026, 11, 22, 6, 0, 0, 0),
+        ];
+        check_order(&vals, &ty(TypeKind::DateTime, false, 0, 6));
+        // (k, c) entries: all entries with k = 5 share the encoding of k = 5 as a prefix.
+        let int = ty(TypeKind::Int, false, 0, 0);
+        let s = ty(TypeKind::VarChar, false, 10, 0);
+        let five = Value::Int(5);
+        let e1 = entry(&[(&five, &int, 0), (&Value::Str("x".into()), &s, 0)], 7);
+        let e2 = entry(&[(&five, &int, 0), (&Value::Null, &s, 0)], 9);
+        let mut p = vec![];
+        encode_value(&five, &int, 0, &mut p);
+        assert!(e1.starts_with(&p) && e2.starts_with(&p));
+        assert_eq!(e2.cmp(&e1), Ordering::Less, "NULL sorts first");
+        assert_eq!((row_id(&e1), row_id(&e2)), (7, 9));
+    }
+}

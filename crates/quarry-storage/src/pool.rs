@@ -1,0 +1,460 @@
+//! The buffer pool: a fixed set of page frames shared by every open page file, found
+//! through a page table split into partitions, each behind its own read-write lock
+//! (seed 003: lookups take the shared lock, so readers do not serialize on one mutex).
+//!
+//! A frame is pinned while a caller holds a [`PageRef`]; only unpinned frames are evicted
+//! (clock order). A pin is taken under the partition lock that maps the page, and a frame
+//! is unmapped only under that partition's write lock with no pins, so a caller never sees
+//! a frame change identity under it. Loads (misses) are serialized by one mutex: simple,
+//! and a miss costs a disk read anyway.
+
+use crate::page::{seal, verify, PAGE_SIZE};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use quarry_common::{Error, Result};
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PageId {
+    pub file: u32,
+    pub page: u32,
+}
+
+struct Frame {
+    data: RwLock<Box<[u8]>>,
+    /// Which page the frame holds; changed only by the loader under the load mutex.
+    id: Mutex<Option<PageId>>,
+    pins: AtomicU32,
+    dirty: AtomicBool,
+    referenced: AtomicBool,
+}
+
+struct OpenFile {
+    file: File,
+    path: PathBuf,
+}
+
+#[derive(Default)]
+pub struct PoolStats {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub reads: AtomicU64,
+    pub writes: AtomicU64,
+}
+
+pub struct BufferPool {
+    frames: Vec<Frame>,
+    parts: Vec<RwLock<HashMap<PageId, usize>>>,
+    files: RwLock<Vec<Option<Arc<OpenFile>>>>,
+    load: Mutex<LoadState>,
+    pub stats: PoolStats,
+}
+
+struct LoadState {
+    hand: usize,
+    free: Vec<usize>,
+    /// Frames holding pages of each file (flush and close visit only those).
+    by_file: HashMap<u32, HashSet<usize>>,
+}
+
+impl BufferPool {
+    /// `bytes` of frames (at least 16 pages), page table in `partitions` parts.
+    pub fn new(bytes: usize, partitions: usize) -> BufferPool {
+        let n = (bytes / PAGE_SIZE).max(16);
+        let frames = (0..n)
+            .map(|_| Frame {
+                // Frames get their memory on first use: a large pool costs nothing idle.
+                data: RwLock::new(Box::default()),
+                id: Mutex::new(None),
+                pins: AtomicU32::new(0),
+                dirty: AtomicBool::new(false),
+                referenced: AtomicBool::new(false),
+            })
+            .collect();
+        BufferPool {
+            frames,
+            parts: (0..partitions.max(1))
+                .map(|_| RwLock::new(HashMap::new()))
+                .collect(),
+            files: RwLock::new(Vec::new()),
+            load: Mutex::new(LoadState {
+                hand: 0,
+                free: (0..n).rev().collect(),
+                by_file: HashMap::new(),
+            }),
+            stats: PoolStats::default(),
+        }
+    }
+
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn partitions(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Open (creating if needed) a page file; pages are addressed by the returned id.
+    pub fn open_file(&self, path: &Path) -> Result<u32> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(path.display(), e))?;
+        let of = Arc::new(OpenFile {
+            file,
+            path: path.to_path_buf(),
+        });
+        let mut files = self.files.write();
+        if let Some(i) = files.iter().position(Option::is_none) {
+            files[i] = Some(of);
+            return Ok(i as u32);
+        }
+        files.push(Some(of));
+        Ok(files.len() as u32 - 1)
+    }
+
+    fn file(&self, id: u32) -> Result<Arc<OpenFile>> {
+        self.files
+            .read()
+            .get(id as usize)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| Error::new(1030, format!("page file {id} is not open")))
+    }
+
+    /// Pages the file holds on disk.
+    pub fn file_pages(&self, id: u32) -> Result<u32> {
+        let f = self.file(id)?;
+        let len = f
+            .file
+            .metadata()
+            .map_err(|e| Error::io(f.path.display(), e))?
+            .len();
+        Ok((len / PAGE_SIZE as u64) as u32)
+    }
+
+    fn part(&self, id: PageId) -> &RwLock<HashMap<PageId, usize>> {
+        let h = (id.file as usize).wrapping_mul(0x9E37_79B9) ^ id.page as usize;
+        &self.parts[h.wrapping_mul(0x85EB_CA6B) % self.parts.len()]
+    }
+
+    /// The page, read from disk on a miss (a page past the end of the file reads as zeros).
+    pub fn get(&self, id: PageId) -> Result<PageRef<'_>> {
+        if let Some(r) = self.lookup(id) {
+            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(r);
+        }
+        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        let mut ls = self.load.lock();
+        if let Some(r) = self.lookup(id) {
+            return Ok(r);
+        }
+        let f = self.file(id.file)?;
+        let victim = self.victim(&mut ls)?;
+        let frame = &self.frames[victim];
+        {
+            let mut data = frame.data.write();
+            if data.is_empty() {
+                *data = vec![0u8; PAGE_SIZE].into_boxed_slice();
+            }
+            let n = f
+                .file
+                .read_at(&mut data, id.page as u64 * PAGE_SIZE as u64)
+                .map_err(|e| Error::io(f.path.display(), e))?;
+            data[n..].fill(0);
+            self.stats.reads.fetch_add(1, Ordering::Relaxed);
+            if !verify(&data, id.page) {
+                data.fill(0);
+                frame.free_after_failure(&mut ls, victim);
+                return Err(Error::corrupt(format!(
+                    "{} (page {} checksum mismatch)",
+                    f.path.display(),
+                    id.page
+                )));
+            }
+        }
+        *frame.id.lock() = Some(id);
+        frame.pins.store(1, Ordering::SeqCst);
+        frame.referenced.store(true, Ordering::Relaxed);
+        ls.by_file.entry(id.file).or_default().insert(victim);
+        self.part(id).write().insert(id, victim);
+        Ok(PageRef {
+            pool: self,
+            frame: victim,
+            id,
+        })
+    }
+
+    fn lookup(&self, id: PageId) -> Option<PageRef<'_>> {
+        let part = self.part(id).read();
+        let &i = part.get(&id)?;
+        self.frames[i].pins.fetch_add(1, Ordering::SeqCst);
+        self.frames[i].referenced.store(true, Ordering::Relaxed);
+        Some(PageRef {
+            pool: self,
+            frame: i,
+            id,
+        })
+    }
+
+    /// A free frame, or an unpinned one evicted in clock order (written back if dirty).
+    fn victim(&self, ls: &mut LoadState) -> Result<usize> {
+        if let Some(i) = ls.free.pop() {
+            return Ok(i);
+        }
+        let n = self.frames.len();
+        for _ in 0..3 * n {
+            let i = ls.hand;
+            ls.hand = (ls.hand + 1) % n;
+            let frame = &self.frames[i];
+            if frame.pins.load(Ordering::SeqCst) > 0 {
+                continue;
+            }
+            if frame.referenced.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            let Some(old) = *frame.id.lock() else {
+                return Ok(i);
+            };
+            let mut part = self.part(old).write();
+            if frame.pins.load(Ordering::SeqCst) > 0 {
+                continue;
+            }
+            part.remove(&old);
+            drop(part);
+            if frame.dirty.swap(false, Ordering::SeqCst) {
+                if let Err(e) = self.write_back(old, &mut frame.data.write()) {
+                    // Keep the page: map it again so the change is not lost.
+                    frame.dirty.store(true, Ordering::SeqCst);
+                    self.part(old).write().insert(old, i);
+                    return Err(e);
+                }
+            }
+            *frame.id.lock() = None;
+            if let Some(set) = ls.by_file.get_mut(&old.file) {
+                set.remove(&i);
+            }
+            return Ok(i);
+        }
+        Err(Error::new(
+            1041,
+            "Out of memory: every buffer pool page is pinned; raise quarry_buffer_pool_size",
+        ))
+    }
+
+    fn write_back(&self, id: PageId, data: &mut [u8]) -> Result<()> {
+        let f = self.file(id.file)?;
+        seal(data, id.page);
+        f.file
+            .write_all_at(data, id.page as u64 * PAGE_SIZE as u64)
+            .map_err(|e| Error::io(f.path.display(), e))?;
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Write every dirty page of `file` (in page order) and fsync it.
+    pub fn flush_file(&self, file: u32) -> Result<()> {
+        self.write_dirty(file)?;
+        let f = self.file(file)?;
+        f.file
+            .sync_all()
+            .map_err(|e| Error::io(f.path.display(), e))
+    }
+
+    fn write_dirty(&self, file: u32) -> Result<()> {
+        let ls = self.load.lock();
+        let mut frames: Vec<(u32, usize)> = ls
+            .by_file
+            .get(&file)
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.frames[i].id.lock().map(|id| (id.page, i)))
+            .collect();
+        frames.sort_unstable();
+        for (page, i) in frames {
+            let frame = &self.frames[i];
+            if frame.dirty.swap(false, Ordering::SeqCst) {
+                let mut data = frame.data.write();
+                if let Err(e) = self.write_back(PageId { file, page }, &mut data) {
+                    frame.dirty.store(true, Ordering::SeqCst);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drop the file's pages from the pool (written first when `write_dirty`; the caller
+    /// fsyncs through `flush_file` when it needs durability) and close it. Callers
+    /// guarantee no page of it is pinned.
+    pub fn close_file(&self, file: u32, write_dirty: bool) -> Result<()> {
+        if write_dirty {
+            self.write_dirty(file)?;
+        }
+        let mut ls = self.load.lock();
+        for i in ls.by_file.remove(&file).unwrap_or_default() {
+            let frame = &self.frames[i];
+            let mut idl = frame.id.lock();
+            if let Some(id) = idl.filter(|id| id.file == file) {
+                self.part(id).write().remove(&id);
+                frame.dirty.store(false, Ordering::SeqCst);
+                *idl = None;
+                ls.free.push(i);
+            }
+        }
+        if let Some(slot) = self.files.write().get_mut(file as usize) {
+            *slot = None;
+        }
+        Ok(())
+    }
+}
+
+impl Frame {
+    fn free_after_failure(&self, ls: &mut LoadState, i: usize) {
+        *self.id.lock() = None;
+        self.pins.store(0, Ordering::SeqCst);
+        ls.free.push(i);
+    }
+}
+
+/// A pinned page; the pin is released on drop.
+pub struct PageRef<'a> {
+    pool: &'a BufferPool,
+    frame: usize,
+    pub id: PageId,
+}
+
+impl PageRef<'_> {
+    pub fn read(&self) -> RwLockReadGuard<'_, Box<[u8]>> {
+        self.pool.frames[self.frame].data.read()
+    }
+
+    /// Write access; the page is marked dirty. The mark is set under the latch, so a
+    /// concurrent flush either writes this change or leaves the page dirty.
+    pub fn write(&self) -> RwLockWriteGuard<'_, Box<[u8]>> {
+        let f = &self.pool.frames[self.frame];
+        let guard = f.data.write();
+        f.dirty.store(true, Ordering::SeqCst);
+        guard
+    }
+}
+
+impl Drop for PageRef<'_> {
+    fn drop(&mut self) {
+        self.pool.frames[self.frame]
+            .pins
+            .fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("quarry-pool-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn pages_survive_eviction_and_reopen() {
+        let d = dir("evict");
+        let pool = BufferPool::new(16 * PAGE_SIZE, 4);
+        let f = pool.open_file(&d.join("a.qix")).unwrap();
+        // Four times more pages than frames: most are evicted and read back.
+        for p in 0..64u32 {
+            let r = pool.get(PageId { file: f, page: p }).unwrap();
+            let mut w = r.write();
+            w[100..104].copy_from_slice(&p.to_le_bytes());
+        }
+        for p in (0..64u32).rev() {
+            let r = pool.get(PageId { file: f, page: p }).unwrap();
+            assert_eq!(&r.read()[100..104], &p.to_le_bytes());
+        }
+        assert!(pool.stats.writes.load(Ordering::Relaxed) >= 48);
+        pool.close_file(f, true).unwrap();
+        let pool = BufferPool::new(16 * PAGE_SIZE, 1);
+        let f = pool.open_file(&d.join("a.qix")).unwrap();
+        assert_eq!(pool.file_pages(f).unwrap(), 64);
+        for p in 0..64u32 {
+            let r = pool.get(PageId { file: f, page: p }).unwrap();
+            assert_eq!(&r.read()[100..104], &p.to_le_bytes());
+        }
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_corrupt_page_is_an_error_not_data() {
+        let d = dir("corrupt");
+        let path = d.join("c.qix");
+        {
+            let pool = BufferPool::new(16 * PAGE_SIZE, 2);
+            let f = pool.open_file(&path).unwrap();
+            pool.get(PageId { file: f, page: 3 }).unwrap().write()[200] = 7;
+            pool.close_file(f, true).unwrap();
+        }
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_all_at(&[1], 3 * PAGE_SIZE as u64 + 500).unwrap();
+        let pool = BufferPool::new(16 * PAGE_SIZE, 2);
+        let f = pool.open_file(&path).unwrap();
+        let e = pool.get(PageId { file: f, page: 3 }).err().unwrap();
+        assert_eq!(e.code, 1034, "{}", e.message);
+        assert!(pool.get(PageId { file: f, page: 2 }).is_ok());
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn pinned_pages_are_never_evicted() {
+        let d = dir("pins");
+        let pool = BufferPool::new(16 * PAGE_SIZE, 2);
+        let f = pool.open_file(&d.join("p.qix")).unwrap();
+        let held: Vec<PageRef> = (0..16)
+            .map(|p| pool.get(PageId { file: f, page: p }).unwrap())
+            .collect();
+        let e = pool.get(PageId { file: f, page: 99 }).err().unwrap();
+        assert_eq!(e.code, 1041);
+        drop(held);
+        assert!(pool.get(PageId { file: f, page: 99 }).is_ok());
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn concurrent_readers_and_writers_see_their_own_pages() {
+        let d = dir("threads");
+        let pool = Arc::new(BufferPool::new(32 * PAGE_SIZE, 8));
+        let f = pool.open_file(&d.join("t.qix")).unwrap();
+        let threads: Vec<_> = (0..4u32)
+            .map(|t| {
+                let pool = pool.clone();
+                std::thread::spawn(move || {
+                    for round in 0..50u32 {
+                        for p in 0..20u32 {
+                            let id = PageId {
+                                file: f,
+                                page: t * 100 + p,
+                            };
+                            let r = pool.get(id).unwrap();
+                            let mut w = r.write();
+                            let seen = u32::from_le_bytes(w[64..68].try_into().unwrap());
+                            assert_eq!(seen, round, "page {id:?}");
+                            w[64..68].copy_from_slice(&(round + 1).to_le_bytes());
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
