@@ -476,7 +476,10 @@ fn run(o: &Options) -> Result<(), String> {
             engines.join(", ")
         ));
         for (k, v) in &maria.settings {
-            p.log(&format!("  MariaDB {k}{}{v}", if v.is_empty() { "" } else { "=" }));
+            p.log(&format!(
+                "  MariaDB {k}{}{v}",
+                if v.is_empty() { "" } else { "=" }
+            ));
         }
         servers = Some((maria, quarry, engines));
     }
