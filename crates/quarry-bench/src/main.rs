@@ -359,6 +359,25 @@ impl Results {
     }
 }
 
+/// Every server-side system of a phase, as (label, server, engine): MariaDB MyISAM (the
+/// seed's baseline), MariaDB InnoDB, then each Quarry engine.
+fn server_systems<'a>(
+    maria: &'a Server,
+    quarry: &'a Server,
+    engines: &[String],
+) -> Vec<(String, &'a Server, String)> {
+    let mut v = vec![
+        ("MariaDB-MyISAM".to_string(), maria, "MyISAM".to_string()),
+        ("MariaDB-InnoDB".to_string(), maria, "InnoDB".to_string()),
+    ];
+    v.extend(
+        engines
+            .iter()
+            .map(|e| (format!("Quarry-{e}"), quarry, e.clone())),
+    );
+    v
+}
+
 /// Quarry engines by name, from SHOW ENGINES ("… maps to the Quarry 'row' engine"): one
 /// SQL name per distinct engine, so a new engine joins the runs without code changes.
 fn quarry_engines(server: &Server) -> Result<Vec<String>, String> {
@@ -492,28 +511,18 @@ fn run(o: &Options) -> Result<(), String> {
                     "--tables={} --table-size={} --time={} --threads={:?} --db-ps-mode=auto; MyISAM with --mysql-ignore-errors=1062",
                     o.tables, o.table_size, o.time, o.threads
                 )));
-                let mut targets = vec![
-                    sysbench::Target {
-                        label: "MariaDB-InnoDB".into(),
-                        server: maria,
-                        engine: "InnoDB".into(),
-                        ignore_duplicates: false,
-                    },
-                    sysbench::Target {
-                        label: "MariaDB-MyISAM".into(),
-                        server: maria,
-                        engine: "MyISAM".into(),
-                        ignore_duplicates: true,
-                    },
-                ];
-                for e in engines {
-                    targets.push(sysbench::Target {
-                        label: format!("Quarry-{e}"),
-                        server: quarry,
-                        engine: e.clone(),
-                        ignore_duplicates: false,
-                    });
-                }
+                // InnoDB is the sysbench baseline (the OLTP targets are set against it).
+                let mut systems = server_systems(maria, quarry, engines);
+                systems.swap(0, 1);
+                let targets: Vec<sysbench::Target> = systems
+                    .into_iter()
+                    .map(|(label, server, engine)| sysbench::Target {
+                        label,
+                        server,
+                        ignore_duplicates: engine == "MyISAM",
+                        engine,
+                    })
+                    .collect();
                 for t in &targets {
                     let r = sysbench::run_target(
                         o,
@@ -560,25 +569,14 @@ fn run(o: &Options) -> Result<(), String> {
                     "Seed workload (seeds 002/004): seconds, relative to MariaDB-MyISAM",
                     vec!["MariaDB-MyISAM".into()],
                 );
-                let mut systems = vec![
-                    seed::SeedSystem {
-                        label: "MariaDB-MyISAM".into(),
-                        server: maria,
-                        engine: "MyISAM".into(),
-                    },
-                    seed::SeedSystem {
-                        label: "MariaDB-InnoDB".into(),
-                        server: maria,
-                        engine: "InnoDB".into(),
-                    },
-                ];
-                for e in engines {
-                    systems.push(seed::SeedSystem {
-                        label: format!("Quarry-{e}"),
-                        server: quarry,
-                        engine: e.clone(),
-                    });
-                }
+                let systems: Vec<seed::SeedSystem> = server_systems(maria, quarry, engines)
+                    .into_iter()
+                    .map(|(label, server, engine)| seed::SeedSystem {
+                        label,
+                        server,
+                        engine,
+                    })
+                    .collect();
                 for (i, s) in systems.iter().enumerate() {
                     if let Err(e) =
                         seed::run_system(o, s, &files, &mut table, &mut res.seed_facts, &|m| {
@@ -612,28 +610,15 @@ fn run(o: &Options) -> Result<(), String> {
                     "sql-bench-like suite: seconds, relative to MariaDB-MyISAM",
                     vec!["MariaDB-MyISAM".into()],
                 );
-                let mut suites = vec![
-                    sqlbench::Suite {
-                        label: "MariaDB-MyISAM".into(),
-                        server: maria,
-                        engine: "MyISAM".into(),
+                let suites: Vec<sqlbench::Suite> = server_systems(maria, quarry, engines)
+                    .into_iter()
+                    .map(|(label, server, engine)| sqlbench::Suite {
+                        label,
+                        server,
+                        engine,
                         scale: o.sqlbench_scale,
-                    },
-                    sqlbench::Suite {
-                        label: "MariaDB-InnoDB".into(),
-                        server: maria,
-                        engine: "InnoDB".into(),
-                        scale: o.sqlbench_scale,
-                    },
-                ];
-                for e in engines {
-                    suites.push(sqlbench::Suite {
-                        label: format!("Quarry-{e}"),
-                        server: quarry,
-                        engine: e.clone(),
-                        scale: o.sqlbench_scale,
-                    });
-                }
+                    })
+                    .collect();
                 for s in &suites {
                     if let Err(e) = sqlbench::run(s, &mut table, &|m| p.step(m)) {
                         p.log(&format!("  {}: {e}", s.label));

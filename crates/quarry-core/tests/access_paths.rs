@@ -1,15 +1,9 @@
 //! Index access paths return exactly what a full scan returns, and EXPLAIN shows which
 //! path was chosen: the same rows live in a table with indexes and one without.
 
-use quarry_core::quarry_common::Value;
-use quarry_core::{Database, Output};
+mod common;
 
-fn rows(s: &mut quarry_core::Session, sql: &str) -> Vec<Vec<Value>> {
-    match s.query(sql).unwrap().pop().unwrap() {
-        Output::Rows { rows, .. } => rows,
-        other => panic!("{sql}: {other:?}"),
-    }
-}
+use common::{fresh_db, rows};
 
 fn explain(s: &mut quarry_core::Session, sql: &str) -> String {
     rows(s, &format!("EXPLAIN {sql}"))[0][0].to_string()
@@ -17,9 +11,7 @@ fn explain(s: &mut quarry_core::Session, sql: &str) -> String {
 
 #[test]
 fn or_ranges_use_the_index_and_match_a_full_scan() {
-    let dir = std::env::temp_dir().join(format!("quarry-access-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir).unwrap();
+    let (dir, db) = fresh_db("access");
     let mut s = db.session("root", "localhost");
     s.query("CREATE DATABASE d; USE d").unwrap();
     s.query("CREATE TABLE ix (id INT PRIMARY KEY, k INT, c CHAR(10), KEY k_1 (k), KEY c_1 (c))")

@@ -1,15 +1,11 @@
 //! Data survives a clean restart; a second process cannot open the same datadir;
 //! a rolled-back transaction leaves nothing behind after restart.
 
-use quarry_core::quarry_common::Value;
-use quarry_core::{Database, Output};
+mod common;
 
-fn rows(s: &mut quarry_core::Session, sql: &str) -> Vec<Vec<Value>> {
-    match s.query(sql).unwrap().pop().unwrap() {
-        Output::Rows { rows, .. } => rows,
-        other => panic!("{other:?}"),
-    }
-}
+use common::{fresh_db, rows};
+use quarry_core::quarry_common::Value;
+use quarry_core::Database;
 
 #[test]
 fn data_survives_restart_and_datadir_is_locked() {
@@ -69,9 +65,7 @@ fn data_survives_restart_and_datadir_is_locked() {
 
 #[test]
 fn concurrent_transactions_are_serialized() {
-    let dir = std::env::temp_dir().join(format!("quarry-conc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir).unwrap();
+    let (dir, db) = fresh_db("conc");
     let mut s = db.session("root", "localhost");
     s.query("CREATE DATABASE d; USE d; CREATE TABLE acct (id INT PRIMARY KEY, bal INT)")
         .unwrap();

@@ -807,32 +807,31 @@ impl Table for RowTable {
         );
         let len = scratch.len();
         st.scratch = scratch;
-        // Entries whose key and row id stay the same are left alone.
-        let same: Vec<bool> = self
+        // Keys are encoded once; entries whose key and row id stay the same are left alone.
+        let moves = len > slot as usize;
+        let changed: Vec<(usize, Vec<u8>, Vec<u8>)> = self
             .schema
             .indexes
             .iter()
-            .map(|ix| self.key_prefix(ix, &old) == self.key_prefix(ix, &row))
+            .enumerate()
+            .map(|(n, ix)| (n, self.key_prefix(ix, &old), self.key_prefix(ix, &row)))
+            .filter(|(_, before, after)| moves || before != after)
             .collect();
-        let moves = len > slot as usize;
-        for (n, ix) in self.schema.indexes.iter().enumerate() {
-            if !same[n] || moves {
-                self.trees[n].delete(&self.entry(ix, &old, id))?;
-            }
+        let with_id = |key: &[u8], id: RowId| [key, &id.to_be_bytes()].concat();
+        for (n, before, _) in &changed {
+            self.trees[*n].delete(&with_id(before, id))?;
         }
-        let new_id = if len <= slot as usize {
-            self.write_record(&mut st, id, slot, len)?;
-            id
-        } else {
+        let new_id = if moves {
             self.mark_deleted(&mut st, id, slot)?;
             let (off, nslot) = self.alloc(&mut st, len as u32);
             self.write_record(&mut st, off, nslot, len)?;
             off
+        } else {
+            self.write_record(&mut st, id, slot, len)?;
+            id
         };
-        for (n, ix) in self.schema.indexes.iter().enumerate() {
-            if !same[n] || moves {
-                self.trees[n].insert(&self.entry(ix, &row, new_id))?;
-            }
+        for (n, _, after) in &changed {
+            self.trees[*n].insert(&with_id(after, new_id))?;
         }
         HandlerCounters::add(&self.counters.update, 1);
         Ok(new_id)

@@ -230,7 +230,6 @@ impl NodeMut<'_> {
     /// Rewrite the cell area without dead cells.
     fn compact(&mut self) {
         let n = self.view().len();
-        let leaf = self.view().is_leaf();
         let cells: Vec<Vec<u8>> = (0..n)
             .map(|i| {
                 let v = self.view();
@@ -246,7 +245,6 @@ impl NodeMut<'_> {
         }
         put16(self.0, 20, end);
         put16(self.0, 26, 0);
-        let _ = leaf;
     }
 
     /// Insert a cell at position `i`; false when the page has no room.

@@ -1,0 +1,22 @@
+//! Helpers shared by the embedded-API integration tests.
+
+use quarry_core::quarry_common::Value;
+use quarry_core::{Database, Output, Session};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The rows of the last result of `sql`; panics on an error or a non-row result.
+pub fn rows(s: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    match s.query(sql).unwrap().pop().unwrap() {
+        Output::Rows { rows, .. } => rows,
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// A fresh datadir under the system temp dir, named for the test and the process.
+pub fn fresh_db(name: &str) -> (PathBuf, Arc<Database>) {
+    let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Database::open(&dir).unwrap();
+    (dir, db)
+}
