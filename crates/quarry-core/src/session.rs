@@ -9,8 +9,9 @@ use std::time::Duration;
 use quarry_catalog::{table_def_from_ast, TableDef};
 use quarry_common::types::flags;
 use quarry_common::value::DateTime;
-use quarry_common::{Error, Result, Row, SqlType, TypeKind, Value};
+use quarry_common::{Decimal, Error, Result, Row, SqlType, TypeKind, Value};
 use quarry_executor::exec::collect;
+use quarry_executor::explain;
 use quarry_executor::{Binder, ExecCtx, OutColumn, SessionInfo, Undo};
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::Stmt;
@@ -464,6 +465,7 @@ impl Session {
                 .sys_var("quarry_sort_buffer_size")
                 .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
                 .unwrap_or(64 << 20),
+            profile: RefCell::new(None),
         };
         let r = f(&ctx);
         self.rand.set(ctx.rand_state.get());
@@ -1101,29 +1103,80 @@ impl Session {
                 })
             }
             S::Explain {
-                statement, analyze, ..
+                statement,
+                analyze,
+                format,
+                ..
             } => {
                 let S::Query(q) = &**statement else {
                     return Err(Error::unsupported("EXPLAIN of this statement"));
                 };
                 let cur = self.current_db.clone();
-                let mut lines = vec![];
                 let mut b = Binder::new(&self.db.catalog, cur);
                 let sp = b.bind_query(q)?;
-                sp.plan.explain(0, &mut lines);
+                let fmt = format.as_ref().map(|f| match f {
+                    ast::AnalyzeFormatKind::Keyword(x) | ast::AnalyzeFormatKind::Assignment(x) => {
+                        *x
+                    }
+                });
                 if *analyze {
-                    let t = std::time::Instant::now();
-                    let n =
-                        self.exec_ctx(params, sink, |ctx| collect(&sp.plan, ctx).map(|r| r.len()))?;
-                    lines.push(format!(
-                        "(actual rows={n}, time={:.3} ms)",
-                        t.elapsed().as_secs_f64() * 1000.0
-                    ));
+                    let profile = self.exec_ctx(params, sink, |ctx| {
+                        *ctx.profile.borrow_mut() = Some(Default::default());
+                        collect(&sp.plan, ctx)?;
+                        Ok(ctx.profile.borrow_mut().take().unwrap_or_default())
+                    })?;
+                    let lines = explain::tree(&sp.plan, Some(&profile));
+                    return Ok(Output::Rows {
+                        columns: vec![text("EXPLAIN", 1024)],
+                        rows: vec![vec![Value::Str(lines.join("\n"))]],
+                    });
                 }
-                Ok(Output::Rows {
-                    columns: vec![text("EXPLAIN", 1024)],
-                    rows: vec![vec![Value::Str(lines.join("\n"))]],
-                })
+                match fmt {
+                    Some(ast::AnalyzeFormat::TREE) => Ok(Output::Rows {
+                        columns: vec![text("EXPLAIN", 1024)],
+                        rows: vec![vec![Value::Str(explain::tree(&sp.plan, None).join("\n"))]],
+                    }),
+                    None | Some(ast::AnalyzeFormat::TRADITIONAL) => {
+                        let columns = explain::COLUMNS
+                            .iter()
+                            .map(|c| match *c {
+                                "id" | "rows" => {
+                                    OutColumn::expr(c, SqlType::new(TypeKind::BigInt), true)
+                                }
+                                "filtered" => OutColumn::expr(c, SqlType::decimal(5, 2), true),
+                                _ => text(c, 255),
+                            })
+                            .collect();
+                        let s = |x: Option<String>| x.map(Value::Str).unwrap_or(Value::Null);
+                        let rows = explain::table(&sp.plan)
+                            .into_iter()
+                            .map(|r| {
+                                vec![
+                                    Value::Int(r.id as i64),
+                                    Value::Str(r.select_type.into()),
+                                    s(r.table),
+                                    s(r.access_type.map(String::from)),
+                                    s(r.possible_keys),
+                                    s(r.key),
+                                    s(r.key_len),
+                                    s(r.reference),
+                                    r.rows.map(|n| Value::Int(n as i64)).unwrap_or(Value::Null),
+                                    r.filtered
+                                        .map(|f| {
+                                            Value::Decimal(Decimal::new(
+                                                (f * 100.0).round() as i128,
+                                                2,
+                                            ))
+                                        })
+                                        .unwrap_or(Value::Null),
+                                    s(r.extra),
+                                ]
+                            })
+                            .collect();
+                        Ok(Output::Rows { columns, rows })
+                    }
+                    Some(other) => Err(Error::unsupported(format!("EXPLAIN FORMAT={other}"))),
+                }
             }
             S::Kill { id, modifier, .. } => {
                 let procs = self.db.processes.lock();

@@ -113,6 +113,148 @@ pub fn row_id(entry: &[u8]) -> u64 {
     u64::from_be_bytes(entry[entry.len() - 8..].try_into().unwrap())
 }
 
+/// How a key column's encoding can be read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// 16-byte integer (also DECIMAL at the column's scale).
+    Int,
+    F64,
+    Date,
+    DateTime,
+    /// Escaped, terminated bytes.
+    Bytes,
+}
+
+fn shape(ty: &SqlType) -> Shape {
+    use TypeKind::*;
+    match ty.kind {
+        k if SqlType::new(k).is_integer() => Shape::Int,
+        Decimal => Shape::Int,
+        Float | Double => Shape::F64,
+        Date => Shape::Date,
+        DateTime | Timestamp | Time => Shape::DateTime,
+        _ => Shape::Bytes,
+    }
+}
+
+/// Whether a key column gives back the stored value exactly (index-only reads): numbers,
+/// dates and whole binary strings do; collated strings and prefixes do not.
+pub fn decodable(ty: &SqlType, prefix: u32) -> bool {
+    match shape(ty) {
+        Shape::Bytes => prefix == 0 && ty.is_binary(),
+        _ => true,
+    }
+}
+
+/// Split off the first column's encoding of `key` (a value of type `ty`), returning its
+/// length in bytes.
+fn column_len(key: &[u8], ty: &SqlType) -> Option<usize> {
+    if *key.first()? == 0 {
+        return Some(1);
+    }
+    let body = match shape(ty) {
+        Shape::Int => 16,
+        Shape::F64 => 8,
+        Shape::Date => 4,
+        Shape::DateTime => 11,
+        Shape::Bytes => {
+            let mut i = 1;
+            loop {
+                match (key.get(i)?, key.get(i + 1)?) {
+                    (0, 0) => break i + 1,
+                    (0, _) => i += 2,
+                    _ => i += 1,
+                }
+            }
+        }
+    };
+    (key.len() > body).then_some(body + 1)
+}
+
+/// Lengths of the first `n` column encodings of an entry (`types` per index column): the
+/// entries agreeing on the first j key columns share the first `ends[j-1]` bytes.
+pub fn column_ends(entry: &[u8], types: &[SqlType], n: usize) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(n);
+    let mut at = 0;
+    for ty in &types[..n] {
+        at += column_len(&entry[at..], ty)?;
+        ends.push(at);
+    }
+    Some(ends)
+}
+
+/// The values of the index columns in an entry: `Some` for columns that are `decodable`,
+/// `None` (unknown) for the others.
+pub fn decode_key(entry: &[u8], cols: &[(SqlType, u32)]) -> Option<Vec<Option<Value>>> {
+    let mut out = Vec::with_capacity(cols.len());
+    let mut at = 0;
+    for (ty, prefix) in cols {
+        let len = column_len(&entry[at..], ty)?;
+        let enc = &entry[at..at + len];
+        at += len;
+        if !decodable(ty, *prefix) {
+            out.push(None);
+            continue;
+        }
+        if enc[0] == 0 {
+            out.push(Some(Value::Null));
+            continue;
+        }
+        let b = &enc[1..];
+        let v = match shape(ty) {
+            Shape::Int => {
+                let i = (u128::from_be_bytes(b.try_into().ok()?) ^ (1u128 << 127)) as i128;
+                match ty.kind {
+                    TypeKind::Decimal => Value::Decimal(quarry_common::Decimal::new(i, ty.scale)),
+                    TypeKind::BigInt if ty.unsigned => Value::UInt(i as u64),
+                    _ => Value::Int(i as i64),
+                }
+            }
+            Shape::F64 => {
+                let o = u64::from_be_bytes(b.try_into().ok()?);
+                let bits = if o >> 63 == 1 { o & !(1 << 63) } else { !o };
+                Value::Double(f64::from_bits(bits))
+            }
+            Shape::Date => Value::Date(quarry_common::Date {
+                year: u16::from_be_bytes([b[0], b[1]]),
+                month: b[2],
+                day: b[3],
+            }),
+            Shape::DateTime => Value::DateTime(quarry_common::value::DateTime {
+                date: quarry_common::Date {
+                    year: u16::from_be_bytes([b[0], b[1]]),
+                    month: b[2],
+                    day: b[3],
+                },
+                hour: b[4],
+                minute: b[5],
+                second: b[6],
+                micro: u32::from_be_bytes(b[7..11].try_into().ok()?),
+            }),
+            Shape::Bytes => {
+                let mut v = Vec::with_capacity(b.len());
+                let mut i = 0;
+                while i + 1 < b.len() {
+                    match (b[i], b[i + 1]) {
+                        (0, 0) => break,
+                        (0, _) => {
+                            v.push(0);
+                            i += 2;
+                        }
+                        (c, _) => {
+                            v.push(c);
+                            i += 1;
+                        }
+                    }
+                }
+                Value::Bytes(v)
+            }
+        };
+        out.push(Some(v));
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,5 +382,56 @@ mod tests {
         assert!(e1.starts_with(&p) && e2.starts_with(&p));
         assert_eq!(e2.cmp(&e1), Ordering::Less, "NULL sorts first");
         assert_eq!((row_id(&e1), row_id(&e2)), (7, 9));
+    }
+
+    #[test]
+    fn keys_decode_back_to_their_values() {
+        let big_u = ty(TypeKind::BigInt, true, 0, 0);
+        let int = ty(TypeKind::Int, false, 0, 0);
+        let dec = ty(TypeKind::Decimal, false, 10, 3);
+        let dbl = ty(TypeKind::Double, false, 0, 0);
+        let bin = ty(TypeKind::VarBinary, false, 10, 0);
+        let txt = ty(TypeKind::VarChar, false, 10, 0);
+        let date = ty(TypeKind::Date, false, 0, 0);
+        let dtt = ty(TypeKind::DateTime, false, 0, 6);
+        let cases: Vec<(Value, SqlType)> = vec![
+            (Value::UInt(u64::MAX), big_u),
+            (Value::Int(-42), int),
+            (Value::Null, int),
+            (Value::Decimal(Decimal::new(-12345, 3)), dec),
+            (Value::Double(-2.5e-7), dbl),
+            (Value::Bytes(vec![0, 1, 0, 0, 255, 7]), bin),
+            (Value::Str("Ab".into()), txt),
+            (
+                Value::Date(Date {
+                    year: 2026,
+                    month: 11,
+                    day: 22,
+                }),
+                date,
+            ),
+            (
+                Value::DateTime(DateTime::from_micros(1_763_800_000_123_456)),
+                dtt,
+            ),
+        ];
+        let mut key = vec![];
+        for (v, t) in &cases {
+            encode_value(v, t, 0, &mut key);
+        }
+        let e = [key.as_slice(), &9u64.to_be_bytes()].concat();
+        let cols: Vec<(SqlType, u32)> = cases.iter().map(|(_, t)| (*t, 0)).collect();
+        let got = decode_key(&e, &cols).unwrap();
+        for ((v, t), g) in cases.iter().zip(&got) {
+            if t.kind == TypeKind::VarChar {
+                assert_eq!(g, &None, "collated strings are not given back");
+            } else {
+                assert_eq!(g.as_ref(), Some(v), "{t:?}");
+            }
+        }
+        let types: Vec<SqlType> = cases.iter().map(|(_, t)| *t).collect();
+        let ends = column_ends(&e, &types, types.len()).unwrap();
+        assert_eq!(*ends.last().unwrap(), key.len());
+        assert_eq!(row_id(&e), 9);
     }
 }

@@ -36,12 +36,12 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use quarry_common::{Error, Result, Row, TypeKind, Value};
+use quarry_common::{Error, Result, Row, SqlType, TypeKind, Value};
 use quarry_storage::btree::prefix_end;
 use quarry_storage::{BTree, BufferPool};
 use quarry_storage_api::{
-    Batch, Cursor, Engine, HandlerCounters, IndexSchema, RowFormat, RowId, ScanRequest, Stat,
-    Table, TablePath, TableSchema, TableStats,
+    Batch, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, RowFormat, RowId,
+    ScanRequest, Stat, Table, TablePath, TableSchema, TableStats,
 };
 
 pub use codec::{decode, encode, fixed_width};
@@ -205,6 +205,31 @@ pub struct RowTable {
     fixed_slot: Option<u32>,
     trees: Vec<BTree>,
     dirty_marker: std::path::PathBuf,
+    /// Rows inserted, updated or deleted since open (ages the index statistics).
+    changes: std::sync::atomic::AtomicU64,
+    index_stats: Mutex<Vec<Option<IndexStat>>>,
+}
+
+/// Distinct key-prefix counts of one index, as of `rows_at` live rows.
+struct IndexStat {
+    rows_at: u64,
+    changes_at: u64,
+    distinct: Vec<u64>,
+}
+
+/// Distinct counts measured at `then` rows, scaled to `now` rows (a prefix that was
+/// unique stays unique; others keep their rows per value).
+fn scale_distinct(d: &[u64], then: u64, now: u64) -> Vec<Stat> {
+    d.iter()
+        .map(|&x| {
+            let v = if then == 0 || x >= then {
+                now.max(x.min(now))
+            } else {
+                ((x as f64) * now as f64 / then as f64).round().max(1.0) as u64
+            };
+            Stat::Estimated(v.min(now.max(1)))
+        })
+        .collect()
 }
 
 impl RowTable {
@@ -256,6 +281,8 @@ impl RowTable {
             fixed_slot,
             trees,
             dirty_marker,
+            changes: std::sync::atomic::AtomicU64::new(0),
+            index_stats: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 end: len,
                 wbuf: Vec::new(),
@@ -328,6 +355,40 @@ impl RowTable {
             tree.bulk_load(&mut list.into_iter())?;
         }
         Ok(())
+    }
+
+    /// Distinct values of each key prefix of index `index`, by one pass over its entries
+    /// (entries not yet in the tree during a bulk load are left out).
+    fn count_distinct(&self, index: usize) -> Result<Vec<u64>> {
+        let ix = &self.schema.indexes[index];
+        let types: Vec<SqlType> = ix
+            .columns
+            .iter()
+            .map(|&c| self.schema.columns[c].ty)
+            .collect();
+        let n = types.len();
+        let mut distinct = vec![0u64; n];
+        let mut prev: Vec<u8> = Vec::new();
+        let mut prev_ends: Vec<usize> = Vec::new();
+        self.trees[index].scan(Bound::Unbounded, Bound::Unbounded, &mut |e| {
+            let ends = keycode::column_ends(e, &types, n)
+                .ok_or_else(|| Error::corrupt(format!("index {} entry", ix.name)))?;
+            let first_diff = if prev_ends.is_empty() {
+                0
+            } else {
+                (0..n)
+                    .find(|&j| e[..ends[j]] != prev[..prev_ends[j]])
+                    .unwrap_or(n)
+            };
+            for d in &mut distinct[first_diff..] {
+                *d += 1;
+            }
+            prev.clear();
+            prev.extend_from_slice(e);
+            prev_ends = ends;
+            Ok(true)
+        })?;
+        Ok(distinct)
     }
 
     /// The index entry of `row` (stored at `id`) in `ix`.
@@ -747,27 +808,130 @@ impl Table for RowTable {
             .collect()
     }
 
-    fn index_range(
+    fn index_scan(
+        &self,
+        scan: &IndexScan,
+        visit: &mut dyn FnMut(&IndexEntry) -> Result<bool>,
+    ) -> Result<()> {
+        let (Some(ix), Some(tree)) = (
+            self.schema.indexes.get(scan.index),
+            self.trees.get(scan.index),
+        ) else {
+            return Err(Error::internal("no such index"));
+        };
+        HandlerCounters::add(&self.counters.read_key, 1);
+        let (Some(mut lo), Some(mut hi)) = (
+            self.key_bound(ix, scan.lo, true),
+            self.key_bound(ix, scan.hi, false),
+        ) else {
+            return Ok(());
+        };
+        if let Some(after) = scan.after {
+            if scan.reverse {
+                hi = Bound::Excluded(after.to_vec());
+            } else {
+                lo = Bound::Excluded(after.to_vec());
+            }
+        }
+        let cols: Vec<(SqlType, u32)> = ix
+            .columns
+            .iter()
+            .zip(&ix.prefix)
+            .map(|(&c, &p)| (self.schema.columns[c].ty, p))
+            .collect();
+        let mut read = 0u64;
+        let mut on_entry = |e: &[u8]| -> Result<bool> {
+            read += 1;
+            let vals = if scan.keys {
+                keycode::decode_key(e, &cols)
+                    .ok_or_else(|| Error::corrupt(format!("index {} entry", ix.name)))?
+            } else {
+                Vec::new()
+            };
+            visit(&IndexEntry {
+                id: keycode::row_id(e),
+                keys: &vals,
+                pos: e,
+            })
+        };
+        let (lo, hi) = (as_slice_bound(&lo), as_slice_bound(&hi));
+        if scan.reverse {
+            tree.scan_rev(lo, hi, &mut on_entry)?;
+        } else {
+            tree.scan(lo, hi, &mut on_entry)?;
+        }
+        HandlerCounters::add(&self.counters.read_next, read);
+        Ok(())
+    }
+
+    fn index_covers(&self, index: usize) -> Vec<bool> {
+        self.schema.indexes.get(index).map_or(vec![], |ix| {
+            ix.columns
+                .iter()
+                .zip(&ix.prefix)
+                .map(|(&c, &p)| keycode::decodable(&self.schema.columns[c].ty, p))
+                .collect()
+        })
+    }
+
+    fn records_in_range(
         &self,
         index: usize,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
-    ) -> Result<Vec<RowId>> {
+    ) -> Result<Stat> {
         let (Some(ix), Some(tree)) = (self.schema.indexes.get(index), self.trees.get(index)) else {
-            return Err(Error::internal("no such index"));
+            return Ok(Stat::Unknown);
         };
-        HandlerCounters::add(&self.counters.read_key, 1);
-        let mut out = Vec::new();
         let (Some(lo), Some(hi)) = (self.key_bound(ix, lo, true), self.key_bound(ix, hi, false))
         else {
-            return Ok(out);
+            return Ok(Stat::Exact(0));
         };
-        tree.scan(as_slice_bound(&lo), as_slice_bound(&hi), &mut |e| {
-            out.push(keycode::row_id(e));
-            Ok(true)
-        })?;
-        HandlerCounters::add(&self.counters.read_next, out.len() as u64);
-        Ok(out)
+        let pending = self.state.lock().pending.get(index).map_or(0, Vec::len);
+        let n = tree.estimate_range(as_slice_bound(&lo), as_slice_bound(&hi))?;
+        Ok(Stat::Estimated(n + pending as u64))
+    }
+
+    fn index_distinct(&self, index: usize) -> Result<Vec<Stat>> {
+        let Some(ix) = self.schema.indexes.get(index) else {
+            return Ok(vec![]);
+        };
+        let live = self.state.lock().live_rows;
+        let changes = self.changes.load(std::sync::atomic::Ordering::Relaxed);
+        {
+            let cached = self.index_stats.lock();
+            if let Some(Some(st)) = cached.get(index) {
+                // Stale after a tenth of the rows changed (InnoDB's auto-recalc rule).
+                if changes.saturating_sub(st.changes_at) <= st.rows_at / 10 {
+                    return Ok(scale_distinct(&st.distinct, st.rows_at, live));
+                }
+            }
+        }
+        let distinct = self.count_distinct(index)?;
+        let mut cached = self.index_stats.lock();
+        cached.resize_with(self.schema.indexes.len(), || None);
+        cached[index] = Some(IndexStat {
+            rows_at: live,
+            changes_at: changes,
+            distinct: distinct.clone(),
+        });
+        debug_assert_eq!(distinct.len(), ix.columns.len());
+        Ok(distinct.into_iter().map(Stat::Estimated).collect())
+    }
+
+    fn analyze(&self) -> Result<()> {
+        let live = self.state.lock().live_rows;
+        let changes = self.changes.load(std::sync::atomic::Ordering::Relaxed);
+        let mut fresh = Vec::with_capacity(self.schema.indexes.len());
+        for i in 0..self.schema.indexes.len() {
+            fresh.push(Some(IndexStat {
+                rows_at: live,
+                changes_at: changes,
+                distinct: self.count_distinct(i)?,
+            }));
+        }
+        *self.index_stats.lock() = fresh;
+        Ok(())
     }
 
     fn insert(&self, row: Row) -> Result<RowId> {
@@ -788,6 +952,8 @@ impl Table for RowTable {
         self.write_record(&mut st, off, slot, len)?;
         self.index_add(&mut st, &row, off)?;
         st.live_rows += 1;
+        self.changes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         HandlerCounters::add(&self.counters.write, 1);
         Ok(off)
     }
@@ -833,6 +999,8 @@ impl Table for RowTable {
         for (n, _, after) in &changed {
             self.trees[*n].insert(&with_id(after, new_id))?;
         }
+        self.changes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         HandlerCounters::add(&self.counters.update, 1);
         Ok(new_id)
     }
@@ -844,6 +1012,8 @@ impl Table for RowTable {
         self.mark_deleted(&mut st, id, slot)?;
         self.index_remove(&mut st, &old, id)?;
         st.live_rows -= 1;
+        self.changes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         HandlerCounters::add(&self.counters.delete, 1);
         Ok(())
     }

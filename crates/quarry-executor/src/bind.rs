@@ -72,7 +72,7 @@ fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
 }
 
 /// Column positions an expression reads from its own row (None if it has subqueries/outer refs).
-fn columns_used(e: &Expr) -> Option<Vec<usize>> {
+pub(crate) fn columns_used(e: &Expr) -> Option<Vec<usize>> {
     let mut cols = vec![];
     let mut ok = true;
     e.walk(&mut |x| match x {
@@ -503,14 +503,7 @@ impl<'a> Binder<'a> {
                     .map(|a| a.name.value.clone())
                     .unwrap_or_else(|| entry.def.name.clone());
                 let cols = Self::table_scope(&entry, &alias);
-                Ok((
-                    Plan::Scan {
-                        table: entry,
-                        filter: None,
-                        access: Access::Full,
-                    },
-                    cols,
-                ))
+                Ok((Plan::scan(entry), cols))
             }
             TableFactor::Derived {
                 subquery, alias, ..
@@ -808,7 +801,7 @@ impl<'a> Binder<'a> {
             };
         }
         let columns = items.into_iter().map(|(_, c)| c).collect();
-        Ok((plan, columns))
+        Ok((crate::optimize::optimize(plan), columns))
     }
 
     fn bind_having(&mut self, h: &A, items: &[(Expr, OutColumn)]) -> Result<Expr> {
@@ -1685,12 +1678,13 @@ pub fn push_filter(plan: Plan, pred: Expr) -> Plan {
     }
 }
 
-fn width(p: &Plan) -> Option<usize> {
+pub(crate) fn width(p: &Plan) -> Option<usize> {
     match p {
         Plan::Scan { table, .. } => Some(table.def.columns.len()),
         Plan::Join {
             left, right_width, ..
         } => Some(width(left)? + right_width),
+        Plan::IndexJoin { left, table, .. } => Some(width(left)? + table.def.columns.len()),
         Plan::Dual => Some(0),
         _ => None,
     }
@@ -1850,12 +1844,16 @@ pub fn choose_access(plan: Plan) -> Plan {
             table,
             filter: Some(f),
             access: Access::Full,
+            read,
+            order,
         } => {
             let access = pick_index(&table, &f);
             Plan::Scan {
                 table,
                 filter: Some(f),
                 access,
+                read,
+                order,
             }
         }
         Plan::Join {

@@ -707,11 +707,7 @@ fn matching_rows(
         .map(|s| b.bind_in_scope(cols.clone(), s))
         .transpose()?;
     let plan = push_filter(
-        crate::plan::Plan::Scan {
-            table: entry.clone(),
-            filter: None,
-            access: Access::Full,
-        },
+        crate::plan::Plan::scan(entry.clone()),
         filter.unwrap_or(Expr::Lit(Value::Int(1))),
     );
     let (filter, access, residual) = match plan {

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use quarry_catalog::{Catalog, TableEntry};
 use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
-use quarry_storage_api::{HandlerCounters, RowId, ScanRequest};
+use quarry_storage_api::{HandlerCounters, IndexScan, RowId, ScanRequest};
 
 use crate::expr::{cast_value, Expr, SubQuery};
-use crate::plan::{Access, Agg, AggFunc, JoinKind, Plan};
+use crate::plan::{Access, Agg, AggFunc, JoinKind, Plan, ReadMode};
 
 pub const BATCH_ROWS: usize = 1024;
 
@@ -60,6 +60,8 @@ pub struct ExecCtx<'a> {
     pub sort_buffer: usize,
     /// Bytes of groups a hash aggregation keeps in memory before partitioning to files.
     pub agg_buffer: usize,
+    /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
+    pub profile: RefCell<Option<crate::explain::Profile>>,
 }
 
 impl ExecCtx<'_> {
@@ -116,92 +118,103 @@ fn key_of(exprs: &[Expr], row: &[Value], ctx: &ExecCtx, out: &mut Vec<u8>) -> Re
     Ok(true)
 }
 
-/// Row ids for an index access path, sorted so rows are read in file order.
-fn index_ids(table: &TableEntry, access: &Access, ctx: &ExecCtx) -> Result<Option<Vec<RowId>>> {
-    let ty = |index: usize, k: usize| table.def.columns[table.def.indexes[index].columns[k]].ty;
-    let conv = |index: usize, k: usize, v: Value| -> Option<Value> {
-        let t = ty(index, k);
-        if v.is_null() {
-            return None;
-        }
-        // A key that does not survive conversion unchanged cannot match (e.g. 'abc' vs INT).
-        let c = cast_value(v.clone(), &t).ok()?;
-        if c.sql_cmp(&v) != Some(std::cmp::Ordering::Equal) && !(t.is_string()) {
-            return None;
-        }
-        Some(c)
-    };
-    let mut ids = match access {
+/// Key bounds of one index range, evaluated: prefixes of the index columns.
+pub type KeyRange = (Bound<Vec<Value>>, Bound<Vec<Value>>);
+
+/// A key value converted to an index column's type, or None when it cannot match any
+/// key (NULL, or a value that does not survive conversion, e.g. 'abc' for an INT).
+fn key_value(table: &TableEntry, index: usize, k: usize, v: Value) -> Option<Value> {
+    let t = table.def.columns[table.def.indexes[index].columns[k]].ty;
+    if v.is_null() {
+        return None;
+    }
+    let c = cast_value(v.clone(), &t).ok()?;
+    if c.sql_cmp(&v) != Some(std::cmp::Ordering::Equal) && !(t.is_string()) {
+        return None;
+    }
+    Some(c)
+}
+
+/// Key values converted to the types of an index's first columns (None if one cannot
+/// match any key).
+pub fn key_values(table: &TableEntry, index: usize, vals: Vec<Value>) -> Option<Vec<Value>> {
+    vals.into_iter()
+        .enumerate()
+        .map(|(k, v)| key_value(table, index, k, v))
+        .collect()
+}
+
+/// The index and evaluated key ranges of an access path (None for a full scan).
+pub fn access_ranges(
+    table: &TableEntry,
+    access: &Access,
+    ctx: &ExecCtx,
+) -> Result<Option<(usize, Vec<KeyRange>)>> {
+    Ok(Some(match access {
         Access::Full => return Ok(None),
         Access::Keys { index, keys } => {
-            let mut ids = Vec::new();
-            for k in keys {
+            let mut out = Vec::with_capacity(keys.len());
+            'keys: for k in keys {
                 let mut vals = Vec::with_capacity(k.len());
-                let mut ok = true;
                 for (i, e) in k.iter().enumerate() {
-                    match conv(*index, i, e.eval(&[], ctx)?) {
+                    match key_value(table, *index, i, e.eval(&[], ctx)?) {
                         Some(v) => vals.push(v),
-                        None => ok = false,
+                        None => continue 'keys,
                     }
                 }
-                if ok {
-                    ids.extend(table.handle.index_range(
-                        *index,
-                        Bound::Included(&vals),
-                        Bound::Included(&vals),
-                    )?);
-                }
+                out.push((Bound::Included(vals.clone()), Bound::Included(vals)));
             }
-            ids
+            (*index, out)
         }
         Access::Ranges { index, ranges } => {
-            let ev = |b: &Option<(Expr, bool)>| -> Result<Option<Option<(Value, bool)>>> {
+            let t = table.def.columns[table.def.indexes[*index].columns[0]].ty;
+            let ev = |b: &Option<(Expr, bool)>| -> Result<Option<Bound<Vec<Value>>>> {
                 match b {
-                    None => Ok(Some(None)),
+                    None => Ok(Some(Bound::Unbounded)),
                     Some((e, incl)) => {
                         let v = e.eval(&[], ctx)?;
                         if v.is_null() {
                             return Ok(None);
                         }
-                        let t = ty(*index, 0);
                         // An integer column compares numerically with a bound that is not an
                         // exact integer (2.5, '3abc'): keep it as a double, never round it.
                         let inexact = !v.is_numeric() || v.to_f64().fract() != 0.0;
-                        let v = if t.is_integer() && inexact {
-                            Value::Double(v.to_f64())
+                        let (v, incl) = if t.is_integer() && inexact {
+                            (Value::Double(v.to_f64()), *incl)
                         } else {
-                            cast_value(v, &t)?
+                            let c = cast_value(v.clone(), &t)?;
+                            // A bound rounded to the column's scale (DECIMAL(5,2) < 1.2345)
+                            // must keep the rounded value in the range.
+                            let exact =
+                                c.sql_cmp(&v) == Some(std::cmp::Ordering::Equal) || t.is_string();
+                            (c, *incl || !exact)
                         };
-                        Ok(Some(Some((v, *incl))))
+                        Ok(Some(if incl {
+                            Bound::Included(vec![v])
+                        } else {
+                            Bound::Excluded(vec![v])
+                        }))
                     }
                 }
             };
-            let mut ids = Vec::new();
+            let mut out = Vec::with_capacity(ranges.len());
             for (lo, hi) in ranges {
                 // A NULL bound selects nothing.
-                let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) else {
-                    continue;
-                };
-                let lo_v = lo.as_ref().map(|(v, _)| vec![v.clone()]);
-                let hi_v = hi.as_ref().map(|(v, _)| vec![v.clone()]);
-                let lb = match (&lo, &lo_v) {
-                    (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
-                    (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
-                    _ => Bound::Unbounded,
-                };
-                let hb = match (&hi, &hi_v) {
-                    (Some((_, true)), Some(v)) => Bound::Included(v.as_slice()),
-                    (Some((_, false)), Some(v)) => Bound::Excluded(v.as_slice()),
-                    _ => Bound::Unbounded,
-                };
-                ids.extend(table.handle.index_range(*index, lb, hb)?);
+                if let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) {
+                    out.push((lo, hi));
+                }
             }
-            ids
+            (*index, out)
         }
-    };
-    ids.sort_unstable();
-    ids.dedup();
-    Ok(Some(ids))
+    }))
+}
+
+fn bound_ref(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
 }
 
 /// Scan a table (by index or fully), passing (ids, rows) batches that pass `filter`.
@@ -212,56 +225,257 @@ pub fn scan_table(
     ctx: &ExecCtx,
     sink: &mut dyn FnMut(Vec<RowId>, Vec<Row>) -> Result<bool>,
 ) -> Result<()> {
-    if let Some(ids) = index_ids(table, access, ctx)? {
-        for chunk in ids.chunks(BATCH_ROWS) {
-            let rows = table.handle.fetch(chunk)?;
-            let (mut kid, mut krow) = (Vec::new(), Vec::new());
-            for (id, r) in chunk.iter().zip(rows) {
-                if filter
-                    .map(|f| f.eval_truth(&r, ctx))
-                    .transpose()?
-                    .unwrap_or(true)
-                {
-                    kid.push(*id);
-                    krow.push(r);
-                }
+    scan_with(table, filter, access, ReadMode::Rows, None, ctx, sink)
+}
+
+/// `scan_table` reading only the index (`read`) and/or in index order (`order`).
+pub fn scan_with(
+    table: &TableEntry,
+    filter: Option<&Expr>,
+    access: &Access,
+    read: ReadMode,
+    order: Option<bool>,
+    ctx: &ExecCtx,
+    sink: &mut dyn FnMut(Vec<RowId>, Vec<Row>) -> Result<bool>,
+) -> Result<()> {
+    let keep = |ids: Vec<RowId>, rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
+        let Some(f) = filter else {
+            return Ok((ids, rows));
+        };
+        let (mut kid, mut krow) = (
+            Vec::with_capacity(rows.len()),
+            Vec::with_capacity(rows.len()),
+        );
+        for (id, r) in ids.into_iter().zip(rows) {
+            if f.eval_truth(&r, ctx)? {
+                kid.push(id);
+                krow.push(r);
             }
+        }
+        Ok((kid, krow))
+    };
+    let Some((index, ranges)) = access_ranges(table, access, ctx)? else {
+        let mut cursor = table.handle.scan(&ScanRequest {
+            batch_rows: BATCH_ROWS,
+            read_buffer: ctx.read_buffer,
+        })?;
+        while let Some(batch) = cursor.next_batch()? {
+            ctx.check_killed()?;
+            let (ids, rows) = keep(batch.ids, batch.rows)?;
+            if !rows.is_empty() && !sink(ids, rows)? {
+                break;
+            }
+        }
+        return Ok(());
+    };
+    if read == ReadMode::Rows && order.is_none() {
+        // Every matching id first, sorted, so rows are read in file order.
+        let mut ids = Vec::new();
+        for (lo, hi) in &ranges {
+            ids.extend(
+                table
+                    .handle
+                    .index_range(index, bound_ref(lo), bound_ref(hi))?,
+            );
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        for chunk in ids.chunks(BATCH_ROWS) {
+            ctx.check_killed()?;
+            let rows = table.handle.fetch(chunk)?;
+            let (kid, krow) = keep(chunk.to_vec(), rows)?;
             if !krow.is_empty() && !sink(kid, krow)? {
                 return Ok(());
             }
         }
         return Ok(());
     }
-    let mut cursor = table.handle.scan(&ScanRequest {
-        batch_rows: BATCH_ROWS,
-        read_buffer: ctx.read_buffer,
-    })?;
-    while let Some(batch) = cursor.next_batch()? {
-        ctx.check_killed()?;
-        let (ids, rows) = match filter {
-            None => (batch.ids, batch.rows),
-            Some(f) => {
-                let (mut kid, mut krow) = (
-                    Vec::with_capacity(batch.rows.len()),
-                    Vec::with_capacity(batch.rows.len()),
-                );
-                for (id, r) in batch.ids.into_iter().zip(batch.rows) {
-                    if f.eval_truth(&r, ctx)? {
-                        kid.push(id);
-                        krow.push(r);
+    // In index order, a chunk at a time (small first: a LIMIT often needs few rows); each
+    // chunk is read with the index latch released before rows are fetched or passed on.
+    let width = table.def.columns.len();
+    let ix_cols = &table.def.indexes[index].columns;
+    let reverse = order == Some(true);
+    let mut seen: Option<HashSet<RowId>> = (ranges.len() > 1).then(HashSet::new);
+    let ordered: Vec<&KeyRange> = if reverse {
+        ranges.iter().rev().collect()
+    } else {
+        ranges.iter().collect()
+    };
+    let mut chunk = if order.is_some() { 16 } else { BATCH_ROWS };
+    for (lo, hi) in ordered {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            ctx.check_killed()?;
+            let (mut ids, mut rows, mut last, mut n) = (Vec::new(), Vec::new(), Vec::new(), 0);
+            table.handle.index_scan(
+                &IndexScan {
+                    index,
+                    lo: bound_ref(lo),
+                    hi: bound_ref(hi),
+                    reverse,
+                    keys: read == ReadMode::IndexOnly,
+                    after: after.as_deref(),
+                },
+                &mut |e| {
+                    n += 1;
+                    last.clear();
+                    last.extend_from_slice(e.pos);
+                    if seen.as_mut().is_some_and(|s| !s.insert(e.id)) {
+                        return Ok(n < chunk);
                     }
+                    ids.push(e.id);
+                    match read {
+                        ReadMode::IndexOnly => {
+                            let mut r = vec![Value::Null; width];
+                            for (k, &c) in ix_cols.iter().enumerate() {
+                                if let Some(Some(v)) = e.keys.get(k) {
+                                    r[c] = v.clone();
+                                }
+                            }
+                            rows.push(r);
+                        }
+                        ReadMode::EntriesOnly => rows.push(Vec::new()),
+                        ReadMode::Rows => {}
+                    }
+                    Ok(n < chunk)
+                },
+            )?;
+            if read == ReadMode::Rows && !ids.is_empty() {
+                let mut by_file: Vec<usize> = (0..ids.len()).collect();
+                by_file.sort_unstable_by_key(|&i| ids[i]);
+                let sorted: Vec<RowId> = by_file.iter().map(|&i| ids[i]).collect();
+                let mut fetched: Vec<Option<Row>> = vec![None; ids.len()];
+                for (&i, r) in by_file.iter().zip(table.handle.fetch(&sorted)?) {
+                    fetched[i] = Some(r);
                 }
-                (kid, krow)
+                rows = fetched.into_iter().map(|r| r.unwrap_or_default()).collect();
             }
-        };
-        if !rows.is_empty() && !sink(ids, rows)? {
-            break;
+            let (kid, krow) = keep(ids, rows)?;
+            if !krow.is_empty() && !sink(kid, krow)? {
+                return Ok(());
+            }
+            if n < chunk {
+                break;
+            }
+            after = Some(last);
+            chunk = (chunk * 4).min(4 * BATCH_ROWS);
         }
     }
     Ok(())
 }
 
+/// The inner side of an index nested-loop join.
+struct IndexProbe<'p> {
+    table: &'p TableEntry,
+    index: usize,
+    keys: &'p [Expr],
+    left_keys: &'p [Expr],
+    right_keys: &'p [Expr],
+    filter: Option<&'p Expr>,
+    on: Option<&'p Expr>,
+    kind: JoinKind,
+}
+
+/// Index nested-loop join: each left batch's keys are looked up, the matching row ids of
+/// the whole batch fetched once in file order, and the joined rows emitted in left order.
+fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
+    let width = p.table.def.columns.len();
+    let nulls: Row = vec![Value::Null; width];
+    let (mut lk, mut rk) = (Vec::new(), Vec::new());
+    run(left, ctx, &mut |batch| {
+        ctx.check_killed()?;
+        // Row ids per left row.
+        let mut found: Vec<Vec<RowId>> = Vec::with_capacity(batch.len());
+        for l in &batch {
+            let mut vals = Vec::with_capacity(p.keys.len());
+            for (k, e) in p.keys.iter().enumerate() {
+                match key_value(p.table, p.index, k, e.eval(l, ctx)?) {
+                    Some(v) => vals.push(v),
+                    None => break,
+                }
+            }
+            found.push(if vals.len() == p.keys.len() {
+                p.table.handle.index_range(
+                    p.index,
+                    Bound::Included(&vals),
+                    Bound::Included(&vals),
+                )?
+            } else {
+                Vec::new()
+            });
+        }
+        let mut ids: Vec<RowId> = found.iter().flatten().copied().collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let fetched = p.table.handle.fetch(&ids)?;
+        let mut at: HashMap<RowId, usize> = HashMap::with_capacity(ids.len());
+        for (i, (id, r)) in ids.iter().zip(&fetched).enumerate() {
+            let pass = p.filter.map(|f| f.eval_truth(r, ctx)).transpose()?;
+            if pass.unwrap_or(true) {
+                at.insert(*id, i);
+            }
+        }
+        let mut out = Vec::new();
+        for (l, ids) in batch.into_iter().zip(found) {
+            let mut matched = false;
+            let has_key = key_of(p.left_keys, &l, ctx, &mut lk)?;
+            for id in ids {
+                let Some(&i) = at.get(&id) else { continue };
+                let r = &fetched[i];
+                // Same equality as the hash join: the keys' hash forms agree.
+                if !has_key || !key_of(p.right_keys, r, ctx, &mut rk)? || lk != rk {
+                    continue;
+                }
+                let mut row = Vec::with_capacity(l.len() + width);
+                row.extend_from_slice(&l);
+                row.extend_from_slice(r);
+                if p.on
+                    .map(|e| e.eval_truth(&row, ctx))
+                    .transpose()?
+                    .unwrap_or(true)
+                {
+                    matched = true;
+                    out.push(row);
+                }
+            }
+            if !matched && p.kind == JoinKind::Left {
+                let mut row = l;
+                row.extend_from_slice(&nulls);
+                out.push(row);
+            }
+        }
+        if out.is_empty() {
+            return Ok(true);
+        }
+        sink(out)
+    })
+}
+
 pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
+    if ctx.profile.borrow().is_none() {
+        return run_node(plan, ctx, sink);
+    }
+    // A node's time is its whole run less the time spent in the operators it feeds.
+    let start = std::time::Instant::now();
+    let (mut rows, mut fed) = (0u64, std::time::Duration::ZERO);
+    let r = run_node(plan, ctx, &mut |b| {
+        rows += b.len() as u64;
+        let t = std::time::Instant::now();
+        let go = sink(b);
+        fed += t.elapsed();
+        go
+    });
+    let own = start.elapsed().saturating_sub(fed);
+    if let Some(p) = ctx.profile.borrow_mut().as_mut() {
+        let st = p.entry(crate::explain::node_key(plan)).or_default();
+        st.rows += rows;
+        st.loops += 1;
+        st.nanos += own.as_nanos() as u64;
+    }
+    r
+}
+
+fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
     match plan {
         Plan::Dual => {
             sink(vec![vec![]])?;
@@ -281,9 +495,42 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             table,
             filter,
             access,
-        } => scan_table(table, filter.as_ref(), access, ctx, &mut |_, rows| {
-            sink(rows)
-        })?,
+            read,
+            order,
+        } => scan_with(
+            table,
+            filter.as_ref(),
+            access,
+            *read,
+            *order,
+            ctx,
+            &mut |_, rows| sink(rows),
+        )?,
+        Plan::IndexJoin {
+            left,
+            table,
+            index,
+            keys,
+            left_keys,
+            right_keys,
+            filter,
+            on,
+            kind,
+        } => index_join(
+            left,
+            IndexProbe {
+                table,
+                index: *index,
+                keys,
+                left_keys,
+                right_keys,
+                filter: filter.as_ref(),
+                on: on.as_ref(),
+                kind: *kind,
+            },
+            ctx,
+            sink,
+        )?,
         Plan::Filter { input, pred } => run(input, ctx, &mut |mut b| {
             let mut err = None;
             b.retain(|r| match pred.eval_truth(r, ctx) {

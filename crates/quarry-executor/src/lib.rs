@@ -13,8 +13,10 @@
 pub mod bind;
 pub mod dml;
 pub mod exec;
+pub mod explain;
 pub mod expr;
 pub mod func;
+pub mod optimize;
 pub mod plan;
 pub mod sort;
 

@@ -59,6 +59,18 @@ pub enum Access {
     },
 }
 
+/// What a scan reads for each row it produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Whole rows from the table.
+    Rows,
+    /// Only the index entries: rows carry the key columns, the others are NULL (nothing
+    /// above reads them).
+    IndexOnly,
+    /// Only the count of index entries: rows are empty (nothing above reads a column).
+    EntriesOnly,
+}
+
 #[derive(Debug)]
 pub enum Plan {
     /// One row with no columns (SELECT without FROM).
@@ -68,6 +80,25 @@ pub enum Plan {
         table: Arc<TableEntry>,
         filter: Option<Expr>,
         access: Access,
+        read: ReadMode,
+        /// Rows come in the access index's order (`Some(true)`: descending), so a sort
+        /// above could be dropped.
+        order: Option<bool>,
+    },
+    /// Index nested-loop join: for each left row, look `keys` up in `index` of `table`
+    /// (the right input), keep fetched rows passing `filter` (on the right row) whose
+    /// `left_keys`/`right_keys` agree, then `on` over the joined row.
+    IndexJoin {
+        left: Box<Plan>,
+        table: Arc<TableEntry>,
+        index: usize,
+        /// Left-row expressions for the first `keys.len()` index columns.
+        keys: Vec<Expr>,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        filter: Option<Expr>,
+        on: Option<Expr>,
+        kind: JoinKind,
     },
     Filter {
         input: Box<Plan>,
@@ -153,92 +184,14 @@ pub struct SelectPlan {
 }
 
 impl Plan {
-    /// The plan as an indented tree (EXPLAIN FORMAT=TREE-like).
-    pub fn explain(&self, depth: usize, out: &mut Vec<String>) {
-        let pad = "    ".repeat(depth);
-        let line = match self {
-            Plan::Dual => "Rows fetched before execution".to_string(),
-            Plan::Values(r) => format!("Values: {} rows", r.len()),
-            Plan::Scan {
-                table,
-                filter,
-                access,
-            } => {
-                let how = match access {
-                    Access::Full => "Table scan".to_string(),
-                    Access::Keys { index, .. } => {
-                        format!("Index lookup using {}", table.def.indexes[*index].name)
-                    }
-                    Access::Ranges { index, ranges } => format!(
-                        "Index range scan ({} range{}) using {}",
-                        ranges.len(),
-                        if ranges.len() == 1 { "" } else { "s" },
-                        table.def.indexes[*index].name
-                    ),
-                };
-                format!(
-                    "{how} on {}{}",
-                    table.def.name,
-                    if filter.is_some() {
-                        " (with pushed filter)"
-                    } else {
-                        ""
-                    }
-                )
-            }
-            Plan::Filter { .. } => "Filter".into(),
-            Plan::Project { exprs, .. } => format!("Project: {} columns", exprs.len()),
-            Plan::Join {
-                kind, left_keys, ..
-            } => format!(
-                "{} {}",
-                if left_keys.is_empty() {
-                    "Nested loop"
-                } else {
-                    "Hash"
-                },
-                if *kind == JoinKind::Left {
-                    "left join"
-                } else {
-                    "inner join"
-                }
-            ),
-            Plan::Aggregate { group, aggs, .. } => format!(
-                "Aggregate: {} groups keys, {} aggregates",
-                group.len(),
-                aggs.len()
-            ),
-            Plan::Sort { keys, .. } => format!("Sort: {} keys", keys.len()),
-            Plan::Limit { limit, offset, .. } => format!(
-                "Limit: {} row(s) offset {offset}",
-                limit.map(|l| l.to_string()).unwrap_or("all".into())
-            ),
-            Plan::Distinct { .. } => "Distinct".into(),
-            Plan::Union { all, .. } => format!("Union{}", if *all { " all" } else { "" }),
-            Plan::SetOp { except, all, .. } => format!(
-                "{}{}",
-                if *except { "Except" } else { "Intersect" },
-                if *all { " all" } else { "" }
-            ),
-        };
-        out.push(format!("{pad}-> {line}"));
-        match self {
-            Plan::Filter { input, .. }
-            | Plan::Project { input, .. }
-            | Plan::Aggregate { input, .. }
-            | Plan::Sort { input, .. }
-            | Plan::Limit { input, .. }
-            | Plan::Distinct { input, .. } => input.explain(depth + 1, out),
-            Plan::Join { left, right, .. } => {
-                left.explain(depth + 1, out);
-                right.explain(depth + 1, out);
-            }
-            Plan::Union { inputs, .. } => inputs.iter().for_each(|p| p.explain(depth + 1, out)),
-            Plan::SetOp { left, right, .. } => {
-                left.explain(depth + 1, out);
-                right.explain(depth + 1, out);
-            }
-            _ => {}
+    /// A full scan of `table` reading whole rows.
+    pub fn scan(table: Arc<TableEntry>) -> Plan {
+        Plan::Scan {
+            table,
+            filter: None,
+            access: Access::Full,
+            read: ReadMode::Rows,
+            order: None,
         }
     }
 }

@@ -136,20 +136,102 @@ impl HandlerCounters {
     }
 }
 
+/// One read of an index range, in key order or reversed.
+#[derive(Debug, Clone)]
+pub struct IndexScan<'a> {
+    pub index: usize,
+    /// Key bounds: prefixes of the index columns, already converted to the column types.
+    pub lo: Bound<&'a [Value]>,
+    pub hi: Bound<&'a [Value]>,
+    /// Last key first.
+    pub reverse: bool,
+    /// Hand the key column values to the visitor (index-only reads); else it gets none.
+    pub keys: bool,
+    /// Resume strictly after this entry (a `pos` an earlier scan of the range handed out).
+    pub after: Option<&'a [u8]>,
+}
+
+/// One index entry as a scan hands it out.
+pub struct IndexEntry<'a> {
+    pub id: RowId,
+    /// Key column values when asked for: `Some` where the key gives the value back.
+    pub keys: &'a [Option<Value>],
+    /// Opaque position to resume a scan after this entry.
+    pub pos: &'a [u8],
+}
+
 /// One open table.
 pub trait Table: Send + Sync {
     fn schema(&self) -> &TableSchema;
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>>;
     /// Rows by id, in the order given (callers sort ids to read in file order).
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>>;
-    /// Row ids whose key on `index` lies in the range (key values are prefixes of the index
-    /// columns, already converted to the column types).
+    /// Visit the entries of an index range in order with their row ids (and, when asked,
+    /// the key column values: `Some` where `index_covers` says the key gives the value
+    /// back) until `visit` returns false.
+    fn index_scan(
+        &self,
+        scan: &IndexScan,
+        visit: &mut dyn FnMut(&IndexEntry) -> Result<bool>,
+    ) -> Result<()>;
+    /// Row ids whose key on `index` lies in the range, in key order.
     fn index_range(
         &self,
         index: usize,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
-    ) -> Result<Vec<RowId>>;
+    ) -> Result<Vec<RowId>> {
+        let mut ids = Vec::new();
+        self.index_scan(
+            &IndexScan {
+                index,
+                lo,
+                hi,
+                reverse: false,
+                keys: false,
+                after: None,
+            },
+            &mut |e| {
+                ids.push(e.id);
+                Ok(true)
+            },
+        )?;
+        Ok(ids)
+    }
+    /// Per column of `index`: whether an index-only read gives its exact value back.
+    fn index_covers(&self, index: usize) -> Vec<bool> {
+        vec![
+            false;
+            self.schema()
+                .indexes
+                .get(index)
+                .map_or(0, |i| i.columns.len())
+        ]
+    }
+    /// Estimated entries in a key range (MySQL's `records_in_range`).
+    fn records_in_range(
+        &self,
+        _index: usize,
+        _lo: Bound<&[Value]>,
+        _hi: Bound<&[Value]>,
+    ) -> Result<Stat> {
+        Ok(Stat::Unknown)
+    }
+    /// Distinct values of each key prefix of `index` (first column, first two, …), kept
+    /// roughly current as data changes; `Unknown` where the engine cannot tell.
+    fn index_distinct(&self, index: usize) -> Result<Vec<Stat>> {
+        Ok(vec![
+            Stat::Unknown;
+            self.schema()
+                .indexes
+                .get(index)
+                .map_or(0, |i| i.columns.len())
+        ])
+    }
+    /// Recompute statistics now (`ANALYZE TABLE`).
+    fn analyze(&self) -> Result<()> {
+        Ok(())
+    }
     fn insert(&self, row: Row) -> Result<RowId>;
     /// Replace the row at `id`; returns its (possibly new) id.
     fn update(&self, id: RowId, row: Row) -> Result<RowId>;

@@ -338,6 +338,137 @@ impl BTree {
         }
     }
 
+    /// Call `f` with every entry in `[lo, hi]` from the last to the first until it returns
+    /// false. Leaves link only rightwards, so each step left descends again, bounded by
+    /// the separator that led to the leaf just read (its low fence).
+    pub fn scan_rev(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let _r = self.latch.read();
+        let mut upper: Bound<Vec<u8>> = hi.map(<[u8]>::to_vec);
+        loop {
+            let (leaf, fence) = self.descend_before(upper.as_ref().map(Vec::as_slice))?;
+            let r = self.page(leaf)?;
+            let d = r.read();
+            let n = Node(&d);
+            let end = match &upper {
+                Bound::Unbounded => n.len(),
+                Bound::Included(k) => match n.search(k) {
+                    Ok(i) => i + 1,
+                    Err(p) => p,
+                },
+                Bound::Excluded(k) => n.search(k).unwrap_or_else(|p| p),
+            };
+            for i in (0..end).rev() {
+                let k = n.key(i);
+                let below = match lo {
+                    Bound::Included(l) => k < l,
+                    Bound::Excluded(l) => k <= l,
+                    Bound::Unbounded => false,
+                };
+                if below || !f(k)? {
+                    return Ok(());
+                }
+            }
+            match fence {
+                None => return Ok(()),
+                Some(k) => {
+                    if match lo {
+                        Bound::Included(l) => k.as_slice() <= l,
+                        Bound::Excluded(l) => k.as_slice() <= l,
+                        Bound::Unbounded => false,
+                    } {
+                        return Ok(());
+                    }
+                    upper = Bound::Excluded(k)
+                }
+            }
+        }
+    }
+
+    /// The leaf holding the last entry within `upper`, and that leaf's low fence (the
+    /// separator below which its left neighbours' entries lie; `None` for the first leaf).
+    fn descend_before(&self, upper: Bound<&[u8]>) -> Result<(u32, Option<Vec<u8>>)> {
+        let mut page = self.meta(META_ROOT)?;
+        let mut fence = None;
+        loop {
+            let r = self.page(page)?;
+            let d = r.read();
+            let n = Node(&d);
+            match n.kind() {
+                KIND_LEAF => return Ok((page, fence)),
+                KIND_INTERNAL => {
+                    let slot = match upper {
+                        Bound::Unbounded => n.len(),
+                        Bound::Included(k) => n.child_for(k).0,
+                        Bound::Excluded(k) => n.search(k).unwrap_or_else(|p| p),
+                    };
+                    if slot > 0 {
+                        fence = Some(n.key(slot - 1).to_vec());
+                    }
+                    page = n.child_at(slot);
+                }
+                _ => return Err(Error::corrupt(format!("B-tree page {page} has a bad kind"))),
+            }
+        }
+    }
+
+    /// Estimated number of entries in `[lo, hi]` (MySQL's `records_in_range`): each end's
+    /// position is read off the path to it, assuming sibling subtrees hold equal shares;
+    /// ends in the same leaf are counted exactly.
+    pub fn estimate_range(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<u64> {
+        let _r = self.latch.read();
+        let total = self.len()?;
+        // Share of the entries before the end (`after`: also past entries equal to `k`).
+        let position = |k: Option<&[u8]>, after: bool| -> Result<(f64, u32, usize)> {
+            let mut page = self.meta(META_ROOT)?;
+            let (mut at, mut width) = (0.0f64, 1.0f64);
+            loop {
+                let r = self.page(page)?;
+                let d = r.read();
+                let n = Node(&d);
+                let slot = |n: &Node| match k {
+                    None => n.len() + usize::from(!n.is_leaf()),
+                    Some(k) => match n.search(k) {
+                        Ok(i) => i + usize::from(after || !n.is_leaf()),
+                        Err(p) => p,
+                    },
+                };
+                let s = slot(&n);
+                if n.is_leaf() {
+                    let frac = if n.is_empty() {
+                        0.0
+                    } else {
+                        s as f64 / n.len() as f64
+                    };
+                    return Ok((at + width * frac, page, s));
+                }
+                let children = (n.len() + 1) as f64;
+                let s = s.min(n.len());
+                at += width * s as f64 / children;
+                width /= children;
+                page = n.child_at(s);
+            }
+        };
+        let (a, leaf_a, sa) = match lo {
+            Bound::Unbounded => (0.0, u32::MAX, 0),
+            Bound::Included(k) => position(Some(k), false)?,
+            Bound::Excluded(k) => position(Some(k), true)?,
+        };
+        let (b, leaf_b, sb) = match hi {
+            Bound::Unbounded => (1.0, u32::MAX - 1, 0),
+            Bound::Included(k) => position(Some(k), true)?,
+            Bound::Excluded(k) => position(Some(k), false)?,
+        };
+        if leaf_a == leaf_b {
+            return Ok(sb.saturating_sub(sa) as u64);
+        }
+        Ok(((b - a).max(0.0) * total as f64).round() as u64)
+    }
+
     /// Entries that start with `prefix`, in order.
     pub fn scan_prefix(
         &self,
@@ -648,6 +779,42 @@ mod tests {
                 collect(&t, Bound::Excluded(&lo), Bound::Included(&hi)),
                 want
             );
+            // Backwards, with every bound kind, stopping early half of the time.
+            let stop = if rng.next().is_multiple_of(2) {
+                7
+            } else {
+                usize::MAX
+            };
+            for (lb, hb) in [
+                (
+                    Bound::Included(lo.as_slice()),
+                    Bound::Excluded(hi.as_slice()),
+                ),
+                (
+                    Bound::Excluded(lo.as_slice()),
+                    Bound::Included(hi.as_slice()),
+                ),
+                (Bound::Unbounded, Bound::Included(hi.as_slice())),
+                (Bound::Included(lo.as_slice()), Bound::Unbounded),
+            ] {
+                let want: Vec<Vec<u8>> = model
+                    .range::<[u8], _>((lb, hb))
+                    .rev()
+                    .take(stop)
+                    .cloned()
+                    .collect();
+                let mut got = vec![];
+                t.scan_rev(lb, hb, &mut |k| {
+                    got.push(k.to_vec());
+                    Ok(got.len() < stop)
+                })
+                .unwrap();
+                assert_eq!(got, want);
+                // The estimate is within a few leaves' worth of the truth.
+                let n = model.range::<[u8], _>((lb, hb)).count() as i64;
+                let est = t.estimate_range(lb, hb).unwrap() as i64;
+                assert!((est - n).abs() <= 600 + n / 4, "estimate {est} for {n}");
+            }
             let probe = model.iter().nth(rng.next() as usize % model.len()).unwrap();
             assert!(t.contains(probe).unwrap());
         }

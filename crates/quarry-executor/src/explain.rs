@@ -1,0 +1,944 @@
+//! EXPLAIN: a plan as MySQL's table (one row per table access, with `type`, `key`,
+//! `rows`, `Extra`), as MySQL's `FORMAT=TREE`, and with `EXPLAIN ANALYZE`'s actual rows,
+//! loops and times per operator (collected by `exec::run` into `ExecCtx::profile`).
+
+use std::collections::HashMap;
+
+use quarry_common::Value;
+
+use crate::bind::columns_used;
+use crate::expr::{BinOp, Expr, SubQuery, UnOp};
+use crate::optimize::{access_estimate, estimate_rows, key_bytes, rows_per_key};
+use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
+
+/// What EXPLAIN ANALYZE measured for one plan node.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NodeStat {
+    pub rows: u64,
+    pub loops: u64,
+    /// Time in the node and below it, not in the nodes it feeds.
+    pub nanos: u64,
+}
+
+/// Profiles are keyed by node address: plans do not move while they run.
+pub type Profile = HashMap<usize, NodeStat>;
+
+pub fn node_key(p: &Plan) -> usize {
+    p as *const Plan as usize
+}
+
+/// Names of a plan's output columns, for printing conditions.
+fn layout(plan: &Plan) -> Vec<String> {
+    match plan {
+        Plan::Scan { table, .. } => table
+            .def
+            .columns
+            .iter()
+            .map(|c| format!("{}.{}", table.def.name, c.name))
+            .collect(),
+        Plan::Join { left, right, .. } => {
+            let mut v = layout(left);
+            v.extend(layout(right));
+            v
+        }
+        Plan::IndexJoin { left, table, .. } => {
+            let mut v = layout(left);
+            v.extend(
+                table
+                    .def
+                    .columns
+                    .iter()
+                    .map(|c| format!("{}.{}", table.def.name, c.name)),
+            );
+            v
+        }
+        Plan::Filter { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Distinct { input, .. } => layout(input),
+        Plan::Project { input, exprs } => {
+            let names = layout(input);
+            exprs.iter().map(|e| expr_text(e, &names)).collect()
+        }
+        Plan::Aggregate { input, group, aggs } => {
+            let names = layout(input);
+            group
+                .iter()
+                .map(|g| expr_text(g, &names))
+                .chain(aggs.iter().map(|a| {
+                    let f = match a.func {
+                        AggFunc::CountStar => return "count(*)".to_string(),
+                        AggFunc::Count => "count",
+                        AggFunc::Sum => "sum",
+                        AggFunc::Avg => "avg",
+                        AggFunc::Min => "min",
+                        AggFunc::Max => "max",
+                        AggFunc::First => "any_value",
+                        AggFunc::GroupConcat => "group_concat",
+                        AggFunc::BitAnd => "bit_and",
+                        AggFunc::BitOr => "bit_or",
+                        AggFunc::BitXor => "bit_xor",
+                        AggFunc::Std => "std",
+                        AggFunc::Variance => "variance",
+                    };
+                    let args: Vec<String> = a.args.iter().map(|e| expr_text(e, &names)).collect();
+                    format!(
+                        "{f}({}{})",
+                        if a.distinct { "distinct " } else { "" },
+                        args.join(",")
+                    )
+                }))
+                .collect()
+        }
+        Plan::Union { inputs, .. } => inputs.first().map(layout).unwrap_or_default(),
+        Plan::SetOp { left, .. } => layout(left),
+        Plan::Dual | Plan::Values(_) => vec![],
+    }
+}
+
+fn lit_text(v: &Value) -> String {
+    match v {
+        Value::Null => "NULL".into(),
+        Value::Str(s) => format!("'{}'", s.replace('\'', "''")),
+        other => other.to_string(),
+    }
+}
+
+/// A condition or value as MySQL prints it in EXPLAIN (`(t.a = 5)`).
+pub fn expr_text(e: &Expr, names: &[String]) -> String {
+    let t = |x: &Expr| expr_text(x, names);
+    match e {
+        Expr::Lit(v) => lit_text(v),
+        Expr::Col(i) => names.get(*i).cloned().unwrap_or_else(|| format!("#{i}")),
+        Expr::Outer(up, i) => format!("<outer {up}>.#{i}"),
+        Expr::Param(_) => "?".into(),
+        Expr::Unary(op, a) => match op {
+            UnOp::Neg => format!("-{}", t(a)),
+            UnOp::Not => format!("(not {})", t(a)),
+            UnOp::BitNot => format!("~{}", t(a)),
+        },
+        Expr::Bin(op, a, b) => {
+            let o = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div => "/",
+                BinOp::IntDiv => "DIV",
+                BinOp::Mod => "%",
+                BinOp::Eq => "=",
+                BinOp::NullSafeEq => "<=>",
+                BinOp::Ne => "<>",
+                BinOp::Lt => "<",
+                BinOp::Le => "<=",
+                BinOp::Gt => ">",
+                BinOp::Ge => ">=",
+                BinOp::And => "and",
+                BinOp::Or => "or",
+                BinOp::Xor => "xor",
+                BinOp::BitAnd => "&",
+                BinOp::BitOr => "|",
+                BinOp::BitXor => "^",
+                BinOp::Shl => "<<",
+                BinOp::Shr => ">>",
+            };
+            format!("({} {o} {})", t(a), t(b))
+        }
+        Expr::IsNull(a, neg) => format!("({} is {}null)", t(a), if *neg { "not " } else { "" }),
+        Expr::IsBool(a, v, neg) => format!(
+            "({} is {}{})",
+            t(a),
+            if *neg { "not " } else { "" },
+            if *v { "true" } else { "false" }
+        ),
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            ..
+        } => format!(
+            "({} {}like {})",
+            t(expr),
+            if *negated { "not " } else { "" },
+            t(pattern)
+        ),
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => format!(
+            "({} {}in ({}))",
+            t(expr),
+            if *negated { "not " } else { "" },
+            list.iter().map(t).collect::<Vec<_>>().join(",")
+        ),
+        Expr::InSub { expr, negated, .. } => format!(
+            "({} {}in (subquery))",
+            t(expr),
+            if *negated { "not " } else { "" }
+        ),
+        Expr::Exists { negated, .. } => {
+            format!("{}exists(subquery)", if *negated { "not " } else { "" })
+        }
+        Expr::ScalarSub(_) => "(subquery)".into(),
+        Expr::Between {
+            expr,
+            lo,
+            hi,
+            negated,
+        } => format!(
+            "({} {}between {} and {})",
+            t(expr),
+            if *negated { "not " } else { "" },
+            t(lo),
+            t(hi)
+        ),
+        Expr::Case { .. } => "(case …)".into(),
+        Expr::Func(name, args) => format!(
+            "{}({})",
+            name.to_ascii_lowercase(),
+            args.iter().map(t).collect::<Vec<_>>().join(",")
+        ),
+        Expr::Cast(a, ty) => format!("cast({} as {:?})", t(a), ty.kind).to_ascii_lowercase(),
+        Expr::AggRef(i) => format!("<aggregate {i}>"),
+        Expr::SysVar(v) => format!("@@{v}"),
+        Expr::UserVar(v) => format!("@{v}"),
+        Expr::InsertValue(i) => format!("values(#{i})"),
+    }
+}
+
+fn table_cols(table: &quarry_catalog::TableEntry) -> Vec<String> {
+    table
+        .def
+        .columns
+        .iter()
+        .map(|c| format!("{}.{}", table.def.name, c.name))
+        .collect()
+}
+
+/// `(lo <= t.a <= hi)` for each range of an access path.
+fn ranges_text(table: &quarry_catalog::TableEntry, access: &Access) -> String {
+    let names = table_cols(table);
+    match access {
+        Access::Full => String::new(),
+        Access::Keys { index, keys } => {
+            let ix = &table.def.indexes[*index];
+            keys.iter()
+                .map(|k| {
+                    let parts: Vec<String> = k
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| format!("{} = {}", names[ix.columns[i]], expr_text(e, &[])))
+                        .collect();
+                    format!("({})", parts.join(" and "))
+                })
+                .collect::<Vec<_>>()
+                .join(" or ")
+        }
+        Access::Ranges { index, ranges } => {
+            let col = &names[table.def.indexes[*index].columns[0]];
+            ranges
+                .iter()
+                .map(|(lo, hi)| {
+                    let mut s = String::from("(");
+                    if let Some((e, incl)) = lo {
+                        s += &format!("{} {} ", expr_text(e, &[]), if *incl { "<=" } else { "<" });
+                    }
+                    s += col;
+                    if let Some((e, incl)) = hi {
+                        s += &format!(" {} {}", if *incl { "<=" } else { "<" }, expr_text(e, &[]));
+                    }
+                    s + ")"
+                })
+                .collect::<Vec<_>>()
+                .join(" or ")
+        }
+    }
+}
+
+fn is_full_range(access: &Access) -> bool {
+    matches!(access, Access::Ranges { ranges, .. } if ranges.len() == 1 && ranges[0].0.is_none() && ranges[0].1.is_none())
+}
+
+fn rows_text(n: Option<f64>) -> String {
+    match n {
+        Some(n) => format!("{}", n.round().max(0.0) as u64),
+        None => "?".into(),
+    }
+}
+
+/// What one scan does, as the tree names it.
+fn scan_line(
+    table: &quarry_catalog::TableEntry,
+    access: &Access,
+    read: ReadMode,
+    order: Option<bool>,
+) -> String {
+    let name = &table.def.name;
+    let covering = if read == ReadMode::Rows {
+        ""
+    } else {
+        "Covering index "
+    };
+    let reverse = if order == Some(true) {
+        " (reverse)"
+    } else {
+        ""
+    };
+    let line = match access {
+        Access::Full => format!("Table scan on {name}"),
+        _ if is_full_range(access) => {
+            let ix = match access {
+                Access::Ranges { index, .. } => &table.def.indexes[*index].name,
+                _ => unreachable!(),
+            };
+            format!(
+                "{} scan on {name} using {ix}{reverse}",
+                if covering.is_empty() {
+                    "Index"
+                } else {
+                    "Covering index"
+                }
+            )
+        }
+        Access::Keys { index, keys } => {
+            let ix = &table.def.indexes[*index];
+            let single = ix.unique && keys[0].len() == ix.columns.len();
+            let head = match (keys.len() > 1, covering.is_empty(), single) {
+                (true, true, _) => "Index range scan",
+                (true, false, _) => "Covering index range scan",
+                (false, false, _) => "Covering index lookup",
+                (false, true, true) => "Single-row index lookup",
+                (false, true, false) => "Index lookup",
+            };
+            let over = if keys.len() > 1 { " over " } else { " " };
+            format!(
+                "{head} on {name} using {}{over}{}{reverse}",
+                ix.name,
+                ranges_text(table, access)
+            )
+        }
+        Access::Ranges { index, .. } => {
+            let head = if covering.is_empty() {
+                "Index range scan".to_string()
+            } else {
+                format!("{covering}range scan")
+            };
+            format!(
+                "{head} on {name} using {} over {}{reverse}",
+                table.def.indexes[*index].name,
+                ranges_text(table, access)
+            )
+        }
+    };
+    line
+}
+
+/// The plan as MySQL's `EXPLAIN FORMAT=TREE` (with actual figures when `profile` is given).
+pub fn tree(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
+    let mut out = vec![];
+    tree_node(plan, 0, profile, &mut out);
+    out
+}
+
+fn push(
+    out: &mut Vec<String>,
+    depth: usize,
+    line: String,
+    est: Option<f64>,
+    stat: Option<NodeStat>,
+) {
+    let mut s = format!("{}-> {line}", "    ".repeat(depth));
+    if let Some(e) = est {
+        s += &format!("  (rows={})", rows_text(Some(e)));
+    }
+    if let Some(st) = stat {
+        s += &format!(
+            " (actual time={:.3} ms rows={} loops={})",
+            st.nanos as f64 / 1e6,
+            st.rows,
+            st.loops
+        );
+    }
+    out.push(s);
+}
+
+fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec<String>) {
+    let stat = profile.map(|p| p.get(&node_key(plan)).copied().unwrap_or_default());
+    let names = layout(plan);
+    match plan {
+        Plan::Dual => push(
+            out,
+            depth,
+            "Rows fetched before execution".into(),
+            None,
+            stat,
+        ),
+        Plan::Values(r) => push(out, depth, format!("Values: {} rows", r.len()), None, stat),
+        Plan::Scan {
+            table,
+            filter,
+            access,
+            read,
+            order,
+        } => {
+            let est = estimate_rows(plan);
+            let mut d = depth;
+            if let Some(f) = filter {
+                push(
+                    out,
+                    d,
+                    format!("Filter: {}", expr_text(f, &names)),
+                    est,
+                    stat,
+                );
+                d += 1;
+            }
+            let base = access_estimate(table, access);
+            let line = scan_line(table, access, *read, *order);
+            push(
+                out,
+                d,
+                line,
+                base,
+                if filter.is_some() { None } else { stat },
+            );
+        }
+        Plan::Filter { input, pred } => {
+            push(
+                out,
+                depth,
+                format!("Filter: {}", expr_text(pred, &names)),
+                None,
+                stat,
+            );
+            tree_node(input, depth + 1, profile, out);
+        }
+        // Projections are not operators in MySQL's tree.
+        Plan::Project { input, .. } => tree_node(input, depth, profile, out),
+        Plan::Aggregate { input, group, aggs } => {
+            let inner = layout(input);
+            let agg_names: Vec<String> = layout(plan).split_off(group.len());
+            let line = if group.is_empty() {
+                format!("Aggregate: {}", agg_names.join(", "))
+            } else {
+                format!(
+                    "Group aggregate (hash): {}{}{}",
+                    group
+                        .iter()
+                        .map(|g| expr_text(g, &inner))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if aggs.is_empty() { "" } else { ", " },
+                    agg_names.join(", ")
+                )
+            };
+            push(out, depth, line, None, stat);
+            tree_node(input, depth + 1, profile, out);
+        }
+        Plan::Sort { input, keys } => {
+            let inner = layout(input);
+            let ks: Vec<String> = keys
+                .iter()
+                .map(|(e, d)| format!("{}{}", expr_text(e, &inner), if *d { " DESC" } else { "" }))
+                .collect();
+            push(out, depth, format!("Sort: {}", ks.join(", ")), None, stat);
+            tree_node(input, depth + 1, profile, out);
+        }
+        Plan::Limit {
+            input,
+            limit,
+            offset,
+        } => {
+            let mut line = match limit {
+                Some(l) => format!("Limit: {l} row(s)"),
+                None => "Limit: all rows".into(),
+            };
+            if *offset > 0 {
+                line = format!("{line}, offset {offset}");
+            }
+            push(out, depth, line, None, stat);
+            tree_node(input, depth + 1, profile, out);
+        }
+        Plan::Distinct { input, .. } => {
+            push(out, depth, "Remove duplicates (hash)".into(), None, stat);
+            tree_node(input, depth + 1, profile, out);
+        }
+        Plan::Union { inputs, all } => {
+            push(
+                out,
+                depth,
+                if *all {
+                    "Union all".into()
+                } else {
+                    "Union with deduplication (hash)".into()
+                },
+                None,
+                stat,
+            );
+            inputs
+                .iter()
+                .for_each(|p| tree_node(p, depth + 1, profile, out));
+        }
+        Plan::SetOp {
+            left,
+            right,
+            except,
+            all,
+        } => {
+            push(
+                out,
+                depth,
+                format!(
+                    "{}{}",
+                    if *except { "Except" } else { "Intersect" },
+                    if *all { " all" } else { "" }
+                ),
+                None,
+                stat,
+            );
+            tree_node(left, depth + 1, profile, out);
+            tree_node(right, depth + 1, profile, out);
+        }
+        Plan::Join {
+            left,
+            right,
+            kind,
+            left_keys,
+            right_keys,
+            on,
+            ..
+        } => {
+            let kind_s = if *kind == JoinKind::Left {
+                "Left"
+            } else {
+                "Inner"
+            };
+            let (ln, rn) = (layout(left), layout(right));
+            let mut conds: Vec<String> = left_keys
+                .iter()
+                .zip(right_keys)
+                .map(|(l, r)| format!("({} = {})", expr_text(l, &ln), expr_text(r, &rn)))
+                .collect();
+            if let Some(o) = on {
+                conds.push(expr_text(o, &names));
+            }
+            let cond = if conds.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", conds.join(" and "))
+            };
+            let est = estimate_rows(plan);
+            if left_keys.is_empty() {
+                push(
+                    out,
+                    depth,
+                    format!("{kind_s} nested loop join{cond}"),
+                    est,
+                    stat,
+                );
+                tree_node(left, depth + 1, profile, out);
+                tree_node(right, depth + 1, profile, out);
+            } else {
+                push(out, depth, format!("{kind_s} hash join{cond}"), est, stat);
+                tree_node(left, depth + 1, profile, out);
+                push(out, depth + 1, "Hash".into(), None, None);
+                tree_node(right, depth + 2, profile, out);
+            }
+        }
+        Plan::IndexJoin {
+            left,
+            table,
+            index,
+            keys,
+            filter,
+            on,
+            kind,
+            ..
+        } => {
+            let kind_s = if *kind == JoinKind::Left {
+                "Left"
+            } else {
+                "Inner"
+            };
+            let cond = on
+                .as_ref()
+                .map(|o| format!(" {}", expr_text(o, &names)))
+                .unwrap_or_default();
+            push(
+                out,
+                depth,
+                format!("Nested loop {} join{cond}", kind_s.to_ascii_lowercase()),
+                estimate_rows(plan),
+                stat,
+            );
+            tree_node(left, depth + 1, profile, out);
+            let ln = layout(left);
+            let tn = table_cols(table);
+            let ix = &table.def.indexes[*index];
+            let mut d = depth + 1;
+            if let Some(f) = filter {
+                push(out, d, format!("Filter: {}", expr_text(f, &tn)), None, None);
+                d += 1;
+            }
+            let parts: Vec<String> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| format!("{} = {}", tn[ix.columns[i]], expr_text(k, &ln)))
+                .collect();
+            push(
+                out,
+                d,
+                format!(
+                    "{} on {} using {} ({})",
+                    if ix.unique && keys.len() == ix.columns.len() {
+                        "Single-row index lookup"
+                    } else {
+                        "Index lookup"
+                    },
+                    table.def.name,
+                    ix.name,
+                    parts.join(", ")
+                ),
+                Some(rows_per_key(table, *index, keys.len())),
+                None,
+            );
+        }
+    }
+}
+
+/// One row of MySQL's tabular EXPLAIN.
+pub struct Row {
+    pub id: u64,
+    pub select_type: &'static str,
+    pub table: Option<String>,
+    pub access_type: Option<&'static str>,
+    pub possible_keys: Option<String>,
+    pub key: Option<String>,
+    pub key_len: Option<String>,
+    pub reference: Option<String>,
+    pub rows: Option<u64>,
+    pub filtered: Option<f64>,
+    pub extra: Option<String>,
+}
+
+pub const COLUMNS: [&str; 11] = [
+    "id",
+    "select_type",
+    "table",
+    "type",
+    "possible_keys",
+    "key",
+    "key_len",
+    "ref",
+    "rows",
+    "filtered",
+    "Extra",
+];
+
+/// The plan as MySQL's tabular EXPLAIN: table accesses in join order, one select per id.
+pub fn table(plan: &Plan) -> Vec<Row> {
+    let mut t = Tabular {
+        rows: vec![],
+        next_id: 1,
+    };
+    t.select(plan, 1, "SIMPLE");
+    t.rows
+}
+
+struct Tabular {
+    rows: Vec<Row>,
+    next_id: u64,
+}
+
+/// Operators of one SELECT that MySQL reports in the first table's Extra.
+#[derive(Default)]
+struct Flags {
+    temporary: bool,
+    filesort: bool,
+}
+
+impl Tabular {
+    fn select(&mut self, plan: &Plan, id: u64, select_type: &'static str) {
+        if let Plan::Union { inputs, .. } = plan {
+            for (i, p) in inputs.iter().enumerate() {
+                let id = if i == 0 { id } else { self.fresh() };
+                self.select(p, id, if i == 0 { "PRIMARY" } else { "UNION" });
+            }
+            return;
+        }
+        let first = self.rows.len();
+        let mut flags = Flags::default();
+        let mut subs = vec![];
+        self.walk(plan, id, select_type, &mut flags, &mut subs);
+        if self.rows.len() == first {
+            self.rows.push(Row {
+                id,
+                select_type,
+                table: None,
+                access_type: None,
+                possible_keys: None,
+                key: None,
+                key_len: None,
+                reference: None,
+                rows: None,
+                filtered: None,
+                extra: Some("No tables used".into()),
+            });
+        }
+        let mut extra: Vec<String> = vec![];
+        if flags.temporary {
+            extra.push("Using temporary".into());
+        }
+        if flags.filesort {
+            extra.push("Using filesort".into());
+        }
+        if !extra.is_empty() {
+            let r = &mut self.rows[first];
+            if let Some(e) = r.extra.take() {
+                extra.insert(0, e);
+            }
+            r.extra = Some(extra.join("; "));
+        }
+        for sub in subs {
+            let sid = self.fresh();
+            let st = if sub.correlated {
+                "DEPENDENT SUBQUERY"
+            } else {
+                "SUBQUERY"
+            };
+            self.select(&sub.plan, sid, st);
+        }
+    }
+
+    fn fresh(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn walk(
+        &mut self,
+        plan: &Plan,
+        id: u64,
+        st: &'static str,
+        flags: &mut Flags,
+        subs: &mut Vec<std::sync::Arc<SubQuery>>,
+    ) {
+        let mut take_subs = |e: &Expr| {
+            e.walk(&mut |x| match x {
+                Expr::InSub { sub, .. } | Expr::Exists { sub, .. } | Expr::ScalarSub(sub)
+                    if !subs.iter().any(|s| s.id == sub.id) =>
+                {
+                    subs.push(sub.clone())
+                }
+                _ => {}
+            })
+        };
+        match plan {
+            Plan::Scan {
+                table,
+                filter,
+                access,
+                read,
+                ..
+            } => {
+                if let Some(f) = filter {
+                    take_subs(f);
+                }
+                self.rows
+                    .push(scan_row(table, filter.as_ref(), access, *read, id, st));
+            }
+            Plan::Filter { input, pred } => {
+                take_subs(pred);
+                self.walk(input, id, st, flags, subs);
+            }
+            Plan::Project { input, exprs } => {
+                exprs.iter().for_each(&mut take_subs);
+                self.walk(input, id, st, flags, subs);
+            }
+            Plan::Aggregate { input, group, .. } => {
+                flags.temporary |= !group.is_empty();
+                self.walk(input, id, st, flags, subs);
+            }
+            Plan::Sort { input, .. } => {
+                flags.filesort = true;
+                self.walk(input, id, st, flags, subs);
+            }
+            Plan::Distinct { input, .. } => {
+                flags.temporary = true;
+                self.walk(input, id, st, flags, subs);
+            }
+            Plan::Limit { input, .. } => self.walk(input, id, st, flags, subs),
+            Plan::Join {
+                left,
+                right,
+                left_keys,
+                on,
+                ..
+            } => {
+                if let Some(o) = on {
+                    take_subs(o);
+                }
+                self.walk(left, id, st, flags, subs);
+                let at = self.rows.len();
+                self.walk(right, id, st, flags, subs);
+                if let Some(r) = self.rows.get_mut(at) {
+                    let buf = if left_keys.is_empty() {
+                        "Using join buffer (flat, BNL join)"
+                    } else {
+                        "Using join buffer (hash join)"
+                    };
+                    let mut parts: Vec<String> = r.extra.take().into_iter().collect();
+                    if on.is_some() && !parts.iter().any(|p| p == "Using where") {
+                        parts.insert(0, "Using where".into());
+                    }
+                    parts.push(buf.into());
+                    r.extra = Some(parts.join("; "));
+                }
+            }
+            Plan::IndexJoin {
+                left,
+                table,
+                index,
+                keys,
+                filter,
+                on,
+                ..
+            } => {
+                self.walk(left, id, st, flags, subs);
+                let ix = &table.def.indexes[*index];
+                let ln = layout(left);
+                let unique = ix.unique && keys.len() == ix.columns.len();
+                let mut extra = vec![];
+                if filter.is_some() || on.is_some() {
+                    extra.push("Using where".to_string());
+                }
+                self.rows.push(Row {
+                    id,
+                    select_type: st,
+                    table: Some(table.def.name.clone()),
+                    access_type: Some(if unique { "eq_ref" } else { "ref" }),
+                    possible_keys: possible_keys(table, filter.as_ref(), Some(ix.columns[0])),
+                    key: Some(ix.name.clone()),
+                    key_len: Some(key_bytes(table, *index, keys.len()).to_string()),
+                    reference: Some(
+                        keys.iter()
+                            .map(|k| expr_text(k, &ln))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    ),
+                    rows: Some(rows_per_key(table, *index, keys.len()).round() as u64),
+                    filtered: Some(if filter.is_some() { 10.0 } else { 100.0 }),
+                    extra: (!extra.is_empty()).then(|| extra.join("; ")),
+                });
+            }
+            Plan::Union { .. } => {
+                let sid = self.fresh();
+                self.select(plan, sid, "DERIVED");
+            }
+            Plan::SetOp { left, right, .. } => {
+                self.walk(left, id, st, flags, subs);
+                let sid = self.fresh();
+                self.select(right, sid, "UNION");
+            }
+            Plan::Dual | Plan::Values(_) => {}
+        }
+    }
+}
+
+/// Indexes whose first column a condition on the table reads (`extra`: a join column).
+fn possible_keys(
+    table: &quarry_catalog::TableEntry,
+    filter: Option<&Expr>,
+    extra: Option<usize>,
+) -> Option<String> {
+    let mut cols = filter.and_then(columns_used).unwrap_or_default();
+    cols.extend(extra);
+    let names: Vec<&str> = table
+        .def
+        .indexes
+        .iter()
+        .filter(|ix| cols.contains(&ix.columns[0]))
+        .map(|ix| ix.name.as_str())
+        .collect();
+    (!names.is_empty()).then(|| names.join(","))
+}
+
+fn scan_row(
+    table: &quarry_catalog::TableEntry,
+    filter: Option<&Expr>,
+    access: &Access,
+    read: ReadMode,
+    id: u64,
+    st: &'static str,
+) -> Row {
+    // Bounds known only at execution (parameters): rows per key, or a tenth of the table.
+    let est = access_estimate(table, access).or_else(|| match access {
+        Access::Keys { index, keys } => {
+            Some(keys.len() as f64 * rows_per_key(table, *index, keys[0].len()))
+        }
+        _ => Some(crate::optimize::table_rows(table) / 10.0),
+    });
+    let (ty, key, parts, reference) = match access {
+        Access::Full => ("ALL", None, 0, None),
+        _ if is_full_range(access) => {
+            let Access::Ranges { index, .. } = access else {
+                unreachable!()
+            };
+            (
+                "index",
+                Some(*index),
+                table.def.indexes[*index].columns.len(),
+                None,
+            )
+        }
+        Access::Keys { index, keys } => {
+            let ix = &table.def.indexes[*index];
+            let n = keys[0].len();
+            if keys.len() > 1 {
+                ("range", Some(*index), n, None)
+            } else {
+                let refs = vec!["const"; n].join(",");
+                let ty = if ix.unique && n == ix.columns.len() {
+                    "const"
+                } else {
+                    "ref"
+                };
+                (ty, Some(*index), n, Some(refs))
+            }
+        }
+        Access::Ranges { index, .. } => ("range", Some(*index), 1, None),
+    };
+    // A filter that only restates the key condition is not a "where" of its own.
+    let key_cols: Vec<usize> = key
+        .map(|ii| table.def.indexes[ii].columns[..parts].to_vec())
+        .unwrap_or_default();
+    let residual = filter.is_some_and(|f| {
+        columns_used(f).is_none_or(|cols| cols.iter().any(|c| !key_cols.contains(c)))
+            || matches!(access, Access::Full)
+    });
+    let mut extra = vec![];
+    if residual {
+        extra.push("Using where");
+    }
+    if read != ReadMode::Rows {
+        extra.push("Using index");
+    }
+    Row {
+        id,
+        select_type: st,
+        table: Some(table.def.name.clone()),
+        access_type: Some(ty),
+        possible_keys: possible_keys(table, filter, None)
+            .or_else(|| key.map(|k| table.def.indexes[k].name.clone())),
+        key: key.map(|k| table.def.indexes[k].name.clone()),
+        key_len: key.map(|k| key_bytes(table, k, parts).to_string()),
+        reference,
+        rows: est.map(|e| e.round() as u64),
+        filtered: Some(if residual && matches!(access, Access::Full) {
+            10.0
+        } else {
+            100.0
+        }),
+        extra: (!extra.is_empty()).then(|| extra.join("; ")),
+    }
+}
