@@ -673,6 +673,8 @@ impl Session {
                         Ok(entry) => {
                             let problems = if op == "CHECK" || op == "REPAIR" {
                                 entry.handle.check()?
+                            } else if op == "ANALYZE" {
+                                entry.handle.analyze().map(|_| vec![])?
                             } else {
                                 entry.handle.sync().map(|_| vec![])?
                             };
@@ -1626,9 +1628,16 @@ impl Session {
             text("Index_comment", 1024),
         ];
         let mut rows = vec![];
-        for ix in &e.def.indexes {
+        for (ii, ix) in e.def.indexes.iter().enumerate() {
+            let distinct = e.handle.index_distinct(ii)?;
             for (seq, (&c, &p)) in ix.columns.iter().zip(&ix.prefix).enumerate() {
                 let col = &e.def.columns[c];
+                let cardinality = match distinct.get(seq) {
+                    Some(
+                        quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n),
+                    ) => Value::Int(*n as i64),
+                    _ => Value::Null,
+                };
                 rows.push(vec![
                     Value::Str(table.to_string()),
                     Value::Int(!ix.unique as i64),
@@ -1636,7 +1645,7 @@ impl Session {
                     Value::Int(seq as i64 + 1),
                     Value::Str(col.name.clone()),
                     Value::Str(if ix.desc[seq] { "D" } else { "A" }.into()),
-                    Value::Null,
+                    cardinality,
                     if p > 0 {
                         Value::Int(p as i64)
                     } else {

@@ -33,7 +33,12 @@ fn format_value(v: &Value, ty: char) -> String {
                     "(empty)".into()
                 } else {
                     s.chars()
-                        .map(|c| if (' '..='~').contains(&c) { c } else { '@' })
+                        // A multi-line value (EXPLAIN FORMAT=TREE) compares by its words.
+                        .map(|c| match c {
+                            '\n' => ' ',
+                            c if (' '..='~').contains(&c) => c,
+                            _ => '@',
+                        })
                         .collect()
                 }
             }

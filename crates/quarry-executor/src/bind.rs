@@ -50,7 +50,7 @@ pub fn object_name(n: &ast::ObjectName) -> Vec<String> {
         .collect()
 }
 
-fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+pub(crate) fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::Bin(BinOp::And, a, b) => {
             conjuncts(*a, out);
@@ -503,7 +503,7 @@ impl<'a> Binder<'a> {
                     .map(|a| a.name.value.clone())
                     .unwrap_or_else(|| entry.def.name.clone());
                 let cols = Self::table_scope(&entry, &alias);
-                Ok((Plan::scan(entry), cols))
+                Ok((Plan::scan_as(entry, alias), cols))
             }
             TableFactor::Derived {
                 subquery, alias, ..
@@ -1842,6 +1842,7 @@ pub fn choose_access(plan: Plan) -> Plan {
     match plan {
         Plan::Scan {
             table,
+            alias,
             filter: Some(f),
             access: Access::Full,
             read,
@@ -1850,6 +1851,7 @@ pub fn choose_access(plan: Plan) -> Plan {
             let access = pick_index(&table, &f);
             Plan::Scan {
                 table,
+                alias,
                 filter: Some(f),
                 access,
                 read,
@@ -1894,7 +1896,7 @@ fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
 }
 
 /// One side of a range: the bound expression and whether it is inclusive.
-type Bound = Option<(Expr, bool)>;
+pub(crate) type Bound = Option<(Expr, bool)>;
 
 fn pick_index(table: &TableEntry, f: &Expr) -> Access {
     let mut parts = vec![];
@@ -1912,6 +1914,14 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
             });
             ok
         }
+    };
+    // LIKE ranges need a column that compares as collated text.
+    let text_col = |c: usize| {
+        table
+            .def
+            .columns
+            .get(c)
+            .is_some_and(|col| col.ty.is_string() && !col.ty.is_binary())
     };
     let mut eq: Vec<(usize, Vec<Expr>)> = vec![];
     let mut ranges: Vec<(usize, Bound, Bound)> = vec![];
@@ -1944,7 +1954,7 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
                 let mut col = None;
                 let mut union = vec![];
                 for alt in alts {
-                    match ranges_of(alt, &usable) {
+                    match ranges_of(alt, &usable, &text_col) {
                         Some((c, rs)) if col.is_none() || col == Some(c) => {
                             col = Some(c);
                             union.extend(rs);
@@ -1962,7 +1972,7 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
                 }
             }
             other => {
-                if let Some((c, mut rs)) = ranges_of(other, &usable) {
+                if let Some((c, mut rs)) = ranges_of(other, &usable, &text_col) {
                     if rs.len() == 1 {
                         let (lo, hi) = rs.pop().unwrap();
                         ranges.push((c, lo, hi));
@@ -2054,7 +2064,7 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
     Access::Full
 }
 
-fn disjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+pub(crate) fn disjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     match e {
         Expr::Bin(BinOp::Or, a, b) => {
             disjuncts(a, out);
@@ -2066,9 +2076,33 @@ fn disjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 
 /// The key ranges on one column that a simple predicate selects: `=`, `IN (…)`, `BETWEEN`,
 /// `<`, `<=`, `>`, `>=` against values known before the scan (`usable`).
-fn ranges_of(p: &Expr, usable: &dyn Fn(&Expr) -> bool) -> Option<(usize, Vec<(Bound, Bound)>)> {
+pub(crate) fn ranges_of(
+    p: &Expr,
+    usable: &dyn Fn(&Expr) -> bool,
+    text_col: &dyn Fn(usize) -> bool,
+) -> Option<(usize, Vec<(Bound, Bound)>)> {
     let point = |v: &Expr| (Some((v.clone(), true)), Some((v.clone(), true)));
     match p {
+        // `c LIKE 'abc%'`: the keys from 'abc' up to the next prefix in collation order
+        // ('ABD'); the LIKE itself stays in the filter.
+        Expr::Like {
+            expr,
+            pattern,
+            escape,
+            negated: false,
+        } => match (&**expr, &**pattern) {
+            (Expr::Col(c), Expr::Lit(Value::Str(pat))) if text_col(*c) => {
+                let (lo, hi) = like_prefix_range(pat, *escape)?;
+                Some((
+                    *c,
+                    vec![(
+                        Some((Expr::Lit(Value::Str(lo)), true)),
+                        hi.map(|h| (Expr::Lit(Value::Str(h)), false)),
+                    )],
+                ))
+            }
+            _ => None,
+        },
         Expr::Bin(BinOp::Eq, a, b) => {
             let (c, v) = const_side(a, b)?;
             usable(&v).then(|| (c, vec![point(&v)]))
@@ -2116,6 +2150,38 @@ fn ranges_of(p: &Expr, usable: &dyn Fn(&Expr) -> bool) -> Option<(usize, Vec<(Bo
         }
         _ => None,
     }
+}
+
+/// The literal prefix of a LIKE pattern (None if it starts with a wildcard) and the
+/// smallest string above every string with that prefix under the case-insensitive
+/// collation (None when there is none to give).
+fn like_prefix_range(pat: &str, escape: char) -> Option<(String, Option<String>)> {
+    let mut prefix = String::new();
+    let mut chars = pat.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '%' | '_' => break,
+            c if c == escape => prefix.push(chars.next().unwrap_or(escape)),
+            c => prefix.push(c),
+        }
+    }
+    if prefix.is_empty() {
+        return None;
+    }
+    let mut upper: Vec<char> = prefix.chars().flat_map(char::to_uppercase).collect();
+    while let Some(last) = upper.pop() {
+        // The next character that is its own upper case (and not a space, which the
+        // collation trims): its key sorts right after `last`'s.
+        let own_upper = |c: char| c != ' ' && c.to_uppercase().eq(std::iter::once(c));
+        if let Some(next) = (last as u32 + 1..=0x10FFFF)
+            .filter_map(char::from_u32)
+            .find(|&c| own_upper(c))
+        {
+            upper.push(next);
+            return Some((prefix, Some(upper.into_iter().collect())));
+        }
+    }
+    Some((prefix, None))
 }
 
 impl Expr {

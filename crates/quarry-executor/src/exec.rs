@@ -201,12 +201,23 @@ pub fn access_ranges(
             for (lo, hi) in ranges {
                 // A NULL bound selects nothing.
                 if let (Some(lo), Some(hi)) = (ev(lo)?, ev(hi)?) {
-                    out.push((lo, hi));
+                    out.push((above_nulls(lo, &hi), hi));
                 }
             }
             (*index, out)
         }
     }))
+}
+
+/// A range with only an upper bound (`k < 10`) starts after the NULL keys, which sort
+/// first and never satisfy a comparison; the whole index (no bounds) keeps them.
+pub fn above_nulls(lo: Bound<Vec<Value>>, hi: &Bound<Vec<Value>>) -> Bound<Vec<Value>> {
+    match (lo, hi) {
+        (Bound::Unbounded, Bound::Included(_) | Bound::Excluded(_)) => {
+            Bound::Excluded(vec![Value::Null])
+        }
+        (lo, _) => lo,
+    }
 }
 
 fn bound_ref(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
@@ -497,6 +508,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             access,
             read,
             order,
+            ..
         } => scan_with(
             table,
             filter.as_ref(),
@@ -516,6 +528,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             filter,
             on,
             kind,
+            ..
         } => index_join(
             left,
             IndexProbe {

@@ -30,26 +30,17 @@ pub fn node_key(p: &Plan) -> usize {
 /// Names of a plan's output columns, for printing conditions.
 fn layout(plan: &Plan) -> Vec<String> {
     match plan {
-        Plan::Scan { table, .. } => table
-            .def
-            .columns
-            .iter()
-            .map(|c| format!("{}.{}", table.def.name, c.name))
-            .collect(),
+        Plan::Scan { table, alias, .. } => table_cols(table, alias),
         Plan::Join { left, right, .. } => {
             let mut v = layout(left);
             v.extend(layout(right));
             v
         }
-        Plan::IndexJoin { left, table, .. } => {
+        Plan::IndexJoin {
+            left, table, alias, ..
+        } => {
             let mut v = layout(left);
-            v.extend(
-                table
-                    .def
-                    .columns
-                    .iter()
-                    .map(|c| format!("{}.{}", table.def.name, c.name)),
-            );
+            v.extend(table_cols(table, alias));
             v
         }
         Plan::Filter { input, .. }
@@ -206,18 +197,18 @@ pub fn expr_text(e: &Expr, names: &[String]) -> String {
     }
 }
 
-fn table_cols(table: &quarry_catalog::TableEntry) -> Vec<String> {
+fn table_cols(table: &quarry_catalog::TableEntry, alias: &str) -> Vec<String> {
     table
         .def
         .columns
         .iter()
-        .map(|c| format!("{}.{}", table.def.name, c.name))
+        .map(|c| format!("{alias}.{}", c.name))
         .collect()
 }
 
 /// `(lo <= t.a <= hi)` for each range of an access path.
-fn ranges_text(table: &quarry_catalog::TableEntry, access: &Access) -> String {
-    let names = table_cols(table);
+fn ranges_text(table: &quarry_catalog::TableEntry, alias: &str, access: &Access) -> String {
+    let names = table_cols(table, alias);
     match access {
         Access::Full => String::new(),
         Access::Keys { index, keys } => {
@@ -269,11 +260,12 @@ fn rows_text(n: Option<f64>) -> String {
 /// What one scan does, as the tree names it.
 fn scan_line(
     table: &quarry_catalog::TableEntry,
+    alias: &str,
     access: &Access,
     read: ReadMode,
     order: Option<bool>,
 ) -> String {
-    let name = &table.def.name;
+    let name = alias;
     let covering = if read == ReadMode::Rows {
         ""
     } else {
@@ -314,7 +306,7 @@ fn scan_line(
             format!(
                 "{head} on {name} using {}{over}{}{reverse}",
                 ix.name,
-                ranges_text(table, access)
+                ranges_text(table, alias, access)
             )
         }
         Access::Ranges { index, .. } => {
@@ -326,7 +318,7 @@ fn scan_line(
             format!(
                 "{head} on {name} using {} over {}{reverse}",
                 table.def.indexes[*index].name,
-                ranges_text(table, access)
+                ranges_text(table, alias, access)
             )
         }
     };
@@ -376,6 +368,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
         Plan::Values(r) => push(out, depth, format!("Values: {} rows", r.len()), None, stat),
         Plan::Scan {
             table,
+            alias,
             filter,
             access,
             read,
@@ -394,7 +387,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 d += 1;
             }
             let base = access_estimate(table, access);
-            let line = scan_line(table, access, *read, *order);
+            let line = scan_line(table, alias, access, *read, *order);
             push(
                 out,
                 d,
@@ -548,6 +541,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
         Plan::IndexJoin {
             left,
             table,
+            alias,
             index,
             keys,
             filter,
@@ -573,7 +567,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             );
             tree_node(left, depth + 1, profile, out);
             let ln = layout(left);
-            let tn = table_cols(table);
+            let tn = table_cols(table, alias);
             let ix = &table.def.indexes[*index];
             let mut d = depth + 1;
             if let Some(f) = filter {
@@ -595,7 +589,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                     } else {
                         "Index lookup"
                     },
-                    table.def.name,
+                    alias,
                     ix.name,
                     parts.join(", ")
                 ),
@@ -736,6 +730,7 @@ impl Tabular {
         match plan {
             Plan::Scan {
                 table,
+                alias,
                 filter,
                 access,
                 read,
@@ -744,8 +739,15 @@ impl Tabular {
                 if let Some(f) = filter {
                     take_subs(f);
                 }
-                self.rows
-                    .push(scan_row(table, filter.as_ref(), access, *read, id, st));
+                self.rows.push(scan_row(
+                    table,
+                    alias,
+                    filter.as_ref(),
+                    access,
+                    *read,
+                    id,
+                    st,
+                ));
             }
             Plan::Filter { input, pred } => {
                 take_subs(pred);
@@ -798,6 +800,7 @@ impl Tabular {
             Plan::IndexJoin {
                 left,
                 table,
+                alias,
                 index,
                 keys,
                 filter,
@@ -815,7 +818,7 @@ impl Tabular {
                 self.rows.push(Row {
                     id,
                     select_type: st,
-                    table: Some(table.def.name.clone()),
+                    table: Some(alias.clone()),
                     access_type: Some(if unique { "eq_ref" } else { "ref" }),
                     possible_keys: possible_keys(table, filter.as_ref(), Some(ix.columns[0])),
                     key: Some(ix.name.clone()),
@@ -827,7 +830,11 @@ impl Tabular {
                             .join(","),
                     ),
                     rows: Some(rows_per_key(table, *index, keys.len()).round() as u64),
-                    filtered: Some(if filter.is_some() { 10.0 } else { 100.0 }),
+                    filtered: Some(if filter.is_some() {
+                        crate::optimize::UNKNOWN_FILTER * 100.0
+                    } else {
+                        100.0
+                    }),
                     extra: (!extra.is_empty()).then(|| extra.join("; ")),
                 });
             }
@@ -865,6 +872,7 @@ fn possible_keys(
 
 fn scan_row(
     table: &quarry_catalog::TableEntry,
+    alias: &str,
     filter: Option<&Expr>,
     access: &Access,
     read: ReadMode,
@@ -908,14 +916,9 @@ fn scan_row(
         }
         Access::Ranges { index, .. } => ("range", Some(*index), 1, None),
     };
-    // A filter that only restates the key condition is not a "where" of its own.
-    let key_cols: Vec<usize> = key
-        .map(|ii| table.def.indexes[ii].columns[..parts].to_vec())
-        .unwrap_or_default();
-    let residual = filter.is_some_and(|f| {
-        columns_used(f).is_none_or(|cols| cols.iter().any(|c| !key_cols.contains(c)))
-            || matches!(access, Access::Full)
-    });
+    // The optimizer already took out what the key range answers; the rest is checked per
+    // row.
+    let residual = filter.is_some();
     let mut extra = vec![];
     if residual {
         extra.push("Using where");
@@ -926,7 +929,7 @@ fn scan_row(
     Row {
         id,
         select_type: st,
-        table: Some(table.def.name.clone()),
+        table: Some(alias.to_string()),
         access_type: Some(ty),
         possible_keys: possible_keys(table, filter, None)
             .or_else(|| key.map(|k| table.def.indexes[k].name.clone())),
@@ -935,7 +938,7 @@ fn scan_row(
         reference,
         rows: est.map(|e| e.round() as u64),
         filtered: Some(if residual && matches!(access, Access::Full) {
-            10.0
+            crate::optimize::UNKNOWN_FILTER * 100.0
         } else {
             100.0
         }),

@@ -22,7 +22,7 @@ const FETCH: f64 = 3.0;
 const ENTRY: f64 = 0.2;
 const PROBE: f64 = 2.0;
 /// Share of a table's rows a filter is assumed to keep when nothing better is known.
-const UNKNOWN_FILTER: f64 = 0.25;
+pub const UNKNOWN_FILTER: f64 = 0.1;
 
 /// Run every post-binding choice over one SELECT's plan.
 pub fn optimize(plan: Plan) -> Plan {
@@ -172,12 +172,24 @@ fn finish_scan(plan: &mut Plan, n: Need) {
         access,
         read,
         order,
+        ..
     } = plan
     else {
         return;
     };
+    // With an index path, the rows need checking only against what the key range does
+    // not answer; a fall back to a full scan keeps the whole filter.
+    let mut reduced = filter.clone();
+    drop_consumed(table, access, &mut reduced);
     let mut n = n;
-    if let Some(f) = filter {
+    let full_need = {
+        let mut m = n.clone();
+        if let Some(f) = filter.as_ref() {
+            add_cols(f, &mut m);
+        }
+        m
+    };
+    if let Some(f) = &reduced {
         add_cols(f, &mut n);
     }
     let only = |n: &Need| {
@@ -191,29 +203,145 @@ fn finish_scan(plan: &mut Plan, n: Need) {
         Access::Keys { index, .. } | Access::Ranges { index, .. } => {
             if covers(table, *index, &n) {
                 *read = only(&n);
-            } else if order.is_none() {
-                let rows = table_rows(table);
-                if let Some(est) = access_estimate(table, access) {
-                    if est * FETCH > rows {
-                        *access = Access::Full;
-                    }
-                }
+                *filter = reduced;
+            } else if order.is_none()
+                && access_estimate(table, access).is_some_and(|est| est * FETCH > table_rows(table))
+            {
+                *access = Access::Full;
+            } else {
+                *filter = reduced;
             }
         }
         Access::Full if order.is_none() => {
             let best = (0..table.def.indexes.len())
-                .filter(|&ii| covers(table, ii, &n))
+                .filter(|&ii| covers(table, ii, &full_need))
                 .min_by_key(|&ii| key_bytes(table, ii, usize::MAX));
             if let Some(ii) = best {
                 *access = Access::Ranges {
                     index: ii,
                     ranges: vec![(None, None)],
                 };
-                *read = only(&n);
+                *read = only(&full_need);
             }
         }
         Access::Full => {}
     }
+}
+
+/// A literal that column `col` holds unchanged, so a key built from it selects exactly
+/// the rows the comparison selects (strings compare by the same collation as keys).
+fn exact_literal(table: &TableEntry, col: usize, e: &Expr) -> bool {
+    use quarry_common::TypeKind;
+    let Expr::Lit(v) = e else { return false };
+    let ty = table.def.columns[col].ty;
+    let fits = || {
+        crate::expr::cast_value(v.clone(), &ty)
+            .is_ok_and(|c| c.sql_cmp(v) == Some(std::cmp::Ordering::Equal))
+    };
+    match v {
+        Value::Int(_) | Value::UInt(_) => {
+            (ty.is_integer() || ty.kind == TypeKind::Decimal) && fits()
+        }
+        Value::Decimal(_) => ty.kind == TypeKind::Decimal && fits(),
+        Value::Str(s) => {
+            ty.is_string()
+                && !ty.is_binary()
+                && (ty.len == 0 || s.chars().count() <= ty.len as usize)
+        }
+        _ => false,
+    }
+}
+
+/// Remove from a scan's filter the conditions its index access already answers exactly:
+/// the lookup's `col = literal` / `col IN (literals)`, the range's comparisons. What is
+/// left is checked against each row (MySQL's "Using where").
+fn drop_consumed(table: &TableEntry, access: &Access, filter: &mut Option<Expr>) {
+    let Some(f) = filter.take() else { return };
+    let mut parts = vec![];
+    crate::bind::conjuncts(f, &mut parts);
+    let same_bound = |a: &crate::bind::Bound, b: &crate::bind::Bound, col: usize| match (a, b) {
+        (None, None) => true,
+        (Some((x, xi)), Some((y, yi))) => xi == yi && x.same(y) && exact_literal(table, col, x),
+        _ => false,
+    };
+    let consumed = |c: &Expr| -> bool {
+        match access {
+            Access::Full => false,
+            Access::Keys { index, keys } => {
+                let ix = &table.def.indexes[*index];
+                let at = |col: usize| ix.columns[..keys[0].len()].iter().position(|&x| x == col);
+                let values_at = |i: usize| keys.iter().map(move |k| &k[i]);
+                match c {
+                    Expr::Bin(BinOp::Eq, a, b) => {
+                        let (col, lit) = match (&**a, &**b) {
+                            (Expr::Col(col), lit) | (lit, Expr::Col(col)) => (*col, lit),
+                            _ => return false,
+                        };
+                        at(col).is_some_and(|i| {
+                            ix.prefix[i] == 0
+                                && exact_literal(table, col, lit)
+                                && values_at(i).all(|k| k.same(lit))
+                        })
+                    }
+                    Expr::InList {
+                        expr,
+                        list,
+                        negated: false,
+                    } => match **expr {
+                        Expr::Col(col) => at(col).is_some_and(|i| {
+                            ix.prefix[i] == 0
+                                && list.iter().all(|l| exact_literal(table, col, l))
+                                && list.iter().all(|l| values_at(i).any(|k| k.same(l)))
+                                && values_at(i).all(|k| list.iter().any(|l| l.same(k)))
+                        }),
+                        _ => false,
+                    },
+                    _ => false,
+                }
+            }
+            Access::Ranges { index, ranges } => {
+                let ix = &table.def.indexes[*index];
+                if ix.prefix[0] > 0 {
+                    return false;
+                }
+                let col = ix.columns[0];
+                let mine = match c {
+                    Expr::Bin(BinOp::Or, ..) => {
+                        let mut alts = vec![];
+                        crate::bind::disjuncts(c, &mut alts);
+                        let mut all = vec![];
+                        for alt in alts {
+                            match crate::bind::ranges_of(alt, &|_| true, &|_| false) {
+                                Some((x, rs)) if x == col => all.extend(rs),
+                                _ => return false,
+                            }
+                        }
+                        all
+                    }
+                    other => match crate::bind::ranges_of(other, &|_| true, &|_| false) {
+                        Some((x, rs)) if x == col => rs,
+                        _ => return false,
+                    },
+                };
+                if ranges.len() == 1 && mine.len() == 1 {
+                    // One side of a range may come from each of two conditions.
+                    let (lo, hi) = &ranges[0];
+                    let (ml, mh) = &mine[0];
+                    (ml.is_none() || same_bound(ml, lo, col))
+                        && (mh.is_none() || same_bound(mh, hi, col))
+                } else {
+                    mine.len() == ranges.len()
+                        && mine.iter().zip(ranges).all(|((ml, mh), (lo, hi))| {
+                            same_bound(ml, lo, col) && same_bound(mh, hi, col)
+                        })
+                }
+            }
+        }
+    };
+    let kept: Vec<Expr> = parts.into_iter().filter(|c| !consumed(c)).collect();
+    *filter = kept
+        .into_iter()
+        .reduce(|a, b| Expr::Bin(BinOp::And, Box::new(a), Box::new(b)));
 }
 
 pub fn table_rows(table: &TableEntry) -> f64 {
@@ -270,6 +398,7 @@ pub fn access_estimate(table: &TableEntry, access: &Access) -> Option<f64> {
                     })
                 };
                 let (lo, hi) = (b(lo)?, b(hi)?);
+                let lo = crate::exec::above_nulls(lo, &hi);
                 total += est(*index, bound_ref(&lo), bound_ref(&hi))?;
             }
             Some(total)
@@ -475,9 +604,20 @@ fn order_scan(plan: &mut Plan, cols: &[usize], desc: bool) -> bool {
         Access::Ranges { index, ranges } if ranges.len() == 1 && fits(*index, 0) => {
             Some((*index, false))
         }
-        // `WHERE a = 5 ORDER BY b` with an index on (a, b).
-        Access::Keys { index, keys } if keys.len() == 1 && fits(*index, keys[0].len()) => {
-            Some((*index, false))
+        // `WHERE a = 5 ORDER BY b` with an index on (a, b), even if the lookup had picked
+        // another index starting with a.
+        Access::Keys { index, keys } if keys.len() == 1 => {
+            let m = keys[0].len();
+            let lead = table.def.indexes[*index].columns[..m].to_vec();
+            let same_lead =
+                |ii: usize| table.def.indexes[ii].columns.get(..m) == Some(lead.as_slice());
+            let found = std::iter::once(*index)
+                .chain(0..table.def.indexes.len())
+                .find(|&ii| same_lead(ii) && fits(ii, m));
+            if let Some(ii) = found {
+                *index = ii;
+            }
+            found.map(|ii| (ii, false))
         }
         _ => None,
     };
@@ -576,12 +716,19 @@ fn index_joins(plan: Plan) -> Plan {
             let right = index_joins(*right);
             match probe_plan(&left, &right, &left_keys, &right_keys) {
                 Some((index, keys)) => {
-                    let Plan::Scan { table, filter, .. } = right else {
+                    let Plan::Scan {
+                        table,
+                        alias,
+                        filter,
+                        ..
+                    } = right
+                    else {
                         unreachable!("probe_plan takes scans only")
                     };
                     Plan::IndexJoin {
                         left,
                         table,
+                        alias,
                         index,
                         keys,
                         left_keys,

@@ -78,6 +78,8 @@ pub enum Plan {
     Values(Vec<Vec<Expr>>),
     Scan {
         table: Arc<TableEntry>,
+        /// The name the query gives the table (EXPLAIN).
+        alias: String,
         filter: Option<Expr>,
         access: Access,
         read: ReadMode,
@@ -91,6 +93,7 @@ pub enum Plan {
     IndexJoin {
         left: Box<Plan>,
         table: Arc<TableEntry>,
+        alias: String,
         index: usize,
         /// Left-row expressions for the first `keys.len()` index columns.
         keys: Vec<Expr>,
@@ -186,8 +189,15 @@ pub struct SelectPlan {
 impl Plan {
     /// A full scan of `table` reading whole rows.
     pub fn scan(table: Arc<TableEntry>) -> Plan {
+        let alias = table.def.name.clone();
+        Plan::scan_as(table, alias)
+    }
+
+    /// A full scan of `table`, called `alias` in the query.
+    pub fn scan_as(table: Arc<TableEntry>, alias: String) -> Plan {
         Plan::Scan {
             table,
+            alias,
             filter: None,
             access: Access::Full,
             read: ReadMode::Rows,

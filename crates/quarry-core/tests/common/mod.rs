@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! Helpers shared by the embedded-API integration tests.
 
 use quarry_core::quarry_common::Value;
