@@ -29,6 +29,9 @@ USAGE: quarry-bench [OPTIONS]
   --quarry-bin PATH        quarry binary (default target/release/quarry)
   --python PATH            Python with duckdb (default target/bench-venv/bin/python)
   --engines LIST           Quarry engines to run (default: every engine SHOW ENGINES lists)
+  --workloads LIST         sysbench workloads to run (default: all six)
+  --quarry-partitions LIST also run Quarry's sysbench once per buffer-pool page-table
+                           partition count (e.g. 1,4,16), restarting it for each
   -h, --help               this text
 ";
 
@@ -76,6 +79,8 @@ pub struct Options {
     pub quarry_bin: PathBuf,
     pub python: PathBuf,
     pub engines: Option<Vec<String>>,
+    pub workloads: Vec<String>,
+    pub quarry_partitions: Vec<u32>,
 }
 
 fn full_defaults() -> Options {
@@ -101,6 +106,11 @@ fn full_defaults() -> Options {
         quarry_bin: PathBuf::from("target/release/quarry"),
         python: PathBuf::from("target/bench-venv/bin/python"),
         engines: None,
+        workloads: crate::sysbench::WORKLOADS
+            .iter()
+            .map(|w| w.to_string())
+            .collect(),
+        quarry_partitions: vec![],
     }
 }
 
@@ -166,8 +176,24 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--engines" => {
                 o.engines = Some(value()?.split(',').map(|s| s.trim().to_string()).collect())
             }
+            "--workloads" => {
+                o.workloads = value()?
+                    .split(',')
+                    .map(|w| {
+                        let w = w.trim();
+                        crate::sysbench::WORKLOADS
+                            .contains(&w)
+                            .then(|| w.to_string())
+                            .ok_or(format!("unknown sysbench workload '{w}'"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--quarry-partitions" => o.quarry_partitions = num_list(flag, &value()?)?,
             other => return Err(format!("unknown option '{other}' (see --help)")),
         }
+    }
+    if o.quarry_partitions.contains(&0) {
+        return Err("--quarry-partitions needs positive numbers".into());
     }
     if o.threads.is_empty() || o.threads.contains(&0) {
         return Err("--threads needs positive numbers".into());

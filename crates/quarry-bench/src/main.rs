@@ -547,6 +547,60 @@ fn run(o: &Options) -> Result<(), String> {
                         res.notes.push(format!("sysbench {}: {e}", t.label));
                     }
                 }
+                drop(targets);
+                if !o.quarry_partitions.is_empty() {
+                    // Seed 003's experiment: the same runs with the page table split
+                    // 1, 4, 16… ways; the default server comes back for later phases.
+                    let (maria, quarry, engines) = servers.take().unwrap();
+                    drop(quarry);
+                    for &parts in &o.quarry_partitions {
+                        p.step(&format!(
+                            "restarting quarry serve with {parts} page-table partitions"
+                        ));
+                        let server = servers::start_quarry_with(
+                            o,
+                            &["--buffer-pool-partitions".into(), parts.to_string()],
+                        )?;
+                        for e in &engines {
+                            let t = sysbench::Target {
+                                label: format!("Quarry-{e} p{parts}"),
+                                server: &server,
+                                engine: e.clone(),
+                                ignore_duplicates: false,
+                            };
+                            let r = sysbench::run_target(
+                                o,
+                                &t,
+                                |r| {
+                                    p.log(&format!(
+                                        "  {:<16} {:<22} t={} tps={:.0} p95={}ms err={} {}",
+                                        r.system,
+                                        r.workload,
+                                        r.threads,
+                                        r.tps,
+                                        r.p95_ms,
+                                        r.errors,
+                                        r.failure
+                                    ));
+                                    res.sysbench.push(r);
+                                },
+                                &|m| p.step(m),
+                            );
+                            if let Err(e) = r {
+                                res.notes.push(format!("sysbench {}: {e}", t.label));
+                            }
+                        }
+                    }
+                    res.settings.push((
+                        "Quarry page-table partitions".into(),
+                        format!(
+                            "default 8 for Quarry-<engine>; 'pN' rows ran with --buffer-pool-partitions N ({:?})",
+                            o.quarry_partitions
+                        ),
+                    ));
+                    let quarry = servers::start_quarry(o)?;
+                    servers = Some((maria, quarry, engines));
+                }
                 res.write(&out)?;
             }
             Phase::Seed => {

@@ -282,6 +282,11 @@ pub fn start_mariadb(o: &Options) -> Result<Server, String> {
 
 /// Start `quarry serve` on a fresh datadir.
 pub fn start_quarry(o: &Options) -> Result<Server, String> {
+    start_quarry_with(o, &[])
+}
+
+/// `quarry serve` with extra command-line options (a fresh datadir each time).
+pub fn start_quarry_with(o: &Options, extra: &[String]) -> Result<Server, String> {
     let bin = abs(&o.quarry_bin);
     if !bin.exists() {
         return Err(format!(
@@ -301,6 +306,7 @@ pub fn start_quarry(o: &Options) -> Result<Server, String> {
         .arg(&data)
         .args(["--bind", "127.0.0.1", "--port"])
         .arg(o.quarry_port.to_string())
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(logf.try_clone().map_err(|e| e.to_string())?)
         .stderr(logf)
@@ -314,7 +320,10 @@ pub fn start_quarry(o: &Options) -> Result<Server, String> {
         version,
         // Spill files go to the system temp directory.
         tmpdir: std::env::temp_dir(),
-        settings: vec![("datadir".into(), data.display().to_string())],
+        settings: vec![
+            ("datadir".into(), data.display().to_string()),
+            ("options".into(), extra.join(" ")),
+        ],
         child: Some(child),
     })
 }

@@ -82,7 +82,11 @@ pub fn run_target(
     prepare.extend(common.iter().cloned());
     prepare.push("prepare".into());
     sysbench(&prepare).map_err(|e| format!("{} prepare: {}", t.label, failure_reason(&e)))?;
-    for w in WORKLOADS {
+    // In WORKLOADS order whatever order they were asked in (oltp_insert grows the table).
+    for w in WORKLOADS
+        .iter()
+        .filter(|w| o.workloads.iter().any(|x| x == *w))
+    {
         for &threads in &o.threads {
             progress(&format!("{}: {w} threads={threads} {}s", t.label, o.time));
             let mut args = vec![w.to_string()];
@@ -96,7 +100,7 @@ pub fn run_target(
             args.push("run".into());
             let mut r = SysbenchResult {
                 system: t.label.clone(),
-                workload: w.into(),
+                workload: (*w).into(),
                 threads,
                 tps: 0.0,
                 qps: 0.0,

@@ -152,6 +152,8 @@ pub struct Catalog {
     pub engines: EngineRegistry,
     pub counters: Arc<HandlerCounters>,
     state: RwLock<Databases>,
+    /// Bumped by every change to databases, tables or views: plans bound earlier are stale.
+    generation: std::sync::atomic::AtomicU64,
     /// Decides the physical row format from the requested one (engine policy).
     row_format_policy: fn(Option<RowFormat>, &TableSchema) -> RowFormat,
 }
@@ -183,6 +185,7 @@ impl Catalog {
             engines,
             counters: Arc::new(HandlerCounters::default()),
             state: RwLock::new(Databases::default()),
+            generation: std::sync::atomic::AtomicU64::new(0),
             row_format_policy,
         };
         let rd = std::fs::read_dir(datadir).map_err(|e| Error::io(datadir.display(), e))?;
@@ -247,6 +250,18 @@ impl Catalog {
         st.views = views;
         drop(st);
         Ok(cat)
+    }
+
+    /// The state for a change, which makes every plan bound before it stale.
+    fn state_mut(&self) -> parking_lot::RwLockWriteGuard<'_, Databases> {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.state.write()
+    }
+
+    /// Changes so far to databases, tables and views (for plan caches).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn datadir(&self) -> &Path {
@@ -323,7 +338,7 @@ impl Catalog {
 
     pub fn create_database(&self, db: &str, if_not_exists: bool) -> Result<bool> {
         valid_name(db)?;
-        let mut st = self.state.write();
+        let mut st = self.state_mut();
         if st.dbs.contains_key(db) {
             return if if_not_exists {
                 Ok(false)
@@ -340,7 +355,7 @@ impl Catalog {
 
     /// Drop a database and its tables; returns the number of tables dropped.
     pub fn drop_database(&self, db: &str, if_exists: bool) -> Result<Option<usize>> {
-        let mut st = self.state.write();
+        let mut st = self.state_mut();
         let Some(tables) = st.dbs.remove(db) else {
             return if if_exists {
                 Ok(None)
@@ -378,7 +393,7 @@ impl Catalog {
 
     pub fn create_view(&self, db: &str, name: &str, view: ViewDef, or_replace: bool) -> Result<()> {
         valid_name(name)?;
-        let mut st = self.state.write();
+        let mut st = self.state_mut();
         if !st.dbs.contains_key(db) {
             return Err(Error::unknown_database(db));
         }
@@ -405,7 +420,7 @@ impl Catalog {
 
     /// Drop a view; false if there was none.
     pub fn drop_view(&self, db: &str, name: &str) -> Result<bool> {
-        let mut st = self.state.write();
+        let mut st = self.state_mut();
         let Some(v) = st.views.get_mut(db) else {
             return Ok(false);
         };
@@ -453,7 +468,7 @@ impl Catalog {
 
     pub fn create_table(&self, db: &str, mut def: TableDef) -> Result<Arc<TableEntry>> {
         valid_name(&def.name)?;
-        let mut st = self.state.write();
+        let mut st = self.state_mut();
         let tables = st
             .dbs
             .get_mut(db)
@@ -490,7 +505,7 @@ impl Catalog {
     }
 
     pub fn drop_table(&self, db: &str, name: &str) -> Result<()> {
-        let mut st = self.state.write();
+        let mut st = self.state_mut();
         let tables = st
             .dbs
             .get_mut(db)
@@ -506,7 +521,7 @@ impl Catalog {
 
     pub fn rename_table(&self, db: &str, from: &str, to_db: &str, to: &str) -> Result<()> {
         valid_name(to)?;
-        let mut st = self.state.write();
+        let mut st = self.state_mut();
         if !st.dbs.contains_key(to_db) {
             return Err(Error::unknown_database(to_db));
         }

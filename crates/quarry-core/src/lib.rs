@@ -95,21 +95,32 @@ fn unsafe_flock(fd: i32) -> i32 {
     unsafe { flock(fd, LOCK_EX | LOCK_NB) }
 }
 
-/// Buffer pool size and page-table partitions: `QUARRY_BUFFER_POOL_SIZE` (bytes, with an
-/// optional K/M/G suffix) and `QUARRY_BUFFER_POOL_PARTITIONS` from the environment, else a
-/// quarter of physical memory (64 MiB to 16 GiB) in 8 partitions. Frames take memory only
-/// once used.
-fn pool_settings() -> (usize, usize) {
-    let parse = |s: &str| -> Option<usize> {
-        let s = s.trim();
-        let (num, mult) = match s.chars().last()? {
-            'k' | 'K' => (&s[..s.len() - 1], 1 << 10),
-            'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
-            'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
-            _ => (s, 1),
-        };
-        num.parse::<usize>().ok().map(|n| n * mult)
+/// Startup settings (command line or config file); unset ones come from the environment
+/// or defaults.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    pub buffer_pool_size: Option<usize>,
+    pub buffer_pool_partitions: Option<usize>,
+}
+
+/// A byte size with an optional K/M/G suffix (`128M`).
+pub fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1 << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
     };
+    num.parse::<usize>().ok()?.checked_mul(mult)
+}
+
+/// Buffer pool size and page-table partitions: from `opts`, else `QUARRY_BUFFER_POOL_SIZE`
+/// (bytes, with an optional K/M/G suffix) and `QUARRY_BUFFER_POOL_PARTITIONS` from the
+/// environment, else a quarter of physical memory (64 MiB to 16 GiB) in 8 partitions.
+/// Frames take memory only once used.
+fn pool_settings(opts: &Options) -> (usize, usize) {
+    let parse = parse_size;
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -118,13 +129,22 @@ fn pool_settings() -> (usize, usize) {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
         })
         .map_or(1 << 30, |kb| kb * 1024);
-    let bytes = std::env::var("QUARRY_BUFFER_POOL_SIZE")
-        .ok()
-        .and_then(|v| parse(&v))
-        .unwrap_or((mem / 4).clamp(64 << 20, 16 << 30));
-    let parts = std::env::var("QUARRY_BUFFER_POOL_PARTITIONS")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
+    let bytes = opts
+        .buffer_pool_size
+        .or_else(|| {
+            std::env::var("QUARRY_BUFFER_POOL_SIZE")
+                .ok()
+                .and_then(|v| parse(&v))
+        })
+        .unwrap_or((mem / 4).clamp(64 << 20, 16 << 30))
+        .max(1 << 20);
+    let parts = opts
+        .buffer_pool_partitions
+        .or_else(|| {
+            std::env::var("QUARRY_BUFFER_POOL_PARTITIONS")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+        })
         .unwrap_or(8usize)
         .clamp(1, 1024);
     (bytes, parts)
@@ -132,10 +152,14 @@ fn pool_settings() -> (usize, usize) {
 
 impl Database {
     pub fn open(datadir: &Path) -> Result<Arc<Database>> {
+        Database::open_with(datadir, &Options::default())
+    }
+
+    pub fn open_with(datadir: &Path, opts: &Options) -> Result<Arc<Database>> {
         std::fs::create_dir_all(datadir).map_err(|e| Error::io(datadir.display(), e))?;
         let lockfile = lock_datadir(datadir)?;
         let mut engines = EngineRegistry::default();
-        let (pool_bytes, partitions) = pool_settings();
+        let (pool_bytes, partitions) = pool_settings(opts);
         let pool = Arc::new(quarry_storage::BufferPool::new(pool_bytes, partitions));
         let row: Arc<dyn quarry_storage_api::Engine> =
             Arc::new(quarry_engine_row::RowEngine::new(pool));

@@ -45,13 +45,24 @@ impl Output {
     }
 }
 
-/// A prepared statement: parsed once, bound per execution.
+/// A prepared statement: parsed once; a SELECT also keeps its plan until a schema change
+/// or another default database makes it stale (the fast path for point queries).
 pub struct Prepared {
     pub sql: String,
     stmt: Stmt,
     pub params: usize,
     pub columns: Vec<OutColumn>,
+    plan: PlanCache,
 }
+
+/// A bound SELECT and what it was bound against.
+struct CachedPlan {
+    generation: u64,
+    db: Option<String>,
+    plan: quarry_executor::SelectPlan,
+}
+
+type PlanCache = RefCell<Option<CachedPlan>>;
 
 #[derive(PartialEq, Eq, Clone, Copy)]
 enum Held {
@@ -333,6 +344,7 @@ impl Session {
             stmt,
             params,
             columns,
+            plan: RefCell::new(None),
         })
     }
 
@@ -346,7 +358,7 @@ impl Session {
                 "The used command is not allowed with this MariaDB version",
             ))
         };
-        self.run(&p.stmt, params, &p.sql, &mut no_local)
+        self.run_cached(&p.stmt, params, &p.sql, &mut no_local, Some(&p.plan))
     }
 
     fn run(
@@ -355,6 +367,17 @@ impl Session {
         params: Vec<Value>,
         sql: &str,
         load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+    ) -> Result<Output> {
+        self.run_cached(stmt, params, sql, load_local, None)
+    }
+
+    fn run_cached(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Value>,
+        sql: &str,
+        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        cache: Option<&PlanCache>,
     ) -> Result<Output> {
         self.info.killed.store(false, Ordering::Relaxed);
         *self.info.command.lock() = "Query".into();
@@ -377,7 +400,7 @@ impl Session {
             self.acquire(exclusive)?;
         }
         let mark = self.undo.len();
-        let r = self.dispatch(stmt, params, load_local);
+        let r = self.dispatch(stmt, params, load_local, cache);
         let r = match r {
             Ok((out, ctx_undo, warns)) => {
                 self.undo.extend(ctx_undo);
@@ -422,15 +445,55 @@ impl Session {
         stmt: &Stmt,
         params: Vec<Value>,
         load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        cache: Option<&PlanCache>,
     ) -> std::result::Result<(Output, Vec<Undo>, Vec<(u16, String)>), (Error, Vec<Undo>)> {
         // Statements that use the executor context collect undo and warnings there.
         let cell: StmtSink = RefCell::new(None);
-        let res = self.dispatch_inner(stmt, params, load_local, &cell);
+        let res = match (cache, stmt) {
+            (Some(cache), Stmt::Ast(s)) if matches!(&**s, S::Query(_)) => {
+                let S::Query(q) = &**s else { unreachable!() };
+                self.run_prepared_query(q, params, cache, &cell)
+            }
+            _ => self.dispatch_inner(stmt, params, load_local, &cell),
+        };
         let (undo, warns) = cell.into_inner().unwrap_or_default();
         match res {
             Ok(o) => Ok((o, undo, warns)),
             Err(e) => Err((e, undo)),
         }
+    }
+
+    /// A prepared SELECT: bind once, then run the kept plan while it is current.
+    fn run_prepared_query(
+        &self,
+        q: &ast::Query,
+        params: Vec<Value>,
+        cache: &PlanCache,
+        sink: &StmtSink,
+    ) -> Result<Output> {
+        let generation = self.db.catalog.generation();
+        let stale = cache
+            .borrow()
+            .as_ref()
+            .is_none_or(|c| c.generation != generation || c.db != self.current_db);
+        if stale {
+            let mut b = Binder::new(&self.db.catalog, self.current_db.clone());
+            let plan = b.bind_query(q)?;
+            *cache.borrow_mut() = Some(CachedPlan {
+                generation,
+                db: self.current_db.clone(),
+                plan,
+            });
+        }
+        let cached = cache.borrow();
+        let sp = &cached.as_ref().expect("bound above").plan;
+        self.exec_ctx(params, sink, |ctx| {
+            let rows = collect(&sp.plan, ctx)?;
+            Ok(Output::Rows {
+                columns: sp.columns.clone(),
+                rows,
+            })
+        })
     }
 
     fn exec_ctx<T>(

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{fresh_db, rows};
+use quarry_core::quarry_common::Value;
 
 fn explain(s: &mut quarry_core::Session, sql: &str) -> String {
     rows(s, &format!("EXPLAIN FORMAT=TREE {sql}"))[0][0].to_string()
@@ -69,6 +70,39 @@ fn or_ranges_use_the_index_and_match_a_full_scan() {
         let (a, b) = (count("ix"), count("plain"));
         assert_eq!(a, b, "{cond}");
     }
+    drop(s);
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn prepared_queries_keep_their_plan_until_the_schema_changes() {
+    let (dir, db) = fresh_db("prepared-plan");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d").unwrap();
+    s.query("CREATE TABLE p (id INT PRIMARY KEY, c VARCHAR(10))")
+        .unwrap();
+    s.query("INSERT INTO p VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+        .unwrap();
+    let stmt = s.prepare("SELECT c FROM p WHERE id = ?").unwrap();
+    let run = |s: &mut quarry_core::Session, id: i64| match s.execute(&stmt, vec![Value::Int(id)]) {
+        Ok(quarry_core::Output::Rows { rows, .. }) => Ok(rows),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e.code),
+    };
+    assert_eq!(run(&mut s, 2), Ok(vec![vec![Value::Str("two".into())]]));
+    assert_eq!(run(&mut s, 9), Ok(vec![]));
+    // Data changes need no new plan; schema changes do.
+    s.query("UPDATE p SET c = 'TWO' WHERE id = 2").unwrap();
+    assert_eq!(run(&mut s, 2), Ok(vec![vec![Value::Str("TWO".into())]]));
+    s.query("ALTER TABLE p ADD COLUMN x INT FIRST").unwrap();
+    assert_eq!(run(&mut s, 2), Ok(vec![vec![Value::Str("TWO".into())]]));
+    s.query("DROP TABLE p").unwrap();
+    assert_eq!(run(&mut s, 2), Err(1146));
+    s.query("CREATE TABLE p (c VARCHAR(10), id INT, KEY (id))")
+        .unwrap();
+    s.query("INSERT INTO p VALUES ('again', 2)").unwrap();
+    assert_eq!(run(&mut s, 2), Ok(vec![vec![Value::Str("again".into())]]));
     drop(s);
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -176,11 +176,19 @@ pub fn access_ranges(
                         if v.is_null() {
                             return Ok(None);
                         }
-                        // An integer column compares numerically with a bound that is not an
-                        // exact integer (2.5, '3abc'): keep it as a double, never round it.
-                        let inexact = !v.is_numeric() || v.to_f64().fract() != 0.0;
-                        let (v, incl) = if t.is_integer() && inexact {
-                            (Value::Double(v.to_f64()), *incl)
+                        // An integer column compares numerically: keys of every integer
+                        // width share one encoding, so an integral bound is used as it is
+                        // (never clamped to the column's range) and any other ('3abc', 2.5,
+                        // 1e30) as a double the engine rounds inward. The range then selects
+                        // exactly what the comparison does.
+                        let (v, incl) = if t.is_integer() {
+                            let f = v.to_f64();
+                            let v = match v {
+                                Value::Int(_) | Value::UInt(_) => v,
+                                _ if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::Int(f as i64),
+                                _ => Value::Double(f),
+                            };
+                            (v, *incl)
                         } else {
                             let c = cast_value(v.clone(), &t)?;
                             // A bound rounded to the column's scale (DECIMAL(5,2) < 1.2345)

@@ -232,15 +232,20 @@ fn finish_scan(plan: &mut Plan, n: Need) {
 /// the rows the comparison selects (strings compare by the same collation as keys).
 fn exact_literal(table: &TableEntry, col: usize, e: &Expr) -> bool {
     use quarry_common::TypeKind;
-    let Expr::Lit(v) = e else { return false };
     let ty = table.def.columns[col].ty;
+    // A parameter's range or key on an integer column is exact whatever its value (see
+    // `exec::access_ranges`); other types need the value to judge.
+    if matches!(e, Expr::Param(_)) {
+        return ty.is_integer();
+    }
+    let Expr::Lit(v) = e else { return false };
     let fits = || {
         crate::expr::cast_value(v.clone(), &ty)
             .is_ok_and(|c| c.sql_cmp(v) == Some(std::cmp::Ordering::Equal))
     };
     match v {
         Value::Int(_) | Value::UInt(_) => {
-            (ty.is_integer() || ty.kind == TypeKind::Decimal) && fits()
+            ty.is_integer() || (ty.kind == TypeKind::Decimal && fits())
         }
         Value::Decimal(_) => ty.kind == TypeKind::Decimal && fits(),
         Value::Str(s) => {

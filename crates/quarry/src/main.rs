@@ -5,18 +5,22 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quarry_core::{Database, Output};
+use quarry_core::{parse_size, Database, Options, Output};
 
 const USAGE: &str = "usage:
-  quarry serve [--datadir DIR] [--bind ADDR] [--port N] [--config FILE]
-  quarry sql [--datadir DIR] [-e \"SQL\"]
-  quarry --version";
+  quarry serve [--datadir DIR] [--bind ADDR] [--port N] [--config FILE] [ENGINE OPTIONS]
+  quarry sql [--datadir DIR] [-e \"SQL\"] [ENGINE OPTIONS]
+  quarry --version
+engine options (also config file keys quarry_buffer_pool_size / _partitions):
+  --buffer-pool-size SIZE        page cache for indexes, e.g. 512M (default: 1/4 of RAM)
+  --buffer-pool-partitions N     partitions of its page table (default 8)";
 
 struct Opts {
     datadir: PathBuf,
     bind: String,
     port: u16,
     exec: Option<String>,
+    engine: Options,
 }
 
 fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
@@ -39,6 +43,16 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
             "datadir" => o.datadir = PathBuf::from(v),
             "bind" | "bind_address" => o.bind = v.to_string(),
             "port" => o.port = v.parse().map_err(|_| format!("bad port in config: {v}"))?,
+            "quarry_buffer_pool_size" | "buffer_pool_size" => {
+                o.engine.buffer_pool_size =
+                    Some(parse_size(v).ok_or_else(|| format!("bad buffer pool size: {v}"))?)
+            }
+            "quarry_buffer_pool_partitions" | "buffer_pool_partitions" => {
+                o.engine.buffer_pool_partitions = Some(
+                    v.parse()
+                        .map_err(|_| format!("bad buffer pool partitions: {v}"))?,
+                )
+            }
             other => return Err(format!("unknown config key '{other}' in {path}")),
         }
     }
@@ -51,6 +65,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         bind: "127.0.0.1".into(),
         port: 3306,
         exec: None,
+        engine: Options::default(),
     };
     let mut i = 0;
     while i < args.len() {
@@ -65,6 +80,18 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             "--port" => o.port = val(i)?.parse().map_err(|_| "bad --port".to_string())?,
             "--config" => parse_config(&val(i)?, &mut o)?,
             "-e" | "--execute" => o.exec = Some(val(i)?),
+            "--buffer-pool-size" => {
+                let v = val(i)?;
+                o.engine.buffer_pool_size =
+                    Some(parse_size(&v).ok_or_else(|| format!("bad --buffer-pool-size {v}"))?)
+            }
+            "--buffer-pool-partitions" => {
+                let v = val(i)?;
+                o.engine.buffer_pool_partitions = Some(
+                    v.parse()
+                        .map_err(|_| format!("bad --buffer-pool-partitions {v}"))?,
+                )
+            }
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
         i += 2;
@@ -105,8 +132,8 @@ fn main() {
 }
 
 /// Open the datadir, reporting a failure (e.g. the lock held by another process).
-fn open_db(datadir: &std::path::Path) -> Option<Arc<Database>> {
-    match Database::open(datadir) {
+fn open_db(datadir: &std::path::Path, opts: &Options) -> Option<Arc<Database>> {
+    match Database::open_with(datadir, opts) {
         Ok(db) => Some(db),
         Err(e) => {
             eprintln!(
@@ -120,7 +147,7 @@ fn open_db(datadir: &std::path::Path) -> Option<Arc<Database>> {
 }
 
 fn serve(o: Opts) -> i32 {
-    let Some(db) = open_db(&o.datadir) else {
+    let Some(db) = open_db(&o.datadir, &o.engine) else {
         return 1;
     };
     let addr = format!("{}:{}", o.bind, o.port);
@@ -288,7 +315,7 @@ fn run_sql(session: &mut quarry_core::Session, sql: &str) -> bool {
 }
 
 fn shell(o: Opts) -> i32 {
-    let Some(db) = open_db(&o.datadir) else {
+    let Some(db) = open_db(&o.datadir, &o.engine) else {
         return 1;
     };
     let mut session = db.session("root", "localhost");
