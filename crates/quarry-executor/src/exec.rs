@@ -217,6 +217,90 @@ pub fn access_ranges(
     }))
 }
 
+/// Key order of two values of one index column (NULL first, strings by collation).
+fn key_cmp(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    for (x, y) in a.iter().zip(b) {
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Equal,
+            (true, false) => Less,
+            (false, true) => Greater,
+            _ => x.sql_cmp(y).unwrap_or(Equal),
+        };
+        if o != Equal {
+            return o;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// Ranges sorted by their start and merged where they overlap or touch, so that no index
+/// entry is read twice and the ranges come in key order (`k IN (3, 1, 3)`, sysbench's
+/// overlapping BETWEENs).
+fn normalize(mut ranges: Vec<KeyRange>) -> Vec<KeyRange> {
+    use std::cmp::Ordering::*;
+    if ranges.len() < 2 {
+        return ranges;
+    }
+    // Lower bounds: Unbounded < Included(v) < Excluded(v).
+    let lo_cmp = |a: &Bound<Vec<Value>>, b: &Bound<Vec<Value>>| match (a, b) {
+        (Bound::Unbounded, Bound::Unbounded) => Equal,
+        (Bound::Unbounded, _) => Less,
+        (_, Bound::Unbounded) => Greater,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            key_cmp(x, y).then_with(|| {
+                matches!(a, Bound::Excluded(_)).cmp(&matches!(b, Bound::Excluded(_)))
+            })
+        }
+    };
+    // Whether a range ending at `hi` reaches a range starting at `lo`.
+    let reaches = |hi: &Bound<Vec<Value>>, lo: &Bound<Vec<Value>>| match (hi, lo) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
+        (Bound::Included(h), Bound::Included(l)) => key_cmp(h, l) != Less,
+        (Bound::Included(h) | Bound::Excluded(h), Bound::Included(l) | Bound::Excluded(l)) => {
+            key_cmp(h, l) == Greater
+        }
+    };
+    // The larger of two upper bounds.
+    let hi_max = |a: Bound<Vec<Value>>, b: Bound<Vec<Value>>| match (&a, &b) {
+        (Bound::Unbounded, _) => a,
+        (_, Bound::Unbounded) => b,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match key_cmp(x, y) {
+                Less => b,
+                Greater => a,
+                Equal if matches!(a, Bound::Included(_)) => a,
+                Equal => b,
+            }
+        }
+    };
+    // Only prefixes of one length compare as positions; mixed lengths stay as they are.
+    let len = |b: &Bound<Vec<Value>>| match b {
+        Bound::Included(v) | Bound::Excluded(v) => Some(v.len()),
+        Bound::Unbounded => None,
+    };
+    let lens: Vec<usize> = ranges
+        .iter()
+        .flat_map(|(l, h)| [len(l), len(h)])
+        .flatten()
+        .collect();
+    if lens.windows(2).any(|w| w[0] != w[1]) {
+        return ranges;
+    }
+    ranges.sort_by(|a, b| lo_cmp(&a.0, &b.0));
+    let mut out: Vec<KeyRange> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match out.last_mut() {
+            Some(last) if reaches(&last.1, &lo) => {
+                let prev = std::mem::replace(&mut last.1, Bound::Unbounded);
+                last.1 = hi_max(prev, hi);
+            }
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
 /// A range with only an upper bound (`k < 10`) starts after the NULL keys, which sort
 /// first and never satisfy a comparison; the whole index (no bounds) keeps them.
 pub fn above_nulls(lo: Bound<Vec<Value>>, hi: &Bound<Vec<Value>>) -> Bound<Vec<Value>> {
@@ -273,7 +357,8 @@ pub fn scan_with(
         }
         Ok((kid, krow))
     };
-    let Some((index, ranges)) = access_ranges(table, access, ctx)? else {
+    let Some((index, ranges)) = access_ranges(table, access, ctx)?.map(|(i, r)| (i, normalize(r)))
+    else {
         let mut cursor = table.handle.scan(&ScanRequest {
             batch_rows: BATCH_ROWS,
             read_buffer: ctx.read_buffer,
@@ -314,7 +399,16 @@ pub fn scan_with(
     let width = table.def.columns.len();
     let ix_cols = &table.def.indexes[index].columns;
     let reverse = order == Some(true);
-    let mut seen: Option<HashSet<RowId>> = (ranges.len() > 1).then(HashSet::new);
+    // Normalized ranges are disjoint unless their prefixes differ in length.
+    let disjoint = {
+        let mut lens = ranges.iter().flat_map(|(l, h)| [l, h]).filter_map(|b| match b {
+            Bound::Included(v) | Bound::Excluded(v) => Some(v.len()),
+            Bound::Unbounded => None,
+        });
+        let first = lens.next();
+        lens.all(|l| Some(l) == first)
+    };
+    let mut seen: Option<HashSet<RowId>> = (ranges.len() > 1 && !disjoint).then(HashSet::new);
     let ordered: Vec<&KeyRange> = if reverse {
         ranges.iter().rev().collect()
     } else {
