@@ -44,6 +44,27 @@ pub struct ProcessInfo {
     pub started: Mutex<std::time::Instant>,
     pub killed: AtomicBool,
     pub kill_connection: AtomicBool,
+    /// A long statement's stage and rows done of total (SHOW PROCESSLIST's State and
+    /// Progress, the shell's progress line).
+    pub progress: Mutex<Option<Progress>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub stage: &'static str,
+    pub done: u64,
+    pub total: u64,
+}
+
+impl Progress {
+    /// Percent done (0 when the total is unknown).
+    pub fn percent(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            (self.done as f64 * 100.0 / self.total as f64).min(100.0)
+        }
+    }
 }
 
 pub struct Database {
@@ -251,6 +272,7 @@ impl Database {
             started: Mutex::new(std::time::Instant::now()),
             killed: AtomicBool::new(false),
             kill_connection: AtomicBool::new(false),
+            progress: Mutex::new(None),
         });
         self.processes.lock().insert(id, info.clone());
         Session::new(self.clone(), info)

@@ -671,6 +671,7 @@ impl Session {
                     .processes()
                     .into_iter()
                     .map(|p| {
+                        let progress = p.progress.lock().clone();
                         vec![
                             Value::Int(p.id as i64),
                             Value::Str(p.user.clone()),
@@ -678,8 +679,18 @@ impl Session {
                             p.db.lock().clone().map(Value::Str).unwrap_or(Value::Null),
                             Value::Str(p.command.lock().clone()),
                             Value::Int(p.started.lock().elapsed().as_secs() as i64),
-                            Value::Str(String::new()),
+                            Value::Str(
+                                progress
+                                    .as_ref()
+                                    .map_or(String::new(), |g| g.stage.to_string()),
+                            ),
                             p.info.lock().clone().map(Value::Str).unwrap_or(Value::Null),
+                            Value::Decimal(Decimal::new(
+                                progress
+                                    .as_ref()
+                                    .map_or(0, |g| (g.percent() * 1000.0) as i128),
+                                3,
+                            )),
                         ]
                     })
                     .collect();
@@ -692,6 +703,7 @@ impl Session {
                     num("Time"),
                     text("State", 64),
                     text("Info", 100),
+                    OutColumn::expr("Progress", SqlType::decimal(7, 3), false),
                 ];
                 return Ok(Output::Rows {
                     columns: cols,
@@ -901,6 +913,22 @@ impl Session {
                     ));
                 }
                 Ok(Output::ok(created as u64))
+            }
+            // MySQL's `DROP INDEX i ON t` is `ALTER TABLE t DROP INDEX i`.
+            S::Drop {
+                object_type: ast::ObjectType::Index,
+                names,
+                table: Some(t),
+                ..
+            } if names.len() == 1 => {
+                let sql = format!("ALTER TABLE {t} DROP INDEX {}", names[0]);
+                match quarry_sql::parse_one(&sql)? {
+                    Stmt::Ast(a) => match &*a {
+                        S::AlterTable(at) => self.alter_table(at, sink),
+                        _ => Err(Error::syntax_near(&sql)),
+                    },
+                    _ => Err(Error::syntax_near(&sql)),
+                }
             }
             S::Drop {
                 object_type,
@@ -1499,7 +1527,12 @@ impl Session {
             .collect();
         let r = self.exec_ctx(params, sink, |ctx| {
             let rows = collect(&sp.plan, ctx)?;
-            quarry_executor::dml::insert_positioned(&entry, rows, &positions, ctx)
+            quarry_executor::dml::insert_positioned(
+                &entry,
+                rows.into_iter().map(Ok),
+                &positions,
+                ctx,
+            )
         });
         match r {
             Ok(r) => Ok(Output::Ok {
@@ -1742,24 +1775,46 @@ impl Session {
         tmp_def.name = tmp.clone();
         let _ = self.db.catalog.drop_table(db, &tmp);
         let tmp_entry = self.db.catalog.create_table(db, tmp_def)?;
+        // Rows stream from the old table into the new one a batch at a time, so a rebuild
+        // holds one batch of rows (and the index sorters' bounded memory), not the table.
         let copy = self.exec_ctx(vec![], sink, |ctx| {
-            let mut rows = vec![];
-            quarry_executor::exec::scan_table(
-                entry,
-                None,
-                &quarry_executor::plan::Access::Full,
-                ctx,
-                &mut |_, b| {
-                    rows.extend(b);
-                    Ok(true)
-                },
-            )?;
-            let rows: Vec<Row> = match map {
-                Some(f) => rows.into_iter().map(f).collect(),
-                None => rows,
+            let mut cursor = entry.handle.scan(&quarry_storage_api::ScanRequest {
+                batch_rows: quarry_executor::exec::BATCH_ROWS,
+                read_buffer: ctx.read_buffer,
+            })?;
+            let mut batch = Vec::new().into_iter();
+            let total = match entry.handle.stats().rows {
+                quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n) => n,
+                quarry_storage_api::Stat::Unknown => 0,
             };
+            let progress = &self.info.progress;
+            *progress.lock() = Some(crate::Progress {
+                stage: "copy to tmp table",
+                done: 0,
+                total,
+            });
+            let rows = std::iter::from_fn(|| loop {
+                if let Some(r) = batch.next() {
+                    return Some(Ok(match map {
+                        Some(f) => f(r),
+                        None => r,
+                    }));
+                }
+                match cursor.next_batch() {
+                    Ok(Some(b)) => {
+                        if let Some(g) = progress.lock().as_mut() {
+                            g.done += b.rows.len() as u64;
+                        }
+                        batch = b.rows.into_iter()
+                    }
+                    Ok(None) => return None,
+                    Err(e) => return Some(Err(e)),
+                }
+            });
             let positions: Vec<usize> = (0..tmp_entry.def.columns.len()).collect();
-            quarry_executor::dml::insert_positioned(&tmp_entry, rows, &positions, ctx)
+            let r = quarry_executor::dml::insert_positioned(&tmp_entry, rows, &positions, ctx);
+            *progress.lock() = None;
+            r
         });
         // Undo records of the copy refer to the temporary table: never replay them.
         *sink.borrow_mut() = None;

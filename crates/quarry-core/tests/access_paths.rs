@@ -107,3 +107,46 @@ fn prepared_queries_keep_their_plan_until_the_schema_changes() {
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_table_rebuild_reports_its_progress_in_the_processlist() {
+    let (dir, db) = fresh_db("progress");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d").unwrap();
+    s.query("CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(20))")
+        .unwrap();
+    for chunk in 0..30 {
+        let vals: Vec<String> = (0..10_000)
+            .map(|i| format!("({}, 'value {i}')", chunk * 10_000 + i))
+            .collect();
+        s.query(&format!("INSERT INTO big VALUES {}", vals.join(",")))
+            .unwrap();
+    }
+    let builder = std::thread::spawn(move || {
+        s.query("CREATE INDEX kv ON big (v)").unwrap();
+        s
+    });
+    let mut watcher = db.session("root", "localhost");
+    let mut seen = None;
+    while !builder.is_finished() {
+        for r in rows(&mut watcher, "SHOW PROCESSLIST") {
+            if r[6] == Value::Str("copy to tmp table".into()) {
+                seen = Some(r[8].to_f64());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let mut s = builder.join().unwrap();
+    let pct = seen.expect("the rebuild showed its stage");
+    assert!((0.0..=100.0).contains(&pct), "{pct}");
+    // Idle again: no stage, no progress.
+    let idle = rows(&mut s, "SHOW PROCESSLIST");
+    assert!(idle.iter().all(|r| r[6] == Value::Str(String::new())));
+    assert_eq!(
+        rows(&mut s, "SELECT count(*) FROM big WHERE v = 'value 7'")[0][0],
+        Value::Int(30)
+    );
+    drop((s, watcher));
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

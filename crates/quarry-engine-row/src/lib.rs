@@ -38,7 +38,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, SqlType, TypeKind, Value};
 use quarry_storage::btree::prefix_end;
-use quarry_storage::{BTree, BufferPool};
+use quarry_storage::{BTree, BufferPool, ExternalSorter};
 use quarry_storage_api::{
     Batch, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, RowFormat, RowId,
     ScanRequest, Stat, Table, TablePath, TableSchema, TableStats,
@@ -189,8 +189,9 @@ struct State {
     free: BTreeMap<u32, Vec<u64>>,
     free_bytes: u64,
     live_rows: u64,
-    /// Index entries collected during a bulk bracket, per index (non-unique ones only).
-    pending: Vec<Vec<Vec<u8>>>,
+    /// Index entries collected during a bulk bracket, per index (non-unique ones only),
+    /// sorted in bounded memory (`SORT_BUDGET` each) when the bracket ends.
+    pending: Vec<ExternalSorter>,
     /// The dirty marker exists (a change since the last sync).
     marked_dirty: bool,
     scratch: Vec<u8>,
@@ -321,7 +322,9 @@ impl RowTable {
             st.free = free;
             st.free_bytes = free_bytes;
             st.live_rows = live;
-            st.pending = vec![Vec::new(); self.schema.indexes.len()];
+            st.pending = (0..self.schema.indexes.len())
+                .map(|_| ExternalSorter::new(SORT_BUDGET))
+                .collect();
         }
         let mut stale = force;
         for t in &self.trees {
@@ -339,20 +342,21 @@ impl RowTable {
     /// Recreate every index from the data file: entries sorted, trees built bottom-up.
     fn rebuild_indexes(&self) -> Result<()> {
         let end = self.state.lock().end;
-        let mut entries: Vec<Vec<Vec<u8>>> = vec![Vec::new(); self.trees.len()];
+        let mut entries: Vec<ExternalSorter> = (0..self.trees.len())
+            .map(|_| ExternalSorter::new(SORT_BUDGET))
+            .collect();
         let mut reader = RecordReader::new(self, HEADER_SIZE, end, 1 << 20);
         while let Some((off, status, _, payload)) = reader.next_record()? {
             if status == LIVE {
                 let row = decode(&self.schema.columns, self.schema.row_format, payload)?;
                 for (n, ix) in self.schema.indexes.iter().enumerate() {
-                    entries[n].push(self.entry(ix, &row, off));
+                    entries[n].push(&self.entry(ix, &row, off))?;
                 }
             }
         }
-        for (tree, mut list) in self.trees.iter().zip(entries) {
-            list.sort_unstable();
+        for (tree, sorter) in self.trees.iter().zip(entries) {
             tree.clear()?;
-            tree.bulk_load(&mut list.into_iter())?;
+            bulk_load_all(tree, sorter.finish()?)?;
         }
         Ok(())
     }
@@ -467,7 +471,7 @@ impl RowTable {
         for (n, ix) in self.schema.indexes.iter().enumerate() {
             let e = self.entry(ix, row, id);
             if st.bulk && !ix.unique {
-                st.pending[n].push(e);
+                st.pending[n].push(&e)?;
             } else {
                 self.trees[n].insert(&e)?;
             }
@@ -479,9 +483,7 @@ impl RowTable {
         for (n, ix) in self.schema.indexes.iter().enumerate() {
             let e = self.entry(ix, row, id);
             if !self.trees[n].delete(&e)? {
-                if let Some(at) = st.pending[n].iter().position(|x| *x == e) {
-                    st.pending[n].swap_remove(at);
-                }
+                st.pending[n].remove(&e);
             }
         }
         Ok(())
@@ -902,9 +904,14 @@ impl Table for RowTable {
         else {
             return Ok(Stat::Exact(0));
         };
-        let pending = self.state.lock().pending.get(index).map_or(0, Vec::len);
+        let pending = self
+            .state
+            .lock()
+            .pending
+            .get(index)
+            .map_or(0, ExternalSorter::len);
         let n = tree.estimate_range(as_slice_bound(&lo), as_slice_bound(&hi))?;
-        Ok(Stat::Estimated(n + pending as u64))
+        Ok(Stat::Estimated(n + pending))
     }
 
     fn index_distinct(&self, index: usize) -> Result<Vec<Stat>> {
@@ -1072,13 +1079,12 @@ impl Table for RowTable {
             if pending.is_empty() {
                 continue;
             }
-            let mut list = std::mem::take(pending);
-            list.sort_unstable();
+            let sorted = std::mem::replace(pending, ExternalSorter::new(SORT_BUDGET)).finish()?;
             if tree.is_empty()? && tree.pages()? == 2 {
-                tree.bulk_load(&mut list.into_iter())?;
+                bulk_load_all(tree, sorted)?;
             } else {
-                for e in list {
-                    tree.insert(&e)?;
+                for e in sorted {
+                    tree.insert(&e?)?;
                 }
             }
         }
@@ -1165,7 +1171,7 @@ impl Table for RowTable {
             ));
         }
         for (i, ix) in self.schema.indexes.iter().enumerate() {
-            let entries = self.trees[i].len()? + st.pending[i].len() as u64;
+            let entries = self.trees[i].len()? + st.pending[i].len();
             if entries != live || missing[i] > 0 {
                 problems.push(format!(
                     "index {} does not match the data ({entries} entries for {live} rows, {} rows missing)",
@@ -1186,6 +1192,27 @@ fn int_key(f: f64) -> Value {
         Value::UInt(f as u64)
     } else {
         Value::Int(f as i64)
+    }
+}
+
+/// Memory for sorting one index's entries in a bulk load or index build before runs
+/// spill to temporary files.
+const SORT_BUDGET: usize = 64 << 20;
+
+/// Bulk-load a tree from a fallible sorted stream (the first error stops the load).
+fn bulk_load_all(tree: &BTree, sorted: Box<dyn Iterator<Item = Result<Vec<u8>>>>) -> Result<u64> {
+    let mut err = None;
+    let mut it = sorted.map_while(|e| match e {
+        Ok(e) => Some(e),
+        Err(x) => {
+            err = Some(x);
+            None
+        }
+    });
+    let n = tree.bulk_load(&mut it)?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(n),
     }
 }
 

@@ -667,14 +667,14 @@ fn in_bulk<T>(entry: &TableEntry, ctx: &ExecCtx, f: impl FnOnce() -> Result<T>) 
 /// their defaults); a duplicate key is an error. CREATE TABLE … SELECT and table rebuilds.
 pub fn insert_positioned(
     entry: &Arc<TableEntry>,
-    rows: Vec<Row>,
+    rows: impl IntoIterator<Item = Result<Row>>,
     positions: &[usize],
     ctx: &ExecCtx,
 ) -> Result<DmlResult> {
     let width = entry.def.columns.len();
     let it = rows.into_iter().map(|r| {
         let mut full = vec![None; width];
-        for (p, v) in positions.iter().zip(r) {
+        for (p, v) in positions.iter().zip(r?) {
             full[*p] = Some(v);
         }
         Ok(full)

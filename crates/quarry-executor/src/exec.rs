@@ -248,9 +248,8 @@ fn normalize(mut ranges: Vec<KeyRange>) -> Vec<KeyRange> {
         (Bound::Unbounded, _) => Less,
         (_, Bound::Unbounded) => Greater,
         (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
-            key_cmp(x, y).then_with(|| {
-                matches!(a, Bound::Excluded(_)).cmp(&matches!(b, Bound::Excluded(_)))
-            })
+            key_cmp(x, y)
+                .then_with(|| matches!(a, Bound::Excluded(_)).cmp(&matches!(b, Bound::Excluded(_))))
         }
     };
     // Whether a range ending at `hi` reaches a range starting at `lo`.
@@ -401,10 +400,13 @@ pub fn scan_with(
     let reverse = order == Some(true);
     // Normalized ranges are disjoint unless their prefixes differ in length.
     let disjoint = {
-        let mut lens = ranges.iter().flat_map(|(l, h)| [l, h]).filter_map(|b| match b {
-            Bound::Included(v) | Bound::Excluded(v) => Some(v.len()),
-            Bound::Unbounded => None,
-        });
+        let mut lens = ranges
+            .iter()
+            .flat_map(|(l, h)| [l, h])
+            .filter_map(|b| match b {
+                Bound::Included(v) | Bound::Excluded(v) => Some(v.len()),
+                Bound::Unbounded => None,
+            });
         let first = lens.next();
         lens.all(|l| Some(l) == first)
     };

@@ -297,9 +297,52 @@ fn print_output(out: &Output, secs: f64, warnings: usize) {
     }
 }
 
+/// While a statement runs long on a terminal, a line on stderr shows its stage and how far
+/// it is (index builds and table rebuilds report rows copied).
+fn progress_watcher(
+    info: Arc<quarry_core::ProcessInfo>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(std::thread::spawn(move || {
+        let t = Instant::now();
+        let mut shown = false;
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            if t.elapsed().as_secs() < 1 {
+                continue;
+            }
+            if let Some(p) = info.progress.lock().clone() {
+                eprint!(
+                    "\r{}: {:.1}% ({} of {} rows, {:.0} s)\x1b[K",
+                    p.stage,
+                    p.percent(),
+                    p.done,
+                    p.total,
+                    t.elapsed().as_secs_f64()
+                );
+                shown = true;
+            }
+        }
+        if shown {
+            eprint!("\r\x1b[K");
+        }
+    }))
+}
+
 fn run_sql(session: &mut quarry_core::Session, sql: &str) -> bool {
     let t = Instant::now();
-    match session.query(sql) {
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = progress_watcher(session.info.clone(), done.clone());
+    let r = session.query(sql);
+    done.store(true, Ordering::Relaxed);
+    if let Some(w) = watcher {
+        let _ = w.join();
+    }
+    match r {
         Ok(outs) => {
             let secs = t.elapsed().as_secs_f64();
             for o in &outs {
