@@ -192,9 +192,9 @@ pub fn access_ranges(
                         } else {
                             let c = cast_value(v.clone(), &t)?;
                             // A bound rounded to the column's scale (DECIMAL(5,2) < 1.2345)
-                            // must keep the rounded value in the range.
-                            let exact =
-                                c.sql_cmp(&v) == Some(std::cmp::Ordering::Equal) || t.is_string();
+                            // or cut to its length (VARCHAR(8) < 'abcdefghij') must keep
+                            // the changed value in the range.
+                            let exact = c.sql_cmp(&v) == Some(std::cmp::Ordering::Equal);
                             (c, *incl || !exact)
                         };
                         Ok(Some(if incl {
