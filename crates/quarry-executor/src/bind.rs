@@ -2252,23 +2252,46 @@ fn reorder_comma_join(plan: Plan, total: usize, pred: Expr) -> Plan {
             t
         })
         .collect();
-    // Start from a table pinned by a constant condition, else the first one.
-    let start = touches
-        .iter()
-        .zip(&pushable)
-        .find(|(t, c)| t.len() == 1 && matches!(c, Expr::Bin(BinOp::Eq, ..)))
-        .map(|(t, _)| t[0])
-        .unwrap_or(0);
+    // Rows each table gives after its own conditions (its access path estimated as the
+    // scan would run it); tables that are not plain scans count as large.
+    let est: Vec<f64> = (0..n)
+        .map(|i| {
+            let own: Vec<Expr> = touches
+                .iter()
+                .zip(&pushable)
+                .filter(|(t, _)| t.len() == 1 && t[0] == i)
+                .map(|(_, c)| shift_cols(c.clone(), offsets[i]))
+                .collect();
+            match &leaves[i].0 {
+                Plan::Scan { table, alias, .. } => {
+                    let mut probe = Plan::scan_as(table.clone(), alias.clone());
+                    if let Plan::Scan { filter, .. } = &mut probe {
+                        *filter = and_all(own);
+                    }
+                    crate::optimize::estimate_rows(&choose_access(probe)).unwrap_or(f64::MAX)
+                }
+                other => crate::optimize::estimate_rows(other).unwrap_or(f64::MAX),
+            }
+        })
+        .collect();
+    // Greedy by cost: start from the table giving the fewest rows, then add the cheapest
+    // table joined by a condition to those chosen (a cross product only when none is).
+    let cheapest = |cands: &mut dyn Iterator<Item = usize>| {
+        cands.min_by(|&a, &b| est[a].total_cmp(&est[b]).then(a.cmp(&b)))
+    };
+    let start = cheapest(&mut (0..n)).unwrap_or(0);
     let mut order = vec![start];
     let mut chosen = vec![false; n];
     chosen[start] = true;
     while order.len() < n {
-        let connected = (0..n).filter(|&i| !chosen[i]).find(|&i| {
+        let connected = cheapest(&mut (0..n).filter(|&i| !chosen[i]).filter(|&i| {
             touches
                 .iter()
                 .any(|t| t.contains(&i) && t.len() > 1 && t.iter().all(|&x| x == i || chosen[x]))
-        });
-        let next = connected.unwrap_or_else(|| (0..n).find(|&i| !chosen[i]).unwrap());
+        }));
+        let next = connected
+            .or_else(|| cheapest(&mut (0..n).filter(|&i| !chosen[i])))
+            .unwrap();
         chosen[next] = true;
         order.push(next);
     }
