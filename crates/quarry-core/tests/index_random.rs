@@ -108,6 +108,7 @@ fn queries(r: &mut Rng) -> Vec<String> {
              WHERE x.id BETWEEN {lo} AND {lo} + 15 ORDER BY x.id"
         ),
         format!("SELECT a, count(*) FROM {{t}} WHERE a >= {lo} GROUP BY a ORDER BY a"),
+        format!("SELECT count(*), max(x.id) FROM (SELECT id, a, b FROM {{t}} WHERE a > {lo}) x"),
     ]
 }
 

@@ -43,6 +43,9 @@ fn add_cols(e: &Expr, need: &mut Need) {
     }
 }
 
+/// In a `Need`: no value is read, but rows must keep their full width.
+const WIDTH: usize = usize::MAX;
+
 fn nothing() -> Need {
     Some(BTreeSet::new())
 }
@@ -57,11 +60,17 @@ fn need(plan: &mut Plan, n: Need) {
             add_cols(pred, &mut n);
             need(input, n)
         }
+        // A projection evaluates every expression, read above or not: an unread column
+        // reference may see NULL from an index-only row, but the row must have the column.
         Plan::Project { input, exprs } => {
             let mut m = nothing();
             for (i, e) in exprs.iter().enumerate() {
-                if n.as_ref().is_none_or(|s| s.contains(&i)) {
-                    add_cols(e, &mut m);
+                let read = n.as_ref().is_none_or(|s| s.contains(&i));
+                match (read, e, m.as_mut()) {
+                    (false, Expr::Col(_) | Expr::Lit(_), Some(set)) => {
+                        set.insert(WIDTH);
+                    }
+                    _ => add_cols(e, &mut m),
                 }
             }
             need(input, m)
@@ -142,10 +151,19 @@ fn need(plan: &mut Plan, n: Need) {
 fn split(n: &Need, lw: usize) -> (Need, Need) {
     match n {
         None => (None, None),
-        Some(s) => (
-            Some(s.iter().copied().filter(|&c| c < lw).collect()),
-            Some(s.iter().filter(|&&c| c >= lw).map(|c| c - lw).collect()),
-        ),
+        Some(s) => {
+            let mut l: BTreeSet<usize> = s.iter().copied().filter(|&c| c < lw).collect();
+            let mut r: BTreeSet<usize> = s
+                .iter()
+                .filter(|&&c| c >= lw && c != WIDTH)
+                .map(|c| c - lw)
+                .collect();
+            if s.contains(&WIDTH) {
+                l.insert(WIDTH);
+                r.insert(WIDTH);
+            }
+            (Some(l), Some(r))
+        }
     }
 }
 
@@ -154,7 +172,7 @@ fn covers(table: &TableEntry, ii: usize, n: &Need) -> bool {
     let Some(cols) = n else { return false };
     let ix = &table.def.indexes[ii];
     let exact = table.handle.index_covers(ii);
-    cols.iter().all(|c| {
+    cols.iter().filter(|&&c| c != WIDTH).all(|c| {
         ix.columns
             .iter()
             .position(|x| x == c)
