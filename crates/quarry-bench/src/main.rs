@@ -359,6 +359,14 @@ impl Results {
     }
 }
 
+/// One sysbench result as a log line.
+fn sysbench_line(r: &SysbenchResult) -> String {
+    format!(
+        "  {:<16} {:<22} t={} tps={:.0} p95={}ms err={} {}",
+        r.system, r.workload, r.threads, r.tps, r.p95_ms, r.errors, r.failure
+    )
+}
+
 /// Every server-side system of a phase, as (label, server, engine): MariaDB MyISAM (the
 /// seed's baseline), MariaDB InnoDB, then each Quarry engine.
 fn server_systems<'a>(
@@ -528,16 +536,7 @@ fn run(o: &Options) -> Result<(), String> {
                         o,
                         t,
                         |r| {
-                            p.log(&format!(
-                                "  {:<16} {:<22} t={} tps={:.0} p95={}ms err={} {}",
-                                r.system,
-                                r.workload,
-                                r.threads,
-                                r.tps,
-                                r.p95_ms,
-                                r.errors,
-                                r.failure
-                            ));
+                            p.log(&sysbench_line(&r));
                             res.sysbench.push(r);
                         },
                         &|m| p.step(m),
@@ -572,16 +571,7 @@ fn run(o: &Options) -> Result<(), String> {
                                 o,
                                 &t,
                                 |r| {
-                                    p.log(&format!(
-                                        "  {:<16} {:<22} t={} tps={:.0} p95={}ms err={} {}",
-                                        r.system,
-                                        r.workload,
-                                        r.threads,
-                                        r.tps,
-                                        r.p95_ms,
-                                        r.errors,
-                                        r.failure
-                                    ));
+                                    p.log(&sysbench_line(&r));
                                     res.sysbench.push(r);
                                 },
                                 &|m| p.step(m),

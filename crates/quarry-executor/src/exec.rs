@@ -311,7 +311,7 @@ pub fn above_nulls(lo: Bound<Vec<Value>>, hi: &Bound<Vec<Value>>) -> Bound<Vec<V
     }
 }
 
-fn bound_ref(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
+pub fn bound_ref(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
     match b {
         Bound::Included(v) => Bound::Included(v.as_slice()),
         Bound::Excluded(v) => Bound::Excluded(v.as_slice()),

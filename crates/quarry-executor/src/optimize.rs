@@ -15,6 +15,7 @@ use quarry_common::Value;
 use quarry_storage_api::Stat;
 
 use crate::bind::columns_used;
+use crate::exec::bound_ref;
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, AggFunc, Plan, ReadMode};
 
@@ -426,14 +427,6 @@ pub fn access_estimate(table: &TableEntry, access: &Access) -> Option<f64> {
             }
             Some(total)
         }
-    }
-}
-
-fn bound_ref(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
-    match b {
-        Bound::Included(v) => Bound::Included(v.as_slice()),
-        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 
