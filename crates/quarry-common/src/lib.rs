@@ -2,7 +2,8 @@
 //!
 //! Owns: [`Value`] and its MySQL conversion/comparison rules, [`SqlType`] with wire metadata,
 //! [`Error`] with the single mapping to MySQL error numbers and SQLSTATE.
-//! Must not touch: files, sockets, SQL text.
+//! Must not touch: sockets, SQL text, and files other than the unnamed spill files of
+//! [`temp_file`] (shared by the executor's sorts and the storage layer's index builds).
 
 pub mod error;
 pub mod types;
@@ -11,3 +12,19 @@ pub mod value;
 pub use error::{Error, Result};
 pub use types::{SqlType, TypeKind};
 pub use value::{Date, DateTime, Decimal, Row, Value};
+
+/// An unnamed temporary file for spilling (sort runs, index-build runs): created under the
+/// system temp directory and unlinked at once, so nothing is left behind.
+pub fn temp_file(purpose: &str) -> Result<std::fs::File> {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("quarry-{purpose}-{}-{n}", std::process::id()));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io(path.display(), e))?;
+    let _ = std::fs::remove_file(&path);
+    Ok(f)
+}

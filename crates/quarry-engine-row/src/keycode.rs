@@ -185,8 +185,27 @@ pub fn column_ends(entry: &[u8], types: &[SqlType], n: usize) -> Option<Vec<usiz
 
 /// The values of the index columns in an entry: `Some` for columns that are `decodable`,
 /// `None` (unknown) for the others.
+#[cfg(test)]
 pub fn decode_key(entry: &[u8], cols: &[(SqlType, u32)]) -> Option<Vec<Option<Value>>> {
     let mut out = Vec::with_capacity(cols.len());
+    decode_key_into(entry, cols, &mut out).then_some(out)
+}
+
+/// `decode_key` into a buffer the caller reuses across entries (false: malformed entry).
+pub fn decode_key_into(
+    entry: &[u8],
+    cols: &[(SqlType, u32)],
+    out: &mut Vec<Option<Value>>,
+) -> bool {
+    out.clear();
+    decode_columns(entry, cols, out).is_some()
+}
+
+fn decode_columns(
+    entry: &[u8],
+    cols: &[(SqlType, u32)],
+    out: &mut Vec<Option<Value>>,
+) -> Option<()> {
     let mut at = 0;
     for (ty, prefix) in cols {
         let len = column_len(&entry[at..], ty)?;
@@ -252,7 +271,7 @@ pub fn decode_key(entry: &[u8], cols: &[(SqlType, u32)]) -> Option<Vec<Option<Va
         };
         out.push(Some(v));
     }
-    Some(out)
+    Some(())
 }
 
 #[cfg(test)]

@@ -857,14 +857,12 @@ impl Table for RowTable {
             .map(|(&c, &p)| (self.schema.columns[c].ty, p))
             .collect();
         let mut read = 0u64;
+        let mut vals = Vec::with_capacity(cols.len());
         let mut on_entry = |e: &[u8]| -> Result<bool> {
             read += 1;
-            let vals = if scan.keys {
-                keycode::decode_key(e, &cols)
-                    .ok_or_else(|| Error::corrupt(format!("index {} entry", ix.name)))?
-            } else {
-                Vec::new()
-            };
+            if scan.keys && !keycode::decode_key_into(e, &cols, &mut vals) {
+                return Err(Error::corrupt(format!("index {} entry", ix.name)));
+            }
             visit(&IndexEntry {
                 id: keycode::row_id(e),
                 keys: &vals,

@@ -1858,31 +1858,10 @@ pub fn choose_access(plan: Plan) -> Plan {
                 order,
             }
         }
-        Plan::Join {
-            left,
-            right,
-            kind,
-            left_keys,
-            right_keys,
-            on,
-            right_width,
-        } => Plan::Join {
-            left: Box::new(choose_access(*left)),
-            right: Box::new(choose_access(*right)),
-            kind,
-            left_keys,
-            right_keys,
-            on,
-            right_width,
-        },
-        Plan::Filter { input, pred } => Plan::Filter {
-            input: Box::new(choose_access(*input)),
-            pred,
-        },
-        Plan::Project { input, exprs } => Plan::Project {
-            input: Box::new(choose_access(*input)),
-            exprs,
-        },
+        // Only the FROM part: joins and what push_filter/reorder put around them.
+        p @ (Plan::Join { .. } | Plan::Filter { .. } | Plan::Project { .. }) => {
+            p.map_inputs(&mut choose_access)
+        }
         other => other,
     }
 }

@@ -325,6 +325,13 @@ fn scan_line(
     line
 }
 
+fn kind_label(kind: JoinKind) -> &'static str {
+    match kind {
+        JoinKind::Left => "Left",
+        JoinKind::Inner => "Inner",
+    }
+}
+
 /// The plan as MySQL's `EXPLAIN FORMAT=TREE` (with actual figures when `profile` is given).
 pub fn tree(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
     let mut out = vec![];
@@ -501,11 +508,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             on,
             ..
         } => {
-            let kind_s = if *kind == JoinKind::Left {
-                "Left"
-            } else {
-                "Inner"
-            };
+            let kind_s = kind_label(*kind);
             let (ln, rn) = (layout(left), layout(right));
             let mut conds: Vec<String> = left_keys
                 .iter()
@@ -549,11 +552,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             kind,
             ..
         } => {
-            let kind_s = if *kind == JoinKind::Left {
-                "Left"
-            } else {
-                "Inner"
-            };
+            let kind_s = kind_label(*kind);
             let cond = on
                 .as_ref()
                 .map(|o| format!(" {}", expr_text(o, &names)))

@@ -765,37 +765,7 @@ fn index_joins(plan: Plan) -> Plan {
                 },
             }
         }
-        Plan::Filter { input, pred } => Plan::Filter {
-            input: Box::new(index_joins(*input)),
-            pred,
-        },
-        Plan::Project { input, exprs } => Plan::Project {
-            input: Box::new(index_joins(*input)),
-            exprs,
-        },
-        Plan::Aggregate { input, group, aggs } => Plan::Aggregate {
-            input: Box::new(index_joins(*input)),
-            group,
-            aggs,
-        },
-        Plan::Sort { input, keys } => Plan::Sort {
-            input: Box::new(index_joins(*input)),
-            keys,
-        },
-        Plan::Limit {
-            input,
-            limit,
-            offset,
-        } => Plan::Limit {
-            input: Box::new(index_joins(*input)),
-            limit,
-            offset,
-        },
-        Plan::Distinct { input, keys } => Plan::Distinct {
-            input: Box::new(index_joins(*input)),
-            keys,
-        },
-        other => other,
+        other => other.map_inputs(&mut index_joins),
     }
 }
 

@@ -193,6 +193,62 @@ impl Plan {
         Plan::scan_as(table, alias)
     }
 
+    /// The same node over inputs rewritten by `f` (joins: both sides; set operations and
+    /// leaves are returned as they are).
+    pub fn map_inputs(self, f: &mut dyn FnMut(Plan) -> Plan) -> Plan {
+        let mut m = |p: Box<Plan>| Box::new(f(*p));
+        match self {
+            Plan::Join {
+                left,
+                right,
+                kind,
+                left_keys,
+                right_keys,
+                on,
+                right_width,
+            } => Plan::Join {
+                left: m(left),
+                right: m(right),
+                kind,
+                left_keys,
+                right_keys,
+                on,
+                right_width,
+            },
+            Plan::Filter { input, pred } => Plan::Filter {
+                input: m(input),
+                pred,
+            },
+            Plan::Project { input, exprs } => Plan::Project {
+                input: m(input),
+                exprs,
+            },
+            Plan::Aggregate { input, group, aggs } => Plan::Aggregate {
+                input: m(input),
+                group,
+                aggs,
+            },
+            Plan::Sort { input, keys } => Plan::Sort {
+                input: m(input),
+                keys,
+            },
+            Plan::Limit {
+                input,
+                limit,
+                offset,
+            } => Plan::Limit {
+                input: m(input),
+                limit,
+                offset,
+            },
+            Plan::Distinct { input, keys } => Plan::Distinct {
+                input: m(input),
+                keys,
+            },
+            other => other,
+        }
+    }
+
     /// A full scan of `table`, called `alias` in the query.
     pub fn scan_as(table: Arc<TableEntry>, alias: String) -> Plan {
         Plan::Scan {

@@ -192,7 +192,7 @@ impl<'a> Sorter<'a> {
 
     fn spill(&mut self) -> Result<()> {
         self.sort_run();
-        let mut f = tempfile()?;
+        let mut f = quarry_common::temp_file("sort")?;
         {
             let mut w = BufWriter::with_capacity(128 * 1024, &mut f);
             let mut rec = Vec::new();
@@ -301,7 +301,7 @@ pub struct RowSpill {
 impl RowSpill {
     pub fn new() -> Result<RowSpill> {
         Ok(RowSpill {
-            w: BufWriter::with_capacity(64 * 1024, tempfile()?),
+            w: BufWriter::with_capacity(64 * 1024, quarry_common::temp_file("sort")?),
             rec: Vec::new(),
         })
     }
@@ -360,21 +360,6 @@ impl SpillReader {
         }
         Ok(())
     }
-}
-
-/// An unnamed temporary file: created and unlinked at once, so nothing is left behind.
-fn tempfile() -> Result<File> {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("quarry-sort-{}-{n}", std::process::id()));
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| Error::io(path.display(), e))?;
-    let _ = std::fs::remove_file(&path);
-    Ok(f)
 }
 
 #[cfg(test)]

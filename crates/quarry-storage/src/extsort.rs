@@ -21,21 +21,6 @@ pub struct ExternalSorter {
     len: u64,
 }
 
-/// An unnamed temporary file: created and unlinked at once, so nothing is left behind.
-fn tempfile() -> Result<File> {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("quarry-index-run-{}-{n}", std::process::id()));
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| Error::io(path.display(), e))?;
-    let _ = std::fs::remove_file(&path);
-    Ok(f)
-}
-
 impl ExternalSorter {
     /// A sorter holding at most about `budget` bytes of entries in memory.
     pub fn new(budget: usize) -> ExternalSorter {
@@ -103,7 +88,7 @@ impl ExternalSorter {
 
     fn spill(&mut self) -> Result<()> {
         self.sort_spans();
-        let mut w = BufWriter::with_capacity(256 * 1024, tempfile()?);
+        let mut w = BufWriter::with_capacity(256 * 1024, quarry_common::temp_file("index-run")?);
         let io = |e: std::io::Error| Error::io("index sort run", e);
         for &(s, l) in &self.spans {
             w.write_all(&(l as u32).to_le_bytes()).map_err(io)?;
