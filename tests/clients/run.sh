@@ -17,6 +17,8 @@ fi
 python3 -c 'import pymysql' 2>/dev/null || pip install -q PyMySQL
 
 cargo build --release -q -p quarry
+# The README's run command: `cargo run --release -- …` from the root must start the server.
+cargo run --release -q -- --version | grep -q '^quarry' || { echo "FAIL cargo run picks the quarry binary"; exit 1; }
 BIN=target/release/quarry
 WORK=$(mktemp -d)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

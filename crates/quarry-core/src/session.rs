@@ -524,6 +524,10 @@ impl Session {
                 .sys_var("tmp_table_size")
                 .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
                 .unwrap_or(16 << 20),
+            join_buffer: self
+                .sys_var("quarry_join_buffer_size")
+                .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
+                .unwrap_or(128 << 20),
             sort_buffer: self
                 .sys_var("quarry_sort_buffer_size")
                 .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
@@ -1345,6 +1349,20 @@ impl Session {
             }
             let (n, scope) = normalise(&name);
             let global = global_kw || scope == Some(true);
+            if matches!(&expr, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
+            {
+                // SET SESSION v = DEFAULT takes the global value again; SET GLOBAL v =
+                // DEFAULT restores the compiled-in default.
+                let compiled = crate::vars::defaults().into_iter().find(|(d, _)| *d == n);
+                match (global, compiled) {
+                    (_, None) => return Err(Error::unknown_system_variable(&n)),
+                    (true, Some((_, v))) => self.db.set_global(&n, v),
+                    (false, Some(_)) => {
+                        self.vars.remove(&n);
+                    }
+                }
+                continue;
+            }
             // Bare words (SET autocommit = ON, sql_mode = TRADITIONAL) are values, not columns.
             let v = match &expr {
                 ast::Expr::Identifier(i) => Value::Str(i.value.clone()),

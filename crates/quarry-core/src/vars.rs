@@ -37,6 +37,7 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("performance_schema", i(0)),
         ("port", i(3306)),
         ("quarry_sort_buffer_size", i(64 * 1024 * 1024)),
+        ("quarry_join_buffer_size", i(128 * 1024 * 1024)),
         ("read_buffer_size", i(128 * 1024)),
         ("socket", s("")),
         ("sort_buffer_size", i(2 * 1024 * 1024)),

@@ -150,3 +150,63 @@ fn a_table_rebuild_reports_its_progress_in_the_processlist() {
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_hash_join_over_its_memory_budget_spills_and_returns_the_same_rows() {
+    let (dir, db) = fresh_db("joinspill");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d").unwrap();
+    s.query("CREATE TABLE l (id INT, k INT, pad VARCHAR(20))")
+        .unwrap();
+    s.query("CREATE TABLE r (id INT, k INT, pad VARCHAR(20))")
+        .unwrap();
+    let mut x: u64 = 99;
+    for t in ["l", "r"] {
+        let mut values = vec![];
+        for i in 0..3000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            // Skewed keys with duplicates and NULLs on both sides.
+            let k = match (x >> 40) % 10 {
+                0 => "NULL".to_string(),
+                1 => "7".to_string(),
+                _ => ((x >> 20) % 900).to_string(),
+            };
+            values.push(format!("({i}, {k}, 'p{}')", (x >> 8) % 1000));
+        }
+        s.query(&format!("INSERT INTO {t} VALUES {}", values.join(",")))
+            .unwrap();
+    }
+    let spilled = |s: &mut quarry_core::Session| -> i64 {
+        let r = rows(s, "SHOW STATUS LIKE 'Quarry_join_spilled_rows'");
+        r[0][1].to_string().parse().unwrap()
+    };
+    let queries = [
+        "SELECT l.id, r.id FROM l JOIN r ON l.k = r.k",
+        "SELECT l.id, r.id FROM l LEFT JOIN r ON l.k = r.k AND r.pad < 'p5'",
+        "SELECT l.id, r.id FROM l RIGHT JOIN r ON l.k = r.k",
+        "SELECT l.id, r.id FROM l JOIN r ON l.k = r.k AND l.pad = r.pad",
+    ];
+    for q in queries {
+        let sorted = |s: &mut quarry_core::Session| {
+            let mut v: Vec<String> = rows(s, q).iter().map(|r| format!("{r:?}")).collect();
+            v.sort();
+            v
+        };
+        s.query("SET SESSION quarry_join_buffer_size = DEFAULT")
+            .unwrap();
+        let before = spilled(&mut s);
+        let expect = sorted(&mut s);
+        assert_eq!(
+            spilled(&mut s),
+            before,
+            "{q}: the default budget must not spill"
+        );
+        assert!(!expect.is_empty(), "{q}");
+        s.query("SET SESSION quarry_join_buffer_size = 2048")
+            .unwrap();
+        let got = sorted(&mut s);
+        assert!(spilled(&mut s) > before, "{q}: the small budget must spill");
+        assert_eq!(got, expect, "{q}");
+    }
+    drop(dir);
+}

@@ -60,6 +60,8 @@ pub struct ExecCtx<'a> {
     pub sort_buffer: usize,
     /// Bytes of groups a hash aggregation keeps in memory before partitioning to files.
     pub agg_buffer: usize,
+    /// Bytes of build-side rows a hash join keeps in memory before partitioning to files.
+    pub join_buffer: usize,
     /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
     pub profile: RefCell<Option<crate::explain::Profile>>,
 }
@@ -815,57 +817,21 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             on,
             right_width,
         } => {
-            let right_rows = collect(right, ctx)?;
-            let nulls: Row = vec![Value::Null; *right_width];
-            let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-            let mut k = Vec::new();
-            if !left_keys.is_empty() {
-                for (i, r) in right_rows.iter().enumerate() {
-                    if key_of(right_keys, r, ctx, &mut k)? {
-                        table.entry(k.clone()).or_default().push(i);
-                    }
-                }
-            }
-            let all: Vec<usize> = (0..right_rows.len()).collect();
-            run(left, ctx, &mut |b| {
-                let mut out = Vec::new();
-                for l in b {
-                    let cands: &[usize] = if left_keys.is_empty() {
-                        &all
-                    } else if key_of(left_keys, &l, ctx, &mut k)? {
-                        table.get(&k).map(Vec::as_slice).unwrap_or(&[])
-                    } else {
-                        &[]
-                    };
-                    let mut matched = false;
-                    for &i in cands {
-                        let mut row = Vec::with_capacity(l.len() + right_rows[i].len());
-                        row.extend_from_slice(&l);
-                        row.extend_from_slice(&right_rows[i]);
-                        if on
-                            .as_ref()
-                            .map(|e| e.eval_truth(&row, ctx))
-                            .transpose()?
-                            .unwrap_or(true)
-                        {
-                            matched = true;
-                            out.push(row);
-                        }
-                    }
-                    if !matched && *kind == JoinKind::Left {
-                        let mut row = l;
-                        row.extend_from_slice(&nulls);
-                        out.push(row);
-                    }
-                    if out.len() >= BATCH_ROWS && !sink(std::mem::take(&mut out))? {
-                        return Ok(false);
-                    }
-                }
-                if out.is_empty() {
-                    return Ok(true);
-                }
-                sink(out)
-            })?;
+            let spec = JoinSpec {
+                kind: *kind,
+                left_keys,
+                right_keys,
+                on: on.as_ref(),
+                nulls: vec![Value::Null; *right_width],
+            };
+            hash_join(
+                &mut |f| run(left, ctx, f),
+                &mut |f| run(right, ctx, f),
+                &spec,
+                ctx,
+                0,
+                sink,
+            )?;
         }
         Plan::Aggregate { input, group, aggs } => {
             let mut out = Vec::new();
@@ -882,6 +848,172 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
         }
     }
     Ok(())
+}
+
+struct JoinSpec<'p> {
+    kind: JoinKind,
+    left_keys: &'p [Expr],
+    right_keys: &'p [Expr],
+    on: Option<&'p Expr>,
+    /// The right side of a LEFT JOIN row that matched nothing.
+    nulls: Row,
+}
+
+/// Partitions a spilling hash join splits both inputs into.
+const JOIN_PARTITIONS: u64 = 16;
+/// Partition depth at which a join keeps its build side in memory whatever its size (all
+/// rows share one key, so splitting further cannot help).
+const JOIN_MAX_DEPTH: u32 = 4;
+
+/// Which of `parts` partitions a key's hash form goes to at a partitioning depth (a new
+/// seed per depth, so a partition that overflows splits again instead of staying whole).
+fn partition_of(key: &[u8], depth: u32, parts: u64) -> usize {
+    let h = key
+        .iter()
+        .fold(0xcbf29ce484222325u64 ^ depth as u64, |h, b| {
+            (h ^ *b as u64).wrapping_mul(0x100000001b3)
+        });
+    (h % parts) as usize
+}
+
+/// Hash join (Grace-style when the build side is large): the right input is built into a
+/// hash table on its keys until it holds `join_buffer` bytes; past that, build rows go to
+/// [`JOIN_PARTITIONS`] temporary files by key hash, the left input is split the same way,
+/// and each pair of files is joined on its own, so memory stays bounded. Rows with a NULL
+/// key never match: right ones are dropped, left ones of a LEFT JOIN come out padded with
+/// NULLs. Without keys (a cross product filtered by `on`) the right input stays in memory.
+/// Returns false when the sink asked to stop.
+fn hash_join(
+    left: &mut Feed,
+    right: &mut Feed,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    depth: u32,
+    sink: &mut Sink,
+) -> Result<bool> {
+    let keyed = !j.left_keys.is_empty();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    let mut spill: Option<Vec<crate::sort::RowSpill>> = None;
+    let mut used = 0usize;
+    let mut k = Vec::new();
+    let mut spilled = 0u64;
+    right(&mut |b| {
+        for r in b {
+            if keyed && !key_of(j.right_keys, &r, ctx, &mut k)? {
+                continue;
+            }
+            if let Some(files) = spill.as_mut() {
+                files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&r)?;
+                spilled += 1;
+                continue;
+            }
+            used += crate::sort::approx_size(&r) + k.len() + 48;
+            if keyed {
+                table.entry(k.clone()).or_default().push(rows.len());
+            }
+            rows.push(r);
+            if keyed && used > ctx.join_buffer && depth < JOIN_MAX_DEPTH {
+                let mut files = (0..JOIN_PARTITIONS)
+                    .map(|_| crate::sort::RowSpill::new())
+                    .collect::<Result<Vec<_>>>()?;
+                for (key, at) in table.drain() {
+                    let f = &mut files[partition_of(&key, depth, JOIN_PARTITIONS)];
+                    for i in at {
+                        f.write(&rows[i])?;
+                        spilled += 1;
+                    }
+                }
+                rows = Vec::new();
+                spill = Some(files);
+            }
+        }
+        Ok(true)
+    })?;
+    HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
+    let mut go = true;
+    if let Some(right_files) = spill {
+        let mut left_files = (0..JOIN_PARTITIONS)
+            .map(|_| crate::sort::RowSpill::new())
+            .collect::<Result<Vec<_>>>()?;
+        let mut spilled = 0u64;
+        left(&mut |b| {
+            let mut out = Vec::new();
+            for l in b {
+                if key_of(j.left_keys, &l, ctx, &mut k)? {
+                    left_files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&l)?;
+                    spilled += 1;
+                } else if j.kind == JoinKind::Left {
+                    let mut row = l;
+                    row.extend_from_slice(&j.nulls);
+                    out.push(row);
+                }
+            }
+            if !out.is_empty() {
+                go = sink(out)?;
+            }
+            Ok(go)
+        })?;
+        HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
+        for (l, r) in left_files.into_iter().zip(right_files) {
+            if !go {
+                break;
+            }
+            let (mut l, mut r) = (l.into_reader()?, r.into_reader()?);
+            go = hash_join(
+                &mut |f| l.feed(BATCH_ROWS, f),
+                &mut |f| r.feed(BATCH_ROWS, f),
+                j,
+                ctx,
+                depth + 1,
+                sink,
+            )?;
+        }
+        return Ok(go);
+    }
+    let all: Vec<usize> = (0..rows.len()).collect();
+    left(&mut |b| {
+        let mut out = Vec::new();
+        for l in b {
+            let cands: &[usize] = if !keyed {
+                &all
+            } else if key_of(j.left_keys, &l, ctx, &mut k)? {
+                table.get(&k).map(Vec::as_slice).unwrap_or(&[])
+            } else {
+                &[]
+            };
+            let mut matched = false;
+            for &i in cands {
+                let mut row = Vec::with_capacity(l.len() + rows[i].len());
+                row.extend_from_slice(&l);
+                row.extend_from_slice(&rows[i]);
+                if j.on
+                    .map(|e| e.eval_truth(&row, ctx))
+                    .transpose()?
+                    .unwrap_or(true)
+                {
+                    matched = true;
+                    out.push(row);
+                }
+            }
+            if !matched && j.kind == JoinKind::Left {
+                let mut row = l;
+                row.extend_from_slice(&j.nulls);
+                out.push(row);
+            }
+            if out.len() >= BATCH_ROWS {
+                go = sink(std::mem::take(&mut out))?;
+                if !go {
+                    return Ok(false);
+                }
+            }
+        }
+        if !out.is_empty() {
+            go = sink(out)?;
+        }
+        Ok(go)
+    })?;
+    Ok(go)
 }
 
 /// Partitions a spilling aggregate splits its overflow into.
@@ -922,10 +1054,7 @@ fn aggregate(
                 Some(i) => *i,
                 None => {
                     if let Some(files) = spill.as_mut() {
-                        let h = k.iter().fold(0xcbf29ce484222325u64 ^ depth as u64, |h, b| {
-                            (h ^ *b as u64).wrapping_mul(0x100000001b3)
-                        });
-                        files[(h % AGG_PARTITIONS) as usize].write(&r)?;
+                        files[partition_of(&k, depth, AGG_PARTITIONS)].write(&r)?;
                         HandlerCounters::add(&ctx.catalog.counters.agg_spilled_rows, 1);
                         continue;
                     }

@@ -25,7 +25,7 @@ fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
     Ordering::Equal
 }
 
-fn approx_size(r: &[Value]) -> usize {
+pub fn approx_size(r: &[Value]) -> usize {
     r.iter()
         .map(|v| match v {
             Value::Str(s) => 32 + s.len(),

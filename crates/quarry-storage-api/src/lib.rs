@@ -107,6 +107,8 @@ pub struct HandlerCounters {
     pub sort_spills: std::sync::atomic::AtomicU64,
     /// Rows a hash aggregation wrote to partition files (GROUP BY over `tmp_table_size`).
     pub agg_spilled_rows: std::sync::atomic::AtomicU64,
+    /// Rows a hash join wrote to partition files (build side over `join_buffer_size`).
+    pub join_spilled_rows: std::sync::atomic::AtomicU64,
 }
 
 impl HandlerCounters {
@@ -130,6 +132,10 @@ impl HandlerCounters {
             (
                 "Quarry_agg_spilled_rows",
                 self.agg_spilled_rows.load(Relaxed),
+            ),
+            (
+                "Quarry_join_spilled_rows",
+                self.join_spilled_rows.load(Relaxed),
             ),
             ("Quarry_sort_spilled_runs", self.sort_spills.load(Relaxed)),
         ]
