@@ -620,7 +620,7 @@ impl<'a> Binder<'a> {
             if contains_agg(&pred) {
                 return Err(Error::invalid_group());
             }
-            plan = reorder_comma_join(plan, cols.len(), pred);
+            plan = push_filter(plan, pred);
         }
         // Select list (wildcards expanded).
         let mut items: Vec<(Expr, OutColumn)> = vec![];
@@ -1686,13 +1686,21 @@ pub(crate) fn width(p: &Plan) -> Option<usize> {
         } => Some(width(left)? + right_width),
         Plan::IndexJoin { left, table, .. } => Some(width(left)? + table.def.columns.len()),
         Plan::Dual => Some(0),
-        _ => None,
+        Plan::Project { exprs, .. } => Some(exprs.len()),
+        Plan::Aggregate { group, aggs, .. } => Some(group.len() + aggs.len()),
+        Plan::Filter { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Distinct { input, .. } => width(input),
+        Plan::Values(rows) => rows.first().map(Vec::len),
+        Plan::Union { inputs, .. } => inputs.first().and_then(width),
+        Plan::SetOp { left, .. } => width(left),
     }
 }
 
 /// `l = r` with one side reading only the join's left input (columns < `lw`) and the other
 /// only its right input: (left key, right key re-based to the right input's row).
-fn equi_key(c: &Expr, lw: usize) -> Option<(Expr, Expr)> {
+pub(crate) fn equi_key(c: &Expr, lw: usize) -> Option<(Expr, Expr)> {
     let Expr::Bin(BinOp::Eq, a, b) = c else {
         return None;
     };
@@ -2170,162 +2178,5 @@ impl Expr {
             Expr::Lit(v) => v.type_of(),
             _ => SqlType::varchar(255),
         }
-    }
-}
-
-/// `FROM a, b, c WHERE …`: join the tables in an order where each one is connected to the
-/// ones before it by a WHERE condition (so no accidental cross products), then restore the
-/// written column order. Other plans just get the filter pushed down.
-fn reorder_comma_join(plan: Plan, total: usize, pred: Expr) -> Plan {
-    fn is_comma(p: &Plan) -> bool {
-        matches!(p, Plan::Join { kind: JoinKind::Inner, left_keys, on: None, .. } if left_keys.is_empty())
-    }
-    if !is_comma(&plan) {
-        return push_filter(plan, pred);
-    }
-    let mut leaves: Vec<(Plan, usize)> = vec![];
-    let mut p = plan;
-    loop {
-        if !is_comma(&p) {
-            leaves.push((p, 0));
-            break;
-        }
-        match p {
-            Plan::Join {
-                left,
-                right,
-                right_width,
-                ..
-            } => {
-                leaves.push((*right, right_width));
-                p = *left;
-            }
-            _ => unreachable!(),
-        }
-    }
-    leaves.reverse();
-    let rest_width: usize = leaves[1..].iter().map(|l| l.1).sum();
-    leaves[0].1 = total - rest_width;
-    let n = leaves.len();
-    let mut offsets = Vec::with_capacity(n);
-    let mut o = 0;
-    for l in &leaves {
-        offsets.push(o);
-        o += l.1;
-    }
-    let leaf_of = |c: usize| offsets.iter().rposition(|&off| off <= c).unwrap_or(0);
-    let mut parts = vec![];
-    conjuncts(pred, &mut parts);
-    let (pushable, stay): (Vec<Expr>, Vec<Expr>) =
-        parts.into_iter().partition(|c| columns_used(c).is_some());
-    let touches: Vec<Vec<usize>> = pushable
-        .iter()
-        .map(|c| {
-            let mut t: Vec<usize> = columns_used(c)
-                .unwrap_or_default()
-                .into_iter()
-                .map(leaf_of)
-                .collect();
-            t.sort_unstable();
-            t.dedup();
-            t
-        })
-        .collect();
-    // Rows each table gives after its own conditions (its access path estimated as the
-    // scan would run it); tables that are not plain scans count as large.
-    let est: Vec<f64> = (0..n)
-        .map(|i| {
-            let own: Vec<Expr> = touches
-                .iter()
-                .zip(&pushable)
-                .filter(|(t, _)| t.len() == 1 && t[0] == i)
-                .map(|(_, c)| shift_cols(c.clone(), offsets[i]))
-                .collect();
-            match &leaves[i].0 {
-                Plan::Scan { table, alias, .. } => {
-                    let mut probe = Plan::scan_as(table.clone(), alias.clone());
-                    if let Plan::Scan { filter, .. } = &mut probe {
-                        *filter = and_all(own);
-                    }
-                    crate::optimize::estimate_rows(&choose_access(probe)).unwrap_or(f64::MAX)
-                }
-                other => crate::optimize::estimate_rows(other).unwrap_or(f64::MAX),
-            }
-        })
-        .collect();
-    // Greedy by cost: start from the table giving the fewest rows, then add the cheapest
-    // table joined by a condition to those chosen (a cross product only when none is).
-    let cheapest = |cands: &mut dyn Iterator<Item = usize>| {
-        cands.min_by(|&a, &b| est[a].total_cmp(&est[b]).then(a.cmp(&b)))
-    };
-    let start = cheapest(&mut (0..n)).unwrap_or(0);
-    let mut order = vec![start];
-    let mut chosen = vec![false; n];
-    chosen[start] = true;
-    while order.len() < n {
-        let connected = cheapest(&mut (0..n).filter(|&i| !chosen[i]).filter(|&i| {
-            touches
-                .iter()
-                .any(|t| t.contains(&i) && t.len() > 1 && t.iter().all(|&x| x == i || chosen[x]))
-        }));
-        let next = connected
-            .or_else(|| cheapest(&mut (0..n).filter(|&i| !chosen[i])))
-            .unwrap();
-        chosen[next] = true;
-        order.push(next);
-    }
-    // Column c of the written layout → its position in the joined layout.
-    let mut new_offset = vec![0; n];
-    let mut pos = 0;
-    for &i in &order {
-        new_offset[i] = pos;
-        pos += leaves[i].1;
-    }
-    let map: Vec<usize> = (0..total)
-        .map(|c| new_offset[leaf_of(c)] + c - offsets[leaf_of(c)])
-        .collect();
-    let mut slots: Vec<Option<(Plan, usize)>> = leaves.into_iter().map(Some).collect();
-    let mut tree: Option<Plan> = None;
-    for &i in &order {
-        let (leaf, w) = slots[i].take().unwrap();
-        tree = Some(match tree {
-            None => leaf,
-            Some(l) => Plan::Join {
-                left: Box::new(l),
-                right: Box::new(leaf),
-                kind: JoinKind::Inner,
-                left_keys: vec![],
-                right_keys: vec![],
-                on: None,
-                right_width: w,
-            },
-        });
-    }
-    let remapped: Vec<Expr> = pushable
-        .into_iter()
-        .map(|c| {
-            c.rewrite(&mut |x| match x {
-                Expr::Col(i) => Some(Expr::Col(map[*i])),
-                _ => None,
-            })
-        })
-        .collect();
-    let mut plan = tree.unwrap();
-    if let Some(p) = and_all(remapped) {
-        plan = push_filter(plan, p);
-    }
-    let identity = map.iter().enumerate().all(|(i, m)| i == *m);
-    if !identity {
-        plan = Plan::Project {
-            input: Box::new(plan),
-            exprs: map.iter().map(|&m| Expr::Col(m)).collect(),
-        };
-    }
-    match and_all(stay) {
-        Some(f) => Plan::Filter {
-            input: Box::new(plan),
-            pred: f,
-        },
-        None => plan,
     }
 }

@@ -3,7 +3,8 @@
 //! A scan drives its pipeline: each batch from the engine flows through filter and
 //! projection closures into the consumer (aggregate, sort, join build, or the client), so a
 //! full-table count never holds more than one batch. Joins build a hash table on the right
-//! input and stream the left through it (nested loop when there is no equality key).
+//! input and stream the left through it (nested loop when there is no equality key),
+//! partitioning both inputs to files when the build side outgrows its memory budget.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};

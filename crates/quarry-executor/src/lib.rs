@@ -16,6 +16,7 @@ pub mod exec;
 pub mod explain;
 pub mod expr;
 pub mod func;
+pub mod joinorder;
 pub mod optimize;
 pub mod plan;
 pub mod sort;

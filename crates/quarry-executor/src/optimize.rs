@@ -1,10 +1,10 @@
-//! Choices made after binding, with the engine's statistics: index-only reads, index
-//! order instead of a sort (`ORDER BY … LIMIT`, `MIN`/`MAX`), index nested-loop joins,
+//! Choices made after binding, with the engine's statistics: join order (see
+//! [`crate::joinorder`]), index-only reads, index order instead of a sort (`ORDER BY … LIMIT`, `MIN`/`MAX`), index nested-loop joins,
 //! and the fall back to a full scan when an index would fetch most of the table.
 //!
 //! Costs are in "row reads": a row read in file order by a scan costs 1, a row fetched
 //! through an index costs `FETCH`, an index entry read costs `ENTRY`, an index descent
-//! `PROBE`. The constants were set from this engine's measured speeds (a full scan decodes
+//! `PROBE`, inserting a row into a hash join's table `BUILD`. The constants were set from this engine's measured speeds (a full scan decodes
 //! ~0.8 M rows/s; a batch of sorted fetches reads ~0.25 M rows/s).
 
 use std::collections::BTreeSet;
@@ -19,14 +19,17 @@ use crate::exec::bound_ref;
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, AggFunc, Plan, ReadMode};
 
-const FETCH: f64 = 3.0;
-const ENTRY: f64 = 0.2;
-const PROBE: f64 = 2.0;
+pub(crate) const FETCH: f64 = 3.0;
+pub(crate) const ENTRY: f64 = 0.2;
+pub(crate) const PROBE: f64 = 2.0;
+/// Cost of inserting one row into a hash join's table.
+pub(crate) const BUILD: f64 = 0.5;
 /// Share of a table's rows a filter is assumed to keep when nothing better is known.
 pub const UNKNOWN_FILTER: f64 = 0.1;
 
 /// Run every post-binding choice over one SELECT's plan.
 pub fn optimize(plan: Plan) -> Plan {
+    let plan = crate::joinorder::order_joins(plan);
     let plan = order_by_index(plan);
     let mut plan = index_joins(plan);
     need(&mut plan, None);
@@ -769,6 +772,33 @@ fn index_joins(plan: Plan) -> Plan {
     }
 }
 
+/// The index of `table` best probed by equality on the columns `cols` (None: a key that
+/// is not a plain column): the index, which of `cols` give its leading columns in order,
+/// and the rows expected per probe.
+pub(crate) fn best_probe(
+    table: &TableEntry,
+    cols: &[Option<usize>],
+) -> Option<(usize, Vec<usize>, f64)> {
+    let mut best: Option<(usize, Vec<usize>, f64)> = None;
+    for (ii, ix) in table.def.indexes.iter().enumerate() {
+        let mut at = vec![];
+        for (&c, &p) in ix.columns.iter().zip(&ix.prefix) {
+            match cols.iter().position(|k| *k == Some(c)) {
+                Some(j) if p == 0 => at.push(j),
+                _ => break,
+            }
+        }
+        if at.is_empty() {
+            continue;
+        }
+        let rpk = rows_per_key(table, ii, at.len());
+        if best.as_ref().is_none_or(|b| rpk < b.2) {
+            best = Some((ii, at, rpk));
+        }
+    }
+    best
+}
+
 /// The index of the right scan to probe and the left expressions for its leading
 /// columns, if an index nested-loop join is cheaper than the hash join.
 fn probe_plan(
@@ -786,33 +816,21 @@ fn probe_plan(
     else {
         return None;
     };
-    let mut best: Option<(usize, Vec<Expr>, f64)> = None;
-    for (ii, ix) in table.def.indexes.iter().enumerate() {
-        let mut keys = vec![];
-        for (&c, &p) in ix.columns.iter().zip(&ix.prefix) {
-            let hit = right_keys
-                .iter()
-                .position(|k| matches!(k, Expr::Col(x) if *x == c));
-            match hit {
-                Some(j) if p == 0 => keys.push(left_keys[j].clone()),
-                _ => break,
-            }
-        }
-        if keys.is_empty() {
-            continue;
-        }
-        let rpk = rows_per_key(table, ii, keys.len());
-        if best.as_ref().is_none_or(|b| rpk < b.2) {
-            best = Some((ii, keys, rpk));
-        }
-    }
-    let (ii, keys, rpk) = best?;
+    let cols: Vec<Option<usize>> = right_keys
+        .iter()
+        .map(|k| match k {
+            Expr::Col(c) => Some(*c),
+            _ => None,
+        })
+        .collect();
+    let (ii, at, rpk) = best_probe(table, &cols)?;
+    let keys = at.into_iter().map(|j| left_keys[j].clone()).collect();
     let outer = estimate_rows(left)?;
     let probe_cost = outer * (PROBE + rpk * FETCH);
     let hash_cost = match right {
         Plan::Scan { table, access, .. } => match access_estimate(table, access) {
-            Some(n) if !matches!(access, Access::Full) => n * FETCH + outer * ENTRY,
-            _ => table_rows(table) + outer * ENTRY,
+            Some(n) if !matches!(access, Access::Full) => n * (FETCH + BUILD) + outer * ENTRY,
+            _ => table_rows(table) * (1.0 + BUILD) + outer * ENTRY,
         },
         _ => return None,
     };

@@ -1,0 +1,438 @@
+//! Join order: every maximal group of inner joins (comma joins and `JOIN … ON` alike) is
+//! flattened into its tables and conditions, then rebuilt as the left-deep tree of least
+//! estimated cost — exhaustively over table subsets up to [`EXHAUSTIVE`] tables, greedily
+//! beyond — and the written column order is restored above it.
+//!
+//! The cost of adding a table to the tables already joined is the cheapest of: probing one
+//! of its indexes once per row so far (index nested-loop join), building a hash table on it
+//! and streaming the rows so far through it (its rows are read and inserted, so the smaller
+//! input ends up on the build side), or a nested loop when no equality connects them. The
+//! rows a set of tables gives do not depend on the order: the product of their estimated
+//! rows and of the selectivity of each condition among them, `1 / max(distinct values)` for
+//! an equality (distinct counts from index statistics where an index leads with the column,
+//! otherwise the column is taken as unique in its table).
+//!
+//! Outer joins keep their place (they are single inputs of the group they sit in) and
+//! their own inputs are ordered independently; groups whose conditions hold subqueries or
+//! `RAND()` are left as written.
+
+use crate::bind::{columns_used, conjuncts, width};
+use crate::expr::{BinOp, Expr};
+use crate::optimize::{
+    access_estimate, best_probe, estimate_rows, table_rows, BUILD, ENTRY, FETCH, PROBE,
+    UNKNOWN_FILTER,
+};
+use crate::plan::{Access, JoinKind, Plan, ReadMode};
+
+/// Tables up to which every left-deep order is costed (2^n subsets).
+const EXHAUSTIVE: usize = 10;
+/// Cost of evaluating one pair of rows in a nested loop without a key.
+const PAIR: f64 = 0.05;
+/// Cost of producing one joined row (so large intermediate results cost what they do).
+const OUTPUT: f64 = 0.1;
+
+pub fn order_joins(plan: Plan) -> Plan {
+    let total = width(&plan);
+    match (total, &plan) {
+        (
+            Some(total),
+            Plan::Join {
+                kind: JoinKind::Inner,
+                ..
+            },
+        ) if movable(&plan) => {
+            let mut group = Group::default();
+            group.flatten(plan, 0, total);
+            for leaf in &mut group.leaves {
+                let p = std::mem::replace(&mut leaf.plan, Plan::Dual);
+                leaf.plan = order_joins(p);
+            }
+            group.rebuild()
+        }
+        _ => plan.map_inputs(&mut order_joins),
+    }
+}
+
+/// Whether every inner join of the group under `plan` has a known left width and
+/// conditions that may move to another join.
+fn movable(plan: &Plan) -> bool {
+    match plan {
+        Plan::Join {
+            left,
+            right,
+            kind: JoinKind::Inner,
+            on,
+            ..
+        } => {
+            width(left).is_some()
+                && on.as_ref().is_none_or(|e| columns_used(e).is_some())
+                && movable(left)
+                && movable(right)
+        }
+        _ => true,
+    }
+}
+
+struct Leaf {
+    plan: Plan,
+    /// First column of the leaf in the group's written layout.
+    offset: usize,
+    width: usize,
+    rows: f64,
+}
+
+struct Cond {
+    expr: Expr,
+    /// Bit set of the leaves the condition reads.
+    leaves: u64,
+    selectivity: f64,
+}
+
+#[derive(Default)]
+struct Group {
+    leaves: Vec<Leaf>,
+    /// Conditions over the written layout of the whole group.
+    conds: Vec<Expr>,
+}
+
+impl Group {
+    /// Collect the inner joins of `plan` (covering columns `offset..offset + width_here`
+    /// of the group) into leaves and conditions.
+    fn flatten(&mut self, plan: Plan, offset: usize, width_here: usize) {
+        match plan {
+            Plan::Join {
+                left,
+                right,
+                kind: JoinKind::Inner,
+                left_keys,
+                right_keys,
+                on,
+                right_width,
+            } if self.leaves.len() < 63 => {
+                let lw = width(&left).expect("movable() checked the width");
+                self.flatten(*left, offset, lw);
+                self.flatten(*right, offset + lw, right_width);
+                self.take_conditions(offset, lw, left_keys, right_keys, on);
+            }
+            other => {
+                let rows = estimate_rows(&other).unwrap_or(1000.0).max(1.0);
+                self.leaves.push(Leaf {
+                    plan: other,
+                    offset,
+                    width: width_here,
+                    rows,
+                });
+            }
+        }
+    }
+
+    fn take_conditions(
+        &mut self,
+        offset: usize,
+        lw: usize,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        on: Option<Expr>,
+    ) {
+        let shift = |e: Expr, by: usize| {
+            e.rewrite(&mut |x| match x {
+                Expr::Col(i) => Some(Expr::Col(i + by)),
+                _ => None,
+            })
+        };
+        for (l, r) in left_keys.into_iter().zip(right_keys) {
+            self.conds.push(Expr::Bin(
+                BinOp::Eq,
+                Box::new(shift(l, offset)),
+                Box::new(shift(r, offset + lw)),
+            ));
+        }
+        if let Some(on) = on {
+            let mut parts = vec![];
+            conjuncts(on, &mut parts);
+            self.conds
+                .extend(parts.into_iter().map(|c| shift(c, offset)));
+        }
+    }
+
+    fn leaf_of(&self, col: usize) -> usize {
+        self.leaves
+            .iter()
+            .rposition(|l| l.offset <= col)
+            .unwrap_or(0)
+    }
+
+    fn conditions(&self) -> Vec<Cond> {
+        self.conds
+            .iter()
+            .map(|e| {
+                let cols = columns_used(e).unwrap_or_default();
+                let leaves = cols.iter().fold(0u64, |m, &c| m | 1 << self.leaf_of(c));
+                let selectivity = if leaves.count_ones() < 2 {
+                    1.0
+                } else {
+                    self.selectivity(e)
+                };
+                Cond {
+                    expr: e.clone(),
+                    leaves,
+                    selectivity,
+                }
+            })
+            .collect()
+    }
+
+    /// Distinct values of a column of the group, from index statistics when an index of
+    /// its table leads with it, else as many as the leaf's rows.
+    fn distinct(&self, col: usize) -> f64 {
+        let leaf = &self.leaves[self.leaf_of(col)];
+        let c = col - leaf.offset;
+        if let Plan::Scan { table, .. } = &leaf.plan {
+            for (ii, ix) in table.def.indexes.iter().enumerate() {
+                if ix.columns.first() == Some(&c) && ix.prefix.first() == Some(&0) {
+                    let d = table_rows(table) / crate::optimize::rows_per_key(table, ii, 1);
+                    return d.clamp(1.0, leaf.rows);
+                }
+            }
+        }
+        leaf.rows
+    }
+
+    fn selectivity(&self, e: &Expr) -> f64 {
+        match e {
+            Expr::Bin(BinOp::Eq, a, b) => {
+                let side = |x: &Expr| match x {
+                    Expr::Col(c) => self.distinct(*c),
+                    other => columns_used(other)
+                        .and_then(|v| v.first().map(|&c| self.leaves[self.leaf_of(c)].rows))
+                        .unwrap_or(1.0),
+                };
+                1.0 / side(a).max(side(b)).max(1.0)
+            }
+            _ => UNKNOWN_FILTER,
+        }
+    }
+
+    fn rebuild(self) -> Plan {
+        let conds = self.conditions();
+        let n = self.leaves.len();
+        let rows_of = |set: u64| -> f64 {
+            let mut r: f64 = (0..n)
+                .filter(|i| set & (1 << i) != 0)
+                .map(|i| self.leaves[i].rows)
+                .product();
+            for c in &conds {
+                if c.leaves & !set == 0 {
+                    r *= c.selectivity;
+                }
+            }
+            r.max(1.0)
+        };
+        let step = |set: u64, j: usize| -> f64 {
+            let leaf = &self.leaves[j];
+            if set == 0 {
+                return read_cost(&leaf.plan, leaf.rows);
+            }
+            let outer = rows_of(set);
+            let bit = 1u64 << j;
+            // Columns of leaf j equated to expressions over `set` alone.
+            let from_set = |e: &Expr| {
+                columns_used(e).is_some_and(|v| {
+                    !v.is_empty() && v.iter().all(|&o| set & (1 << self.leaf_of(o)) != 0)
+                })
+            };
+            let keyed: Vec<Option<usize>> = conds
+                .iter()
+                .filter(|c| c.leaves & bit != 0 && c.leaves & !(set | bit) == 0)
+                .filter_map(|c| match &c.expr {
+                    Expr::Bin(BinOp::Eq, a, b) => {
+                        [(a, b), (b, a)].into_iter().find_map(|(x, y)| match **x {
+                            Expr::Col(col) if self.leaf_of(col) == j && from_set(y) => {
+                                Some(Some(col - leaf.offset))
+                            }
+                            _ => None,
+                        })
+                    }
+                    _ => None,
+                })
+                .collect();
+            let hash = if keyed.is_empty() {
+                read_cost(&leaf.plan, leaf.rows) + outer * leaf.rows * PAIR
+            } else {
+                read_cost(&leaf.plan, leaf.rows) + leaf.rows * BUILD + outer * ENTRY
+            };
+            let probe = match &leaf.plan {
+                Plan::Scan {
+                    table,
+                    read: ReadMode::Rows,
+                    order: None,
+                    ..
+                } => best_probe(table, &keyed).map(|(_, _, rpk)| outer * (PROBE + rpk * FETCH)),
+                _ => None,
+            };
+            probe.map_or(hash, |p| p.min(hash)) + rows_of(set | bit) * OUTPUT
+        };
+        let connected = |set: u64, j: usize| {
+            conds
+                .iter()
+                .any(|c| c.leaves & (1 << j) != 0 && c.leaves & set != 0)
+        };
+        let order = if n <= EXHAUSTIVE {
+            exhaustive(n, &step)
+        } else {
+            greedy(n, &step, &rows_of, &connected)
+        };
+        build(self.leaves, &conds, &order)
+    }
+}
+
+/// Rows-read cost of producing a leaf's rows on its own.
+fn read_cost(plan: &Plan, rows: f64) -> f64 {
+    match plan {
+        Plan::Scan { table, access, .. } => match access {
+            Access::Full => table_rows(table),
+            other => access_estimate(table, other).unwrap_or(rows) * FETCH,
+        },
+        _ => rows,
+    }
+}
+
+/// The cheapest left-deep order, by dynamic programming over subsets of the leaves; ties
+/// keep the written order.
+fn exhaustive(n: usize, step: &dyn Fn(u64, usize) -> f64) -> Vec<usize> {
+    let full = (1u64 << n) - 1;
+    let mut best: Vec<Option<(f64, usize)>> = vec![None; 1 << n];
+    best[0] = Some((0.0, usize::MAX));
+    for set in 0..full {
+        let Some((cost, _)) = best[set as usize] else {
+            continue;
+        };
+        for j in 0..n {
+            if set & (1 << j) != 0 {
+                continue;
+            }
+            let next = (set | 1 << j) as usize;
+            let c = cost + step(set, j);
+            if best[next].is_none_or(|(b, _)| c < b) {
+                best[next] = Some((c, j));
+            }
+        }
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut set = full;
+    while set != 0 {
+        let (_, j) = best[set as usize].expect("every subset is reachable");
+        order.push(j);
+        set &= !(1 << j);
+    }
+    order.reverse();
+    order
+}
+
+/// Beyond [`EXHAUSTIVE`] tables: start from the table giving the fewest rows, then add the
+/// table cheapest to join next among those a condition connects to the tables so far (a
+/// cross product only when none is connected).
+fn greedy(
+    n: usize,
+    step: &dyn Fn(u64, usize) -> f64,
+    rows_of: &dyn Fn(u64) -> f64,
+    connected: &dyn Fn(u64, usize) -> bool,
+) -> Vec<usize> {
+    let start = (0..n)
+        .min_by(|&a, &b| rows_of(1 << a).total_cmp(&rows_of(1 << b)))
+        .unwrap_or(0);
+    let mut order = vec![start];
+    let mut set = 1u64 << start;
+    while order.len() < n {
+        let left: Vec<usize> = (0..n).filter(|j| set & (1 << j) == 0).collect();
+        let linked: Vec<usize> = left
+            .iter()
+            .copied()
+            .filter(|&j| connected(set, j))
+            .collect();
+        let cands = if linked.is_empty() { left } else { linked };
+        let next = cands
+            .into_iter()
+            .min_by(|&a, &b| step(set, a).total_cmp(&step(set, b)))
+            .expect("a leaf is left");
+        order.push(next);
+        set |= 1 << next;
+    }
+    order
+}
+
+/// Join the leaves left-deep in `order`, each condition at the first join where all the
+/// leaves it reads are present, then put the columns back in their written order.
+fn build(leaves: Vec<Leaf>, conds: &[Cond], order: &[usize]) -> Plan {
+    let total: usize = leaves.iter().map(|l| l.width).sum();
+    let mut new_offset = vec![0; leaves.len()];
+    let mut pos = 0;
+    for &i in order {
+        new_offset[i] = pos;
+        pos += leaves[i].width;
+    }
+    let leaf_of = |c: usize| leaves.iter().rposition(|l| l.offset <= c).unwrap_or(0);
+    let map: Vec<usize> = (0..total)
+        .map(|c| {
+            let l = leaf_of(c);
+            new_offset[l] + c - leaves[l].offset
+        })
+        .collect();
+    let identity = map.iter().enumerate().all(|(i, &m)| i == m);
+    let mut placed = vec![false; conds.len()];
+    let mut slots: Vec<Option<Leaf>> = leaves.into_iter().map(Some).collect();
+    let mut tree: Option<(Plan, usize)> = None;
+    let mut set = 0u64;
+    for &j in order {
+        let leaf = slots[j].take().expect("each leaf once");
+        set |= 1 << j;
+        tree = Some(match tree {
+            None => (leaf.plan, leaf.width),
+            Some((left, lw)) => {
+                let mut left_keys = vec![];
+                let mut right_keys = vec![];
+                let mut on = vec![];
+                for (c, done) in conds.iter().zip(placed.iter_mut()) {
+                    if *done || c.leaves & !set != 0 {
+                        continue;
+                    }
+                    *done = true;
+                    let e = c.expr.clone().rewrite(&mut |x| match x {
+                        Expr::Col(i) => Some(Expr::Col(map[*i])),
+                        _ => None,
+                    });
+                    match crate::bind::equi_key(&e, lw) {
+                        Some((l, r)) => {
+                            left_keys.push(l);
+                            right_keys.push(r);
+                        }
+                        None => on.push(e),
+                    }
+                }
+                (
+                    Plan::Join {
+                        left: Box::new(left),
+                        right: Box::new(leaf.plan),
+                        kind: JoinKind::Inner,
+                        left_keys,
+                        right_keys,
+                        on: on
+                            .into_iter()
+                            .reduce(|a, b| Expr::Bin(BinOp::And, Box::new(a), Box::new(b))),
+                        right_width: leaf.width,
+                    },
+                    lw + leaf.width,
+                )
+            }
+        });
+    }
+    let (plan, _) = tree.expect("a group has leaves");
+    if identity {
+        plan
+    } else {
+        Plan::Project {
+            input: Box::new(plan),
+            exprs: map.iter().map(|&m| Expr::Col(m)).collect(),
+        }
+    }
+}
