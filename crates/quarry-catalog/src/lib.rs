@@ -129,6 +129,19 @@ impl TableEntry {
     pub fn path(&self, datadir: &Path) -> TablePath {
         TablePath::new(&datadir.join(&self.db), &self.def.name)
     }
+
+    /// The same table under a new handle and definition (after a rename or index change).
+    fn reopened(&self, db: &str, handle: Arc<dyn Table>, def: TableDef) -> TableEntry {
+        TableEntry {
+            db: db.to_string(),
+            auto_inc: Mutex::new(*self.auto_inc.lock()),
+            handle,
+            engine: self.engine.clone(),
+            row_format: self.row_format,
+            create_time: self.create_time,
+            def,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -549,20 +562,60 @@ impl Catalog {
             &def.schema(entry.row_format),
             self.counters.clone(),
         )?;
-        let new_entry = Arc::new(TableEntry {
-            db: to_db.to_string(),
-            auto_inc: Mutex::new(*entry.auto_inc.lock()),
-            handle,
-            engine: entry.engine.clone(),
-            row_format: entry.row_format,
-            create_time: entry.create_time,
-            def,
-        });
+        let new_entry = Arc::new(entry.reopened(to_db, handle, def));
         st.dbs
             .get_mut(to_db)
             .unwrap()
             .insert(to.to_string(), new_entry);
         Ok(())
+    }
+
+    /// Give a table the indexes of `new_def` (which differs from its definition in its
+    /// indexes only) without copying its rows: kept indexes keep their files, new ones are
+    /// built from the rows. Returns false, changing nothing, when the engine cannot.
+    pub fn alter_indexes(
+        &self,
+        db: &str,
+        name: &str,
+        new_def: TableDef,
+        progress: &dyn Fn(u64),
+    ) -> Result<bool> {
+        let entry = self.table(db, name)?;
+        let kept: Vec<Option<usize>> = new_def
+            .indexes
+            .iter()
+            .map(|ix| entry.def.indexes.iter().position(|o| o == ix))
+            .collect();
+        let schema = new_def.schema(entry.row_format);
+        if !entry
+            .handle
+            .build_indexes(&schema.indexes, &kept, progress)?
+        {
+            return Ok(false);
+        }
+        let mut st = self.state_mut();
+        let tables = st
+            .dbs
+            .get_mut(db)
+            .ok_or_else(|| Error::no_such_table(db, name))?;
+        tables.remove(name);
+        let path = entry.path(&self.datadir);
+        let installed = entry.engine.install_indexes(&path, &kept, &mut || {
+            self.write_def(db, &new_def, entry.row_format)
+        });
+        // On failure the old definition is still the durable one: reopen by it (the
+        // dirty marker left behind rebuilds its indexes from the rows).
+        let (def, result) = match installed {
+            Ok(()) => (new_def, Ok(true)),
+            Err(e) => (entry.def.clone(), Err(e)),
+        };
+        let handle =
+            entry
+                .engine
+                .open(&path, &def.schema(entry.row_format), self.counters.clone())?;
+        let new_entry = Arc::new(entry.reopened(db, handle, def));
+        tables.insert(name.to_string(), new_entry);
+        result
     }
 
     /// Flush and fsync every table (clean shutdown).

@@ -974,7 +974,7 @@ impl Session {
                 });
                 let ct = synth_index(&def, name, &ci.columns, ci.unique)?;
                 def.indexes = table_def_from_ast(&ct)?.indexes;
-                self.rebuild_table(&db, &entry, def, None, sink)?;
+                self.change_table(&db, &entry, def, None, sink)?;
                 Ok(Output::Ok {
                     affected: 0,
                     last_insert_id: 0,
@@ -1780,6 +1780,54 @@ impl Session {
     }
 
     /// Replace a table by a new definition, copying rows through `map` (ALTER, CREATE INDEX).
+    /// Show `stage` in SHOW PROCESSLIST, with the table's rows as the total.
+    fn start_progress(&self, stage: &'static str, entry: &quarry_catalog::TableEntry) {
+        let total = match entry.handle.stats().rows {
+            quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n) => n,
+            quarry_storage_api::Stat::Unknown => 0,
+        };
+        *self.info.progress.lock() = Some(crate::Progress {
+            stage,
+            done: 0,
+            total,
+        });
+    }
+
+    /// Apply a new definition to a table: in place when only its indexes change and the
+    /// engine can build them from the rows, else by copying the rows into a new table.
+    fn change_table(
+        &mut self,
+        db: &str,
+        entry: &Arc<quarry_catalog::TableEntry>,
+        new_def: TableDef,
+        map: Option<&dyn Fn(Row) -> Row>,
+        sink: &StmtSink,
+    ) -> Result<()> {
+        let same_columns = {
+            let (mut a, mut b) = (entry.def.clone(), new_def.clone());
+            a.indexes.clear();
+            b.indexes.clear();
+            a == b
+        };
+        if same_columns {
+            self.start_progress("building index", entry);
+            let progress = &self.info.progress;
+            let r = self
+                .db
+                .catalog
+                .alter_indexes(db, &entry.def.name, new_def.clone(), &|n| {
+                    if let Some(g) = progress.lock().as_mut() {
+                        g.done = n;
+                    }
+                });
+            *progress.lock() = None;
+            if r? {
+                return Ok(());
+            }
+        }
+        self.rebuild_table(db, entry, new_def, map, sink)
+    }
+
     fn rebuild_table(
         &mut self,
         db: &str,
@@ -1801,16 +1849,8 @@ impl Session {
                 read_buffer: ctx.read_buffer,
             })?;
             let mut batch = Vec::new().into_iter();
-            let total = match entry.handle.stats().rows {
-                quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n) => n,
-                quarry_storage_api::Stat::Unknown => 0,
-            };
+            self.start_progress("copy to tmp table", entry);
             let progress = &self.info.progress;
-            *progress.lock() = Some(crate::Progress {
-                stage: "copy to tmp table",
-                done: 0,
-                total,
-            });
             let rows = std::iter::from_fn(|| loop {
                 if let Some(r) = batch.next() {
                     return Some(Ok(match map {
@@ -1986,7 +2026,7 @@ impl Session {
                     .collect()
             };
             // Columns added without a value take their default: mark them for default filling.
-            self.rebuild_table(&db, &entry, def.clone(), Some(&ctx_map), sink)?;
+            self.change_table(&db, &entry, def.clone(), Some(&ctx_map), sink)?;
         }
         if let Some((d2, t2)) = rename_to {
             self.db.catalog.rename_table(&db, &def.name, &d2, &t2)?;

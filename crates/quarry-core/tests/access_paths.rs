@@ -109,7 +109,7 @@ fn prepared_queries_keep_their_plan_until_the_schema_changes() {
 }
 
 #[test]
-fn a_table_rebuild_reports_its_progress_in_the_processlist() {
+fn an_index_build_reports_its_progress_in_the_processlist() {
     let (dir, db) = fresh_db("progress");
     let mut s = db.session("root", "localhost");
     s.query("CREATE DATABASE d; USE d").unwrap();
@@ -122,6 +122,9 @@ fn a_table_rebuild_reports_its_progress_in_the_processlist() {
         s.query(&format!("INSERT INTO big VALUES {}", vals.join(",")))
             .unwrap();
     }
+    use std::os::unix::fs::MetadataExt;
+    let data_file = dir.join("d").join("big.qrd");
+    let inode = std::fs::metadata(&data_file).unwrap().ino();
     let builder = std::thread::spawn(move || {
         s.query("CREATE INDEX kv ON big (v)").unwrap();
         s
@@ -130,14 +133,14 @@ fn a_table_rebuild_reports_its_progress_in_the_processlist() {
     let mut seen = None;
     while !builder.is_finished() {
         for r in rows(&mut watcher, "SHOW PROCESSLIST") {
-            if r[6] == Value::Str("copy to tmp table".into()) {
+            if r[6] == Value::Str("building index".into()) {
                 seen = Some(r[8].to_f64());
             }
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     let mut s = builder.join().unwrap();
-    let pct = seen.expect("the rebuild showed its stage");
+    let pct = seen.expect("the index build showed its stage");
     assert!((0.0..=100.0).contains(&pct), "{pct}");
     // Idle again: no stage, no progress.
     let idle = rows(&mut s, "SHOW PROCESSLIST");
@@ -146,6 +149,8 @@ fn a_table_rebuild_reports_its_progress_in_the_processlist() {
         rows(&mut s, "SELECT count(*) FROM big WHERE v = 'value 7'")[0][0],
         Value::Int(30)
     );
+    // Built in place: the rows were not copied to a new data file.
+    assert_eq!(std::fs::metadata(&data_file).unwrap().ino(), inode);
     drop((s, watcher));
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();

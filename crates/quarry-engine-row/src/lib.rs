@@ -83,8 +83,12 @@ fn side_files(path: &TablePath) -> Vec<std::path::PathBuf> {
     if let Ok(rd) = std::fs::read_dir(&path.dir) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&prefix) && name.ends_with(".qix") {
-                let middle = &name[prefix.len()..name.len() - 4];
+            let base = name
+                .strip_suffix(".new")
+                .or_else(|| name.strip_suffix(".tmp"))
+                .unwrap_or(&name);
+            if base.starts_with(&prefix) && base.ends_with(".qix") {
+                let middle = &base[prefix.len()..base.len() - 4];
                 if !middle.is_empty() && middle.bytes().all(|b| b.is_ascii_digit()) {
                     out.push(e.path());
                 }
@@ -161,6 +165,34 @@ impl Engine for RowEngine {
         }
         Ok(())
     }
+    fn install_indexes(
+        &self,
+        path: &TablePath,
+        kept: &[Option<usize>],
+        commit: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let mv = |from: &std::path::Path, to: &std::path::Path| {
+            std::fs::rename(from, to).map_err(|e| Error::io(from.display(), e))
+        };
+        // Old and new numbering overlap: every file first takes a staging name.
+        for (n, k) in kept.iter().enumerate() {
+            let from = match k {
+                Some(m) => index_file(path, *m, ""),
+                None => index_file(path, n, ".new"),
+            };
+            mv(&from, &index_file(path, n, ".tmp"))?;
+        }
+        for f in side_files(path) {
+            if f.extension().is_some_and(|e| e == "qix") {
+                remove_if_exists(&f)?;
+            }
+        }
+        for n in 0..kept.len() {
+            mv(&index_file(path, n, ".tmp"), &index_file(path, n, ""))?;
+        }
+        commit()?;
+        remove_if_exists(&path.file("qdirty"))
+    }
 }
 
 fn header(format: RowFormat) -> Vec<u8> {
@@ -199,6 +231,8 @@ struct State {
 
 pub struct RowTable {
     name: String,
+    path: TablePath,
+    pool: Arc<BufferPool>,
     schema: TableSchema,
     file: File,
     counters: Arc<HandlerCounters>,
@@ -276,6 +310,8 @@ impl RowTable {
         let was_dirty = dirty_marker.exists();
         let t = RowTable {
             name: path.name.clone(),
+            path: path.clone(),
+            pool: pool.clone(),
             schema,
             file,
             counters,
@@ -341,19 +377,8 @@ impl RowTable {
 
     /// Recreate every index from the data file: entries sorted, trees built bottom-up.
     fn rebuild_indexes(&self) -> Result<()> {
-        let end = self.state.lock().end;
-        let mut entries: Vec<ExternalSorter> = (0..self.trees.len())
-            .map(|_| ExternalSorter::new(SORT_BUDGET))
-            .collect();
-        let mut reader = RecordReader::new(self, HEADER_SIZE, end, 1 << 20);
-        while let Some((off, status, _, payload)) = reader.next_record()? {
-            if status == LIVE {
-                let row = decode(&self.schema.columns, self.schema.row_format, payload)?;
-                for (n, ix) in self.schema.indexes.iter().enumerate() {
-                    entries[n].push(&self.entry(ix, &row, off))?;
-                }
-            }
-        }
+        let ixs: Vec<&IndexSchema> = self.schema.indexes.iter().collect();
+        let entries = self.sorted_entries(&ixs, &|_| {})?;
         for (tree, sorter) in self.trees.iter().zip(entries) {
             tree.clear()?;
             bulk_load_all(tree, sorter.finish()?)?;
@@ -451,20 +476,76 @@ impl RowTable {
                 Ok(!taken)
             })?;
             if taken {
-                let shown: Vec<String> = ix
-                    .columns
-                    .iter()
-                    .zip(&ix.prefix)
-                    .map(|(&c, &p)| match &row[c] {
-                        Value::Str(s) if p > 0 => s.chars().take(p as usize).collect(),
-                        v => v.to_string(),
-                    })
-                    .collect();
-                let name = if ix.primary { "PRIMARY" } else { &ix.name };
-                return Err(Error::duplicate_key(&shown.join("-"), name));
+                return Err(duplicate(ix, row));
             }
         }
         Ok(())
+    }
+
+    /// Sorted entries of `ix` for every live row, from one pass over the data file.
+    fn sorted_entries(
+        &self,
+        ixs: &[&IndexSchema],
+        progress: &dyn Fn(u64),
+    ) -> Result<Vec<ExternalSorter>> {
+        let end = self.state.lock().end;
+        let mut sorters: Vec<ExternalSorter> = ixs
+            .iter()
+            .map(|_| ExternalSorter::new(SORT_BUDGET))
+            .collect();
+        let mut reader = RecordReader::new(self, HEADER_SIZE, end, 1 << 20);
+        let mut rows = 0u64;
+        while let Some((off, status, _, payload)) = reader.next_record()? {
+            if status == LIVE {
+                let row = decode(&self.schema.columns, self.schema.row_format, payload)?;
+                for (sorter, ix) in sorters.iter_mut().zip(ixs) {
+                    sorter.push(&self.entry(ix, &row, off))?;
+                }
+                rows += 1;
+                if rows.is_multiple_of(65536) {
+                    progress(rows);
+                }
+            }
+        }
+        progress(rows);
+        Ok(sorters)
+    }
+
+    /// Load sorted entries of `ix` into the empty tree `tree`; for a UNIQUE index, two
+    /// entries with the same key (and no NULL in it) are error 1062 naming that key.
+    fn load_checked(
+        &self,
+        tree: &BTree,
+        ix: &IndexSchema,
+        sorted: Box<dyn Iterator<Item = Result<Vec<u8>>>>,
+    ) -> Result<u64> {
+        if !ix.unique {
+            return bulk_load_all(tree, sorted);
+        }
+        let types: Vec<SqlType> = ix
+            .columns
+            .iter()
+            .map(|&c| self.schema.columns[c].ty)
+            .collect();
+        let mut prev: Vec<u8> = Vec::new();
+        let checked = sorted.map(move |e| {
+            let e = e?;
+            let key = &e[..e.len() - 8];
+            let ends = keycode::column_ends(&e, &types, types.len())
+                .ok_or_else(|| Error::corrupt(format!("index {} entry", ix.name)))?;
+            let has_null = (0..ends.len()).any(|j| e[if j == 0 { 0 } else { ends[j - 1] }] == 0);
+            if !has_null && key == prev.as_slice() {
+                let row = self
+                    .fetch(&[keycode::row_id(&e)])?
+                    .pop()
+                    .ok_or_else(|| Error::corrupt(&self.name))?;
+                return Err(duplicate(ix, &row));
+            }
+            prev.clear();
+            prev.extend_from_slice(key);
+            Ok(e)
+        });
+        bulk_load_all(tree, Box::new(checked))
     }
 
     fn index_add(&self, st: &mut State, row: &Row, id: RowId) -> Result<()> {
@@ -782,6 +863,49 @@ impl Table for RowTable {
             reader: RecordReader::new(self, HEADER_SIZE, end, block),
             batch_rows: req.batch_rows.max(1),
         }))
+    }
+
+    fn build_indexes(
+        &self,
+        new: &[IndexSchema],
+        kept: &[Option<usize>],
+        progress: &dyn Fn(u64),
+    ) -> Result<bool> {
+        if self.state.lock().bulk {
+            return Ok(false);
+        }
+        // Everything on disk first (the kept index files move as they are), then the
+        // marker: until the new definition is committed, a crash rebuilds the indexes.
+        self.sync()?;
+        {
+            let mut st = self.state.lock();
+            File::create(&self.dirty_marker)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(self.dirty_marker.display(), e))?;
+            st.marked_dirty = true;
+        }
+        let building: Vec<usize> = (0..new.len()).filter(|&n| kept[n].is_none()).collect();
+        let result = (|| {
+            let ixs: Vec<&IndexSchema> = building.iter().map(|&n| &new[n]).collect();
+            let sorters = self.sorted_entries(&ixs, progress)?;
+            for (sorter, &n) in sorters.into_iter().zip(&building) {
+                let file = index_file(&self.path, n, ".new");
+                remove_if_exists(&file)?;
+                let tree = BTree::open(self.pool.clone(), &file)?;
+                let loaded = self.load_checked(&tree, &new[n], sorter.finish()?);
+                tree.close(loaded.is_ok())?;
+                loaded?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            for &n in &building {
+                remove_if_exists(&index_file(&self.path, n, ".new"))?;
+            }
+            self.sync()?;
+            return Err(e);
+        }
+        Ok(true)
     }
 
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
@@ -1198,7 +1322,30 @@ fn int_key(f: f64) -> Value {
 const SORT_BUDGET: usize = 64 << 20;
 
 /// Bulk-load a tree from a fallible sorted stream (the first error stops the load).
-fn bulk_load_all(tree: &BTree, sorted: Box<dyn Iterator<Item = Result<Vec<u8>>>>) -> Result<u64> {
+/// Error 1062 for `row`'s key in `ix`.
+fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
+    let shown: Vec<String> = ix
+        .columns
+        .iter()
+        .zip(&ix.prefix)
+        .map(|(&c, &p)| match &row[c] {
+            Value::Str(s) if p > 0 => s.chars().take(p as usize).collect(),
+            v => v.to_string(),
+        })
+        .collect();
+    let name = if ix.primary { "PRIMARY" } else { &ix.name };
+    Error::duplicate_key(&shown.join("-"), name)
+}
+
+/// Where index `n` of a table lives, and where it is built before being put in place.
+fn index_file(path: &TablePath, n: usize, stage: &str) -> std::path::PathBuf {
+    path.file(&format!("i{n}.qix{stage}"))
+}
+
+fn bulk_load_all(
+    tree: &BTree,
+    sorted: Box<dyn Iterator<Item = Result<Vec<u8>>> + '_>,
+) -> Result<u64> {
     let mut err = None;
     let mut it = sorted.map_while(|e| match e {
         Ok(e) => Some(e),
@@ -1493,6 +1640,117 @@ mod tests {
             assert_eq!(all.len(), 301);
             assert!(!path.file("qdirty").exists());
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// CREATE/DROP INDEX in place: a duplicate for a new UNIQUE index changes nothing,
+    /// a crash before the new definition is committed leaves the old table whole, and
+    /// after the commit the table opens with the new indexes and no rebuild.
+    #[test]
+    fn indexes_change_in_place_and_a_crash_leaves_old_or_new() {
+        let dir = std::env::temp_dir().join(format!("quarry-row-alter-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = TablePath::new(&dir, "t");
+        let key_v = |name: &str, unique: bool| IndexSchema {
+            name: name.into(),
+            columns: vec![1],
+            prefix: vec![0],
+            unique,
+            primary: false,
+        };
+        let mut old = schema(RowFormat::Dynamic);
+        old.indexes.push(key_v("kv", false));
+        let mut new = schema(RowFormat::Dynamic);
+        new.indexes.push(key_v("uv", true));
+        let kept = [Some(0), None];
+        let engine = RowEngine::default();
+        engine.create(&path, &old).unwrap();
+        let counters = Arc::new(HandlerCounters::default());
+        let ids_of = |t: &dyn Table, n: usize, v: &str| {
+            let key = [Value::Str(v.into())];
+            t.index_range(n, Bound::Included(&key), Bound::Included(&key))
+                .unwrap()
+        };
+        let staged = || {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".new"))
+        };
+        let t = engine.open(&path, &old, counters.clone()).unwrap();
+        for i in 0..500 {
+            t.insert(vec![Value::Int(i), Value::Str(format!("v{i}"))])
+                .unwrap();
+        }
+        t.insert(vec![Value::Int(1000), Value::Null]).unwrap();
+        t.insert(vec![Value::Int(1001), Value::Null]).unwrap();
+        let dup = t
+            .insert(vec![Value::Int(1002), Value::Str("V7".into())])
+            .unwrap();
+        let err = t.build_indexes(&new.indexes, &kept, &|_| {}).unwrap_err();
+        assert_eq!(err.code, 1062);
+        assert!(
+            err.message.contains("'V7'") || err.message.contains("'v7'"),
+            "{}",
+            err.message
+        );
+        assert!(!staged() && !path.file("qdirty").exists());
+        assert!(t.check().unwrap().is_empty());
+        t.delete(dup).unwrap();
+        // Crash after the build, before anything moved; then a crash after the files
+        // moved but before the new definition was written.
+        for fail_commit in [false, true] {
+            assert!(t.build_indexes(&new.indexes, &kept, &|_| {}).unwrap());
+            if fail_commit {
+                let r = engine.install_indexes(&path, &kept, &mut || {
+                    Err(Error::new(1030, "simulated crash"))
+                });
+                assert!(r.is_err());
+            }
+            let t2 = engine.open(&path, &old, counters.clone()).unwrap();
+            assert!(t2.check().unwrap().is_empty(), "{:?}", t2.check().unwrap());
+            assert_eq!(ids_of(&*t2, 1, "v250").len(), 1);
+            assert_eq!(
+                t2.index_range(0, Bound::Unbounded, Bound::Unbounded)
+                    .unwrap()
+                    .len(),
+                502
+            );
+            drop(t2);
+        }
+        drop(t);
+        let t = engine.open(&path, &old, counters.clone()).unwrap();
+        assert!(t.build_indexes(&new.indexes, &kept, &|_| {}).unwrap());
+        drop(t);
+        let mut committed = false;
+        engine
+            .install_indexes(&path, &kept, &mut || {
+                committed = true;
+                Ok(())
+            })
+            .unwrap();
+        assert!(committed && !staged() && !path.file("qdirty").exists());
+        let t = engine.open(&path, &new, counters.clone()).unwrap();
+        assert!(t.check().unwrap().is_empty(), "{:?}", t.check().unwrap());
+        assert_eq!(
+            ids_of(&*t, 1, "V250").len(),
+            1,
+            "case-insensitive unique key"
+        );
+        assert_eq!(
+            t.insert(vec![Value::Int(2000), Value::Str("V9".into())])
+                .unwrap_err()
+                .code,
+            1062
+        );
+        assert_eq!(
+            t.index_range(0, Bound::Unbounded, Bound::Unbounded)
+                .unwrap()
+                .len(),
+            502
+        );
+        drop(t);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

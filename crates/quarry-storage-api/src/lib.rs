@@ -16,7 +16,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use quarry_common::{Result, Row, SqlType, Value};
+use quarry_common::{Error, Result, Row, SqlType, Value};
 
 pub type RowId = u64;
 
@@ -169,6 +169,19 @@ pub struct IndexEntry<'a> {
 /// One open table.
 pub trait Table: Send + Sync {
     fn schema(&self) -> &TableSchema;
+    /// Build, from the rows, the indexes of `new` that `kept` marks `None` (new index `n`
+    /// is old index `kept[n]` otherwise), into files beside the table's for
+    /// [`Engine::install_indexes`]; `progress` hears the rows read so far. A duplicate in a
+    /// new UNIQUE index is error 1062 and leaves the table as it was. Returns false when
+    /// the engine cannot change indexes in place (the caller copies the table instead).
+    fn build_indexes(
+        &self,
+        _new: &[IndexSchema],
+        _kept: &[Option<usize>],
+        _progress: &dyn Fn(u64),
+    ) -> Result<bool> {
+        Ok(false)
+    }
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>>;
     /// Rows by id, in the order given (callers sort ids to read in file order).
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>>;
@@ -289,6 +302,19 @@ pub trait Engine: Send + Sync {
     ) -> Result<Arc<dyn Table>>;
     fn drop_table(&self, path: &TablePath) -> Result<()>;
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()>;
+    /// Put the indexes a table's [`Table::build_indexes`] made in place, once its handle
+    /// is no longer used: new index `n` is old index `kept[n]`, or the one built for `n`.
+    /// `commit` makes the new table definition durable; a crash before it leaves the old
+    /// definition (whose indexes are then rebuilt from the rows at open), a crash after it
+    /// the new one.
+    fn install_indexes(
+        &self,
+        _path: &TablePath,
+        _kept: &[Option<usize>],
+        _commit: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        Err(Error::unsupported("changing indexes in place"))
+    }
 }
 
 /// Engines by name. Several SQL names may map to one engine (`InnoDB` → row engine).
