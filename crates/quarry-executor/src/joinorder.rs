@@ -40,7 +40,7 @@ pub fn order_joins(plan: Plan) -> Plan {
                 kind: JoinKind::Inner,
                 ..
             },
-        ) if movable(&plan) => {
+        ) if movable(&plan) && inputs(&plan) <= 64 => {
             let mut group = Group::default();
             group.flatten(plan, 0, total);
             for leaf in &mut group.leaves {
@@ -50,6 +50,19 @@ pub fn order_joins(plan: Plan) -> Plan {
             group.rebuild()
         }
         _ => plan.map_inputs(&mut order_joins),
+    }
+}
+
+/// Inputs of the group of inner joins under `plan` (bit sets of them must fit a u64).
+fn inputs(plan: &Plan) -> usize {
+    match plan {
+        Plan::Join {
+            left,
+            right,
+            kind: JoinKind::Inner,
+            ..
+        } => inputs(left) + inputs(right),
+        _ => 1,
     }
 }
 
@@ -108,7 +121,7 @@ impl Group {
                 right_keys,
                 on,
                 right_width,
-            } if self.leaves.len() < 63 => {
+            } => {
                 let lw = width(&left).expect("movable() checked the width");
                 self.flatten(*left, offset, lw);
                 self.flatten(*right, offset + lw, right_width);
