@@ -496,6 +496,13 @@ impl Session {
         })
     }
 
+    /// A byte-size variable's value, kept within `min..=max` (`default` if unreadable).
+    fn size_var(&self, name: &str, min: i64, max: i64, default: usize) -> usize {
+        self.sys_var(name)
+            .map(|v| v.to_i64().clamp(min, max) as usize)
+            .unwrap_or(default)
+    }
+
     fn exec_ctx<T>(
         &self,
         params: Vec<Value>,
@@ -515,23 +522,11 @@ impl Session {
             warnings: RefCell::new(vec![]),
             undo: RefCell::new(vec![]),
             strict: self.strict(),
-            read_buffer: self
-                .sys_var("read_buffer_size")
-                .map(|v| v.to_i64().clamp(256, 1 << 30) as usize)
-                .unwrap_or(128 * 1024),
+            read_buffer: self.size_var("read_buffer_size", 256, 1 << 30, 128 << 10),
             killed: &self.info.killed,
-            agg_buffer: self
-                .sys_var("tmp_table_size")
-                .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
-                .unwrap_or(16 << 20),
-            join_buffer: self
-                .sys_var("quarry_join_buffer_size")
-                .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
-                .unwrap_or(128 << 20),
-            sort_buffer: self
-                .sys_var("quarry_sort_buffer_size")
-                .map(|v| v.to_i64().clamp(1024, 1 << 40) as usize)
-                .unwrap_or(64 << 20),
+            agg_buffer: self.size_var("tmp_table_size", 1024, 1 << 40, 16 << 20),
+            join_buffer: self.size_var("quarry_join_buffer_size", 1024, 1 << 40, 128 << 20),
+            sort_buffer: self.size_var("quarry_sort_buffer_size", 1024, 1 << 40, 64 << 20),
             profile: RefCell::new(None),
         };
         let r = f(&ctx);

@@ -442,9 +442,12 @@ impl RowTable {
         if st.marked_dirty || self.trees.is_empty() {
             return Ok(());
         }
-        let f = File::create(&self.dirty_marker)
-            .map_err(|e| Error::io(self.dirty_marker.display(), e))?;
-        f.sync_all()
+        self.write_marker(st)
+    }
+
+    fn write_marker(&self, st: &mut State) -> Result<()> {
+        File::create(&self.dirty_marker)
+            .and_then(|f| f.sync_all())
             .map_err(|e| Error::io(self.dirty_marker.display(), e))?;
         st.marked_dirty = true;
         Ok(())
@@ -482,7 +485,8 @@ impl RowTable {
         Ok(())
     }
 
-    /// Sorted entries of `ix` for every live row, from one pass over the data file.
+    /// Sorted entries of each index in `ixs` for every live row, from one pass over the
+    /// data file.
     fn sorted_entries(
         &self,
         ixs: &[&IndexSchema],
@@ -531,10 +535,7 @@ impl RowTable {
         let checked = sorted.map(move |e| {
             let e = e?;
             let key = &e[..e.len() - 8];
-            let ends = keycode::column_ends(&e, &types, types.len())
-                .ok_or_else(|| Error::corrupt(format!("index {} entry", ix.name)))?;
-            let has_null = (0..ends.len()).any(|j| e[if j == 0 { 0 } else { ends[j - 1] }] == 0);
-            if !has_null && key == prev.as_slice() {
+            if key == prev.as_slice() && !has_null_column(&e, &types, &ix.name)? {
                 let row = self
                     .fetch(&[keycode::row_id(&e)])?
                     .pop()
@@ -877,13 +878,7 @@ impl Table for RowTable {
         // Everything on disk first (the kept index files move as they are), then the
         // marker: until the new definition is committed, a crash rebuilds the indexes.
         self.sync()?;
-        {
-            let mut st = self.state.lock();
-            File::create(&self.dirty_marker)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(self.dirty_marker.display(), e))?;
-            st.marked_dirty = true;
-        }
+        self.write_marker(&mut self.state.lock())?;
         let building: Vec<usize> = (0..new.len()).filter(|&n| kept[n].is_none()).collect();
         let result = (|| {
             let ixs: Vec<&IndexSchema> = building.iter().map(|&n| &new[n]).collect();
@@ -1321,7 +1316,6 @@ fn int_key(f: f64) -> Value {
 /// spill to temporary files.
 const SORT_BUDGET: usize = 64 << 20;
 
-/// Bulk-load a tree from a fallible sorted stream (the first error stops the load).
 /// Error 1062 for `row`'s key in `ix`.
 fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
     let shown: Vec<String> = ix
@@ -1342,6 +1336,16 @@ fn index_file(path: &TablePath, n: usize, stage: &str) -> std::path::PathBuf {
     path.file(&format!("i{n}.qix{stage}"))
 }
 
+/// Whether a key column of an index entry is NULL (NULL keys never collide in a UNIQUE
+/// index): each column's encoding starts with 0x00 for NULL.
+fn has_null_column(entry: &[u8], types: &[SqlType], index: &str) -> Result<bool> {
+    let ends = keycode::column_ends(entry, types, types.len())
+        .ok_or_else(|| Error::corrupt(format!("index {index} entry")))?;
+    let starts = std::iter::once(0).chain(ends).take(types.len());
+    Ok(starts.map(|at| entry[at]).any(|b| b == 0x00))
+}
+
+/// Bulk-load a tree from a fallible sorted stream (the first error stops the load).
 fn bulk_load_all(
     tree: &BTree,
     sorted: Box<dyn Iterator<Item = Result<Vec<u8>>> + '_>,

@@ -60,7 +60,7 @@ pub(crate) fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
     }
 }
 
-fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
+pub(crate) fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
     let first = if v.is_empty() {
         return None;
     } else {

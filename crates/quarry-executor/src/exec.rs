@@ -544,22 +544,10 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                 if !has_key || !key_of(p.right_keys, r, ctx, &mut rk)? || lk != rk {
                     continue;
                 }
-                let mut row = Vec::with_capacity(l.len() + width);
-                row.extend_from_slice(&l);
-                row.extend_from_slice(r);
-                if p.on
-                    .map(|e| e.eval_truth(&row, ctx))
-                    .transpose()?
-                    .unwrap_or(true)
-                {
-                    matched = true;
-                    out.push(row);
-                }
+                matched |= join_pair(&l, r, p.on, ctx, &mut out)?;
             }
             if !matched && p.kind == JoinKind::Left {
-                let mut row = l;
-                row.extend_from_slice(&nulls);
-                out.push(row);
+                out.push(padded(l, &nulls));
             }
         }
         if out.is_empty() {
@@ -851,6 +839,34 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
     Ok(())
 }
 
+/// Push `l` joined with `r` to `out` if it passes `on`; returns whether it did.
+fn join_pair(
+    l: &[Value],
+    r: &[Value],
+    on: Option<&Expr>,
+    ctx: &ExecCtx,
+    out: &mut Vec<Row>,
+) -> Result<bool> {
+    let mut row = Vec::with_capacity(l.len() + r.len());
+    row.extend_from_slice(l);
+    row.extend_from_slice(r);
+    if on
+        .map(|e| e.eval_truth(&row, ctx))
+        .transpose()?
+        .unwrap_or(true)
+    {
+        out.push(row);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// A LEFT JOIN row that matched nothing: the left row and NULLs for the right side.
+fn padded(mut l: Row, nulls: &[Value]) -> Row {
+    l.extend_from_slice(nulls);
+    l
+}
+
 struct JoinSpec<'p> {
     kind: JoinKind,
     left_keys: &'p [Expr],
@@ -911,13 +927,16 @@ fn hash_join(
             }
             used += crate::sort::approx_size(&r) + k.len() + 48;
             if keyed {
-                table.entry(k.clone()).or_default().push(rows.len());
+                match table.get_mut(&k) {
+                    Some(at) => at.push(rows.len()),
+                    None => {
+                        table.insert(k.clone(), vec![rows.len()]);
+                    }
+                }
             }
             rows.push(r);
             if keyed && used > ctx.join_buffer && depth < JOIN_MAX_DEPTH {
-                let mut files = (0..JOIN_PARTITIONS)
-                    .map(|_| crate::sort::RowSpill::new())
-                    .collect::<Result<Vec<_>>>()?;
+                let mut files = crate::sort::RowSpill::partitions(JOIN_PARTITIONS)?;
                 for (key, at) in table.drain() {
                     let f = &mut files[partition_of(&key, depth, JOIN_PARTITIONS)];
                     for i in at {
@@ -934,9 +953,7 @@ fn hash_join(
     HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
     let mut go = true;
     if let Some(right_files) = spill {
-        let mut left_files = (0..JOIN_PARTITIONS)
-            .map(|_| crate::sort::RowSpill::new())
-            .collect::<Result<Vec<_>>>()?;
+        let mut left_files = crate::sort::RowSpill::partitions(JOIN_PARTITIONS)?;
         let mut spilled = 0u64;
         left(&mut |b| {
             let mut out = Vec::new();
@@ -945,9 +962,7 @@ fn hash_join(
                     left_files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&l)?;
                     spilled += 1;
                 } else if j.kind == JoinKind::Left {
-                    let mut row = l;
-                    row.extend_from_slice(&j.nulls);
-                    out.push(row);
+                    out.push(padded(l, &j.nulls));
                 }
             }
             if !out.is_empty() {
@@ -985,22 +1000,10 @@ fn hash_join(
             };
             let mut matched = false;
             for &i in cands {
-                let mut row = Vec::with_capacity(l.len() + rows[i].len());
-                row.extend_from_slice(&l);
-                row.extend_from_slice(&rows[i]);
-                if j.on
-                    .map(|e| e.eval_truth(&row, ctx))
-                    .transpose()?
-                    .unwrap_or(true)
-                {
-                    matched = true;
-                    out.push(row);
-                }
+                matched |= join_pair(&l, &rows[i], j.on, ctx, &mut out)?;
             }
             if !matched && j.kind == JoinKind::Left {
-                let mut row = l;
-                row.extend_from_slice(&j.nulls);
-                out.push(row);
+                out.push(padded(l, &j.nulls));
             }
             if out.len() >= BATCH_ROWS {
                 go = sink(std::mem::take(&mut out))?;
@@ -1061,11 +1064,7 @@ fn aggregate(
                     }
                     used += k.len() + 64 + 48 * aggs.len();
                     if used > ctx.agg_buffer && depth < AGG_MAX_DEPTH {
-                        spill = Some(
-                            (0..AGG_PARTITIONS)
-                                .map(|_| crate::sort::RowSpill::new())
-                                .collect::<Result<_>>()?,
-                        );
+                        spill = Some(crate::sort::RowSpill::partitions(AGG_PARTITIONS)?);
                     }
                     index.insert(k.clone(), groups.len());
                     groups.push((gv, aggs.iter().map(AggState::new).collect()));

@@ -16,7 +16,7 @@
 //! their own inputs are ordered independently; groups whose conditions hold subqueries or
 //! `RAND()` are left as written.
 
-use crate::bind::{columns_used, conjuncts, width};
+use crate::bind::{and_all, columns_used, conjuncts, equi_key, width};
 use crate::expr::{BinOp, Expr};
 use crate::optimize::{
     access_estimate, best_probe, estimate_rows, table_rows, BUILD, ENTRY, FETCH, PROBE,
@@ -92,6 +92,8 @@ struct Leaf {
     offset: usize,
     width: usize,
     rows: f64,
+    /// Cost of reading the leaf on its own (for a hash join or as the first input).
+    read: f64,
 }
 
 struct Cond {
@@ -99,6 +101,9 @@ struct Cond {
     /// Bit set of the leaves the condition reads.
     leaves: u64,
     selectivity: f64,
+    /// For `a = b`: each side as (its column within its leaf when it is a plain column,
+    /// the leaves it reads), so a join step can find index keys without walking `expr`.
+    sides: Option<[(Option<usize>, u64); 2]>,
 }
 
 #[derive(Default)]
@@ -130,6 +135,7 @@ impl Group {
             other => {
                 let rows = estimate_rows(&other).unwrap_or(1000.0).max(1.0);
                 self.leaves.push(Leaf {
+                    read: read_cost(&other, rows),
                     plan: other,
                     offset,
                     width: width_here,
@@ -175,21 +181,40 @@ impl Group {
             .unwrap_or(0)
     }
 
+    /// Bit set of the leaves an expression reads.
+    fn leaves_of(&self, e: &Expr) -> u64 {
+        columns_used(e)
+            .unwrap_or_default()
+            .iter()
+            .fold(0u64, |m, &c| m | 1 << self.leaf_of(c))
+    }
+
     fn conditions(&self) -> Vec<Cond> {
         self.conds
             .iter()
             .map(|e| {
-                let cols = columns_used(e).unwrap_or_default();
-                let leaves = cols.iter().fold(0u64, |m, &c| m | 1 << self.leaf_of(c));
+                let leaves = self.leaves_of(e);
                 let selectivity = if leaves.count_ones() < 2 {
                     1.0
                 } else {
                     self.selectivity(e)
                 };
+                let side = |x: &Expr| {
+                    let col = match x {
+                        Expr::Col(c) => Some(c - self.leaves[self.leaf_of(*c)].offset),
+                        _ => None,
+                    };
+                    (col, self.leaves_of(x))
+                };
+                let sides = match e {
+                    Expr::Bin(BinOp::Eq, a, b) => Some([side(a), side(b)]),
+                    _ => None,
+                };
                 Cond {
                     expr: e.clone(),
                     leaves,
                     selectivity,
+                    sides,
                 }
             })
             .collect()
@@ -244,35 +269,26 @@ impl Group {
         let step = |set: u64, j: usize| -> f64 {
             let leaf = &self.leaves[j];
             if set == 0 {
-                return read_cost(&leaf.plan, leaf.rows);
+                return leaf.read;
             }
             let outer = rows_of(set);
             let bit = 1u64 << j;
             // Columns of leaf j equated to expressions over `set` alone.
-            let from_set = |e: &Expr| {
-                columns_used(e).is_some_and(|v| {
-                    !v.is_empty() && v.iter().all(|&o| set & (1 << self.leaf_of(o)) != 0)
-                })
-            };
             let keyed: Vec<Option<usize>> = conds
                 .iter()
                 .filter(|c| c.leaves & bit != 0 && c.leaves & !(set | bit) == 0)
-                .filter_map(|c| match &c.expr {
-                    Expr::Bin(BinOp::Eq, a, b) => {
-                        [(a, b), (b, a)].into_iter().find_map(|(x, y)| match **x {
-                            Expr::Col(col) if self.leaf_of(col) == j && from_set(y) => {
-                                Some(Some(col - leaf.offset))
-                            }
-                            _ => None,
-                        })
-                    }
-                    _ => None,
+                .filter_map(|c| {
+                    let [a, b] = c.sides?;
+                    [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
+                        let from_set = y.1 != 0 && y.1 & !set == 0;
+                        (x.1 == bit && x.0.is_some() && from_set).then_some(x.0)
+                    })
                 })
                 .collect();
             let hash = if keyed.is_empty() {
-                read_cost(&leaf.plan, leaf.rows) + outer * leaf.rows * PAIR
+                leaf.read + outer * leaf.rows * PAIR
             } else {
-                read_cost(&leaf.plan, leaf.rows) + leaf.rows * BUILD + outer * ENTRY
+                leaf.read + leaf.rows * BUILD + outer * ENTRY
             };
             let probe = match &leaf.plan {
                 Plan::Scan {
@@ -414,7 +430,7 @@ fn build(leaves: Vec<Leaf>, conds: &[Cond], order: &[usize]) -> Plan {
                         Expr::Col(i) => Some(Expr::Col(map[*i])),
                         _ => None,
                     });
-                    match crate::bind::equi_key(&e, lw) {
+                    match equi_key(&e, lw) {
                         Some((l, r)) => {
                             left_keys.push(l);
                             right_keys.push(r);
@@ -429,9 +445,7 @@ fn build(leaves: Vec<Leaf>, conds: &[Cond], order: &[usize]) -> Plan {
                         kind: JoinKind::Inner,
                         left_keys,
                         right_keys,
-                        on: on
-                            .into_iter()
-                            .reduce(|a, b| Expr::Bin(BinOp::And, Box::new(a), Box::new(b))),
+                        on: and_all(on),
                         right_width: leaf.width,
                     },
                     lw + leaf.width,

@@ -306,6 +306,11 @@ impl RowSpill {
         })
     }
 
+    /// `n` empty spill files, one per hash partition.
+    pub fn partitions(n: u64) -> Result<Vec<RowSpill>> {
+        (0..n).map(|_| RowSpill::new()).collect()
+    }
+
     pub fn write(&mut self, row: &[Value]) -> Result<()> {
         self.rec.clear();
         self.rec
