@@ -15,7 +15,7 @@ use std::sync::Arc;
 use quarry_catalog::{Catalog, TableEntry};
 use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
-use quarry_storage_api::{HandlerCounters, IndexScan, RowId, ScanRequest};
+use quarry_storage_api::{HandlerCounters, IndexEntry, IndexScan, RowId, ScanRequest};
 
 use crate::expr::{cast_value, Expr, SubQuery};
 use crate::plan::{Access, Agg, AggFunc, JoinKind, Plan, ReadMode};
@@ -330,19 +330,64 @@ pub fn scan_table(
     ctx: &ExecCtx,
     sink: &mut dyn FnMut(Vec<RowId>, Vec<Row>) -> Result<bool>,
 ) -> Result<()> {
-    scan_with(table, filter, access, ReadMode::Rows, None, ctx, sink)
+    let how = ScanHow {
+        filter,
+        index_filter: None,
+        access,
+        read: ReadMode::Rows,
+        order: None,
+    };
+    scan_with(table, &how, ctx, sink)
 }
 
-/// `scan_table` reading only the index (`read`) and/or in index order (`order`).
+/// How a scan reads its table (the fields of [`Plan::Scan`]).
+#[derive(Clone, Copy)]
+pub struct ScanHow<'p> {
+    pub filter: Option<&'p Expr>,
+    pub index_filter: Option<&'p Expr>,
+    pub access: &'p Access,
+    pub read: ReadMode,
+    pub order: Option<bool>,
+}
+
+impl<'p> ScanHow<'p> {
+    /// How the scan node `plan` reads (None for other nodes).
+    pub fn of(plan: &'p Plan) -> Option<ScanHow<'p>> {
+        match plan {
+            Plan::Scan {
+                filter,
+                index_filter,
+                access,
+                read,
+                order,
+                ..
+            } => Some(ScanHow {
+                filter: filter.as_ref(),
+                index_filter: index_filter.as_ref(),
+                access,
+                read: *read,
+                order: *order,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// `scan_table` reading only the index (`read`), in index order (`order`), and/or
+/// checking key conditions on index entries before fetching rows (`index_filter`).
 pub fn scan_with(
     table: &TableEntry,
-    filter: Option<&Expr>,
-    access: &Access,
-    read: ReadMode,
-    order: Option<bool>,
+    how: &ScanHow,
     ctx: &ExecCtx,
     sink: &mut dyn FnMut(Vec<RowId>, Vec<Row>) -> Result<bool>,
 ) -> Result<()> {
+    let ScanHow {
+        filter,
+        index_filter,
+        access,
+        read,
+        order,
+    } = *how;
     let keep = |ids: Vec<RowId>, rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
         let Some(f) = filter else {
             return Ok((ids, rows));
@@ -374,15 +419,48 @@ pub fn scan_with(
         }
         return Ok(());
     };
+    let width = table.def.columns.len();
+    let ix_cols = &table.def.indexes[index].columns;
+    // The row an index entry gives back: its key columns in place, NULL elsewhere.
+    let entry_row = |e: &IndexEntry| {
+        let mut r = vec![Value::Null; width];
+        for (k, &c) in ix_cols.iter().enumerate() {
+            if let Some(Some(v)) = e.keys.get(k) {
+                r[c] = v.clone();
+            }
+        }
+        r
+    };
+    let passes_index = |e: &IndexEntry| match index_filter {
+        Some(f) => f.eval_truth(&entry_row(e), ctx),
+        None => Ok(true),
+    };
     if read == ReadMode::Rows && order.is_none() {
         // Every matching id first, sorted, so rows are read in file order.
         let mut ids = Vec::new();
         for (lo, hi) in &ranges {
-            ids.extend(
-                table
-                    .handle
-                    .index_range(index, bound_ref(lo), bound_ref(hi))?,
-            );
+            if index_filter.is_none() {
+                ids.extend(
+                    table
+                        .handle
+                        .index_range(index, bound_ref(lo), bound_ref(hi))?,
+                );
+                continue;
+            }
+            let scan = IndexScan {
+                index,
+                lo: bound_ref(lo),
+                hi: bound_ref(hi),
+                reverse: false,
+                keys: true,
+                after: None,
+            };
+            table.handle.index_scan(&scan, &mut |e| {
+                if passes_index(e)? {
+                    ids.push(e.id);
+                }
+                Ok(true)
+            })?;
         }
         ids.sort_unstable();
         ids.dedup();
@@ -398,8 +476,6 @@ pub fn scan_with(
     }
     // In index order, a chunk at a time (small first: a LIMIT often needs few rows); each
     // chunk is read with the index latch released before rows are fetched or passed on.
-    let width = table.def.columns.len();
-    let ix_cols = &table.def.indexes[index].columns;
     let reverse = order == Some(true);
     // Normalized ranges are disjoint unless their prefixes differ in length.
     let disjoint = {
@@ -431,27 +507,19 @@ pub fn scan_with(
                     lo: bound_ref(lo),
                     hi: bound_ref(hi),
                     reverse,
-                    keys: read == ReadMode::IndexOnly,
+                    keys: read == ReadMode::IndexOnly || index_filter.is_some(),
                     after: after.as_deref(),
                 },
                 &mut |e| {
                     n += 1;
                     last.clear();
                     last.extend_from_slice(e.pos);
-                    if seen.as_mut().is_some_and(|s| !s.insert(e.id)) {
+                    if seen.as_mut().is_some_and(|s| !s.insert(e.id)) || !passes_index(e)? {
                         return Ok(n < chunk);
                     }
                     ids.push(e.id);
                     match read {
-                        ReadMode::IndexOnly => {
-                            let mut r = vec![Value::Null; width];
-                            for (k, &c) in ix_cols.iter().enumerate() {
-                                if let Some(Some(v)) = e.keys.get(k) {
-                                    r[c] = v.clone();
-                                }
-                            }
-                            rows.push(r);
-                        }
+                        ReadMode::IndexOnly => rows.push(entry_row(e)),
                         ReadMode::EntriesOnly => rows.push(Vec::new()),
                         ReadMode::Rows => {}
                     }
@@ -597,22 +665,10 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             }
             sink(out)?;
         }
-        Plan::Scan {
-            table,
-            filter,
-            access,
-            read,
-            order,
-            ..
-        } => scan_with(
-            table,
-            filter.as_ref(),
-            access,
-            *read,
-            *order,
-            ctx,
-            &mut |_, rows| sink(rows),
-        )?,
+        Plan::Scan { table, .. } => {
+            let how = ScanHow::of(plan).expect("a scan");
+            scan_with(table, &how, ctx, &mut |_, rows| sink(rows))?
+        }
         Plan::IndexJoin {
             left,
             table,

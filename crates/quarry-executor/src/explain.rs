@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use quarry_common::Value;
 
 use crate::bind::columns_used;
+use crate::exec::ScanHow;
 use crate::expr::{BinOp, Expr, SubQuery, UnOp};
 use crate::optimize::{access_estimate, estimate_rows, key_bytes, rows_per_key};
 use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
@@ -377,6 +378,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             table,
             alias,
             filter,
+            index_filter,
             access,
             read,
             order,
@@ -394,7 +396,10 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 d += 1;
             }
             let base = access_estimate(table, access);
-            let line = scan_line(table, alias, access, *read, *order);
+            let mut line = scan_line(table, alias, access, *read, *order);
+            if let Some(f) = index_filter {
+                line.push_str(&format!(", with index condition: {}", expr_text(f, &names)));
+            }
             push(
                 out,
                 d,
@@ -731,22 +736,13 @@ impl Tabular {
                 table,
                 alias,
                 filter,
-                access,
-                read,
                 ..
             } => {
                 if let Some(f) = filter {
                     take_subs(f);
                 }
-                self.rows.push(scan_row(
-                    table,
-                    alias,
-                    filter.as_ref(),
-                    access,
-                    *read,
-                    id,
-                    st,
-                ));
+                let how = ScanHow::of(plan).expect("a scan");
+                self.rows.push(scan_row(table, alias, &how, id, st));
             }
             Plan::Filter { input, pred } => {
                 take_subs(pred);
@@ -872,12 +868,16 @@ fn possible_keys(
 fn scan_row(
     table: &quarry_catalog::TableEntry,
     alias: &str,
-    filter: Option<&Expr>,
-    access: &Access,
-    read: ReadMode,
+    how: &ScanHow,
     id: u64,
     st: &'static str,
 ) -> Row {
+    let ScanHow {
+        filter,
+        access,
+        read,
+        ..
+    } = *how;
     // Bounds known only at execution (parameters): rows per key, or a tenth of the table.
     let est = access_estimate(table, access).or_else(|| match access {
         Access::Keys { index, keys } => {
@@ -919,6 +919,9 @@ fn scan_row(
     // row.
     let residual = filter.is_some();
     let mut extra = vec![];
+    if how.index_filter.is_some() {
+        extra.push("Using index condition");
+    }
     if residual {
         extra.push("Using where");
     }

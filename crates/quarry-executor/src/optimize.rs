@@ -14,7 +14,7 @@ use quarry_catalog::TableEntry;
 use quarry_common::Value;
 use quarry_storage_api::Stat;
 
-use crate::bind::columns_used;
+use crate::bind::{and_all, columns_used};
 use crate::exec::bound_ref;
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, AggFunc, Plan, ReadMode};
@@ -191,6 +191,7 @@ fn finish_scan(plan: &mut Plan, n: Need) {
     let Plan::Scan {
         table,
         filter,
+        index_filter,
         access,
         read,
         order,
@@ -223,7 +224,8 @@ fn finish_scan(plan: &mut Plan, n: Need) {
     };
     match access {
         Access::Keys { index, .. } | Access::Ranges { index, .. } => {
-            if covers(table, *index, &n) {
+            let index = *index;
+            if covers(table, index, &n) {
                 *read = only(&n);
                 *filter = reduced;
             } else if order.is_none()
@@ -231,7 +233,7 @@ fn finish_scan(plan: &mut Plan, n: Need) {
             {
                 *access = Access::Full;
             } else {
-                *filter = reduced;
+                (*index_filter, *filter) = split_index_condition(table, index, reduced);
             }
         }
         Access::Full if order.is_none() => {
@@ -248,6 +250,27 @@ fn finish_scan(plan: &mut Plan, n: Need) {
         }
         Access::Full => {}
     }
+}
+
+/// Index condition pushdown: the conjuncts of `filter` that read only columns index `ii`
+/// gives back exactly, to be checked on index entries before rows are fetched, and the
+/// rest, checked on the fetched rows.
+fn split_index_condition(
+    table: &TableEntry,
+    ii: usize,
+    filter: Option<Expr>,
+) -> (Option<Expr>, Option<Expr>) {
+    let Some(f) = filter else {
+        return (None, None);
+    };
+    let mut parts = vec![];
+    crate::bind::conjuncts(f, &mut parts);
+    let (on_entry, on_row): (Vec<Expr>, Vec<Expr>) = parts.into_iter().partition(|c| {
+        columns_used(c).is_some_and(|cols| {
+            !cols.is_empty() && covers(table, ii, &Some(cols.into_iter().collect()))
+        })
+    });
+    (and_all(on_entry), and_all(on_row))
 }
 
 /// A literal that column `col` holds unchanged, so a key built from it selects exactly

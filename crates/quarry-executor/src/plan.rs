@@ -81,6 +81,9 @@ pub enum Plan {
         /// The name the query gives the table (EXPLAIN).
         alias: String,
         filter: Option<Expr>,
+        /// Conditions on key columns the access index gives back, checked on each index
+        /// entry before its row is fetched (index condition pushdown).
+        index_filter: Option<Expr>,
         access: Access,
         read: ReadMode,
         /// Rows come in the access index's order (`Some(true)`: descending), so a sort
@@ -255,6 +258,7 @@ impl Plan {
             table,
             alias,
             filter: None,
+            index_filter: None,
             access: Access::Full,
             read: ReadMode::Rows,
             order: None,
