@@ -95,6 +95,7 @@ impl TableDef {
                     name: i.name.clone(),
                     columns: i.columns.clone(),
                     prefix: i.prefix.clone(),
+                    desc: i.desc.clone(),
                     unique: i.unique,
                     primary: i.primary,
                 })

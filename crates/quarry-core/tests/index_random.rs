@@ -108,6 +108,14 @@ fn queries(r: &mut Rng) -> Vec<String> {
              WHERE x.id BETWEEN {lo} AND {lo} + 15 ORDER BY x.id"
         ),
         format!("SELECT a, count(*) FROM {{t}} WHERE a >= {lo} GROUP BY a ORDER BY a"),
+        // DESC key parts: ranges trade ends, order comes from reading forwards or back.
+        format!("SELECT id, d FROM {{t}} WHERE a = {a} AND d > {lo}.5 ORDER BY id"),
+        format!("SELECT id, d FROM {{t}} WHERE a = {a} AND d BETWEEN {lo} AND {hi} ORDER BY id"),
+        format!("SELECT d FROM {{t}} WHERE d < {hi} ORDER BY d DESC LIMIT 4"),
+        format!("SELECT d FROM {{t}} WHERE d >= {lo} ORDER BY d LIMIT 4"),
+        format!("SELECT id FROM {{t}} WHERE d IN ({lo}.25, {hi}.5) OR d IS NULL ORDER BY id"),
+        "SELECT min(d) FROM {t}".into(),
+        "SELECT max(d) FROM {t}".into(),
         format!("SELECT count(*), max(x.id) FROM (SELECT id, a, b FROM {{t}} WHERE a > {lo}) x"),
     ]
 }
@@ -148,7 +156,7 @@ fn random_operations_agree_with_a_table_without_indexes() {
             s.query("USE d").unwrap();
             s.query(
                 "CREATE TABLE ix (id INT PRIMARY KEY, a INT, b VARCHAR(8), d DECIMAL(6,2), \
-                 UNIQUE KEY ub (b), KEY ka (a), KEY kad (a, d))",
+                 UNIQUE KEY ub (b), KEY ka (a), KEY kad (a, d DESC), KEY kd (d DESC))",
             )
             .unwrap();
             s.query("CREATE TABLE plain (id INT, a INT, b VARCHAR(8), d DECIMAL(6,2))")
@@ -255,7 +263,15 @@ fn random_operations_agree_with_a_table_without_indexes() {
             ),
             (
                 "SELECT a, d FROM ix WHERE a = 5 ORDER BY d LIMIT 3",
-                "using kad",
+                "using kad (ix.a = 5) (reverse)",
+            ),
+            (
+                "SELECT a, d FROM ix WHERE a = 5 ORDER BY d DESC LIMIT 3",
+                "Covering index lookup on ix using kad (ix.a = 5)  (rows",
+            ),
+            (
+                "SELECT max(d) FROM ix",
+                "Covering index scan on ix using kd",
             ),
             (
                 "SELECT x.id, y.id FROM ix x JOIN ix y ON y.id = x.a WHERE x.id < 20",

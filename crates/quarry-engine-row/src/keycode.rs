@@ -6,10 +6,41 @@
 //!
 //! Every encoding of a column value is prefix-free (fixed width, or terminated), so the
 //! entries whose first n key columns equal some values are exactly the entries that start
-//! with those values' encoding.
+//! with those values' encoding. A DESC key column stores its encoding with every byte
+//! inverted: still prefix-free, and byte order is then the reverse of value order (NULLs
+//! last).
 
 use quarry_common::value::collate_key;
 use quarry_common::{SqlType, TypeKind, Value};
+
+/// One index column as its entries encode it.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyCol {
+    pub ty: SqlType,
+    /// Characters kept of a string (0 = the whole value).
+    pub prefix: u32,
+    pub desc: bool,
+}
+
+impl KeyCol {
+    /// XOR mask of the column's stored bytes.
+    fn mask(&self) -> u8 {
+        if self.desc {
+            0xFF
+        } else {
+            0
+        }
+    }
+}
+
+/// Append `v` as key column `col` stores it.
+pub fn encode_column(v: &Value, col: &KeyCol, out: &mut Vec<u8>) {
+    let start = out.len();
+    encode_value(v, &col.ty, col.prefix, out);
+    if col.desc {
+        out[start..].iter_mut().for_each(|b| *b = !*b);
+    }
+}
 
 /// Append `v` (a value of a column of type `ty`, cut to `prefix` characters when > 0).
 pub fn encode_value(v: &Value, ty: &SqlType, prefix: u32, out: &mut Vec<u8>) {
@@ -146,13 +177,15 @@ pub fn decodable(ty: &SqlType, prefix: u32) -> bool {
     }
 }
 
-/// Split off the first column's encoding of `key` (a value of type `ty`), returning its
+/// Split off the first column's encoding of `key` (stored as `col`), returning its
 /// length in bytes.
-fn column_len(key: &[u8], ty: &SqlType) -> Option<usize> {
-    if *key.first()? == 0 {
+fn column_len(key: &[u8], col: &KeyCol) -> Option<usize> {
+    let mask = col.mask();
+    let at = |i: usize| key.get(i).map(|b| b ^ mask);
+    if at(0)? == 0 {
         return Some(1);
     }
-    let body = match shape(ty) {
+    let body = match shape(&col.ty) {
         Shape::Int => 16,
         Shape::F64 => 8,
         Shape::Date => 4,
@@ -160,7 +193,7 @@ fn column_len(key: &[u8], ty: &SqlType) -> Option<usize> {
         Shape::Bytes => {
             let mut i = 1;
             loop {
-                match (key.get(i)?, key.get(i + 1)?) {
+                match (at(i)?, at(i + 1)?) {
                     (0, 0) => break i + 1,
                     (0, _) => i += 2,
                     _ => i += 1,
@@ -171,49 +204,60 @@ fn column_len(key: &[u8], ty: &SqlType) -> Option<usize> {
     (key.len() > body).then_some(body + 1)
 }
 
-/// Lengths of the first `n` column encodings of an entry (`types` per index column): the
+/// Lengths of the encodings of `cols` (the leading index columns) in an entry: the
 /// entries agreeing on the first j key columns share the first `ends[j-1]` bytes.
-pub fn column_ends(entry: &[u8], types: &[SqlType], n: usize) -> Option<Vec<usize>> {
-    let mut ends = Vec::with_capacity(n);
+pub fn column_ends(entry: &[u8], cols: &[KeyCol]) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(cols.len());
     let mut at = 0;
-    for ty in &types[..n] {
-        at += column_len(&entry[at..], ty)?;
+    for col in cols {
+        at += column_len(&entry[at..], col)?;
         ends.push(at);
     }
     Some(ends)
 }
 
+/// Whether one of the key columns `cols` of an entry is NULL (None: malformed entry).
+pub fn has_null(entry: &[u8], cols: &[KeyCol]) -> Option<bool> {
+    let mut at = 0;
+    for col in cols {
+        if entry.get(at)? ^ col.mask() == 0 {
+            return Some(true);
+        }
+        at += column_len(&entry[at..], col)?;
+    }
+    Some(false)
+}
+
 /// The values of the index columns in an entry: `Some` for columns that are `decodable`,
 /// `None` (unknown) for the others.
 #[cfg(test)]
-pub fn decode_key(entry: &[u8], cols: &[(SqlType, u32)]) -> Option<Vec<Option<Value>>> {
+pub fn decode_key(entry: &[u8], cols: &[KeyCol]) -> Option<Vec<Option<Value>>> {
     let mut out = Vec::with_capacity(cols.len());
     decode_key_into(entry, cols, &mut out).then_some(out)
 }
 
 /// `decode_key` into a buffer the caller reuses across entries (false: malformed entry).
-pub fn decode_key_into(
-    entry: &[u8],
-    cols: &[(SqlType, u32)],
-    out: &mut Vec<Option<Value>>,
-) -> bool {
+pub fn decode_key_into(entry: &[u8], cols: &[KeyCol], out: &mut Vec<Option<Value>>) -> bool {
     out.clear();
     decode_columns(entry, cols, out).is_some()
 }
 
-fn decode_columns(
-    entry: &[u8],
-    cols: &[(SqlType, u32)],
-    out: &mut Vec<Option<Value>>,
-) -> Option<()> {
+fn decode_columns(entry: &[u8], cols: &[KeyCol], out: &mut Vec<Option<Value>>) -> Option<()> {
     let mut at = 0;
-    for (ty, prefix) in cols {
-        let len = column_len(&entry[at..], ty)?;
-        let enc = &entry[at..at + len];
+    let mut plain = Vec::new();
+    for col in cols {
+        let ty = &col.ty;
+        let len = column_len(&entry[at..], col)?;
+        let mut enc = &entry[at..at + len];
         at += len;
-        if !decodable(ty, *prefix) {
+        if !decodable(ty, col.prefix) {
             out.push(None);
             continue;
+        }
+        if col.desc {
+            plain.clear();
+            plain.extend(enc.iter().map(|b| !b));
+            enc = &plain;
         }
         if enc[0] == 0 {
             out.push(Some(Value::Null));
@@ -439,7 +483,12 @@ mod tests {
             encode_value(v, t, 0, &mut key);
         }
         let e = [key.as_slice(), &9u64.to_be_bytes()].concat();
-        let cols: Vec<(SqlType, u32)> = cases.iter().map(|(_, t)| (*t, 0)).collect();
+        let key_col = |ty: SqlType, desc: bool| KeyCol {
+            ty,
+            prefix: 0,
+            desc,
+        };
+        let cols: Vec<KeyCol> = cases.iter().map(|(_, t)| key_col(*t, false)).collect();
         let got = decode_key(&e, &cols).unwrap();
         for ((v, t), g) in cases.iter().zip(&got) {
             if t.kind == TypeKind::VarChar {
@@ -448,9 +497,63 @@ mod tests {
                 assert_eq!(g.as_ref(), Some(v), "{t:?}");
             }
         }
-        let types: Vec<SqlType> = cases.iter().map(|(_, t)| *t).collect();
-        let ends = column_ends(&e, &types, types.len()).unwrap();
+        let ends = column_ends(&e, &cols).unwrap();
         assert_eq!(*ends.last().unwrap(), key.len());
         assert_eq!(row_id(&e), 9);
+        assert_eq!(has_null(&e, &cols), Some(true));
+        assert_eq!(has_null(&e, &cols[..2]), Some(false));
+        // The same values as DESC columns decode alike and end at the same places.
+        let desc: Vec<KeyCol> = cases.iter().map(|(_, t)| key_col(*t, true)).collect();
+        let mut dkey = vec![];
+        for ((v, _), c) in cases.iter().zip(&desc) {
+            encode_column(v, c, &mut dkey);
+        }
+        let de = [dkey.as_slice(), &9u64.to_be_bytes()].concat();
+        assert_eq!(decode_key(&de, &desc).unwrap(), got);
+        assert_eq!(column_ends(&de, &desc).unwrap(), ends);
+        assert_eq!(has_null(&de, &desc), Some(true));
+        assert_eq!(has_null(&de, &desc[..2]), Some(false));
+    }
+
+    #[test]
+    fn desc_columns_reverse_the_order_with_nulls_last() {
+        let s = ty(TypeKind::VarBinary, false, 10, 0);
+        let int = ty(TypeKind::Int, false, 0, 0);
+        let enc = |v: &Value, t: SqlType| {
+            let mut out = vec![];
+            encode_column(
+                v,
+                &KeyCol {
+                    ty: t,
+                    prefix: 0,
+                    desc: true,
+                },
+                &mut out,
+            );
+            out
+        };
+        let strs = [
+            Value::Null,
+            Value::Bytes(vec![]),
+            Value::Bytes(vec![0]),
+            Value::Bytes(vec![0, 0]),
+            Value::Bytes(vec![0, 1]),
+            Value::Bytes(vec![1]),
+            Value::Bytes(vec![255, 255]),
+        ];
+        let ints = [
+            Value::Null,
+            Value::Int(i64::MIN),
+            Value::Int(-1),
+            Value::Int(0),
+            Value::Int(7),
+        ];
+        for (vals, t) in [(&strs[..], s), (&ints[..], int)] {
+            let keys: Vec<Vec<u8>> = vals.iter().map(|v| enc(v, t)).collect();
+            // Ascending values (NULL first) give strictly descending keys.
+            for w in keys.windows(2) {
+                assert_eq!(w[0].cmp(&w[1]), Ordering::Greater, "{vals:?}");
+            }
+        }
     }
 }

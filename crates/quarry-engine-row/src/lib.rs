@@ -36,7 +36,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use quarry_common::{Error, Result, Row, SqlType, TypeKind, Value};
+use quarry_common::{Error, Result, Row, TypeKind, Value};
 use quarry_storage::btree::prefix_end;
 use quarry_storage::{BTree, BufferPool, ExternalSorter};
 use quarry_storage_api::{
@@ -390,17 +390,13 @@ impl RowTable {
     /// (entries not yet in the tree during a bulk load are left out).
     fn count_distinct(&self, index: usize) -> Result<Vec<u64>> {
         let ix = &self.schema.indexes[index];
-        let types: Vec<SqlType> = ix
-            .columns
-            .iter()
-            .map(|&c| self.schema.columns[c].ty)
-            .collect();
-        let n = types.len();
+        let cols = self.key_cols(ix);
+        let n = cols.len();
         let mut distinct = vec![0u64; n];
         let mut prev: Vec<u8> = Vec::new();
         let mut prev_ends: Vec<usize> = Vec::new();
         self.trees[index].scan(Bound::Unbounded, Bound::Unbounded, &mut |e| {
-            let ends = keycode::column_ends(e, &types, n)
+            let ends = keycode::column_ends(e, &cols)
                 .ok_or_else(|| Error::corrupt(format!("index {} entry", ix.name)))?;
             let first_diff = if prev_ends.is_empty() {
                 0
@@ -430,10 +426,23 @@ impl RowTable {
     /// The encoded key of `row` in `ix` (every entry of that key starts with it).
     fn key_prefix(&self, ix: &IndexSchema, row: &Row) -> Vec<u8> {
         let mut out = Vec::with_capacity(32);
-        for (&c, &p) in ix.columns.iter().zip(&ix.prefix) {
-            keycode::encode_value(&row[c], &self.schema.columns[c].ty, p, &mut out);
+        for (col, &c) in self.key_cols(ix).iter().zip(&ix.columns) {
+            keycode::encode_column(&row[c], col, &mut out);
         }
         out
+    }
+
+    /// How the columns of `ix` are stored in its entries.
+    fn key_cols(&self, ix: &IndexSchema) -> Vec<keycode::KeyCol> {
+        ix.columns
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| keycode::KeyCol {
+                ty: self.schema.columns[c].ty,
+                prefix: ix.prefix[i],
+                desc: ix.desc[i],
+            })
+            .collect()
     }
 
     /// Before the first change after a sync: note on disk that the indexes may be ahead
@@ -526,16 +535,16 @@ impl RowTable {
         if !ix.unique {
             return bulk_load_all(tree, sorted);
         }
-        let types: Vec<SqlType> = ix
-            .columns
-            .iter()
-            .map(|&c| self.schema.columns[c].ty)
-            .collect();
+        let cols = self.key_cols(ix);
         let mut prev: Vec<u8> = Vec::new();
         let checked = sorted.map(move |e| {
             let e = e?;
             let key = &e[..e.len() - 8];
-            if key == prev.as_slice() && !has_null_column(&e, &types, &ix.name)? {
+            let has_null = || {
+                keycode::has_null(&e, &cols)
+                    .ok_or_else(|| Error::corrupt(format!("index {} entry", ix.name)))
+            };
+            if key == prev.as_slice() && !has_null()? {
                 let row = self
                     .fetch(&[keycode::row_id(&e)])?
                     .pop()
@@ -571,14 +580,40 @@ impl RowTable {
         Ok(())
     }
 
-    /// Index bounds in key bytes: a value prefix `p` as a lower bound starts at `p`
+    /// Byte bounds of the entries whose keys lie between the value bounds `lo` and `hi`
+    /// (None: no entry can). When the column the bounds end on is DESC, byte order runs
+    /// against value order there, so the value bounds trade places.
+    fn byte_bounds(
+        &self,
+        ix: &IndexSchema,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Option<ByteRange> {
+        let len = |b: &Bound<&[Value]>| match b {
+            Bound::Included(v) | Bound::Excluded(v) => v.len(),
+            Bound::Unbounded => 0,
+        };
+        let n = len(&lo).max(len(&hi));
+        let flip = n > 0 && ix.desc[n - 1];
+        let lo_bytes = self.key_bound(ix, lo, true, flip)?;
+        let hi_bytes = self.key_bound(ix, hi, false, flip)?;
+        Some(if flip {
+            (hi_bytes, lo_bytes)
+        } else {
+            (lo_bytes, hi_bytes)
+        })
+    }
+
+    /// One index bound in key bytes: a value prefix `p` as a lower bound starts at `p`
     /// (inclusive) or after every entry starting with `p` (exclusive), and as an upper
-    /// bound ends after (inclusive) or before (exclusive) them.
+    /// bound ends after (inclusive) or before (exclusive) them. `lower` is the bound's
+    /// role among values; `flip` makes a lower value bound an upper byte bound.
     fn key_bound(
         &self,
         ix: &IndexSchema,
         b: Bound<&[Value]>,
         lower: bool,
+        flip: bool,
     ) -> Option<Bound<Vec<u8>>> {
         let (vals, inclusive) = match b {
             Bound::Unbounded => return Some(Bound::Unbounded),
@@ -587,9 +622,9 @@ impl RowTable {
         };
         let mut out = Vec::with_capacity(32);
         let mut inclusive = inclusive;
+        let cols = self.key_cols(ix);
         for (i, v) in vals.iter().enumerate() {
-            let c = ix.columns[i];
-            let ty = &self.schema.columns[c].ty;
+            let ty = &cols[i].ty;
             // An integer column bounded by a non-integral number (k > 2.5): the nearest
             // integer inside the range, inclusive.
             let adjusted;
@@ -613,9 +648,9 @@ impl RowTable {
                 }
                 v => v,
             };
-            keycode::encode_value(v, ty, ix.prefix[i], &mut out);
+            keycode::encode_column(v, &cols[i], &mut out);
         }
-        Some(match (lower, inclusive) {
+        Some(match (lower != flip, inclusive) {
             (true, true) => Bound::Included(out),
             (true, false) => Bound::Included(prefix_end(&out)?),
             (false, true) => match prefix_end(&out) {
@@ -956,10 +991,7 @@ impl Table for RowTable {
             return Err(Error::internal("no such index"));
         };
         HandlerCounters::add(&self.counters.read_key, 1);
-        let (Some(mut lo), Some(mut hi)) = (
-            self.key_bound(ix, scan.lo, true),
-            self.key_bound(ix, scan.hi, false),
-        ) else {
+        let Some((mut lo, mut hi)) = self.byte_bounds(ix, scan.lo, scan.hi) else {
             return Ok(());
         };
         if let Some(after) = scan.after {
@@ -969,12 +1001,7 @@ impl Table for RowTable {
                 lo = Bound::Excluded(after.to_vec());
             }
         }
-        let cols: Vec<(SqlType, u32)> = ix
-            .columns
-            .iter()
-            .zip(&ix.prefix)
-            .map(|(&c, &p)| (self.schema.columns[c].ty, p))
-            .collect();
+        let cols = self.key_cols(ix);
         let mut read = 0u64;
         let mut vals = Vec::with_capacity(cols.len());
         let mut on_entry = |e: &[u8]| -> Result<bool> {
@@ -1017,8 +1044,7 @@ impl Table for RowTable {
         let (Some(ix), Some(tree)) = (self.schema.indexes.get(index), self.trees.get(index)) else {
             return Ok(Stat::Unknown);
         };
-        let (Some(lo), Some(hi)) = (self.key_bound(ix, lo, true), self.key_bound(ix, hi, false))
-        else {
+        let Some((lo, hi)) = self.byte_bounds(ix, lo, hi) else {
             return Ok(Stat::Exact(0));
         };
         let pending = self
@@ -1316,6 +1342,9 @@ fn int_key(f: f64) -> Value {
 /// spill to temporary files.
 const SORT_BUDGET: usize = 64 << 20;
 
+/// Lower and upper bound of a run of index entries, in key bytes.
+type ByteRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// Error 1062 for `row`'s key in `ix`.
 fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
     let shown: Vec<String> = ix
@@ -1334,15 +1363,6 @@ fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
 /// Where index `n` of a table lives, and where it is built before being put in place.
 fn index_file(path: &TablePath, n: usize, stage: &str) -> std::path::PathBuf {
     path.file(&format!("i{n}.qix{stage}"))
-}
-
-/// Whether a key column of an index entry is NULL (NULL keys never collide in a UNIQUE
-/// index): each column's encoding starts with 0x00 for NULL.
-fn has_null_column(entry: &[u8], types: &[SqlType], index: &str) -> Result<bool> {
-    let ends = keycode::column_ends(entry, types, types.len())
-        .ok_or_else(|| Error::corrupt(format!("index {index} entry")))?;
-    let starts = std::iter::once(0).chain(ends).take(types.len());
-    Ok(starts.map(|at| entry[at]).any(|b| b == 0x00))
 }
 
 /// Bulk-load a tree from a fallible sorted stream (the first error stops the load).
@@ -1427,6 +1447,7 @@ mod tests {
                 name: "PRIMARY".into(),
                 columns: vec![0],
                 prefix: vec![0],
+                desc: vec![false],
                 unique: true,
                 primary: true,
             }],
@@ -1583,6 +1604,7 @@ mod tests {
             name: "v".into(),
             columns: vec![1],
             prefix: vec![0],
+            desc: vec![false],
             unique: true,
             primary: false,
         });
@@ -1660,6 +1682,7 @@ mod tests {
             name: name.into(),
             columns: vec![1],
             prefix: vec![0],
+            desc: vec![false],
             unique,
             primary: false,
         };

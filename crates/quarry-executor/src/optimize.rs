@@ -621,9 +621,11 @@ fn scan_below(plan: &mut Plan) -> Option<&mut Plan> {
     }
 }
 
-/// Make the scan under `plan` produce rows ordered by the table columns `cols` (all in
-/// direction `desc`), if an index allows it with the scan's access path.
-fn order_scan(plan: &mut Plan, cols: &[usize], desc: bool) -> bool {
+/// Make the scan under `plan` produce rows ordered by the table columns `cols` (each
+/// descending where `desc` says so), if an index allows it with the scan's access path:
+/// its columns must be those, each stored in the wanted direction (read forwards) or each
+/// in the opposite one (read backwards).
+fn order_scan(plan: &mut Plan, cols: &[usize], desc: &[bool]) -> bool {
     let Some(Plan::Scan {
         table,
         access,
@@ -633,12 +635,21 @@ fn order_scan(plan: &mut Plan, cols: &[usize], desc: bool) -> bool {
     else {
         return false;
     };
-    let fits = |ii: usize, skip: usize| {
+    // Some(backwards) when index `ii`, after its first `skip` columns, orders by `cols`.
+    let direction = |ii: usize, skip: usize| {
         let ix = &table.def.indexes[ii];
-        ix.columns.len() >= skip + cols.len()
-            && ix.columns[skip..skip + cols.len()] == *cols
-            && ix.prefix[..skip + cols.len()].iter().all(|&p| p == 0)
+        let n = skip + cols.len();
+        if ix.columns.len() < n
+            || ix.columns[skip..n] != *cols
+            || ix.prefix[..n].iter().any(|&p| p != 0)
+        {
+            return None;
+        }
+        let mut against = desc.iter().zip(&ix.desc[skip..n]).map(|(w, s)| w != s);
+        let first = against.next()?;
+        against.all(|a| a == first).then_some(first)
     };
+    let fits = |ii: usize, skip: usize| direction(ii, skip).is_some();
     let chosen = match access {
         Access::Full => (0..table.def.indexes.len())
             .find(|&ii| fits(ii, 0))
@@ -666,13 +677,18 @@ fn order_scan(plan: &mut Plan, cols: &[usize], desc: bool) -> bool {
     let Some((ii, from_full)) = chosen else {
         return false;
     };
+    let skip = match access {
+        Access::Keys { keys, .. } => keys[0].len(),
+        _ => 0,
+    };
+    let backwards = direction(ii, skip).expect("the chosen index fits");
     if from_full {
         *access = Access::Ranges {
             index: ii,
             ranges: vec![(None, None)],
         };
     }
-    *order = Some(desc);
+    *order = Some(backwards);
     true
 }
 
@@ -686,10 +702,7 @@ fn sorted_by_index(input: &mut Plan, keys: &[(Expr, bool)]) -> bool {
     else {
         return false;
     };
-    let desc = keys[0].1;
-    if keys.iter().any(|(_, d)| *d != desc) {
-        return false;
-    }
+    let desc: Vec<bool> = keys.iter().map(|(_, d)| *d).collect();
     let mut cols = Vec::with_capacity(keys.len());
     for (k, _) in keys {
         match k {
@@ -700,7 +713,7 @@ fn sorted_by_index(input: &mut Plan, keys: &[(Expr, bool)]) -> bool {
             _ => return false,
         }
     }
-    order_scan(below, &cols, desc)
+    order_scan(below, &cols, &desc)
 }
 
 fn min_max_by_index(input: &mut Box<Plan>, agg: &crate::plan::Agg) -> bool {
@@ -726,7 +739,7 @@ fn min_max_by_index(input: &mut Box<Plan>, agg: &crate::plan::Agg) -> bool {
         }) if ranges.len() == 1 && table.def.indexes[*index].columns[0] == c => {}
         _ => return false,
     }
-    if !order_scan(input, &[c], desc) {
+    if !order_scan(input, &[c], &[desc]) {
         return false;
     }
     // NULLs sort first and never count as a minimum or maximum.

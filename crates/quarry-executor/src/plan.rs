@@ -86,8 +86,8 @@ pub enum Plan {
         index_filter: Option<Expr>,
         access: Access,
         read: ReadMode,
-        /// Rows come in the access index's order (`Some(true)`: descending), so a sort
-        /// above could be dropped.
+        /// Rows come in the access index's order (`Some(true)`: read backwards), so a
+        /// sort above could be dropped.
         order: Option<bool>,
     },
     /// Index nested-loop join: for each left row, look `keys` up in `index` of `table`

@@ -35,6 +35,8 @@ pub struct IndexSchema {
     pub columns: Vec<usize>,
     /// Prefix length in characters per column (0 = whole value).
     pub prefix: Vec<u32>,
+    /// Per column: stored in descending order.
+    pub desc: Vec<bool>,
     pub unique: bool,
     pub primary: bool,
 }
