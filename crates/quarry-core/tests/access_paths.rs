@@ -264,3 +264,31 @@ fn index_conditions_are_checked_before_rows_are_fetched() {
     }
     drop(dir);
 }
+
+#[test]
+fn count_star_over_an_index_range_visits_no_entries() {
+    let (dir, db) = fresh_db("countix");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d").unwrap();
+    s.query("CREATE TABLE t (id INT PRIMARY KEY, k INT, KEY kk (k))")
+        .unwrap();
+    let vals: Vec<String> = (0..20_000).map(|i| format!("({i}, {})", i % 100)).collect();
+    s.query(&format!("INSERT INTO t VALUES {}", vals.join(",")))
+        .unwrap();
+    let next = |s: &mut quarry_core::Session| -> i64 {
+        let r = rows(s, "SHOW STATUS LIKE 'Handler_read_next'");
+        r[0][1].to_string().parse().unwrap()
+    };
+    for (cond, want) in [
+        ("k = 7", 200),
+        ("k BETWEEN 10 AND 19", 2000),
+        ("k IN (1, 2) OR k > 95", 1200),
+        ("k < 0", 0),
+    ] {
+        let before = next(&mut s);
+        let got = rows(&mut s, &format!("SELECT count(*) FROM t WHERE {cond}"));
+        assert_eq!(got[0][0].to_string(), want.to_string(), "{cond}");
+        assert_eq!(next(&mut s), before, "{cond}: entries were visited");
+    }
+    drop(dir);
+}

@@ -114,6 +114,8 @@ fn queries(r: &mut Rng) -> Vec<String> {
         format!("SELECT d FROM {{t}} WHERE d < {hi} ORDER BY d DESC LIMIT 4"),
         format!("SELECT d FROM {{t}} WHERE d >= {lo} ORDER BY d LIMIT 4"),
         format!("SELECT id FROM {{t}} WHERE d IN ({lo}.25, {hi}.5) OR d IS NULL ORDER BY id"),
+        format!("SELECT count(*) FROM {{t}} WHERE a IN ({a}, {a2}) OR a BETWEEN {lo} AND {hi}"),
+        format!("SELECT count(*) FROM {{t}} WHERE d > {lo} AND d <= {hi}.5"),
         "SELECT min(d) FROM {t}".into(),
         "SELECT max(d) FROM {t}".into(),
         format!("SELECT count(*), max(x.id) FROM (SELECT id, a, b FROM {{t}} WHERE a > {lo}) x"),

@@ -1057,6 +1057,32 @@ impl Table for RowTable {
         Ok(Stat::Estimated(n + pending))
     }
 
+    fn index_count(
+        &self,
+        index: usize,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Result<Option<u64>> {
+        let (Some(ix), Some(tree)) = (self.schema.indexes.get(index), self.trees.get(index)) else {
+            return Ok(None);
+        };
+        // Entries a bulk load has not sorted into the tree yet are not countable there.
+        if self
+            .state
+            .lock()
+            .pending
+            .get(index)
+            .is_some_and(|p| !p.is_empty())
+        {
+            return Ok(None);
+        }
+        HandlerCounters::add(&self.counters.read_key, 1);
+        let Some((lo, hi)) = self.byte_bounds(ix, lo, hi) else {
+            return Ok(Some(0));
+        };
+        Ok(Some(tree.count(as_slice_bound(&lo), as_slice_bound(&hi))?))
+    }
+
     fn index_distinct(&self, index: usize) -> Result<Vec<Stat>> {
         let Some(ix) = self.schema.indexes.get(index) else {
             return Ok(vec![]);

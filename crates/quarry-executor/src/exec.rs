@@ -477,19 +477,8 @@ pub fn scan_with(
     // In index order, a chunk at a time (small first: a LIMIT often needs few rows); each
     // chunk is read with the index latch released before rows are fetched or passed on.
     let reverse = order == Some(true);
-    // Normalized ranges are disjoint unless their prefixes differ in length.
-    let disjoint = {
-        let mut lens = ranges
-            .iter()
-            .flat_map(|(l, h)| [l, h])
-            .filter_map(|b| match b {
-                Bound::Included(v) | Bound::Excluded(v) => Some(v.len()),
-                Bound::Unbounded => None,
-            });
-        let first = lens.next();
-        lens.all(|l| Some(l) == first)
-    };
-    let mut seen: Option<HashSet<RowId>> = (ranges.len() > 1 && !disjoint).then(HashSet::new);
+    let mut seen: Option<HashSet<RowId>> =
+        (ranges.len() > 1 && !disjoint(&ranges)).then(HashSet::new);
     let ordered: Vec<&KeyRange> = if reverse {
         ranges.iter().rev().collect()
     } else {
@@ -548,6 +537,66 @@ pub fn scan_with(
         }
     }
     Ok(())
+}
+
+/// `SELECT count(*)` over an index-entries-only scan with no condition left: the engine
+/// counts the entries of each key range without visiting them (None: it cannot, or the
+/// ranges may overlap).
+fn count_from_index(
+    input: &Plan,
+    group: &[Expr],
+    aggs: &[Agg],
+    ctx: &ExecCtx,
+) -> Result<Option<u64>> {
+    let (
+        [],
+        [Agg {
+            func: AggFunc::CountStar,
+            ..
+        }],
+        Plan::Scan {
+            table,
+            filter: None,
+            index_filter: None,
+            access,
+            read: ReadMode::EntriesOnly,
+            ..
+        },
+    ) = (group, aggs, input)
+    else {
+        return Ok(None);
+    };
+    let Some((index, ranges)) = access_ranges(table, access, ctx)?.map(|(i, r)| (i, normalize(r)))
+    else {
+        return Ok(None);
+    };
+    if ranges.len() > 1 && !disjoint(&ranges) {
+        return Ok(None);
+    }
+    let mut total = 0;
+    for (lo, hi) in &ranges {
+        match table
+            .handle
+            .index_count(index, bound_ref(lo), bound_ref(hi))?
+        {
+            Some(n) => total += n,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(total))
+}
+
+/// Whether normalized ranges are disjoint: they are unless their prefixes differ in length.
+fn disjoint(ranges: &[KeyRange]) -> bool {
+    let mut lens = ranges
+        .iter()
+        .flat_map(|(l, h)| [l, h])
+        .filter_map(|b| match b {
+            Bound::Included(v) | Bound::Excluded(v) => Some(v.len()),
+            Bound::Unbounded => None,
+        });
+    let first = lens.next();
+    lens.all(|l| Some(l) == first)
 }
 
 /// The inner side of an index nested-loop join.
@@ -879,6 +928,10 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             )?;
         }
         Plan::Aggregate { input, group, aggs } => {
+            if let Some(n) = count_from_index(input, group, aggs, ctx)? {
+                sink(vec![vec![Value::Int(n as i64)]])?;
+                return Ok(());
+            }
             let mut out = Vec::new();
             aggregate(&mut |f| run(input, ctx, f), group, aggs, ctx, 0, &mut out)?;
             if out.is_empty() && group.is_empty() {

@@ -195,6 +195,16 @@ pub trait Table: Send + Sync {
         scan: &IndexScan,
         visit: &mut dyn FnMut(&IndexEntry) -> Result<bool>,
     ) -> Result<()>;
+    /// The exact number of entries of `index` in the range, when the engine can count
+    /// them without visiting each (COUNT(*) answered from the index).
+    fn index_count(
+        &self,
+        _index: usize,
+        _lo: Bound<&[Value]>,
+        _hi: Bound<&[Value]>,
+    ) -> Result<Option<u64>> {
+        Ok(None)
+    }
     /// Row ids whose key on `index` lies in the range, in key order.
     fn index_range(
         &self,
