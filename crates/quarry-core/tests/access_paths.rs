@@ -6,6 +6,12 @@ mod common;
 use common::{fresh_db, rows};
 use quarry_core::quarry_common::Value;
 
+/// A counter from SHOW STATUS.
+fn status(s: &mut quarry_core::Session, name: &str) -> i64 {
+    let r = rows(s, &format!("SHOW STATUS LIKE '{name}'"));
+    r[0][1].to_string().parse().unwrap()
+}
+
 fn explain(s: &mut quarry_core::Session, sql: &str) -> String {
     rows(s, &format!("EXPLAIN FORMAT=TREE {sql}"))[0][0].to_string()
 }
@@ -183,10 +189,7 @@ fn a_hash_join_over_its_memory_budget_spills_and_returns_the_same_rows() {
         s.query(&format!("INSERT INTO {t} VALUES {}", values.join(",")))
             .unwrap();
     }
-    let spilled = |s: &mut quarry_core::Session| -> i64 {
-        let r = rows(s, "SHOW STATUS LIKE 'Quarry_join_spilled_rows'");
-        r[0][1].to_string().parse().unwrap()
-    };
+    let spilled = |s: &mut quarry_core::Session| status(s, "Quarry_join_spilled_rows");
     let queries = [
         "SELECT l.id, r.id FROM l JOIN r ON l.k = r.k",
         "SELECT l.id, r.id FROM l LEFT JOIN r ON l.k = r.k AND r.pad < 'p5'",
@@ -232,10 +235,7 @@ fn index_conditions_are_checked_before_rows_are_fetched() {
         .unwrap();
     s.query("ANALYZE TABLE t").unwrap();
     s.query("CREATE TABLE plain AS SELECT * FROM t").unwrap();
-    let fetched = |s: &mut quarry_core::Session| -> i64 {
-        let r = rows(s, "SHOW STATUS LIKE 'Handler_read_rnd'");
-        r[0][1].to_string().parse().unwrap()
-    };
+    let fetched = |s: &mut quarry_core::Session| status(s, "Handler_read_rnd");
     for (cond, order) in [
         ("k BETWEEN 100 AND 250 AND k % 50 = 7", ""),
         (
@@ -275,10 +275,7 @@ fn count_star_over_an_index_range_visits_no_entries() {
     let vals: Vec<String> = (0..20_000).map(|i| format!("({i}, {})", i % 100)).collect();
     s.query(&format!("INSERT INTO t VALUES {}", vals.join(",")))
         .unwrap();
-    let next = |s: &mut quarry_core::Session| -> i64 {
-        let r = rows(s, "SHOW STATUS LIKE 'Handler_read_next'");
-        r[0][1].to_string().parse().unwrap()
-    };
+    let next = |s: &mut quarry_core::Session| status(s, "Handler_read_next");
     for (cond, want) in [
         ("k = 7", 200),
         ("k BETWEEN 10 AND 19", 2000),

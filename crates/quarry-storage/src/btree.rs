@@ -297,28 +297,13 @@ impl BTree {
         f: &mut dyn FnMut(&[u8]) -> Result<bool>,
     ) -> Result<()> {
         let _r = self.latch.read();
-        let start_key = match lo {
-            Bound::Included(k) | Bound::Excluded(k) => Some(k),
-            Bound::Unbounded => None,
-        };
-        let (mut leaf, _) = self.descend(start_key)?;
+        let mut leaf = self.first_leaf(lo)?;
         let mut first = true;
         loop {
             let r = self.page(leaf)?;
             let d = r.read();
             let n = Node(&d);
-            let from = if first {
-                match lo {
-                    Bound::Included(k) => n.search(k).unwrap_or_else(|p| p),
-                    Bound::Excluded(k) => match n.search(k) {
-                        Ok(i) => i + 1,
-                        Err(p) => p,
-                    },
-                    Bound::Unbounded => 0,
-                }
-            } else {
-                0
-            };
+            let from = if first { start_slot(&n, lo) } else { 0 };
             first = false;
             for i in from..n.len() {
                 let k = n.key(i);
@@ -338,26 +323,27 @@ impl BTree {
         }
     }
 
-    /// The number of entries in `[lo, hi]`, exactly: leaves are counted whole, with a
-    /// binary search only in the first and the last, so no entry is visited.
-    pub fn count(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<u64> {
-        let _r = self.latch.read();
+    /// The leaf where entries from `lo` on start.
+    fn first_leaf(&self, lo: Bound<&[u8]>) -> Result<u32> {
         let start_key = match lo {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
         };
-        let (mut leaf, _) = self.descend(start_key)?;
+        Ok(self.descend(start_key)?.0)
+    }
+
+    /// The number of entries in `[lo, hi]`, exactly: leaves are counted whole, with a
+    /// binary search only in the first and the last, so no entry is visited.
+    pub fn count(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<u64> {
+        let _r = self.latch.read();
+        let mut leaf = self.first_leaf(lo)?;
         let mut first = true;
         let mut total = 0u64;
         loop {
             let r = self.page(leaf)?;
             let d = r.read();
             let n = Node(&d);
-            let from = match (first, lo) {
-                (true, Bound::Included(k)) => n.search(k).unwrap_or_else(|p| p),
-                (true, Bound::Excluded(k)) => n.search(k).map_or_else(|p| p, |i| i + 1),
-                _ => 0,
-            };
+            let from = if first { start_slot(&n, lo) } else { 0 };
             first = false;
             let to = match hi {
                 Bound::Included(h) => n.search(h).map_or_else(|p| p, |i| i + 1),
@@ -709,6 +695,15 @@ impl BTree {
             self.verify_node(*child, clo, chi, leaves, problems, depth + 1)?;
         }
         Ok(())
+    }
+}
+
+/// The first slot of leaf `n` at or past the lower bound `lo`.
+fn start_slot(n: &Node, lo: Bound<&[u8]>) -> usize {
+    match lo {
+        Bound::Included(k) => n.search(k).unwrap_or_else(|p| p),
+        Bound::Excluded(k) => n.search(k).map_or_else(|p| p, |i| i + 1),
+        Bound::Unbounded => 0,
     }
 }
 
