@@ -426,23 +426,24 @@ impl RowTable {
     /// The encoded key of `row` in `ix` (every entry of that key starts with it).
     fn key_prefix(&self, ix: &IndexSchema, row: &Row) -> Vec<u8> {
         let mut out = Vec::with_capacity(32);
-        for (col, &c) in self.key_cols(ix).iter().zip(&ix.columns) {
-            keycode::encode_column(&row[c], col, &mut out);
+        for (i, &c) in ix.columns.iter().enumerate() {
+            keycode::encode_column(&row[c], &self.key_col(ix, i), &mut out);
         }
         out
     }
 
     /// How the columns of `ix` are stored in its entries.
     fn key_cols(&self, ix: &IndexSchema) -> Vec<keycode::KeyCol> {
-        ix.columns
-            .iter()
-            .enumerate()
-            .map(|(i, &c)| keycode::KeyCol {
-                ty: self.schema.columns[c].ty,
-                prefix: ix.prefix[i],
-                desc: ix.desc[i],
-            })
-            .collect()
+        (0..ix.columns.len()).map(|i| self.key_col(ix, i)).collect()
+    }
+
+    /// How column `i` of `ix` is stored in its entries.
+    fn key_col(&self, ix: &IndexSchema, i: usize) -> keycode::KeyCol {
+        keycode::KeyCol {
+            ty: self.schema.columns[ix.columns[i]].ty,
+            prefix: ix.prefix[i],
+            desc: ix.desc[i],
+        }
     }
 
     /// Before the first change after a sync: note on disk that the indexes may be ahead
@@ -622,9 +623,9 @@ impl RowTable {
         };
         let mut out = Vec::with_capacity(32);
         let mut inclusive = inclusive;
-        let cols = self.key_cols(ix);
         for (i, v) in vals.iter().enumerate() {
-            let ty = &cols[i].ty;
+            let col = self.key_col(ix, i);
+            let ty = &col.ty;
             // An integer column bounded by a non-integral number (k > 2.5): the nearest
             // integer inside the range, inclusive.
             let adjusted;
@@ -648,7 +649,7 @@ impl RowTable {
                 }
                 v => v,
             };
-            keycode::encode_column(v, &cols[i], &mut out);
+            keycode::encode_column(v, &col, &mut out);
         }
         Some(match (lower != flip, inclusive) {
             (true, true) => Bound::Included(out),

@@ -431,8 +431,16 @@ pub fn scan_with(
         }
         r
     };
+    // One row reused for every entry the index condition is checked on.
+    let scratch = RefCell::new(vec![Value::Null; width]);
     let passes_index = |e: &IndexEntry| match index_filter {
-        Some(f) => f.eval_truth(&entry_row(e), ctx),
+        Some(f) => {
+            let mut r = scratch.borrow_mut();
+            for (k, &c) in ix_cols.iter().enumerate() {
+                r[c] = e.keys.get(k).cloned().flatten().unwrap_or(Value::Null);
+            }
+            f.eval_truth(&r, ctx)
+        }
         None => Ok(true),
     };
     if read == ReadMode::Rows && order.is_none() {
