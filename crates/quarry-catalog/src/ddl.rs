@@ -348,7 +348,8 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
         name,
         columns: vec![],
         indexes: vec![],
-        engine: "InnoDB".into(),
+        // Empty: not given; the session's default_storage_engine applies.
+        engine: String::new(),
         row_format: None,
         comment: String::new(),
         auto_increment_start: 1,

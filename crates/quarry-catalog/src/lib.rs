@@ -127,6 +127,12 @@ impl std::fmt::Debug for TableEntry {
 }
 
 impl TableEntry {
+    /// Whether the planner may read this table through its indexes (the engine's
+    /// capability; otherwise they only enforce uniqueness).
+    pub fn index_access(&self) -> bool {
+        self.handle.capabilities().index_access
+    }
+
     pub fn path(&self, datadir: &Path) -> TablePath {
         TablePath::new(&datadir.join(&self.db), &self.def.name)
     }
@@ -490,7 +496,11 @@ impl Catalog {
         if tables.contains_key(&def.name) {
             return Err(Error::table_exists(&def.name));
         }
-        let (engine, canonical) = self.engine(Some(&def.engine))?;
+        let (engine, canonical) = self.engine(
+            Some(&def.engine)
+                .filter(|e| !e.is_empty())
+                .map(|e| e.as_str()),
+        )?;
         def.engine = canonical.to_string();
         let row_format = (self.row_format_policy)(def.row_format, &def.schema(RowFormat::Dynamic));
         let path = TablePath::new(&self.datadir.join(db), &def.name);

@@ -11,7 +11,7 @@ pub mod value;
 
 pub use error::{Error, Result};
 pub use types::{SqlType, TypeKind};
-pub use value::{Date, DateTime, Decimal, Row, Value};
+pub use value::{like, Date, DateTime, Decimal, Row, Value};
 
 /// An unnamed temporary file for spilling (sort runs, index-build runs): created under the
 /// system temp directory and unlinked at once, so nothing is left behind.

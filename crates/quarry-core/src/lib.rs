@@ -185,6 +185,10 @@ impl Database {
         let row: Arc<dyn quarry_storage_api::Engine> =
             Arc::new(quarry_engine_row::RowEngine::new(pool));
         engines.register(row, &["InnoDB", "MyISAM", "Aria", "Memory", "ROW"]);
+        engines.register(
+            Arc::new(quarry_engine_column::ColumnEngine::default()),
+            &["COLUMN", "COLUMNSTORE"],
+        );
         let catalog = Catalog::open(datadir, engines, quarry_engine_row::effective_row_format)?;
         let mut globals: HashMap<String, Value> = vars::defaults()
             .into_iter()

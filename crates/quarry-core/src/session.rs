@@ -526,6 +526,10 @@ impl Session {
             killed: &self.info.killed,
             agg_buffer: self.size_var("tmp_table_size", 1024, 1 << 40, 16 << 20),
             join_buffer: self.size_var("quarry_join_buffer_size", 1024, 1 << 40, 128 << 20),
+            pushdown: self
+                .sys_var("optimizer_switch")
+                .map(|v| quarry_executor::pushdown::enabled(&v.as_str_lossy()))
+                .unwrap_or(true),
             sort_buffer: self.size_var("quarry_sort_buffer_size", 1024, 1 << 40, 64 << 20),
             profile: RefCell::new(None),
         };
@@ -749,6 +753,8 @@ impl Session {
                                 entry.handle.check()?
                             } else if op == "ANALYZE" {
                                 entry.handle.analyze().map(|_| vec![])?
+                            } else if op == "OPTIMIZE" {
+                                entry.handle.optimize().map(|_| vec![])?
                             } else {
                                 entry.handle.sync().map(|_| vec![])?
                             };
@@ -1511,6 +1517,12 @@ impl Session {
         }
         let mut def = table_def_from_ast(ct)?;
         def.name = name.clone();
+        if def.engine.is_empty() {
+            def.engine = self
+                .sys_var("default_storage_engine")?
+                .as_str_lossy()
+                .into_owned();
+        }
         let Some(q) = &ct.query else {
             self.db.catalog.create_table(&db, def)?;
             return Ok(Output::ok(0));
@@ -1842,6 +1854,7 @@ impl Session {
             let mut cursor = entry.handle.scan(&quarry_storage_api::ScanRequest {
                 batch_rows: quarry_executor::exec::BATCH_ROWS,
                 read_buffer: ctx.read_buffer,
+                ..Default::default()
             })?;
             let mut batch = Vec::new().into_iter();
             self.start_progress("copy to tmp table", entry);

@@ -3,15 +3,10 @@
 
 mod common;
 
-use common::{fresh_db, rows};
+use common::{fresh_db, rows, status};
 use quarry_core::quarry_common::Value;
 
 /// A counter from SHOW STATUS.
-fn status(s: &mut quarry_core::Session, name: &str) -> i64 {
-    let r = rows(s, &format!("SHOW STATUS LIKE '{name}'"));
-    r[0][1].to_string().parse().unwrap()
-}
-
 fn explain(s: &mut quarry_core::Session, sql: &str) -> String {
     rows(s, &format!("EXPLAIN FORMAT=TREE {sql}"))[0][0].to_string()
 }

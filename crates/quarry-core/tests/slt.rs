@@ -46,17 +46,21 @@ fn format_value(v: &Value, ty: char) -> String {
     }
 }
 
-fn run_file(path: &Path, tally: &mut Tally) {
+/// Run one file with tables created in `engine` unless they name theirs.
+fn run_file(path: &Path, engine: &str, tally: &mut Tally) {
     let text = std::fs::read_to_string(path).unwrap();
     let dir = std::env::temp_dir().join(format!(
-        "quarry-slt-{}-{}",
+        "quarry-slt-{}-{engine}-{}",
         std::process::id(),
         path.file_name().unwrap().to_string_lossy()
     ));
     let _ = std::fs::remove_dir_all(&dir);
     let db = Database::open(&dir).unwrap();
     let mut s = db.session("root", "localhost");
-    s.query("CREATE DATABASE slt; USE slt").unwrap();
+    s.query(&format!(
+        "CREATE DATABASE slt; USE slt; SET default_storage_engine = {engine}"
+    ))
+    .unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
     let name = path.display().to_string();
@@ -257,29 +261,58 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-#[test]
-fn project_slt_files_pass() {
+/// Files of tests/slt not run with tables of an engine, and why.
+const ENGINE_SKIPS: &[(&str, &str, &str)] = &[];
+
+fn project_files_pass(engine: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt");
     let mut t = Tally::default();
     let fs = files(&dir);
     assert!(!fs.is_empty(), "no .slt files in {}", dir.display());
     for f in fs {
-        run_file(&f, &mut t);
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if let Some((_, _, why)) = ENGINE_SKIPS
+            .iter()
+            .find(|(e, n, _)| *e == engine && *n == name)
+        {
+            eprintln!("{name} with {engine} tables: skipped ({why})");
+            continue;
+        }
+        run_file(&f, engine, &mut t);
     }
     for f in &t.failures {
         eprintln!("{f}");
     }
     eprintln!(
-        "tests/slt: {} passed, {} failed, {} skipped",
+        "tests/slt with {engine} tables: {} passed, {} failed, {} skipped",
         t.passed, t.failed, t.skipped
     );
     assert_eq!(t.failed, 0);
     assert!(t.passed > 50);
 }
 
-/// Pass rate on the shared SQLite corpus; skipped (and says so) where ../shared is absent.
+#[test]
+fn project_slt_files_pass() {
+    project_files_pass("InnoDB");
+}
+
+#[test]
+fn project_slt_files_pass_with_column_tables() {
+    project_files_pass("COLUMN");
+}
+
 #[test]
 fn shared_corpus_pass_rate() {
+    shared_corpus("InnoDB");
+}
+
+#[test]
+fn shared_corpus_pass_rate_with_column_tables() {
+    shared_corpus("COLUMN");
+}
+
+/// Pass rate on the shared SQLite corpus; skipped (and says so) where ../shared is absent.
+fn shared_corpus(engine: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/slt");
     if !dir.exists() {
         eprintln!("shared corpus not found at {}: skipped", dir.display());
@@ -305,7 +338,7 @@ fn shared_corpus_pass_rate() {
             continue;
         }
         let mut t = Tally::default();
-        run_file(&f, &mut t);
+        run_file(&f, engine, &mut t);
         eprintln!(
             "{}: {} passed, {} failed, {} skipped",
             f.display(),
@@ -327,7 +360,7 @@ fn shared_corpus_pass_rate() {
     }
     let rate = total.passed as f64 / (total.passed + total.failed).max(1) as f64;
     eprintln!(
-        "shared corpus: {} passed, {} failed, {} skipped: pass rate {:.1}%",
+        "shared corpus with {engine} tables: {} passed, {} failed, {} skipped: pass rate {:.1}%",
         total.passed,
         total.failed,
         total.skipped,

@@ -1487,6 +1487,7 @@ mod tests {
             .scan(&ScanRequest {
                 batch_rows: 7,
                 read_buffer: 4096,
+                ..Default::default()
             })
             .unwrap();
         let mut out = vec![];
@@ -1538,6 +1539,7 @@ mod tests {
                     .scan(&ScanRequest {
                         batch_rows: 100,
                         read_buffer,
+                        ..Default::default()
                     })
                     .unwrap();
                 let mut again = vec![];

@@ -1856,6 +1856,8 @@ pub fn choose_access(plan: Plan) -> Plan {
             access: Access::Full,
             read,
             order,
+            pushed,
+            columns,
         } => {
             let access = pick_index(&table, &f);
             Plan::Scan {
@@ -1866,6 +1868,8 @@ pub fn choose_access(plan: Plan) -> Plan {
                 access,
                 read,
                 order,
+                pushed,
+                columns,
             }
         }
         // Only the FROM part: joins and what push_filter/reorder put around them.
@@ -1888,6 +1892,9 @@ fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
 pub(crate) type Bound = Option<(Expr, bool)>;
 
 fn pick_index(table: &TableEntry, f: &Expr) -> Access {
+    if !table.index_access() {
+        return Access::Full;
+    }
     let mut parts = vec![];
     conjuncts(f.clone(), &mut parts);
     let usable = |e: &Expr| {

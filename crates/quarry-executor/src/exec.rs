@@ -63,6 +63,8 @@ pub struct ExecCtx<'a> {
     pub agg_buffer: usize,
     /// Bytes of build-side rows a hash join keeps in memory before partitioning to files.
     pub join_buffer: usize,
+    /// Conditions may be evaluated inside engines (`optimizer_switch`).
+    pub pushdown: bool,
     /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
     pub profile: RefCell<Option<crate::explain::Profile>>,
 }
@@ -336,6 +338,8 @@ pub fn scan_table(
         access,
         read: ReadMode::Rows,
         order: None,
+        pushed: None,
+        columns: None,
     };
     scan_with(table, &how, ctx, sink)
 }
@@ -348,6 +352,8 @@ pub struct ScanHow<'p> {
     pub access: &'p Access,
     pub read: ReadMode,
     pub order: Option<bool>,
+    pub pushed: Option<&'p Expr>,
+    pub columns: Option<&'p [usize]>,
 }
 
 impl<'p> ScanHow<'p> {
@@ -360,6 +366,8 @@ impl<'p> ScanHow<'p> {
                 access,
                 read,
                 order,
+                pushed,
+                columns,
                 ..
             } => Some(ScanHow {
                 filter: filter.as_ref(),
@@ -367,6 +375,8 @@ impl<'p> ScanHow<'p> {
                 access,
                 read: *read,
                 order: *order,
+                pushed: pushed.as_ref(),
+                columns: columns.as_deref(),
             }),
             _ => None,
         }
@@ -387,17 +397,29 @@ pub fn scan_with(
         access,
         read,
         order,
+        pushed,
+        columns,
     } = *how;
+    // Pushed conjuncts go to the engine, unless pushdown is switched off: then they are
+    // checked here like the rest of the filter.
+    let (engine_filter, local_pushed) = match pushed {
+        Some(p) if ctx.pushdown => match crate::pushdown::to_pred(p, ctx)? {
+            Some(pred) => (Some(pred), None),
+            None => (None, Some(p)),
+        },
+        other => (None, other),
+    };
     let keep = |ids: Vec<RowId>, rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
-        let Some(f) = filter else {
+        if filter.is_none() && local_pushed.is_none() {
             return Ok((ids, rows));
-        };
+        }
         let (mut kid, mut krow) = (
             Vec::with_capacity(rows.len()),
             Vec::with_capacity(rows.len()),
         );
         for (id, r) in ids.into_iter().zip(rows) {
-            if f.eval_truth(&r, ctx)? {
+            let pass = |f: Option<&Expr>| f.map_or(Ok(true), |f| f.eval_truth(&r, ctx));
+            if pass(local_pushed)? && pass(filter)? {
                 kid.push(id);
                 krow.push(r);
             }
@@ -406,9 +428,24 @@ pub fn scan_with(
     };
     let Some((index, ranges)) = access_ranges(table, access, ctx)?.map(|(i, r)| (i, normalize(r)))
     else {
+        let columns = columns.map(|c| {
+            let mut c = c.to_vec();
+            if let Some(p) = local_pushed {
+                p.walk(&mut |e| {
+                    if let Expr::Col(i) = e {
+                        c.push(*i);
+                    }
+                });
+                c.sort_unstable();
+                c.dedup();
+            }
+            c
+        });
         let mut cursor = table.handle.scan(&ScanRequest {
             batch_rows: BATCH_ROWS,
             read_buffer: ctx.read_buffer,
+            columns,
+            filter: engine_filter,
         })?;
         while let Some(batch) = cursor.next_batch()? {
             ctx.check_killed()?;
@@ -547,15 +584,11 @@ pub fn scan_with(
     Ok(())
 }
 
-/// `SELECT count(*)` over an index-entries-only scan with no condition left: the engine
-/// counts the entries of each key range without visiting them (None: it cannot, or the
-/// ranges may overlap).
-fn count_from_index(
-    input: &Plan,
-    group: &[Expr],
-    aggs: &[Agg],
-    ctx: &ExecCtx,
-) -> Result<Option<u64>> {
+/// `SELECT count(*)` answered without producing rows: over an index-entries-only scan
+/// with no condition left, the engine counts the entries of each key range; over a full
+/// scan whose whole condition the table took, the engine counts the matching rows. None:
+/// it cannot (or index ranges may overlap).
+fn count_star(input: &Plan, group: &[Expr], aggs: &[Agg], ctx: &ExecCtx) -> Result<Option<u64>> {
     let (
         [],
         [Agg {
@@ -567,13 +600,31 @@ fn count_from_index(
             filter: None,
             index_filter: None,
             access,
-            read: ReadMode::EntriesOnly,
+            read,
+            pushed,
             ..
         },
     ) = (group, aggs, input)
     else {
         return Ok(None);
     };
+    if matches!(access, Access::Full) {
+        let filter = match pushed {
+            None => None,
+            Some(_) if !ctx.pushdown => return Ok(None),
+            Some(p) => match crate::pushdown::to_pred(p, ctx)? {
+                Some(pred) => Some(pred),
+                None => return Ok(None),
+            },
+        };
+        return table.handle.count(&ScanRequest {
+            filter,
+            ..Default::default()
+        });
+    }
+    if *read != ReadMode::EntriesOnly {
+        return Ok(None);
+    }
     let Some((index, ranges)) = access_ranges(table, access, ctx)?.map(|(i, r)| (i, normalize(r)))
     else {
         return Ok(None);
@@ -936,7 +987,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             )?;
         }
         Plan::Aggregate { input, group, aggs } => {
-            if let Some(n) = count_from_index(input, group, aggs, ctx)? {
+            if let Some(n) = count_star(input, group, aggs, ctx)? {
                 sink(vec![vec![Value::Int(n as i64)]])?;
                 return Ok(());
             }

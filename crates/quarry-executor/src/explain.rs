@@ -382,6 +382,8 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             access,
             read,
             order,
+            pushed,
+            ..
         } => {
             let est = estimate_rows(plan);
             let mut d = depth;
@@ -399,6 +401,12 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             let mut line = scan_line(table, alias, access, *read, *order);
             if let Some(f) = index_filter {
                 line.push_str(&format!(", with index condition: {}", expr_text(f, &names)));
+            }
+            if let Some(f) = pushed {
+                line.push_str(&format!(
+                    ", with pushed condition: {}",
+                    expr_text(f, &names)
+                ));
             }
             push(
                 out,
@@ -922,6 +930,9 @@ fn scan_row(
     if how.index_filter.is_some() {
         extra.push("Using index condition");
     }
+    if how.pushed.is_some() {
+        extra.push("Using where with pushed condition");
+    }
     if residual {
         extra.push("Using where");
     }
@@ -939,11 +950,13 @@ fn scan_row(
         key_len: key.map(|k| key_bytes(table, k, parts).to_string()),
         reference,
         rows: est.map(|e| e.round() as u64),
-        filtered: Some(if residual && matches!(access, Access::Full) {
-            crate::optimize::UNKNOWN_FILTER * 100.0
-        } else {
-            100.0
-        }),
+        filtered: Some(
+            if (residual || how.pushed.is_some()) && matches!(access, Access::Full) {
+                crate::optimize::UNKNOWN_FILTER * 100.0
+            } else {
+                100.0
+            },
+        ),
         extra: (!extra.is_empty()).then(|| extra.join("; ")),
     }
 }

@@ -674,52 +674,7 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
     })
 }
 
-/// SQL LIKE with `%`, `_` and an escape character, under the case-insensitive collation.
-pub fn like(s: &str, p: &str, escape: char) -> bool {
-    let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
-    let p: Vec<char> = p.chars().collect();
-    fn rec(s: &[char], p: &[char], esc: char) -> bool {
-        let (mut si, mut pi) = (0, 0);
-        let (mut star_p, mut star_s) = (usize::MAX, 0);
-        while si < s.len() {
-            if pi < p.len() {
-                let pc = p[pi];
-                if pc == '%' {
-                    star_p = pi;
-                    star_s = si;
-                    pi += 1;
-                    continue;
-                }
-                let (lit, adv) = if pc == esc && pi + 1 < p.len() {
-                    (Some(p[pi + 1]), 2)
-                } else {
-                    (None, 1)
-                };
-                let ok = match lit {
-                    Some(c) => c.to_lowercase().eq(std::iter::once(s[si])),
-                    None => pc == '_' || pc.to_lowercase().eq(std::iter::once(s[si])),
-                };
-                if ok {
-                    si += 1;
-                    pi += adv;
-                    continue;
-                }
-            }
-            if star_p != usize::MAX {
-                pi = star_p + 1;
-                star_s += 1;
-                si = star_s;
-                continue;
-            }
-            return false;
-        }
-        while pi < p.len() && p[pi] == '%' {
-            pi += 1;
-        }
-        pi == p.len()
-    }
-    rec(&s, &p, escape)
-}
+pub use quarry_common::like;
 
 /// CAST / column coercion of a value to a type (lenient; strict checks live in DML).
 pub fn cast(v: Value, ty: &SqlType, _ctx: &ExecCtx) -> Result<Value> {

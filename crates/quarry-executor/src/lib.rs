@@ -19,6 +19,7 @@ pub mod func;
 pub mod joinorder;
 pub mod optimize;
 pub mod plan;
+pub mod pushdown;
 pub mod sort;
 
 pub use bind::Binder;

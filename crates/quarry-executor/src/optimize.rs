@@ -195,11 +195,18 @@ fn finish_scan(plan: &mut Plan, n: Need) {
         access,
         read,
         order,
+        pushed,
+        columns,
         ..
     } = plan
     else {
         return;
     };
+    let above = n.clone();
+    // A plan optimized before (a view's, a derived table's) is split again from whole.
+    if let Some(p) = pushed.take() {
+        *filter = crate::bind::and_all(filter.take().into_iter().chain([p]).collect());
+    }
     // With an index path, the rows need checking only against what the key range does
     // not answer; a fall back to a full scan keeps the whole filter.
     let mut reduced = filter.clone();
@@ -236,7 +243,7 @@ fn finish_scan(plan: &mut Plan, n: Need) {
                 (*index_filter, *filter) = split_index_condition(table, index, reduced);
             }
         }
-        Access::Full if order.is_none() => {
+        Access::Full if order.is_none() && table.index_access() => {
             let best = (0..table.def.indexes.len())
                 .filter(|&ii| covers(table, ii, &full_need))
                 .min_by_key(|&ii| key_bytes(table, ii, usize::MAX));
@@ -249,6 +256,17 @@ fn finish_scan(plan: &mut Plan, n: Need) {
             }
         }
         Access::Full => {}
+    }
+    if matches!(access, Access::Full) {
+        // A full scan offers its conditions to the engine and names the columns it
+        // needs: those read above it and by the conditions left to check.
+        (*pushed, *filter) = crate::pushdown::split(table, filter.take());
+        let mut m = above;
+        if let Some(f) = filter.as_ref() {
+            add_cols(f, &mut m);
+        }
+        let width = table.def.columns.len();
+        *columns = m.map(|s| s.into_iter().filter(|&c| c < width).collect());
     }
 }
 
@@ -635,6 +653,9 @@ fn order_scan(plan: &mut Plan, cols: &[usize], desc: &[bool]) -> bool {
     else {
         return false;
     };
+    if !table.index_access() {
+        return false;
+    }
     // Some(backwards) when index `ii`, after its first `skip` columns, orders by `cols`.
     let direction = |ii: usize, skip: usize| {
         let ix = &table.def.indexes[ii];
@@ -775,11 +796,14 @@ fn index_joins(plan: Plan) -> Plan {
                         table,
                         alias,
                         filter,
+                        pushed,
                         ..
                     } = right
                     else {
                         unreachable!("probe_plan takes scans only")
                     };
+                    // Probed rows are checked here, pushed conditions included.
+                    let filter = crate::bind::and_all(filter.into_iter().chain(pushed).collect());
                     Plan::IndexJoin {
                         left,
                         table,
@@ -815,6 +839,9 @@ pub(crate) fn best_probe(
     table: &TableEntry,
     cols: &[Option<usize>],
 ) -> Option<(usize, Vec<usize>, f64)> {
+    if !table.index_access() {
+        return None;
+    }
     let mut best: Option<(usize, Vec<usize>, f64)> = None;
     for (ii, ix) in table.def.indexes.iter().enumerate() {
         let mut at = vec![];

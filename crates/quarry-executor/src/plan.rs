@@ -89,6 +89,12 @@ pub enum Plan {
         /// Rows come in the access index's order (`Some(true)`: read backwards), so a
         /// sort above could be dropped.
         order: Option<bool>,
+        /// Conjuncts of the condition the table evaluates itself (filter pushdown);
+        /// `filter` holds the rest.
+        pushed: Option<Expr>,
+        /// Columns read above the scan and by `filter` (None: all); the engine may leave
+        /// the others NULL.
+        columns: Option<Vec<usize>>,
     },
     /// Index nested-loop join: for each left row, look `keys` up in `index` of `table`
     /// (the right input), keep fetched rows passing `filter` (on the right row) whose
@@ -262,6 +268,8 @@ impl Plan {
             access: Access::Full,
             read: ReadMode::Rows,
             order: None,
+            pushed: None,
+            columns: None,
         }
     }
 }

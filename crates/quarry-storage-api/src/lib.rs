@@ -18,6 +18,9 @@ use std::sync::Arc;
 
 use quarry_common::{Error, Result, Row, SqlType, Value};
 
+mod pred;
+pub use pred::{CmpOp, Pred, Support};
+
 pub type RowId = u64;
 
 /// A column as the engine needs to know it.
@@ -61,6 +64,26 @@ pub struct ScanRequest {
     pub batch_rows: usize,
     /// Read-ahead block size in bytes (`read_buffer_size`).
     pub read_buffer: usize,
+    /// Columns the caller reads (None: all). An engine may leave the others NULL.
+    pub columns: Option<Vec<usize>>,
+    /// A condition the table accepted through [`Table::pushdown`]: rows for which it is
+    /// not true may be left out (all of them when the answer was `Exact`).
+    pub filter: Option<Pred>,
+}
+
+/// What the planner may ask of a table beyond scans, fetches and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Its indexes answer lookups, ranges and ordered reads cheaply, so the planner
+    /// considers them as access paths. Without it an index only enforces uniqueness
+    /// (and `index_range` on a whole unique key still finds the conflicting row).
+    pub index_access: bool,
+}
+
+impl Default for Capabilities {
+    fn default() -> Capabilities {
+        Capabilities { index_access: true }
+    }
 }
 
 /// A batch of rows with the ids they live at.
@@ -171,6 +194,19 @@ pub struct IndexEntry<'a> {
 /// One open table.
 pub trait Table: Send + Sync {
     fn schema(&self) -> &TableSchema;
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+    /// Whether scans honour `filter` as [`ScanRequest::filter`] (the planner's offer; the
+    /// answer must not depend on the constants, which differ between executions).
+    fn pushdown(&self, _filter: &Pred) -> Support {
+        Support::Unsupported
+    }
+    /// The number of rows a scan with `req` would return, when the engine knows it
+    /// without producing them (COUNT(*) over a table with an accepted filter).
+    fn count(&self, _req: &ScanRequest) -> Result<Option<u64>> {
+        Ok(None)
+    }
     /// Build, from the rows, the indexes of `new` that `kept` marks `None` (new index `n`
     /// is old index `kept[n]` otherwise), into files beside the table's for
     /// [`Engine::install_indexes`]; `progress` hears the rows read so far. A duplicate in a
@@ -258,6 +294,10 @@ pub trait Table: Send + Sync {
                 .get(index)
                 .map_or(0, |i| i.columns.len())
         ])
+    }
+    /// Reorganise for reading (`OPTIMIZE TABLE`); by default just make the data durable.
+    fn optimize(&self) -> Result<()> {
+        self.sync()
     }
     /// Recompute statistics now (`ANALYZE TABLE`).
     fn analyze(&self) -> Result<()> {

@@ -14,6 +14,12 @@ pub fn rows(s: &mut Session, sql: &str) -> Vec<Vec<Value>> {
     }
 }
 
+/// A session status counter (`SHOW STATUS LIKE name`).
+pub fn status(s: &mut Session, name: &str) -> i64 {
+    let r = rows(s, &format!("SHOW STATUS LIKE '{name}'"));
+    r[0][1].to_string().parse().unwrap()
+}
+
 /// A fresh datadir under the system temp dir, named for the test and the process.
 pub fn fresh_db(name: &str) -> (PathBuf, Arc<Database>) {
     let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));

@@ -1,0 +1,879 @@
+//! One column of one segment: its encodings, zone map, and conditions evaluated on it.
+//!
+//! A chunk is encoded once, when its segment is written, choosing per chunk:
+//! dictionary codes (one or two bytes) for strings with few distinct values, plain
+//! offsets + bytes for other strings (only the used bytes, rule 4), run-length or
+//! frame-of-reference bit-packing for integers, dates, times and decimals, plain for
+//! doubles and decimals too wide for 64 bits. Byte layouts: `docs/formats/column-engine.md`.
+//!
+//! Conditions are evaluated per chunk into one truth byte per row — 0 false, 1 unknown,
+//! 2 true — so SQL's AND/OR/NOT are min/max/(2 − x), and a dictionary chunk decides each
+//! distinct value once and maps codes through that table.
+
+use std::collections::HashMap;
+
+use quarry_common::{Date, DateTime, Decimal, Error, Result, SqlType, TypeKind, Value};
+use quarry_storage_api::{CmpOp, Pred};
+
+pub(crate) const FALSE: u8 = 0;
+pub(crate) const UNKNOWN: u8 = 1;
+pub(crate) const TRUE: u8 = 2;
+
+pub(crate) fn tri(b: Option<bool>) -> u8 {
+    match b {
+        Some(true) => TRUE,
+        Some(false) => FALSE,
+        None => UNKNOWN,
+    }
+}
+
+/// How a column's values are held physically (what the row codec would give back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phys {
+    Int,
+    /// BIGINT UNSIGNED: the u64's bits in an i64.
+    UInt,
+    Double,
+    Decimal(u8),
+    /// year << 9 | month << 5 | day: ordered, and zero dates survive.
+    Date,
+    /// Microseconds.
+    DateTime,
+    Str,
+    Bytes,
+}
+
+impl Phys {
+    pub(crate) fn of(ty: &SqlType) -> Phys {
+        match ty.kind {
+            k if SqlType::new(k).is_integer() => {
+                if ty.unsigned && k == TypeKind::BigInt {
+                    Phys::UInt
+                } else {
+                    Phys::Int
+                }
+            }
+            TypeKind::Float | TypeKind::Double => Phys::Double,
+            TypeKind::Decimal => Phys::Decimal(ty.scale),
+            TypeKind::Date => Phys::Date,
+            TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Time => Phys::DateTime,
+            _ if ty.is_binary() => Phys::Bytes,
+            _ => Phys::Str,
+        }
+    }
+
+    fn int_like(self) -> bool {
+        matches!(
+            self,
+            Phys::Int | Phys::UInt | Phys::Decimal(_) | Phys::Date | Phys::DateTime
+        )
+    }
+
+    /// A non-null value as an integer of this column (None: not integer-like or too wide).
+    fn to_int(self, v: &Value) -> Option<i64> {
+        Some(match self {
+            Phys::Int => v.to_i64(),
+            Phys::UInt => match v {
+                Value::UInt(u) => *u as i64,
+                other => other.to_i64(),
+            },
+            Phys::Decimal(s) => i64::try_from(v.to_decimal().rescale(s).mantissa).ok()?,
+            Phys::Date => {
+                let d = v.to_datetime().map(|d| d.date).unwrap_or(Date {
+                    year: 0,
+                    month: 0,
+                    day: 0,
+                });
+                ((d.year as i64) << 9) | ((d.month as i64) << 5) | d.day as i64
+            }
+            Phys::DateTime => v.to_datetime().map(|d| d.to_micros()).unwrap_or(0),
+            Phys::Double | Phys::Str | Phys::Bytes => return None,
+        })
+    }
+
+    pub(crate) fn int_value(self, i: i64) -> Value {
+        match self {
+            Phys::Int => Value::Int(i),
+            Phys::UInt => Value::UInt(i as u64),
+            Phys::Decimal(s) => Value::Decimal(Decimal::new(i as i128, s)),
+            Phys::Date => Value::Date(Date {
+                year: (i >> 9) as u16,
+                month: ((i >> 5) & 15) as u8,
+                day: (i & 31) as u8,
+            }),
+            Phys::DateTime => Value::DateTime(DateTime::from_micros(i)),
+            Phys::Double => Value::Double(f64::from_bits(i as u64)),
+            Phys::Str | Phys::Bytes => Value::Null,
+        }
+    }
+
+    fn bytes_value(self, b: &[u8]) -> Result<Value> {
+        Ok(match self {
+            Phys::Bytes => Value::Bytes(b.to_vec()),
+            _ => Value::Str(
+                String::from_utf8(b.to_vec())
+                    .map_err(|_| Error::corrupt("invalid utf-8 in column chunk"))?,
+            ),
+        })
+    }
+
+    /// The value the row engine would hand back for `v` stored in such a column.
+    pub(crate) fn normalize(self, v: &Value) -> Result<Value> {
+        if v.is_null() {
+            return Ok(Value::Null);
+        }
+        Ok(match self {
+            Phys::Double => Value::Double(v.to_f64()),
+            Phys::Decimal(s) => Value::Decimal(Decimal::new(v.to_decimal().rescale(s).mantissa, s)),
+            Phys::Str | Phys::Bytes => match v {
+                Value::Str(s) => self.bytes_value(s.as_bytes())?,
+                Value::Bytes(b) => self.bytes_value(b)?,
+                other => self.bytes_value(other.as_str_lossy().as_bytes())?,
+            },
+            p => p.int_value(p.to_int(v).unwrap_or(0)),
+        })
+    }
+}
+
+const ALL_NULL: u8 = 0;
+const FOR: u8 = 1;
+const RLE: u8 = 2;
+const F64: u8 = 3;
+const DICT: u8 = 4;
+const PLAIN: u8 = 5;
+const I128: u8 = 6;
+
+/// Zone map of a chunk: smallest and largest non-null value (NULL when all are NULL).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Zone {
+    pub min: Value,
+    pub max: Value,
+    pub nulls: u32,
+}
+
+/// Encode one column of a segment; returns the bytes and the zone map.
+pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
+    let rows = values.len();
+    let nulls = values.iter().filter(|v| v.is_null()).count();
+    let mut out = Vec::with_capacity(rows * 2 + 16);
+    let mut zone = Zone {
+        min: Value::Null,
+        max: Value::Null,
+        nulls: nulls as u32,
+    };
+    let header = |out: &mut Vec<u8>, tag: u8| {
+        out.push(tag);
+        out.extend_from_slice(&(rows as u32).to_le_bytes());
+        out.extend_from_slice(&(nulls as u32).to_le_bytes());
+        if nulls > 0 && tag != ALL_NULL {
+            let mut bm = vec![0u8; rows.div_ceil(8)];
+            for (i, v) in values.iter().enumerate() {
+                if v.is_null() {
+                    bm[i / 8] |= 1 << (i % 8);
+                }
+            }
+            out.extend_from_slice(&bm);
+        }
+    };
+    if nulls == rows {
+        header(&mut out, ALL_NULL);
+        return (out, zone);
+    }
+    let widen = |z: &mut Zone, v: Value| {
+        if z.min.is_null() || v.total_cmp(&z.min).is_lt() {
+            z.min = v.clone();
+        }
+        if z.max.is_null() || v.total_cmp(&z.max).is_gt() {
+            z.max = v;
+        }
+    };
+    if phys.int_like() {
+        let ints: Option<Vec<i64>> = values
+            .iter()
+            .map(|v| if v.is_null() { Some(0) } else { phys.to_int(v) })
+            .collect();
+        if let Some(ints) = ints {
+            // The integers are ordered like the values, except UInt's bits.
+            if phys == Phys::UInt {
+                let live = || values.iter().zip(&ints).filter(|(v, _)| !v.is_null());
+                let lo = live().map(|(_, &i)| i as u64).min().unwrap();
+                let hi = live().map(|(_, &i)| i as u64).max().unwrap();
+                zone.min = Value::UInt(lo);
+                zone.max = Value::UInt(hi);
+            } else {
+                let live = || values.iter().zip(&ints).filter(|(v, _)| !v.is_null());
+                let lo = live().map(|(_, &i)| i).min().unwrap();
+                let hi = live().map(|(_, &i)| i).max().unwrap();
+                zone.min = phys.int_value(lo);
+                zone.max = phys.int_value(hi);
+            }
+            let runs = 1 + ints.windows(2).filter(|w| w[0] != w[1]).count();
+            let base = *ints.iter().min().unwrap();
+            let span = ints
+                .iter()
+                .map(|&i| (i as i128 - base as i128) as u64)
+                .max()
+                .unwrap();
+            let width = 64 - span.leading_zeros();
+            let packed_bytes = (rows * width as usize).div_ceil(8);
+            if runs * 12 < packed_bytes {
+                header(&mut out, RLE);
+                out.extend_from_slice(&(runs as u32).to_le_bytes());
+                let mut i = 0;
+                while i < rows {
+                    let mut j = i + 1;
+                    while j < rows && ints[j] == ints[i] {
+                        j += 1;
+                    }
+                    out.extend_from_slice(&ints[i].to_le_bytes());
+                    out.extend_from_slice(&((j - i) as u32).to_le_bytes());
+                    i = j;
+                }
+            } else {
+                header(&mut out, FOR);
+                out.extend_from_slice(&base.to_le_bytes());
+                out.push(width as u8);
+                pack(&ints, base, width, &mut out);
+            }
+            return (out, zone);
+        }
+        // Decimals too wide for 64 bits.
+        header(&mut out, I128);
+        for v in values {
+            let m = match (v.is_null(), phys) {
+                (false, Phys::Decimal(s)) => v.to_decimal().rescale(s).mantissa,
+                _ => 0,
+            };
+            out.extend_from_slice(&m.to_le_bytes());
+            if !v.is_null() {
+                widen(&mut zone, phys.normalize(v).unwrap_or(Value::Null));
+            }
+        }
+        return (out, zone);
+    }
+    if phys == Phys::Double {
+        header(&mut out, F64);
+        for v in values {
+            let f = if v.is_null() { 0.0 } else { v.to_f64() };
+            out.extend_from_slice(&f.to_le_bytes());
+            if !v.is_null() {
+                widen(&mut zone, Value::Double(f));
+            }
+        }
+        return (out, zone);
+    }
+    // Strings and binary strings.
+    let bytes = |v: &Value| -> Vec<u8> {
+        match v {
+            Value::Str(s) => s.as_bytes().to_vec(),
+            Value::Bytes(b) => b.clone(),
+            Value::Null => vec![],
+            other => other.as_str_lossy().as_bytes().to_vec(),
+        }
+    };
+    let owned: Vec<Vec<u8>> = values.iter().map(|v| bytes(v)).collect();
+    let mut dict: HashMap<&[u8], u16> = HashMap::new();
+    let mut order: Vec<&[u8]> = vec![];
+    let mut fits = true;
+    for (v, b) in values.iter().zip(&owned) {
+        if v.is_null() || dict.contains_key(b.as_slice()) {
+            continue;
+        }
+        if order.len() == u16::MAX as usize || order.len() * 2 > rows {
+            fits = false;
+            break;
+        }
+        dict.insert(b.as_slice(), order.len() as u16);
+        order.push(b.as_slice());
+    }
+    if fits {
+        header(&mut out, DICT);
+        out.extend_from_slice(&(order.len() as u32).to_le_bytes());
+        for d in &order {
+            out.extend_from_slice(&(d.len() as u32).to_le_bytes());
+            out.extend_from_slice(d);
+            widen(&mut zone, phys.bytes_value(d).unwrap_or(Value::Null));
+        }
+        let wide = order.len() > 256;
+        out.push(if wide { 2 } else { 1 });
+        for (v, b) in values.iter().zip(&owned) {
+            let code = if v.is_null() { 0 } else { dict[b.as_slice()] };
+            if wide {
+                out.extend_from_slice(&code.to_le_bytes());
+            } else {
+                out.push(code as u8);
+            }
+        }
+        return (out, zone);
+    }
+    header(&mut out, PLAIN);
+    let mut off = 0u32;
+    out.extend_from_slice(&off.to_le_bytes());
+    for b in &owned {
+        off += b.len() as u32;
+        out.extend_from_slice(&off.to_le_bytes());
+    }
+    for (v, b) in values.iter().zip(&owned) {
+        out.extend_from_slice(b);
+        if !v.is_null() {
+            widen(&mut zone, phys.bytes_value(b).unwrap_or(Value::Null));
+        }
+    }
+    (out, zone)
+}
+
+fn pack(ints: &[i64], base: i64, width: u32, out: &mut Vec<u8>) {
+    if width == 0 {
+        return;
+    }
+    let mut acc: u128 = 0;
+    let mut bits = 0u32;
+    for &i in ints {
+        acc |= ((i as i128 - base as i128) as u64 as u128) << bits;
+        bits += width;
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    if bits > 0 {
+        out.push(acc as u8);
+    }
+}
+
+fn unpack(buf: &[u8], rows: usize, base: i64, width: u32) -> Result<Vec<i64>> {
+    if width == 0 {
+        return Ok(vec![base; rows]);
+    }
+    if width > 64 || buf.len() < (rows * width as usize).div_ceil(8) {
+        return Err(Error::corrupt("column chunk: packed integers truncated"));
+    }
+    let mask: u128 = if width == 64 {
+        u64::MAX as u128
+    } else {
+        (1u128 << width) - 1
+    };
+    let mut out = Vec::with_capacity(rows);
+    let mut acc: u128 = 0;
+    let mut bits = 0u32;
+    let mut pos = 0;
+    for _ in 0..rows {
+        while bits < width {
+            acc |= (buf[pos] as u128) << bits;
+            pos += 1;
+            bits += 8;
+        }
+        let d = (acc & mask) as u64;
+        acc >>= width;
+        bits -= width;
+        out.push((base as i128 + d as i128) as i64);
+    }
+    Ok(out)
+}
+
+/// Dictionary codes, one or two bytes each.
+#[derive(Debug)]
+pub(crate) enum Codes {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+}
+
+#[derive(Debug)]
+pub(crate) enum Data {
+    AllNull,
+    Ints(Vec<i64>),
+    F64(Vec<f64>),
+    Dict { dict: Vec<Value>, codes: Codes },
+    Plain { offsets: Vec<u32>, data: Vec<u8> },
+    I128(Vec<i128>),
+}
+
+/// A decoded chunk.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    pub rows: usize,
+    /// Null bitmap (bit set = NULL) when the chunk has NULLs.
+    pub nulls: Option<Vec<u8>>,
+    pub data: Data,
+    pub phys: Phys,
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let s = self
+            .buf
+            .get(self.pos..self.pos + n)
+            .ok_or_else(|| Error::corrupt("column chunk truncated"))?;
+        self.pos += n;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+}
+
+/// Decode a chunk's bytes (as `encode` wrote them).
+pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
+    let mut r = Reader { buf, pos: 0 };
+    let tag = r.take(1)?[0];
+    let rows = r.u32()? as usize;
+    let nulls = r.u32()? as usize;
+    let nulls = if nulls > 0 && tag != ALL_NULL {
+        Some(r.take(rows.div_ceil(8))?.to_vec())
+    } else {
+        None
+    };
+    let data = match tag {
+        ALL_NULL => Data::AllNull,
+        FOR => {
+            let base = r.i64()?;
+            let width = r.take(1)?[0] as u32;
+            Data::Ints(unpack(&buf[r.pos..], rows, base, width)?)
+        }
+        RLE => {
+            let runs = r.u32()? as usize;
+            let mut v = Vec::with_capacity(rows);
+            for _ in 0..runs {
+                let x = r.i64()?;
+                let n = r.u32()? as usize;
+                if v.len() + n > rows {
+                    return Err(Error::corrupt("column chunk: runs exceed rows"));
+                }
+                v.resize(v.len() + n, x);
+            }
+            Data::Ints(v)
+        }
+        F64 => Data::F64(
+            r.take(rows * 8)?
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
+        I128 => Data::I128(
+            r.take(rows * 16)?
+                .chunks_exact(16)
+                .map(|c| i128::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+        ),
+        DICT => {
+            let n = r.u32()? as usize;
+            let mut dict = Vec::with_capacity(n);
+            for _ in 0..n {
+                let len = r.u32()? as usize;
+                dict.push(phys.bytes_value(r.take(len)?)?);
+            }
+            let codes = match r.take(1)?[0] {
+                1 => Codes::U8(r.take(rows)?.to_vec()),
+                _ => Codes::U16(
+                    r.take(rows * 2)?
+                        .chunks_exact(2)
+                        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                        .collect(),
+                ),
+            };
+            let max = match &codes {
+                Codes::U8(c) => c.iter().map(|&x| x as usize).max(),
+                Codes::U16(c) => c.iter().map(|&x| x as usize).max(),
+            };
+            if max.is_some_and(|m| m >= n.max(1)) {
+                return Err(Error::corrupt("column chunk: code outside dictionary"));
+            }
+            Data::Dict { dict, codes }
+        }
+        PLAIN => {
+            let offsets: Vec<u32> = r
+                .take((rows + 1) * 4)?
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            let end = *offsets.last().unwrap_or(&0) as usize;
+            if offsets.windows(2).any(|w| w[0] > w[1]) {
+                return Err(Error::corrupt("column chunk: offsets out of order"));
+            }
+            Data::Plain {
+                offsets,
+                data: r.take(end)?.to_vec(),
+            }
+        }
+        t => {
+            return Err(Error::corrupt(format!(
+                "column chunk: unknown encoding {t}"
+            )))
+        }
+    };
+    Ok(Chunk {
+        rows,
+        nulls,
+        data,
+        phys,
+    })
+}
+
+impl Chunk {
+    #[inline]
+    pub(crate) fn is_null(&self, i: usize) -> bool {
+        match (&self.data, &self.nulls) {
+            (Data::AllNull, _) => true,
+            (_, Some(bm)) => bm[i / 8] & (1 << (i % 8)) != 0,
+            _ => false,
+        }
+    }
+
+    /// The value of row `i`.
+    pub(crate) fn value(&self, i: usize) -> Result<Value> {
+        if self.is_null(i) {
+            return Ok(Value::Null);
+        }
+        Ok(match &self.data {
+            Data::AllNull => Value::Null,
+            Data::Ints(v) => self.phys.int_value(v[i]),
+            Data::F64(v) => Value::Double(v[i]),
+            Data::I128(v) => match self.phys {
+                Phys::Decimal(s) => Value::Decimal(Decimal::new(v[i], s)),
+                _ => Value::Null,
+            },
+            Data::Dict { dict, codes } => {
+                let c = match codes {
+                    Codes::U8(c) => c[i] as usize,
+                    Codes::U16(c) => c[i] as usize,
+                };
+                dict[c].clone()
+            }
+            Data::Plain { offsets, data } => self
+                .phys
+                .bytes_value(&data[offsets[i] as usize..offsets[i + 1] as usize])?,
+        })
+    }
+
+    /// Truth of the leaf `p` (a condition on this chunk's column) for every row.
+    pub(crate) fn eval_leaf(&self, p: &Pred, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        let null_truth = tri(p.eval_value(&Value::Null));
+        match &self.data {
+            Data::AllNull => {
+                out.resize(self.rows, null_truth);
+                return Ok(());
+            }
+            Data::Dict { dict, codes } => {
+                let table: Vec<u8> = dict.iter().map(|v| tri(p.eval_value(v))).collect();
+                match codes {
+                    Codes::U8(c) => out.extend(c.iter().map(|&x| table[x as usize])),
+                    Codes::U16(c) => out.extend(c.iter().map(|&x| table[x as usize])),
+                }
+            }
+            Data::Ints(v) if self.phys == Phys::Int => match int_leaf(p) {
+                Some(f) => out.extend(v.iter().map(|&x| f(x))),
+                None => {
+                    for &x in v {
+                        out.push(tri(p.eval_value(&Value::Int(x))));
+                    }
+                }
+            },
+            _ => {
+                for i in 0..self.rows {
+                    out.push(tri(p.eval_value(&self.value(i)?)));
+                }
+            }
+        }
+        if self.nulls.is_some() {
+            for (i, t) in out.iter_mut().enumerate() {
+                if self.is_null(i) {
+                    *t = null_truth;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A comparison of a signed integer column against integer constants, on the integers
+/// themselves (what `Value::sql_cmp` does for two `Int`s).
+fn int_leaf(p: &Pred) -> Option<Box<dyn Fn(i64) -> u8>> {
+    let b = |x: bool| if x { TRUE } else { FALSE };
+    match p {
+        Pred::Cmp {
+            op,
+            value: Value::Int(k),
+            ..
+        } => {
+            let k = *k;
+            Some(match op {
+                CmpOp::Eq | CmpOp::NullSafeEq => Box::new(move |x| b(x == k)),
+                CmpOp::Ne => Box::new(move |x| b(x != k)),
+                CmpOp::Lt => Box::new(move |x| b(x < k)),
+                CmpOp::Le => Box::new(move |x| b(x <= k)),
+                CmpOp::Gt => Box::new(move |x| b(x > k)),
+                CmpOp::Ge => Box::new(move |x| b(x >= k)),
+            })
+        }
+        Pred::Between {
+            lo: Value::Int(lo),
+            hi: Value::Int(hi),
+            ..
+        } => {
+            let (lo, hi) = (*lo, *hi);
+            Some(Box::new(move |x| b(x >= lo && x <= hi)))
+        }
+        Pred::In { values, .. } if values.iter().all(|v| matches!(v, Value::Int(_))) => {
+            let mut ks: Vec<i64> = values.iter().map(Value::to_i64).collect();
+            ks.sort_unstable();
+            Some(Box::new(move |x| b(ks.binary_search(&x).is_ok())))
+        }
+        _ => None,
+    }
+}
+
+/// Values whose order under `Value::sql_cmp` agrees with the zone map's (same family).
+fn comparable(a: &Value, b: &Value) -> bool {
+    use Value::*;
+    matches!(
+        (a, b),
+        (Int(_) | UInt(_), Int(_) | UInt(_))
+            | (Str(_), Str(_))
+            | (Bytes(_), Bytes(_))
+            | (Date(_), Date(_))
+            | (DateTime(_), DateTime(_))
+            | (Decimal(_), Decimal(_))
+            | (Double(_), Double(_))
+    )
+}
+
+/// Whether the condition can be true for some row of a segment, from its zone maps
+/// (`zone(col)`); false means the segment is skipped.
+pub(crate) fn may_match(p: &Pred, zone: &dyn Fn(usize) -> (Zone, u32)) -> bool {
+    use std::cmp::Ordering::*;
+    match p {
+        Pred::And(v) => v.iter().all(|q| may_match(q, zone)),
+        Pred::Or(v) => v.iter().any(|q| may_match(q, zone)),
+        Pred::Not(q) => match &**q {
+            Pred::IsNull { col } => {
+                let (z, rows) = zone(*col);
+                z.nulls < rows
+            }
+            _ => true,
+        },
+        Pred::IsNull { col } => zone(*col).0.nulls > 0,
+        leaf => {
+            let (z, _) = zone(leaf.column().unwrap_or(0));
+            if z.min.is_null() {
+                // Every value NULL: only `<=> NULL` can hold.
+                return leaf.eval_value(&Value::Null) == Some(true);
+            }
+            let inside = |v: &Value| {
+                !comparable(v, &z.min)
+                    || (v.total_cmp(&z.min) != Less && v.total_cmp(&z.max) != Greater)
+            };
+            match leaf {
+                Pred::Cmp { op, value, .. } => {
+                    if value.is_null() {
+                        return *op == CmpOp::NullSafeEq && z.nulls > 0;
+                    }
+                    if !comparable(value, &z.min) {
+                        return true;
+                    }
+                    match op {
+                        CmpOp::Eq | CmpOp::NullSafeEq => inside(value),
+                        CmpOp::Ne => true,
+                        CmpOp::Lt => z.min.total_cmp(value) == Less,
+                        CmpOp::Le => z.min.total_cmp(value) != Greater,
+                        CmpOp::Gt => z.max.total_cmp(value) == Greater,
+                        CmpOp::Ge => z.max.total_cmp(value) != Less,
+                    }
+                }
+                Pred::In { values, .. } => values.iter().any(|v| !v.is_null() && inside(v)),
+                Pred::Between { lo, hi, .. } => {
+                    if lo.is_null() || hi.is_null() {
+                        return false;
+                    }
+                    let above = comparable(lo, &z.max) && lo.total_cmp(&z.max) == Greater;
+                    let below = comparable(hi, &z.min) && hi.total_cmp(&z.min) == Less;
+                    !(above || below)
+                }
+                _ => true,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(phys: Phys, vals: Vec<Value>) -> (Chunk, Zone) {
+        let refs: Vec<&Value> = vals.iter().collect();
+        let (bytes, zone) = encode(phys, &refs);
+        let c = decode(phys, &bytes).unwrap();
+        assert_eq!(c.rows, vals.len());
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(&c.value(i).unwrap(), v, "row {i}");
+        }
+        (c, zone)
+    }
+
+    #[test]
+    fn every_encoding_gives_the_values_back() {
+        let (c, z) = roundtrip(
+            Phys::Int,
+            (0..1000).map(|i| Value::Int(i * 7 - 300)).collect(),
+        );
+        assert!(matches!(c.data, Data::Ints(_)));
+        assert_eq!((z.min, z.max), (Value::Int(-300), Value::Int(6693)));
+        roundtrip(Phys::Int, (0..1000).map(|i| Value::Int(i / 100)).collect());
+        roundtrip(
+            Phys::Int,
+            vec![Value::Int(i64::MIN), Value::Null, Value::Int(i64::MAX)],
+        );
+        roundtrip(
+            Phys::UInt,
+            vec![Value::UInt(u64::MAX), Value::UInt(0), Value::Null],
+        );
+        roundtrip(
+            Phys::Decimal(2),
+            vec![
+                Value::Decimal(Decimal::new(12345, 2)),
+                Value::Decimal(Decimal::new(i128::MAX / 10, 2)),
+            ],
+        );
+        roundtrip(
+            Phys::Date,
+            vec![
+                Value::Date(Date {
+                    year: 0,
+                    month: 0,
+                    day: 0,
+                }),
+                Value::Date(Date {
+                    year: 2026,
+                    month: 11,
+                    day: 22,
+                }),
+            ],
+        );
+        roundtrip(Phys::Double, vec![Value::Double(-0.5), Value::Null]);
+        let (c, z) = roundtrip(
+            Phys::Str,
+            (0..600)
+                .map(|i| Value::Str(format!("m{}", i % 300)))
+                .collect(),
+        );
+        assert!(matches!(
+            c.data,
+            Data::Dict {
+                codes: Codes::U16(_),
+                ..
+            }
+        ));
+        assert_eq!(z.min, Value::Str("m0".into()));
+        let (c, _) = roundtrip(
+            Phys::Str,
+            (0..50).map(|i| Value::Str(format!("u{i}"))).collect(),
+        );
+        assert!(matches!(c.data, Data::Plain { .. }));
+        roundtrip(Phys::Str, vec![Value::Null, Value::Null]);
+        roundtrip(Phys::Bytes, vec![Value::Bytes(vec![0, 255]), Value::Null]);
+    }
+
+    #[test]
+    fn leaves_on_encoded_data_agree_with_values() {
+        let vals: Vec<Value> = (0..500)
+            .map(|i| {
+                if i % 17 == 0 {
+                    Value::Null
+                } else {
+                    Value::Str(["a", "B", "c "][i % 3].into())
+                }
+            })
+            .collect();
+        let ints: Vec<Value> = (0..500)
+            .map(|i| {
+                if i % 13 == 0 {
+                    Value::Null
+                } else {
+                    Value::Int(i % 40)
+                }
+            })
+            .collect();
+        let preds = [
+            Pred::Cmp {
+                col: 0,
+                op: CmpOp::Eq,
+                value: Value::Str("b".into()),
+            },
+            Pred::Cmp {
+                col: 0,
+                op: CmpOp::NullSafeEq,
+                value: Value::Null,
+            },
+            Pred::Like {
+                col: 0,
+                pattern: "C%".into(),
+                escape: '\\',
+            },
+            Pred::In {
+                col: 0,
+                values: vec![Value::Int(3), Value::Str("a".into())],
+            },
+            Pred::Cmp {
+                col: 0,
+                op: CmpOp::Lt,
+                value: Value::Int(20),
+            },
+            Pred::Between {
+                col: 0,
+                lo: Value::Int(5),
+                hi: Value::Int(9),
+            },
+            Pred::In {
+                col: 0,
+                values: vec![Value::Int(3), Value::Int(39)],
+            },
+            Pred::IsNull { col: 0 },
+        ];
+        for (phys, vals) in [(Phys::Str, &vals), (Phys::Int, &ints)] {
+            let refs: Vec<&Value> = vals.iter().collect();
+            let c = decode(phys, &encode(phys, &refs).0).unwrap();
+            let mut out = vec![];
+            for p in &preds {
+                c.eval_leaf(p, &mut out).unwrap();
+                for (i, v) in vals.iter().enumerate() {
+                    assert_eq!(out[i], tri(p.eval_value(v)), "{p:?} on {v:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn zone_maps_skip_only_what_cannot_match() {
+        let z = Zone {
+            min: Value::Str("10000".into()),
+            max: Value::Str("99999".into()),
+            nulls: 0,
+        };
+        let zone = |_: usize| (z.clone(), 100);
+        let eq = |s: &str| Pred::Cmp {
+            col: 0,
+            op: CmpOp::Eq,
+            value: Value::Str(s.into()),
+        };
+        assert!(!may_match(&eq("ABCDE"), &zone));
+        assert!(may_match(&eq("36440"), &zone));
+        assert!(may_match(&Pred::Not(Box::new(eq("ABCDE"))), &zone));
+        assert!(!may_match(&Pred::IsNull { col: 0 }, &zone));
+        // A number against strings compares as numbers: never skipped by string order.
+        let num = Pred::Cmp {
+            col: 0,
+            op: CmpOp::Eq,
+            value: Value::Int(5),
+        };
+        assert!(may_match(&num, &zone));
+    }
+}

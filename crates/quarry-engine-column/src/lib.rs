@@ -1,0 +1,1251 @@
+//! The column engine (`ENGINE=COLUMN`, alias `COLUMNSTORE`): every column stored
+//! column-wise, for analytic scans.
+//!
+//! ```text
+//!  <table>.cols/<column>.column   chunks of that column, one per segment (crc32c + bytes)
+//!  <table>.cols/table.meta        segments: row ids, chunk places, zone maps, delete vectors
+//!  <table>.cols/delta.<gen>.log   row-wise delta since the metadata was written
+//! ```
+//!
+//! * Rows are grouped in segments of up to 64 Ki rows; each column of a segment is one
+//!   chunk, encoded on its own (`chunk`) with a zone map (min, max, NULL count).
+//! * Row ids are handed out in insert order and never change: a segment records the ids
+//!   of its rows, so undo records and open cursors stay valid across merges.
+//! * Inserts go to a row-wise delta (in memory, and in the delta log); once it holds a
+//!   segment's worth, the oldest rows are written as a new segment and the metadata is
+//!   replaced (the merge's commit point). Bulk loads (`LOAD DATA`, `INSERT … SELECT`,
+//!   multi-row `INSERT`) write whole segments directly and do not log their rows.
+//!   Deletes set a bit in the segment's delete vector (or drop a delta row) and are
+//!   logged; updates are a delete and an insert (a new row id).
+//! * Scans take the filter the planner pushed ([`Pred`]): segments whose zone maps rule
+//!   it out are skipped, the rest are evaluated on the encoded chunks (a dictionary chunk
+//!   decides each distinct value once), and only then are the requested columns of the
+//!   matching rows decoded (late materialisation). COUNT(*) with a pushed filter never
+//!   builds rows and is split across the cores.
+//! * Indexes are not access paths here (the planner is told so through capabilities);
+//!   UNIQUE and PRIMARY keys are enforced through an in-memory hash of their keys, built
+//!   when the table is opened.
+//!
+//! Must not touch: SQL, sessions, transactions (undo is done above through this API).
+
+mod chunk;
+mod meta;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::ops::Bound;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use quarry_common::{Error, Result, Row, Value};
+use quarry_storage_api::{
+    Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred,
+    RowFormat, RowId, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
+};
+
+use chunk::{Chunk, Phys, TRUE};
+use meta::{ChunkMeta, Ids, Meta, Segment, LOG_DELETE, LOG_INSERT};
+
+/// `io::Result` → `Result`, naming the file or folder.
+pub(crate) trait At<T> {
+    fn at(self, what: impl std::fmt::Display) -> Result<T>;
+}
+
+impl<T> At<T> for std::io::Result<T> {
+    fn at(self, what: impl std::fmt::Display) -> Result<T> {
+        self.map_err(|e| Error::io(what, e))
+    }
+}
+
+/// Rows per segment.
+pub const SEGMENT_ROWS: usize = 65536;
+
+pub struct ColumnEngine {
+    segment_rows: usize,
+}
+
+impl Default for ColumnEngine {
+    fn default() -> ColumnEngine {
+        ColumnEngine {
+            segment_rows: SEGMENT_ROWS,
+        }
+    }
+}
+
+impl ColumnEngine {
+    /// An engine writing segments of `rows` rows (tests use small ones).
+    pub fn with_segment_rows(rows: usize) -> ColumnEngine {
+        ColumnEngine {
+            segment_rows: rows.max(1),
+        }
+    }
+}
+
+/// The folder holding a table's column files.
+pub fn cols_dir(path: &TablePath) -> PathBuf {
+    path.dir.join(format!("{}.cols", path.name))
+}
+
+/// `<column>.column`, with characters a file name cannot hold written as `@xxxx` (as
+/// MySQL encodes table names).
+pub fn column_file_name(column: &str) -> String {
+    let mut out = String::new();
+    for ch in column.chars() {
+        if ch.is_ascii_alphanumeric() || ch == '_' || ch == '$' {
+            out.push(ch);
+        } else {
+            out.push_str(&format!("@{:04x}", ch as u32));
+        }
+    }
+    out + ".column"
+}
+
+fn log_path(dir: &Path, gen: u64) -> PathBuf {
+    dir.join(format!("delta.{gen}.log"))
+}
+
+impl Engine for ColumnEngine {
+    fn name(&self) -> &'static str {
+        "column"
+    }
+    fn comment(&self) -> &'static str {
+        "Column store: segments with zone maps, dictionary/RLE/bit-packed encodings, condition pushdown"
+    }
+    fn create(&self, path: &TablePath, schema: &TableSchema) -> Result<()> {
+        let dir = cols_dir(path);
+        std::fs::create_dir_all(&dir).at(dir.display())?;
+        for c in &schema.columns {
+            File::create(dir.join(column_file_name(&c.name))).at(dir.display())?;
+        }
+        File::create(log_path(&dir, 0)).at(dir.display())?;
+        Meta::empty(schema.columns.len()).store(&dir)
+    }
+    fn open(
+        &self,
+        path: &TablePath,
+        schema: &TableSchema,
+        counters: Arc<HandlerCounters>,
+    ) -> Result<Arc<dyn Table>> {
+        Ok(Arc::new(ColumnTable::open(
+            &cols_dir(path),
+            schema.clone(),
+            counters,
+            self.segment_rows,
+        )?))
+    }
+    fn drop_table(&self, path: &TablePath) -> Result<()> {
+        match std::fs::remove_dir_all(cols_dir(path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::io(cols_dir(path).display(), e))
+            }
+            _ => Ok(()),
+        }
+    }
+    fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()> {
+        std::fs::rename(cols_dir(from), cols_dir(to)).at(cols_dir(from).display())?;
+        Ok(())
+    }
+}
+
+/// A bit per segment row: set = deleted.
+#[derive(Clone, Default)]
+struct Deleted {
+    bits: Vec<u64>,
+    count: u32,
+}
+
+impl Deleted {
+    fn from_positions(rows: u32, pos: &[u32]) -> Deleted {
+        let mut d = Deleted {
+            bits: vec![0; (rows as usize).div_ceil(64)],
+            count: 0,
+        };
+        for &p in pos {
+            d.set(p as usize);
+        }
+        d
+    }
+    #[inline]
+    fn get(&self, i: usize) -> bool {
+        self.count > 0 && self.bits[i / 64] & (1 << (i % 64)) != 0
+    }
+    fn set(&mut self, i: usize) -> bool {
+        let was = self.bits[i / 64] & (1 << (i % 64)) != 0;
+        self.bits[i / 64] |= 1 << (i % 64);
+        if !was {
+            self.count += 1;
+        }
+        !was
+    }
+    fn positions(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(self.count as usize);
+        for (w, &bits) in self.bits.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                out.push((w * 64) as u32 + b.trailing_zeros());
+                b &= b - 1;
+            }
+        }
+        out
+    }
+}
+
+struct State {
+    segs: Vec<Arc<Segment>>,
+    dels: Vec<Arc<Deleted>>,
+    delta: Arc<BTreeMap<RowId, Row>>,
+    next_id: RowId,
+    merged_upto: RowId,
+    gen: u64,
+    log: File,
+    log_buf: Vec<u8>,
+    col_ends: Vec<u64>,
+    bulk: bool,
+    /// Delta rows a bulk load added without logging them (the next checkpoint does).
+    unlogged: bool,
+    /// Per index: for UNIQUE ones, row id by key.
+    unique: Vec<Option<HashMap<Vec<u8>, RowId>>>,
+    live: u64,
+}
+
+/// What a scan sees: the table as it was when the scan started.
+struct Snapshot {
+    segs: Vec<Arc<Segment>>,
+    dels: Vec<Arc<Deleted>>,
+    delta: Arc<BTreeMap<RowId, Row>>,
+}
+
+pub struct ColumnTable {
+    dir: PathBuf,
+    segment_rows: usize,
+    schema: TableSchema,
+    phys: Vec<Phys>,
+    files: Vec<File>,
+    counters: Arc<HandlerCounters>,
+    state: Mutex<State>,
+}
+
+impl ColumnTable {
+    pub fn open(
+        dir: &Path,
+        schema: TableSchema,
+        counters: Arc<HandlerCounters>,
+        segment_rows: usize,
+    ) -> Result<ColumnTable> {
+        let meta = Meta::load(dir)?;
+        if meta.columns as usize != schema.columns.len() {
+            return Err(Error::corrupt(format!(
+                "{}: metadata has {} columns, the definition {}",
+                dir.display(),
+                meta.columns,
+                schema.columns.len()
+            )));
+        }
+        // Files of unfinished merges: other logs, a metadata file never renamed.
+        for e in std::fs::read_dir(dir).at(dir.display())?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stale = (name.starts_with("delta.") && name != format!("delta.{}.log", meta.gen))
+                || name.ends_with(".tmp");
+            if stale {
+                std::fs::remove_file(e.path()).at(e.path().display())?;
+            }
+        }
+        // Column files: bytes past the last chunk the metadata knows are an unfinished
+        // merge's, and are cut off.
+        let mut files = vec![];
+        let mut col_ends = vec![];
+        for (c, col) in schema.columns.iter().enumerate() {
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(dir.join(column_file_name(&col.name)))
+                .at(dir.display())?;
+            let end = meta
+                .segments
+                .iter()
+                .map(|s| s.chunks[c].off + 4 + s.chunks[c].len as u64)
+                .max()
+                .unwrap_or(0);
+            if f.metadata().at(dir.display())?.len() < end {
+                return Err(Error::corrupt(format!(
+                    "{}: column file {} shorter than its chunks",
+                    dir.display(),
+                    col.name
+                )));
+            }
+            f.set_len(end).at(dir.display())?;
+            files.push(f);
+            col_ends.push(end);
+        }
+        let phys = schema.columns.iter().map(|c| Phys::of(&c.ty)).collect();
+        let dels: Vec<Arc<Deleted>> = meta
+            .segments
+            .iter()
+            .zip(&meta.deleted)
+            .map(|(s, d)| Arc::new(Deleted::from_positions(s.rows, d)))
+            .collect();
+        let segs: Vec<Arc<Segment>> = meta.segments.into_iter().map(Arc::new).collect();
+        let log_file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(log_path(dir, meta.gen))
+            .at(dir.display())?;
+        let live = segs.iter().map(|s| s.rows as u64).sum::<u64>()
+            - dels.iter().map(|d| d.count as u64).sum::<u64>();
+        let mut t = ColumnTable {
+            dir: dir.to_path_buf(),
+            segment_rows,
+            phys,
+            files,
+            counters,
+            state: Mutex::new(State {
+                segs,
+                dels,
+                delta: Arc::new(BTreeMap::new()),
+                next_id: meta.next_id,
+                merged_upto: meta.merged_upto,
+                gen: meta.gen,
+                log: log_file,
+                log_buf: vec![],
+                col_ends,
+                bulk: false,
+                unlogged: false,
+                unique: schema
+                    .indexes
+                    .iter()
+                    .map(|ix| ix.unique.then(HashMap::new))
+                    .collect(),
+                live,
+            }),
+            schema,
+        };
+        t.replay()?;
+        t.build_unique()?;
+        Ok(t)
+    }
+
+    /// Apply the delta log; a torn tail (a crash mid-write) is cut off.
+    fn replay(&mut self) -> Result<()> {
+        let st = self.state.get_mut();
+        let mut buf = vec![];
+        {
+            use std::io::Read;
+            let mut f = &st.log;
+            f.read_to_end(&mut buf).at(self.dir.display())?;
+        }
+        let (records, used) = meta::log_records(&buf);
+        let delta = Arc::make_mut(&mut st.delta);
+        for (op, id, payload) in records {
+            match op {
+                LOG_INSERT if id >= st.merged_upto => {
+                    let row = quarry_engine_row::decode(
+                        &self.schema.columns,
+                        RowFormat::Dynamic,
+                        payload,
+                    )?;
+                    if delta.insert(id, row).is_none() {
+                        st.live += 1;
+                    }
+                    st.next_id = st.next_id.max(id + 1);
+                }
+                LOG_DELETE => {
+                    if delta.remove(&id).is_some() {
+                        st.live -= 1;
+                    } else if let Some((s, i)) = locate(&st.segs, id) {
+                        if Arc::make_mut(&mut st.dels[s]).set(i) {
+                            st.live -= 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if used < buf.len() {
+            st.log.set_len(used as u64).at(self.dir.display())?;
+        }
+        Ok(())
+    }
+
+    fn build_unique(&mut self) -> Result<()> {
+        let cols: Vec<usize> = self
+            .schema
+            .indexes
+            .iter()
+            .filter(|ix| ix.unique)
+            .flat_map(|ix| ix.columns.iter().copied())
+            .collect();
+        if cols.is_empty() {
+            return Ok(());
+        }
+        let mut maps: Vec<Option<HashMap<Vec<u8>, RowId>>> = self
+            .schema
+            .indexes
+            .iter()
+            .map(|ix| ix.unique.then(HashMap::new))
+            .collect();
+        {
+            let mut cursor = self.scan(&ScanRequest {
+                batch_rows: 4096,
+                columns: Some(cols),
+                ..Default::default()
+            })?;
+            while let Some(b) = cursor.next_batch()? {
+                for (id, row) in b.ids.iter().zip(&b.rows) {
+                    for (ix, map) in self.schema.indexes.iter().zip(maps.iter_mut()) {
+                        if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+                            if map.insert(k, *id).is_some() {
+                                return Err(Error::corrupt(format!(
+                                    "{}: duplicate key in unique index {}",
+                                    self.dir.display(),
+                                    ix.name
+                                )));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.state.get_mut().unique = maps;
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let st = self.state.lock();
+        Snapshot {
+            segs: st.segs.clone(),
+            dels: st.dels.clone(),
+            delta: st.delta.clone(),
+        }
+    }
+
+    /// Read and decode one chunk, checking its CRC.
+    fn chunk(&self, seg: &Segment, col: usize) -> Result<Chunk> {
+        let m = &seg.chunks[col];
+        let mut buf = vec![0u8; m.len as usize + 4];
+        self.files[col]
+            .read_exact_at(&mut buf, m.off)
+            .at(self.dir.display())?;
+        HandlerCounters::add(&self.counters.io_read_calls, 1);
+        HandlerCounters::add(&self.counters.io_read_bytes, buf.len() as u64);
+        let crc = u32::from_le_bytes(buf[..4].try_into().unwrap());
+        if crc32c::crc32c(&buf[4..]) != crc {
+            return Err(Error::corrupt(format!(
+                "{}: checksum mismatch in column {} at offset {}",
+                self.dir.display(),
+                self.schema.columns[col].name,
+                m.off
+            )));
+        }
+        let c = chunk::decode(self.phys[col], &buf[4..])?;
+        if c.rows != seg.rows as usize {
+            return Err(Error::corrupt(format!(
+                "{}: chunk of column {} has {} rows, its segment {}",
+                self.dir.display(),
+                self.schema.columns[col].name,
+                c.rows,
+                seg.rows
+            )));
+        }
+        Ok(c)
+    }
+
+    /// Truth of `p` for each row of a segment, loading the chunks it reads into `chunks`.
+    fn eval(&self, p: &Pred, seg: &Segment, chunks: &mut [Option<Chunk>]) -> Result<Vec<u8>> {
+        Ok(match p {
+            Pred::And(v) | Pred::Or(v) => {
+                let and = matches!(p, Pred::And(_));
+                let mut out = self.eval(&v[0], seg, chunks)?;
+                for q in &v[1..] {
+                    // AND stops once nothing can be true, OR once everything is.
+                    let settled = if and {
+                        out.iter().all(|&t| t == chunk::FALSE)
+                    } else {
+                        out.iter().all(|&t| t == TRUE)
+                    };
+                    if settled {
+                        break;
+                    }
+                    let o = self.eval(q, seg, chunks)?;
+                    for (a, b) in out.iter_mut().zip(o) {
+                        *a = if and { (*a).min(b) } else { (*a).max(b) };
+                    }
+                }
+                out
+            }
+            Pred::Not(q) => {
+                let mut out = self.eval(q, seg, chunks)?;
+                for t in out.iter_mut() {
+                    *t = TRUE - *t;
+                }
+                out
+            }
+            leaf => {
+                let col = leaf.column().unwrap_or(0);
+                if chunks[col].is_none() {
+                    chunks[col] = Some(self.chunk(seg, col)?);
+                }
+                let mut out = Vec::with_capacity(seg.rows as usize);
+                chunks[col].as_ref().unwrap().eval_leaf(leaf, &mut out)?;
+                out
+            }
+        })
+    }
+
+    /// Positions of a segment's live rows for which `filter` is true.
+    fn select(
+        &self,
+        seg: &Segment,
+        del: &Deleted,
+        filter: Option<&Pred>,
+        chunks: &mut [Option<Chunk>],
+    ) -> Result<Vec<u32>> {
+        let rows = seg.rows as usize;
+        let Some(p) = filter else {
+            return Ok((0..rows as u32).filter(|&i| !del.get(i as usize)).collect());
+        };
+        if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) {
+            return Ok(vec![]);
+        }
+        let truth = self.eval(p, seg, chunks)?;
+        Ok(truth
+            .iter()
+            .enumerate()
+            .filter(|&(i, &t)| t == TRUE && !del.get(i))
+            .map(|(i, _)| i as u32)
+            .collect())
+    }
+
+    /// Rows of a segment at `positions`, with `columns` decoded (the others NULL).
+    fn materialize(
+        &self,
+        seg: &Segment,
+        positions: &[u32],
+        columns: &[usize],
+        chunks: &mut [Option<Chunk>],
+    ) -> Result<Vec<Row>> {
+        let width = self.schema.columns.len();
+        let mut rows: Vec<Row> = positions.iter().map(|_| vec![Value::Null; width]).collect();
+        for &c in columns {
+            if chunks[c].is_none() {
+                chunks[c] = Some(self.chunk(seg, c)?);
+            }
+            let ch = chunks[c].as_ref().unwrap();
+            for (row, &p) in rows.iter_mut().zip(positions) {
+                row[c] = ch.value(p as usize)?;
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Count of live segment rows matching `filter`.
+    fn count_segment(&self, seg: &Segment, del: &Deleted, filter: Option<&Pred>) -> Result<u64> {
+        let Some(p) = filter else {
+            return Ok(seg.rows as u64 - del.count as u64);
+        };
+        if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) {
+            return Ok(0);
+        }
+        let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
+        let truth = self.eval(p, seg, &mut chunks)?;
+        HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+        Ok(if del.count == 0 {
+            truth.iter().filter(|&&t| t == TRUE).count() as u64
+        } else {
+            truth
+                .iter()
+                .enumerate()
+                .filter(|&(i, &t)| t == TRUE && !del.get(i))
+                .count() as u64
+        })
+    }
+
+    fn normalize(&self, row: Row) -> Result<Row> {
+        if row.len() != self.schema.columns.len() {
+            return Err(Error::internal("row width differs from the table's"));
+        }
+        row.iter()
+            .zip(&self.phys)
+            .map(|(v, p)| p.normalize(v))
+            .collect()
+    }
+
+    fn check_unique(&self, st: &State, row: &Row, ignore: Option<RowId>) -> Result<()> {
+        for (ix, map) in self.schema.indexes.iter().zip(&st.unique) {
+            if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+                if map.get(&k).is_some_and(|&id| Some(id) != ignore) {
+                    return Err(duplicate(ix, row));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unique_add(&self, st: &mut State, row: &Row, id: RowId) {
+        for (ix, map) in self.schema.indexes.iter().zip(st.unique.iter_mut()) {
+            if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+                map.insert(k, id);
+            }
+        }
+    }
+
+    fn unique_remove(&self, st: &mut State, row: &Row, id: RowId) {
+        for (ix, map) in self.schema.indexes.iter().zip(st.unique.iter_mut()) {
+            if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+                if map.get(&k) == Some(&id) {
+                    map.remove(&k);
+                }
+            }
+        }
+    }
+
+    fn has_unique(&self) -> bool {
+        self.schema.indexes.iter().any(|ix| ix.unique)
+    }
+
+    /// The row at `id` (live), read under the state lock.
+    fn row_at(&self, st: &State, id: RowId) -> Result<Row> {
+        if let Some(r) = st.delta.get(&id) {
+            return Ok(r.clone());
+        }
+        let (s, i) = locate(&st.segs, id)
+            .filter(|&(s, i)| !st.dels[s].get(i))
+            .ok_or_else(|| Error::internal(format!("row {id} not found")))?;
+        let seg = &st.segs[s];
+        let all: Vec<usize> = (0..self.schema.columns.len()).collect();
+        let mut chunks: Vec<Option<Chunk>> = all.iter().map(|_| None).collect();
+        Ok(self
+            .materialize(seg, &[i as u32], &all, &mut chunks)?
+            .pop()
+            .unwrap())
+    }
+
+    fn insert_locked(&self, st: &mut State, row: Row) -> Result<RowId> {
+        let id = st.next_id;
+        st.next_id += 1;
+        if st.bulk {
+            st.unlogged = true;
+        } else {
+            let payload = encode_row(&self.schema, &row);
+            meta::log_record(&mut st.log_buf, LOG_INSERT, id, &payload);
+        }
+        self.unique_add(st, &row, id);
+        Arc::make_mut(&mut st.delta).insert(id, row);
+        st.live += 1;
+        HandlerCounters::add(&self.counters.write, 1);
+        if st.bulk && st.delta.len() >= self.segment_rows {
+            self.merge(st, false)?;
+        }
+        Ok(id)
+    }
+
+    fn delete_locked(&self, st: &mut State, id: RowId) -> Result<()> {
+        if self.has_unique() {
+            let row = self.row_at(st, id)?;
+            self.unique_remove(st, &row, id);
+        }
+        if Arc::make_mut(&mut st.delta).remove(&id).is_none() {
+            let (s, i) = locate(&st.segs, id)
+                .ok_or_else(|| Error::internal(format!("row {id} not found")))?;
+            if !Arc::make_mut(&mut st.dels[s]).set(i) {
+                return Err(Error::internal(format!("row {id} already deleted")));
+            }
+        }
+        meta::log_record(&mut st.log_buf, LOG_DELETE, id, &[]);
+        st.live -= 1;
+        HandlerCounters::add(&self.counters.delete, 1);
+        Ok(())
+    }
+
+    /// Write the oldest delta rows as segments: every full segment's worth, or (`all`)
+    /// everything. Outside a bulk load the metadata is then replaced.
+    fn merge(&self, st: &mut State, all: bool) -> Result<()> {
+        let mut wrote = false;
+        while st.delta.len() >= self.segment_rows || (all && !st.delta.is_empty()) {
+            let take = st.delta.len().min(self.segment_rows);
+            let rows: Vec<(RowId, Row)> = {
+                let delta = Arc::make_mut(&mut st.delta);
+                let keys: Vec<RowId> = delta.keys().take(take).copied().collect();
+                keys.into_iter()
+                    .map(|k| (k, delta.remove(&k).unwrap()))
+                    .collect()
+            };
+            let seg = self.write_segment(st, &rows)?;
+            st.merged_upto = st.merged_upto.max(rows.last().unwrap().0 + 1);
+            st.dels
+                .push(Arc::new(Deleted::from_positions(seg.rows, &[])));
+            st.segs.push(Arc::new(seg));
+            wrote = true;
+        }
+        if st.delta.is_empty() {
+            st.merged_upto = st.next_id;
+        }
+        if wrote && !st.bulk {
+            self.checkpoint(st)?;
+        }
+        Ok(())
+    }
+
+    fn write_segment(&self, st: &mut State, rows: &[(RowId, Row)]) -> Result<Segment> {
+        let first = rows[0].0;
+        let dense = rows
+            .iter()
+            .enumerate()
+            .all(|(i, (id, _))| *id == first + i as u64);
+        let ids = if dense {
+            Ids::Dense(first)
+        } else {
+            Ids::List(rows.iter().map(|(id, _)| *id).collect())
+        };
+        let mut chunks = Vec::with_capacity(self.schema.columns.len());
+        for (c, phys) in self.phys.iter().enumerate() {
+            let values: Vec<&Value> = rows.iter().map(|(_, r)| &r[c]).collect();
+            let (bytes, zone) = chunk::encode(*phys, &values);
+            let mut rec = Vec::with_capacity(bytes.len() + 4);
+            rec.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
+            rec.extend_from_slice(&bytes);
+            let off = st.col_ends[c];
+            self.files[c]
+                .write_all_at(&rec, off)
+                .at(self.dir.display())?;
+            HandlerCounters::add(&self.counters.io_write_calls, 1);
+            HandlerCounters::add(&self.counters.io_write_bytes, rec.len() as u64);
+            st.col_ends[c] += rec.len() as u64;
+            chunks.push(ChunkMeta {
+                off,
+                len: bytes.len() as u32,
+                zone,
+            });
+        }
+        Ok(Segment {
+            rows: rows.len() as u32,
+            ids,
+            chunks,
+        })
+    }
+
+    /// Make the segments durable, start a new log holding the delta, and replace the
+    /// metadata (the commit point); then drop the old log.
+    fn checkpoint(&self, st: &mut State) -> Result<()> {
+        for f in &self.files {
+            f.sync_data().at(self.dir.display())?;
+        }
+        let gen = st.gen + 1;
+        let mut buf = Vec::new();
+        for (id, row) in st.delta.iter() {
+            meta::log_record(&mut buf, LOG_INSERT, *id, &encode_row(&self.schema, row));
+        }
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(log_path(&self.dir, gen))
+            .at(self.dir.display())?;
+        (&log).write_all(&buf).at(self.dir.display())?;
+        log.sync_data().at(self.dir.display())?;
+        let m = Meta {
+            gen,
+            next_id: st.next_id,
+            merged_upto: st.merged_upto,
+            columns: self.schema.columns.len() as u32,
+            segments: st.segs.iter().map(|s| (**s).clone()).collect(),
+            deleted: st.dels.iter().map(|d| d.positions()).collect(),
+        };
+        m.store(&self.dir)?;
+        let old = log_path(&self.dir, st.gen);
+        st.gen = gen;
+        st.log = log;
+        st.log_buf.clear();
+        st.unlogged = false;
+        std::fs::remove_file(&old).at(old.display())?;
+        Ok(())
+    }
+
+    fn flush_locked(&self, st: &mut State) -> Result<()> {
+        if st.unlogged {
+            return self.checkpoint(st);
+        }
+        if !st.log_buf.is_empty() {
+            (&st.log).write_all(&st.log_buf).at(self.dir.display())?;
+            HandlerCounters::add(&self.counters.io_write_calls, 1);
+            HandlerCounters::add(&self.counters.io_write_bytes, st.log_buf.len() as u64);
+            st.log_buf.clear();
+        }
+        if st.delta.len() >= self.segment_rows {
+            self.merge(st, false)?;
+        }
+        Ok(())
+    }
+
+    /// Merge the whole delta into segments now (OPTIMIZE TABLE).
+    pub fn merge_all(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st)?;
+        self.merge(&mut st, true)?;
+        self.checkpoint(&mut st)
+    }
+}
+
+/// The segment and position of a row id, if a segment holds it.
+fn locate(segs: &[Arc<Segment>], id: RowId) -> Option<(usize, usize)> {
+    let s = segs.partition_point(|s| s.last_id() < id);
+    let seg = segs.get(s)?;
+    if seg.first_id() > id {
+        return None;
+    }
+    seg.position(id).map(|i| (s, i))
+}
+
+fn encode_row(schema: &TableSchema, row: &Row) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    quarry_engine_row::encode(&schema.columns, RowFormat::Dynamic, row, &mut out);
+    out
+}
+
+/// The key of `row` in a unique index as grouping compares it (NULL: no key).
+fn unique_key(ix: &IndexSchema, row: &Row) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(16);
+    for (&c, &p) in ix.columns.iter().zip(&ix.prefix) {
+        match &row[c] {
+            Value::Null => return None,
+            Value::Str(s) if p > 0 => {
+                Value::Str(s.chars().take(p as usize).collect()).hash_key(&mut out)
+            }
+            Value::Bytes(b) if p > 0 => {
+                Value::Bytes(b.iter().take(p as usize).copied().collect()).hash_key(&mut out)
+            }
+            v => v.hash_key(&mut out),
+        }
+    }
+    Some(out)
+}
+
+fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
+    let shown: Vec<String> = ix
+        .columns
+        .iter()
+        .map(|&c| row[c].as_str_lossy().into_owned())
+        .collect();
+    let name = if ix.primary { "PRIMARY" } else { &ix.name };
+    Error::duplicate_key(&shown.join("-"), name)
+}
+
+struct ColumnCursor<'a> {
+    t: &'a ColumnTable,
+    snap: Snapshot,
+    filter: Option<Pred>,
+    columns: Vec<usize>,
+    batch_rows: usize,
+    seg: usize,
+    ready: std::vec::IntoIter<(RowId, Row)>,
+    delta_done: bool,
+}
+
+impl Cursor for ColumnCursor<'_> {
+    fn next_batch(&mut self) -> Result<Option<Batch>> {
+        loop {
+            if self.ready.len() > 0 {
+                let mut b = Batch::default();
+                for (id, row) in self.ready.by_ref().take(self.batch_rows) {
+                    b.ids.push(id);
+                    b.rows.push(row);
+                }
+                return Ok(Some(b));
+            }
+            if self.seg < self.snap.segs.len() {
+                let seg = self.snap.segs[self.seg].clone();
+                let del = self.snap.dels[self.seg].clone();
+                self.seg += 1;
+                let t = self.t;
+                let mut chunks: Vec<Option<Chunk>> =
+                    (0..t.schema.columns.len()).map(|_| None).collect();
+                let pos = t.select(&seg, &del, self.filter.as_ref(), &mut chunks)?;
+                HandlerCounters::add(&t.counters.read_rnd_next, pos.len() as u64);
+                if pos.is_empty() {
+                    continue;
+                }
+                let rows = t.materialize(&seg, &pos, &self.columns, &mut chunks)?;
+                let ids: Vec<RowId> = pos.iter().map(|&p| seg.id(p as usize)).collect();
+                self.ready = ids.into_iter().zip(rows).collect::<Vec<_>>().into_iter();
+                continue;
+            }
+            if !self.delta_done {
+                self.delta_done = true;
+                let keep: Vec<(RowId, Row)> = self
+                    .snap
+                    .delta
+                    .iter()
+                    .filter(|(_, r)| self.filter.as_ref().is_none_or(|p| p.eval(r) == Some(true)))
+                    .map(|(id, r)| (*id, r.clone()))
+                    .collect();
+                HandlerCounters::add(&self.t.counters.read_rnd_next, keep.len() as u64);
+                self.ready = keep.into_iter();
+                continue;
+            }
+            return Ok(None);
+        }
+    }
+}
+
+impl Table for ColumnTable {
+    fn schema(&self) -> &TableSchema {
+        &self.schema
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            index_access: false,
+        }
+    }
+
+    fn pushdown(&self, _filter: &Pred) -> Support {
+        Support::Exact
+    }
+
+    fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>> {
+        let columns = req
+            .columns
+            .clone()
+            .unwrap_or_else(|| (0..self.schema.columns.len()).collect());
+        Ok(Box::new(ColumnCursor {
+            t: self,
+            snap: self.snapshot(),
+            filter: req.filter.clone(),
+            columns,
+            batch_rows: req.batch_rows.max(1),
+            seg: 0,
+            ready: Vec::new().into_iter(),
+            delta_done: false,
+        }))
+    }
+
+    fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {
+        let snap = self.snapshot();
+        let filter = req.filter.as_ref();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(snap.segs.len().max(1));
+        let per = snap.segs.len().div_ceil(threads).max(1);
+        let segs: Vec<(Arc<Segment>, Arc<Deleted>)> = snap
+            .segs
+            .iter()
+            .cloned()
+            .zip(snap.dels.iter().cloned())
+            .collect();
+        let counted: Result<u64> = std::thread::scope(|s| {
+            let parts: Vec<_> = segs
+                .chunks(per)
+                .map(|part| {
+                    s.spawn(move || -> Result<u64> {
+                        let mut n = 0;
+                        for (seg, del) in part {
+                            n += self.count_segment(seg, del, filter)?;
+                        }
+                        Ok(n)
+                    })
+                })
+                .collect();
+            parts
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("count thread")))
+                })
+                .sum()
+        });
+        let delta = snap
+            .delta
+            .values()
+            .filter(|r| filter.is_none_or(|p| p.eval(r) == Some(true)))
+            .count() as u64;
+        Ok(Some(counted? + delta))
+    }
+
+    fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
+        let snap = self.snapshot();
+        let mut out: Vec<Option<Row>> = ids.iter().map(|_| None).collect();
+        // Segment rows grouped by segment, so each segment's chunks are decoded once.
+        let mut wanted: BTreeMap<usize, Vec<(u32, usize)>> = BTreeMap::new();
+        for (k, &id) in ids.iter().enumerate() {
+            if let Some(r) = snap.delta.get(&id) {
+                out[k] = Some(r.clone());
+            } else if let Some((s, i)) = locate(&snap.segs, id) {
+                if !snap.dels[s].get(i) {
+                    wanted.entry(s).or_default().push((i as u32, k));
+                }
+            }
+        }
+        let all: Vec<usize> = (0..self.schema.columns.len()).collect();
+        for (s, list) in wanted {
+            let seg = &snap.segs[s];
+            let pos: Vec<u32> = list.iter().map(|(p, _)| *p).collect();
+            let mut chunks: Vec<Option<Chunk>> = all.iter().map(|_| None).collect();
+            let rows = self.materialize(seg, &pos, &all, &mut chunks)?;
+            for ((_, k), row) in list.into_iter().zip(rows) {
+                out[k] = Some(row);
+            }
+        }
+        HandlerCounters::add(&self.counters.read_rnd, ids.len() as u64);
+        out.into_iter()
+            .zip(ids)
+            .map(|(r, id)| r.ok_or_else(|| Error::internal(format!("row {id} not found"))))
+            .collect()
+    }
+
+    fn index_scan(
+        &self,
+        scan: &IndexScan,
+        visit: &mut dyn FnMut(&IndexEntry) -> Result<bool>,
+    ) -> Result<()> {
+        let ix = self
+            .schema
+            .indexes
+            .get(scan.index)
+            .ok_or_else(|| Error::internal("no such index"))?;
+        HandlerCounters::add(&self.counters.read_key, 1);
+        // A whole unique key: the hash answers (duplicate-key handling asks this).
+        if let (Bound::Included(lo), Bound::Included(hi)) = (scan.lo, scan.hi) {
+            if ix.unique && lo == hi && lo.len() == ix.columns.len() && !scan.keys {
+                let mut row = vec![Value::Null; self.schema.columns.len()];
+                for (&c, v) in ix.columns.iter().zip(lo) {
+                    row[c] = self.phys[c].normalize(v)?;
+                }
+                let found = {
+                    let st = self.state.lock();
+                    unique_key(ix, &row)
+                        .and_then(|k| st.unique[scan.index].as_ref()?.get(&k).copied())
+                };
+                if let Some(id) = found {
+                    visit(&IndexEntry {
+                        id,
+                        keys: &[],
+                        pos: &id.to_be_bytes(),
+                    })?;
+                }
+                return Ok(());
+            }
+        }
+        // Otherwise: every row's key, compared and sorted as the index would order them.
+        let mut cursor = self.scan(&ScanRequest {
+            batch_rows: 4096,
+            columns: Some(ix.columns.clone()),
+            ..Default::default()
+        })?;
+        let in_bounds = |key: &[Value]| -> bool {
+            let cmp = |b: &[Value]| {
+                key.iter()
+                    .zip(b)
+                    .map(|(a, b)| a.total_cmp(b))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            };
+            let lo_ok = match scan.lo {
+                Bound::Unbounded => true,
+                Bound::Included(b) => cmp(b).is_ge(),
+                Bound::Excluded(b) => cmp(b).is_gt(),
+            };
+            let hi_ok = match scan.hi {
+                Bound::Unbounded => true,
+                Bound::Included(b) => cmp(b).is_le(),
+                Bound::Excluded(b) => cmp(b).is_lt(),
+            };
+            lo_ok
+                && hi_ok
+                && !key
+                    .first()
+                    .is_some_and(|v| v.is_null() && !matches!(scan.lo, Bound::Unbounded))
+        };
+        let mut entries: Vec<(Vec<Value>, RowId)> = vec![];
+        while let Some(b) = cursor.next_batch()? {
+            for (id, row) in b.ids.into_iter().zip(b.rows) {
+                let key: Vec<Value> = ix.columns.iter().map(|&c| row[c].clone()).collect();
+                if in_bounds(&key) {
+                    entries.push((key, id));
+                }
+            }
+        }
+        entries.sort_by(|a, b| {
+            a.0.iter()
+                .zip(&b.0)
+                .zip(&ix.desc)
+                .map(|((x, y), &d)| if d { y.total_cmp(x) } else { x.total_cmp(y) })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.1.cmp(&b.1))
+        });
+        if scan.reverse {
+            entries.reverse();
+        }
+        for (key, id) in entries {
+            let keys: Vec<Option<Value>> = key.into_iter().map(Some).collect();
+            if !visit(&IndexEntry {
+                id,
+                keys: if scan.keys { &keys } else { &[] },
+                pos: &id.to_be_bytes(),
+            })? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert(&self, row: Row) -> Result<RowId> {
+        let row = self.normalize(row)?;
+        let mut st = self.state.lock();
+        self.check_unique(&st, &row, None)?;
+        self.insert_locked(&mut st, row)
+    }
+
+    fn update(&self, id: RowId, row: Row) -> Result<RowId> {
+        let row = self.normalize(row)?;
+        let mut st = self.state.lock();
+        self.check_unique(&st, &row, Some(id))?;
+        self.delete_locked(&mut st, id)?;
+        HandlerCounters::add(&self.counters.update, 1);
+        self.insert_locked(&mut st, row)
+    }
+
+    fn delete(&self, id: RowId) -> Result<()> {
+        let mut st = self.state.lock();
+        self.delete_locked(&mut st, id)
+    }
+
+    fn truncate(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        st.segs.clear();
+        st.dels.clear();
+        st.delta = Arc::new(BTreeMap::new());
+        st.merged_upto = st.next_id;
+        st.live = 0;
+        for m in st.unique.iter_mut().flatten() {
+            m.clear();
+        }
+        // The empty metadata is committed before the column files lose their bytes.
+        self.checkpoint(&mut st)?;
+        for (f, end) in self.files.iter().zip(st.col_ends.iter_mut()) {
+            f.set_len(0).at(self.dir.display())?;
+            *end = 0;
+        }
+        Ok(())
+    }
+
+    fn optimize(&self) -> Result<()> {
+        self.merge_all()?;
+        self.sync()
+    }
+
+    fn begin_bulk(&self, _write_buffer: usize) {
+        self.state.lock().bulk = true;
+    }
+
+    fn end_bulk(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        st.bulk = false;
+        let had = st.unlogged;
+        self.merge(&mut st, false)?;
+        if had || st.unlogged {
+            self.checkpoint(&mut st)?;
+        }
+        self.flush_locked(&mut st)
+    }
+
+    fn flush(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        if st.bulk {
+            return Ok(());
+        }
+        self.flush_locked(&mut st)
+    }
+
+    fn sync(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        if !st.bulk {
+            self.flush_locked(&mut st)?;
+        }
+        st.log.sync_data().at(self.dir.display())?;
+        Ok(())
+    }
+
+    fn stats(&self) -> TableStats {
+        let st = self.state.lock();
+        let data: u64 =
+            st.col_ends.iter().sum::<u64>() + st.log.metadata().map(|m| m.len()).unwrap_or(0);
+        TableStats {
+            rows: Stat::Exact(st.live),
+            data_bytes: data,
+            free_bytes: 0,
+            avg_row_bytes: data.checked_div(st.live).unwrap_or(0),
+        }
+    }
+
+    fn check(&self) -> Result<Vec<String>> {
+        let snap = self.snapshot();
+        let mut problems = vec![];
+        let mut rows = 0u64;
+        for (seg, del) in snap.segs.iter().zip(&snap.dels) {
+            for c in 0..self.schema.columns.len() {
+                match self.chunk(seg, c) {
+                    Ok(ch) => {
+                        let nulls = (0..ch.rows).filter(|&i| ch.is_null(i)).count() as u32;
+                        if nulls != seg.chunks[c].zone.nulls {
+                            problems.push(format!(
+                                "column {}: zone map counts {} NULLs, the chunk holds {nulls}",
+                                self.schema.columns[c].name, seg.chunks[c].zone.nulls
+                            ));
+                        }
+                    }
+                    Err(e) => problems.push(e.message),
+                }
+            }
+            rows += seg.rows as u64 - del.count as u64;
+        }
+        rows += snap.delta.len() as u64;
+        let st = self.state.lock();
+        if rows != st.live {
+            problems.push(format!("{} rows counted, {} recorded", rows, st.live));
+        }
+        for (ix, map) in self.schema.indexes.iter().zip(&st.unique) {
+            if let Some(map) = map {
+                for (k, id) in map {
+                    let ok = self
+                        .row_at(&st, *id)
+                        .ok()
+                        .and_then(|r| unique_key(ix, &r))
+                        .is_some_and(|rk| &rk == k);
+                    if !ok {
+                        problems.push(format!("unique key {} points at a wrong row", ix.name));
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(problems)
+    }
+}
+
+impl Drop for ColumnTable {
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        st.bulk = false;
+        let _ = self.flush_locked_owned();
+    }
+}
+
+impl ColumnTable {
+    fn flush_locked_owned(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st)?;
+        st.log.sync_data().at(self.dir.display())?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! Conditions the planner offers an engine (filter pushdown), and what they mean.
+//!
+//! A [`Pred`] is a `WHERE` conjunct over one table's columns with its constants already
+//! evaluated. Its meaning is SQL's three-valued one, exactly as the executor evaluates the
+//! expression it came from (`Value::sql_cmp` for comparisons, the collation's LIKE), so an
+//! engine that answers [`Support::Exact`] returns the same rows the executor would keep.
+//! [`Pred::eval_value`] is that meaning for one column value: engines working on encoded
+//! data (dictionary codes, zone maps) use it to decide per distinct value.
+
+use std::cmp::Ordering;
+
+use quarry_common::{like, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `<=>`: NULL-safe equality, never unknown.
+    NullSafeEq,
+}
+
+impl CmpOp {
+    /// The operator with its operands swapped (`5 < c` is `c > 5`).
+    pub fn flipped(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            other => other,
+        }
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "<>",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::NullSafeEq => "<=>",
+        }
+    }
+}
+
+/// A pushed condition. `None` from an evaluation is SQL's unknown (NULL).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pred {
+    And(Vec<Pred>),
+    Or(Vec<Pred>),
+    Not(Box<Pred>),
+    /// `column op value`.
+    Cmp {
+        col: usize,
+        op: CmpOp,
+        value: Value,
+    },
+    /// `column IN (values)`.
+    In {
+        col: usize,
+        values: Vec<Value>,
+    },
+    /// `column BETWEEN lo AND hi`.
+    Between {
+        col: usize,
+        lo: Value,
+        hi: Value,
+    },
+    /// `column LIKE pattern ESCAPE escape`.
+    Like {
+        col: usize,
+        pattern: String,
+        escape: char,
+    },
+    /// `column IS NULL`.
+    IsNull {
+        col: usize,
+    },
+}
+
+/// An engine's answer to an offered condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// The engine returns exactly the rows for which the condition is true.
+    Exact,
+    /// The engine may return extra rows; the caller checks again.
+    Inexact,
+    /// The engine ignores it.
+    Unsupported,
+}
+
+fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }
+}
+
+impl Pred {
+    /// The column a leaf tests (None for AND/OR/NOT).
+    pub fn column(&self) -> Option<usize> {
+        match self {
+            Pred::Cmp { col, .. }
+            | Pred::In { col, .. }
+            | Pred::Between { col, .. }
+            | Pred::Like { col, .. }
+            | Pred::IsNull { col } => Some(*col),
+            _ => None,
+        }
+    }
+
+    /// Every column the condition reads, in ascending order without repeats.
+    pub fn columns(&self) -> Vec<usize> {
+        let mut out = vec![];
+        self.visit_leaves(&mut |p| out.extend(p.column()));
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    pub fn visit_leaves(&self, f: &mut dyn FnMut(&Pred)) {
+        match self {
+            Pred::And(v) | Pred::Or(v) => v.iter().for_each(|p| p.visit_leaves(f)),
+            Pred::Not(p) => p.visit_leaves(f),
+            leaf => f(leaf),
+        }
+    }
+
+    /// A leaf's truth for its column holding `v` (AND/OR/NOT: unknown; use `eval`).
+    pub fn eval_value(&self, v: &Value) -> Option<bool> {
+        let cmp = |x: &Value| v.sql_cmp(x);
+        match self {
+            Pred::Cmp { op, value, .. } => {
+                if *op == CmpOp::NullSafeEq {
+                    return Some(match (v.is_null(), value.is_null()) {
+                        (true, true) => true,
+                        (false, false) => cmp(value) == Some(Ordering::Equal),
+                        _ => false,
+                    });
+                }
+                if v.is_null() || value.is_null() {
+                    return None;
+                }
+                let o = cmp(value).unwrap_or(Ordering::Equal);
+                Some(match op {
+                    CmpOp::Eq => o == Ordering::Equal,
+                    CmpOp::Ne => o != Ordering::Equal,
+                    CmpOp::Lt => o == Ordering::Less,
+                    CmpOp::Le => o != Ordering::Greater,
+                    CmpOp::Gt => o == Ordering::Greater,
+                    CmpOp::Ge => o != Ordering::Less,
+                    CmpOp::NullSafeEq => unreachable!(),
+                })
+            }
+            Pred::In { values, .. } => {
+                if v.is_null() {
+                    return None;
+                }
+                let mut saw_null = false;
+                for x in values {
+                    match cmp(x) {
+                        Some(Ordering::Equal) => return Some(true),
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+                if saw_null {
+                    None
+                } else {
+                    Some(false)
+                }
+            }
+            Pred::Between { lo, hi, .. } => and3(
+                cmp(lo).map(|o| o != Ordering::Less),
+                cmp(hi).map(|o| o != Ordering::Greater),
+            ),
+            Pred::Like {
+                pattern, escape, ..
+            } => {
+                if v.is_null() {
+                    return None;
+                }
+                Some(like(&v.as_str_lossy(), pattern, *escape))
+            }
+            Pred::IsNull { .. } => Some(v.is_null()),
+            Pred::And(_) | Pred::Or(_) | Pred::Not(_) => None,
+        }
+    }
+
+    /// The condition's truth for a whole row.
+    pub fn eval(&self, row: &[Value]) -> Option<bool> {
+        match self {
+            Pred::And(v) => v
+                .iter()
+                .try_fold(Some(true), |acc, p| match and3(acc, p.eval(row)) {
+                    Some(false) => Err(()),
+                    r => Ok(r),
+                })
+                .unwrap_or(Some(false)),
+            Pred::Or(v) => v
+                .iter()
+                .try_fold(Some(false), |acc, p| match or3(acc, p.eval(row)) {
+                    Some(true) => Err(()),
+                    r => Ok(r),
+                })
+                .unwrap_or(Some(true)),
+            Pred::Not(p) => p.eval(row).map(|b| !b),
+            leaf => leaf.eval_value(leaf.column().and_then(|c| row.get(c))?),
+        }
+    }
+
+    /// SQL-like text for EXPLAIN, naming columns through `name`.
+    pub fn display(&self, name: &dyn Fn(usize) -> String) -> String {
+        let lit = |v: &Value| match v {
+            Value::Null => "NULL".to_string(),
+            Value::Str(s) => format!("'{}'", s.replace('\'', "''")),
+            other => other.as_str_lossy().into_owned(),
+        };
+        let join = |v: &[Pred], sep: &str| {
+            v.iter()
+                .map(|p| format!("({})", p.display(name)))
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        match self {
+            Pred::And(v) => join(v, " and "),
+            Pred::Or(v) => join(v, " or "),
+            Pred::Not(p) => format!("not({})", p.display(name)),
+            Pred::Cmp { col, op, value } => {
+                format!("{} {} {}", name(*col), op.symbol(), lit(value))
+            }
+            Pred::In { col, values } => format!(
+                "{} in ({})",
+                name(*col),
+                values.iter().map(lit).collect::<Vec<_>>().join(",")
+            ),
+            Pred::Between { col, lo, hi } => {
+                format!("{} between {} and {}", name(*col), lit(lo), lit(hi))
+            }
+            Pred::Like { col, pattern, .. } => {
+                format!("{} like {}", name(*col), lit(&Value::Str(pattern.clone())))
+            }
+            Pred::IsNull { col } => format!("{} is null", name(*col)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmp(op: CmpOp, v: Value) -> Pred {
+        Pred::Cmp {
+            col: 0,
+            op,
+            value: v,
+        }
+    }
+
+    #[test]
+    fn three_valued_logic_matches_sql() {
+        let row = [Value::Null, Value::Int(5)];
+        let is5 = Pred::Cmp {
+            col: 1,
+            op: CmpOp::Eq,
+            value: Value::Int(5),
+        };
+        let null_eq = cmp(CmpOp::Eq, Value::Int(1));
+        assert_eq!(null_eq.eval(&row), None);
+        assert_eq!(Pred::Not(Box::new(null_eq.clone())).eval(&row), None);
+        assert_eq!(
+            Pred::And(vec![null_eq.clone(), is5.clone()]).eval(&row),
+            None
+        );
+        assert_eq!(
+            Pred::Or(vec![null_eq.clone(), is5.clone()]).eval(&row),
+            Some(true)
+        );
+        assert_eq!(
+            Pred::And(vec![null_eq, Pred::Not(Box::new(is5))]).eval(&row),
+            Some(false)
+        );
+        assert_eq!(
+            cmp(CmpOp::NullSafeEq, Value::Null).eval(&row),
+            Some(true),
+            "NULL <=> NULL"
+        );
+        assert_eq!(Pred::IsNull { col: 0 }.eval(&row), Some(true));
+    }
+
+    #[test]
+    fn leaves_use_sql_comparison_and_collation() {
+        let s = |x: &str| Value::Str(x.into());
+        assert_eq!(cmp(CmpOp::Eq, s("abc")).eval_value(&s("ABC")), Some(true));
+        assert_eq!(
+            cmp(CmpOp::Lt, Value::Int(10)).eval_value(&s("9")),
+            Some(true)
+        );
+        let inl = Pred::In {
+            col: 0,
+            values: vec![Value::Int(1), Value::Null],
+        };
+        assert_eq!(inl.eval_value(&Value::Int(1)), Some(true));
+        assert_eq!(inl.eval_value(&Value::Int(2)), None);
+        let b = Pred::Between {
+            col: 0,
+            lo: Value::Int(1),
+            hi: Value::Null,
+        };
+        assert_eq!(b.eval_value(&Value::Int(0)), Some(false));
+        assert_eq!(b.eval_value(&Value::Int(2)), None);
+        let l = Pred::Like {
+            col: 0,
+            pattern: "ab%".into(),
+            escape: '\\',
+        };
+        assert_eq!(l.eval_value(&s("ABx")), Some(true));
+        assert_eq!(l.eval_value(&Value::Null), None);
+    }
+}
