@@ -10,8 +10,10 @@
 //! 2 true — so SQL's AND/OR/NOT are min/max/(2 − x), and a dictionary chunk decides each
 //! distinct value once and maps codes through that table.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use quarry_common::value::collate_cmp;
 use quarry_common::{Date, DateTime, Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_storage_api::{CmpOp, Pred};
 
@@ -118,10 +120,24 @@ impl Phys {
     }
 
     /// The value the row engine would hand back for `v` stored in such a column.
-    pub(crate) fn normalize(self, v: &Value) -> Result<Value> {
-        if v.is_null() {
-            return Ok(Value::Null);
-        }
+    pub(crate) fn normalize(self, v: Value) -> Result<Value> {
+        Ok(match (self, v) {
+            // Already in the stored form (the usual case): kept without a copy.
+            (_, Value::Null) => Value::Null,
+            (Phys::Str, v @ Value::Str(_))
+            | (Phys::Bytes, v @ Value::Bytes(_))
+            | (Phys::Int, v @ Value::Int(_))
+            | (Phys::Double, v @ Value::Double(_)) => v,
+            (Phys::Bytes, Value::Str(s)) => Value::Bytes(s.into_bytes()),
+            (Phys::Str, Value::Bytes(b)) => Value::Str(
+                String::from_utf8(b)
+                    .map_err(|_| Error::corrupt("invalid utf-8 in a text value"))?,
+            ),
+            (p, v) => p.normalize_copy(&v)?,
+        })
+    }
+
+    fn normalize_copy(self, v: &Value) -> Result<Value> {
         Ok(match self {
             Phys::Double => Value::Double(v.to_f64()),
             Phys::Decimal(s) => Value::Decimal(Decimal::new(v.to_decimal().rescale(s).mantissa, s)),
@@ -246,7 +262,10 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
             };
             out.extend_from_slice(&m.to_le_bytes());
             if !v.is_null() {
-                widen(&mut zone, phys.normalize(v).unwrap_or(Value::Null));
+                widen(
+                    &mut zone,
+                    phys.normalize((*v).clone()).unwrap_or(Value::Null),
+                );
             }
         }
         return (out, zone);
@@ -262,64 +281,126 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
         }
         return (out, zone);
     }
-    // Strings and binary strings.
-    let bytes = |v: &Value| -> Vec<u8> {
-        match v {
-            Value::Str(s) => s.as_bytes().to_vec(),
-            Value::Bytes(b) => b.clone(),
-            Value::Null => vec![],
-            other => other.as_str_lossy().as_bytes().to_vec(),
+    // Strings and binary strings: slices of the values, never copies.
+    let slices: Vec<Cow<[u8]>> = values
+        .iter()
+        .map(|v| match v {
+            Value::Str(s) => Cow::Borrowed(s.as_bytes()),
+            Value::Bytes(b) => Cow::Borrowed(b.as_slice()),
+            Value::Null => Cow::Borrowed(&[][..]),
+            other => Cow::Owned(other.as_str_lossy().as_bytes().to_vec()),
+        })
+        .collect();
+    // Order as the values compare: the collation for text, bytes for binary strings.
+    let order_of = |a: &[u8], b: &[u8]| -> std::cmp::Ordering {
+        match (phys, std::str::from_utf8(a), std::str::from_utf8(b)) {
+            (Phys::Str, Ok(a), Ok(b)) => collate_cmp(a, b),
+            _ => a.cmp(b),
         }
     };
-    let owned: Vec<Vec<u8>> = values.iter().map(|v| bytes(v)).collect();
-    let mut dict: HashMap<&[u8], u16> = HashMap::new();
-    let mut order: Vec<&[u8]> = vec![];
-    let mut fits = true;
-    for (v, b) in values.iter().zip(&owned) {
-        if v.is_null() || dict.contains_key(b.as_slice()) {
-            continue;
+    let mut bounds: Option<(&[u8], &[u8])> = None;
+    let dict = dictionary(values, &slices);
+    if let Some((mut dict, mut order)) = dict {
+        // Sorted as the values compare, so a comparison with a constant is a range of
+        // codes found by binary search.
+        order.sort_by(|a, b| order_of(a, b));
+        for (code, d) in order.iter().enumerate() {
+            dict.insert(d, code as u16);
         }
-        if order.len() == u16::MAX as usize || order.len() * 2 > rows {
-            fits = false;
-            break;
-        }
-        dict.insert(b.as_slice(), order.len() as u16);
-        order.push(b.as_slice());
-    }
-    if fits {
+        bounds = order.first().zip(order.last()).map(|(a, b)| (*a, *b));
         header(&mut out, DICT);
         out.extend_from_slice(&(order.len() as u32).to_le_bytes());
         for d in &order {
             out.extend_from_slice(&(d.len() as u32).to_le_bytes());
             out.extend_from_slice(d);
-            widen(&mut zone, phys.bytes_value(d).unwrap_or(Value::Null));
         }
         let wide = order.len() > 256;
         out.push(if wide { 2 } else { 1 });
-        for (v, b) in values.iter().zip(&owned) {
-            let code = if v.is_null() { 0 } else { dict[b.as_slice()] };
+        out.reserve(rows * if wide { 2 } else { 1 });
+        for (v, b) in values.iter().zip(&slices) {
+            let code = if v.is_null() { 0 } else { dict[&**b] };
             if wide {
                 out.extend_from_slice(&code.to_le_bytes());
             } else {
                 out.push(code as u8);
             }
         }
-        return (out, zone);
-    }
-    header(&mut out, PLAIN);
-    let mut off = 0u32;
-    out.extend_from_slice(&off.to_le_bytes());
-    for b in &owned {
-        off += b.len() as u32;
+    } else {
+        header(&mut out, PLAIN);
+        out.reserve(4 * (rows + 1) + slices.iter().map(|b| b.len()).sum::<usize>());
+        let mut off = 0u32;
         out.extend_from_slice(&off.to_le_bytes());
-    }
-    for (v, b) in values.iter().zip(&owned) {
-        out.extend_from_slice(b);
-        if !v.is_null() {
-            widen(&mut zone, phys.bytes_value(b).unwrap_or(Value::Null));
+        for b in &slices {
+            off += b.len() as u32;
+            out.extend_from_slice(&off.to_le_bytes());
+        }
+        for (v, b) in values.iter().zip(&slices) {
+            out.extend_from_slice(b);
+            if v.is_null() {
+                continue;
+            }
+            bounds = Some(match bounds {
+                None => (b, b),
+                Some((lo, hi)) => (
+                    if order_of(b, lo).is_lt() { b } else { lo },
+                    if order_of(b, hi).is_gt() { b } else { hi },
+                ),
+            });
         }
     }
+    if let Some((lo, hi)) = bounds {
+        zone.min = phys.bytes_value(lo).unwrap_or(Value::Null);
+        zone.max = phys.bytes_value(hi).unwrap_or(Value::Null);
+    }
     (out, zone)
+}
+
+/// A hasher for short byte strings (FNV-1a over 8-byte words): dictionary building is
+/// on the load path, and SipHash's strength buys nothing for keys the table itself holds.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x0000_0100_0000_01b3);
+            h ^= h >> 29;
+        }
+        for &b in words.remainder() {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
+}
+
+type Dict<'a> = HashMap<&'a [u8], u16, std::hash::BuildHasherDefault<WordHasher>>;
+
+/// A dictionary for the chunk when its distinct values are few (at most half the rows and
+/// 65 535): code by value, and the values in first-seen order.
+fn dictionary<'a>(
+    values: &[&Value],
+    slices: &'a [Cow<'a, [u8]>],
+) -> Option<(Dict<'a>, Vec<&'a [u8]>)> {
+    let rows = values.len();
+    let limit = (rows / 2).min(u16::MAX as usize);
+    let mut dict = Dict::default();
+    let mut order: Vec<&[u8]> = vec![];
+    for (v, b) in values.iter().zip(slices) {
+        if v.is_null() || dict.contains_key(&**b) {
+            continue;
+        }
+        if order.len() >= limit {
+            return None;
+        }
+        dict.insert(&**b, order.len() as u16);
+        order.push(&**b);
+    }
+    Some((dict, order))
 }
 
 fn pack(ints: &[i64], base: i64, width: u32, out: &mut Vec<u8>) {
@@ -384,8 +465,17 @@ pub(crate) enum Data {
     AllNull,
     Ints(Vec<i64>),
     F64(Vec<f64>),
-    Dict { dict: Vec<Value>, codes: Codes },
-    Plain { offsets: Vec<u32>, data: Vec<u8> },
+    /// Distinct values as bytes (`offsets` has one more entry than there are values),
+    /// and a code per row.
+    Dict {
+        offsets: Vec<u32>,
+        bytes: Vec<u8>,
+        codes: Codes,
+    },
+    Plain {
+        offsets: Vec<u32>,
+        data: Vec<u8>,
+    },
     I128(Vec<i128>),
 }
 
@@ -466,10 +556,17 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
         ),
         DICT => {
             let n = r.u32()? as usize;
-            let mut dict = Vec::with_capacity(n);
+            let mut offsets = Vec::with_capacity(n + 1);
+            let mut bytes = Vec::new();
+            offsets.push(0u32);
             for _ in 0..n {
                 let len = r.u32()? as usize;
-                dict.push(phys.bytes_value(r.take(len)?)?);
+                let b = r.take(len)?;
+                if phys == Phys::Str && std::str::from_utf8(b).is_err() {
+                    return Err(Error::corrupt("invalid utf-8 in column chunk"));
+                }
+                bytes.extend_from_slice(b);
+                offsets.push(bytes.len() as u32);
             }
             let codes = match r.take(1)?[0] {
                 1 => Codes::U8(r.take(rows)?.to_vec()),
@@ -487,7 +584,11 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
             if max.is_some_and(|m| m >= n.max(1)) {
                 return Err(Error::corrupt("column chunk: code outside dictionary"));
             }
-            Data::Dict { dict, codes }
+            Data::Dict {
+                offsets,
+                bytes,
+                codes,
+            }
         }
         PLAIN => {
             let offsets: Vec<u32> = r
@@ -541,12 +642,17 @@ impl Chunk {
                 Phys::Decimal(s) => Value::Decimal(Decimal::new(v[i], s)),
                 _ => Value::Null,
             },
-            Data::Dict { dict, codes } => {
+            Data::Dict {
+                offsets,
+                bytes,
+                codes,
+            } => {
                 let c = match codes {
                     Codes::U8(c) => c[i] as usize,
                     Codes::U16(c) => c[i] as usize,
                 };
-                dict[c].clone()
+                self.phys
+                    .bytes_value(&bytes[offsets[c] as usize..offsets[c + 1] as usize])?
             }
             Data::Plain { offsets, data } => self
                 .phys
@@ -554,20 +660,155 @@ impl Chunk {
         })
     }
 
-    /// Truth of the leaf `p` (a condition on this chunk's column) for every row.
-    pub(crate) fn eval_leaf(&self, p: &Pred, out: &mut Vec<u8>) -> Result<()> {
+    /// Truth of the leaf `p` for each dictionary entry. Comparisons with a constant of the
+    /// column's own kind take the range of codes from two binary searches of the sorted
+    /// dictionary; other conditions are decided entry by entry.
+    fn dict_truth(&self, p: &Pred, offsets: &[u32], bytes: &[u8]) -> Result<Vec<u8>> {
+        let n = offsets.len() - 1;
+        let entry = |i: usize| &bytes[offsets[i] as usize..offsets[i + 1] as usize];
+        let key = |v: &Value| -> Option<Vec<u8>> {
+            match (self.phys, v) {
+                (Phys::Str, Value::Str(s)) => Some(s.as_bytes().to_vec()),
+                (Phys::Bytes, Value::Bytes(b)) => Some(b.clone()),
+                _ => None,
+            }
+        };
+        let order = |a: &[u8], b: &[u8]| match (
+            self.phys,
+            std::str::from_utf8(a),
+            std::str::from_utf8(b),
+        ) {
+            (Phys::Str, Ok(a), Ok(b)) => collate_cmp(a, b),
+            _ => a.cmp(b),
+        };
+        // Codes whose entry sorts before `k`, and those not after it.
+        let bounds = |k: &[u8]| {
+            let lo = partition(n, |i| order(entry(i), k).is_lt());
+            let hi = partition(n, |i| order(entry(i), k).is_le());
+            (lo, hi)
+        };
+        let fill = |ranges: &[(usize, usize)], inside: u8, outside: u8| {
+            let mut t = vec![outside; n];
+            for &(a, b) in ranges {
+                t[a..b].iter_mut().for_each(|x| *x = inside);
+            }
+            t
+        };
+        match p {
+            Pred::Cmp { op, value, .. } => {
+                if let Some(k) = key(value) {
+                    let (lo, hi) = bounds(&k);
+                    return Ok(match op {
+                        CmpOp::Eq | CmpOp::NullSafeEq => fill(&[(lo, hi)], TRUE, FALSE),
+                        CmpOp::Ne => fill(&[(lo, hi)], FALSE, TRUE),
+                        CmpOp::Lt => fill(&[(0, lo)], TRUE, FALSE),
+                        CmpOp::Le => fill(&[(0, hi)], TRUE, FALSE),
+                        CmpOp::Gt => fill(&[(hi, n)], TRUE, FALSE),
+                        CmpOp::Ge => fill(&[(lo, n)], TRUE, FALSE),
+                    });
+                }
+            }
+            Pred::In { values, .. } if values.iter().all(|v| key(v).is_some()) => {
+                let ranges: Vec<(usize, usize)> =
+                    values.iter().map(|v| bounds(&key(v).unwrap())).collect();
+                return Ok(fill(&ranges, TRUE, FALSE));
+            }
+            Pred::Between { lo, hi, .. } => {
+                if let (Some(a), Some(b)) = (key(lo), key(hi)) {
+                    let from = bounds(&a).0;
+                    let to = bounds(&b).1.max(from);
+                    return Ok(fill(&[(from, to)], TRUE, FALSE));
+                }
+            }
+            _ => {}
+        }
+        (0..n).map(|i| eval_bytes(p, self.phys, entry(i))).collect()
+    }
+
+    /// The number of rows for which the leaf `p` is true, counted on dictionary codes
+    /// without a truth per row (None: not a dictionary chunk).
+    pub(crate) fn count_leaf(&self, p: &Pred) -> Result<Option<u64>> {
+        let Data::Dict {
+            offsets,
+            bytes,
+            codes,
+        } = &self.data
+        else {
+            return Ok(None);
+        };
+        let table: Vec<bool> = self
+            .dict_truth(p, offsets, bytes)?
+            .into_iter()
+            .map(|t| t == TRUE)
+            .collect();
+        let trues: Vec<usize> = (0..table.len()).filter(|&i| table[i]).collect();
+        // NULL rows carry code 0: counted apart.
+        // True codes that form one range (a sorted dictionary's comparisons): counted by
+        // comparing codes with its ends.
+        let range = match (trues.first(), trues.last()) {
+            (Some(&a), Some(&b)) if b - a + 1 == trues.len() => Some((a, b)),
+            _ => None,
+        };
+        let mut n = match (codes, range) {
+            _ if trues.is_empty() => 0,
+            (Codes::U8(c), Some((a, b))) => c
+                .iter()
+                .filter(|&&x| (x as usize).wrapping_sub(a) <= b - a)
+                .count(),
+            (Codes::U16(c), Some((a, b))) => c
+                .iter()
+                .filter(|&&x| (x as usize).wrapping_sub(a) <= b - a)
+                .count(),
+            (Codes::U8(c), None) => c.iter().filter(|&&x| table[x as usize]).count(),
+            (Codes::U16(c), None) => c.iter().filter(|&&x| table[x as usize]).count(),
+        } as u64;
+        if self.nulls.is_some() {
+            let nulls = (0..self.rows).filter(|&i| self.is_null(i)).count() as u64;
+            if table.first() == Some(&true) {
+                n -= nulls;
+            }
+            if p.eval_value(&Value::Null) == Some(true) {
+                n += nulls;
+            }
+        }
+        Ok(Some(n))
+    }
+
+    /// Truth of the leaf `p` (a condition on this chunk's column) for every row: the
+    /// truth of all rows when it is the same for each (`out` is then left empty), else
+    /// None with one truth per row in `out`.
+    pub(crate) fn eval_leaf(&self, p: &Pred, out: &mut Vec<u8>) -> Result<Option<u8>> {
         out.clear();
         let null_truth = tri(p.eval_value(&Value::Null));
         match &self.data {
-            Data::AllNull => {
-                out.resize(self.rows, null_truth);
-                return Ok(());
-            }
-            Data::Dict { dict, codes } => {
-                let table: Vec<u8> = dict.iter().map(|v| tri(p.eval_value(v))).collect();
-                match codes {
-                    Codes::U8(c) => out.extend(c.iter().map(|&x| table[x as usize])),
-                    Codes::U16(c) => out.extend(c.iter().map(|&x| table[x as usize])),
+            Data::AllNull => return Ok(Some(null_truth)),
+            Data::Dict {
+                offsets,
+                bytes,
+                codes,
+            } => {
+                let table = self.dict_truth(p, offsets, bytes)?;
+                let first = table.first().copied().unwrap_or(null_truth);
+                if table.iter().all(|&t| t == first)
+                    && (self.nulls.is_none() || null_truth == first)
+                {
+                    return Ok(Some(first));
+                }
+                // One value true, the rest alike: a comparison of codes, not a lookup.
+                let trues: Vec<usize> = (0..table.len()).filter(|&i| table[i] == TRUE).collect();
+                let other = table.iter().copied().find(|&t| t != TRUE).unwrap_or(FALSE);
+                let single = trues.len() == 1 && table.iter().all(|&t| t == TRUE || t == other);
+                match (codes, single) {
+                    (Codes::U8(c), true) => {
+                        let k = trues[0] as u8;
+                        out.extend(c.iter().map(|&x| if x == k { TRUE } else { other }))
+                    }
+                    (Codes::U16(c), true) => {
+                        let k = trues[0] as u16;
+                        out.extend(c.iter().map(|&x| if x == k { TRUE } else { other }))
+                    }
+                    (Codes::U8(c), false) => out.extend(c.iter().map(|&x| table[x as usize])),
+                    (Codes::U16(c), false) => out.extend(c.iter().map(|&x| table[x as usize])),
                 }
             }
             Data::Ints(v) if self.phys == Phys::Int => match int_leaf(p) {
@@ -591,8 +832,55 @@ impl Chunk {
                 }
             }
         }
-        Ok(())
+        Ok(None)
     }
+}
+
+/// Truth of a leaf for one non-null string value given as bytes; text compared with text
+/// constants needs no value built (the collation's comparison and LIKE work on `&str`).
+fn eval_bytes(p: &Pred, phys: Phys, b: &[u8]) -> Result<u8> {
+    use std::cmp::Ordering::*;
+    if phys == Phys::Str {
+        // Valid UTF-8: checked when the chunk was decoded.
+        let s = std::str::from_utf8(b).map_err(|_| Error::corrupt("column chunk: utf-8"))?;
+        let b3 = |x: bool| if x { TRUE } else { FALSE };
+        match p {
+            Pred::Cmp {
+                op,
+                value: Value::Str(k),
+                ..
+            } => {
+                let o = collate_cmp(s, k);
+                return Ok(b3(match op {
+                    CmpOp::Eq | CmpOp::NullSafeEq => o == Equal,
+                    CmpOp::Ne => o != Equal,
+                    CmpOp::Lt => o == Less,
+                    CmpOp::Le => o != Greater,
+                    CmpOp::Gt => o == Greater,
+                    CmpOp::Ge => o != Less,
+                }));
+            }
+            Pred::Like {
+                pattern, escape, ..
+            } => return Ok(b3(quarry_common::like(s, pattern, *escape))),
+            _ => {}
+        }
+    }
+    Ok(tri(p.eval_value(&phys.bytes_value(b)?)))
+}
+
+/// The first of `0..n` for which `before` is false (`before` holds for a prefix).
+fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// A comparison of a signed integer column against integer constants, on the integers
@@ -645,6 +933,34 @@ fn comparable(a: &Value, b: &Value) -> bool {
             | (Decimal(_), Decimal(_))
             | (Double(_), Double(_))
     )
+}
+
+/// The truth of a leaf for every row of a chunk when its zone map alone decides it (no
+/// NULLs, and every value on one side of the constant): `<> 'ABCDE'` over makers that
+/// all sort below it is true for each row without reading the chunk.
+pub(crate) fn zone_truth(p: &Pred, z: &Zone) -> Option<u8> {
+    use std::cmp::Ordering::*;
+    if z.nulls > 0 || z.min.is_null() {
+        return None;
+    }
+    let Pred::Cmp { op, value, .. } = p else {
+        return None;
+    };
+    if value.is_null() || !comparable(value, &z.min) {
+        return None;
+    }
+    let below = value.total_cmp(&z.min) == Less; // every value is greater
+    let above = value.total_cmp(&z.max) == Greater; // every value is smaller
+    let b = |x: bool| Some(if x { TRUE } else { FALSE });
+    match op {
+        CmpOp::Eq | CmpOp::NullSafeEq if below || above => b(false),
+        CmpOp::Ne if below || above => b(true),
+        CmpOp::Lt | CmpOp::Le if above => b(true),
+        CmpOp::Lt | CmpOp::Le if below => b(false),
+        CmpOp::Gt | CmpOp::Ge if below => b(true),
+        CmpOp::Gt | CmpOp::Ge if above => b(false),
+        _ => None,
+    }
 }
 
 /// Whether the condition can be true for some row of a segment, from its zone maps
@@ -837,15 +1153,47 @@ mod tests {
                 values: vec![Value::Int(3), Value::Int(39)],
             },
             Pred::IsNull { col: 0 },
+            Pred::Cmp {
+                col: 0,
+                op: CmpOp::Ge,
+                value: Value::Str("b".into()),
+            },
+            Pred::Cmp {
+                col: 0,
+                op: CmpOp::Lt,
+                value: Value::Str("C".into()),
+            },
+            Pred::Cmp {
+                col: 0,
+                op: CmpOp::Ne,
+                value: Value::Str("c".into()),
+            },
+            Pred::Between {
+                col: 0,
+                lo: Value::Str("A".into()),
+                hi: Value::Str("b".into()),
+            },
+            Pred::In {
+                col: 0,
+                values: vec![Value::Str("C".into()), Value::Str("zz".into())],
+            },
         ];
         for (phys, vals) in [(Phys::Str, &vals), (Phys::Int, &ints)] {
             let refs: Vec<&Value> = vals.iter().collect();
             let c = decode(phys, &encode(phys, &refs).0).unwrap();
             let mut out = vec![];
             for p in &preds {
-                c.eval_leaf(p, &mut out).unwrap();
+                let all = c.eval_leaf(p, &mut out).unwrap();
                 for (i, v) in vals.iter().enumerate() {
-                    assert_eq!(out[i], tri(p.eval_value(v)), "{p:?} on {v:?}");
+                    let t = all.unwrap_or_else(|| out[i]);
+                    assert_eq!(t, tri(p.eval_value(v)), "{p:?} on {v:?}");
+                }
+                if let Some(n) = c.count_leaf(p).unwrap() {
+                    let want = vals
+                        .iter()
+                        .filter(|v| p.eval_value(v) == Some(true))
+                        .count();
+                    assert_eq!(n, want as u64, "count {p:?}");
                 }
             }
         }
@@ -868,6 +1216,25 @@ mod tests {
         assert!(may_match(&eq("36440"), &zone));
         assert!(may_match(&Pred::Not(Box::new(eq("ABCDE"))), &zone));
         assert!(!may_match(&Pred::IsNull { col: 0 }, &zone));
+        let ne = |s: &str| Pred::Cmp {
+            col: 0,
+            op: CmpOp::Ne,
+            value: Value::Str(s.into()),
+        };
+        assert_eq!(zone_truth(&ne("ABCDE"), &z), Some(TRUE));
+        assert_eq!(zone_truth(&ne("36440"), &z), None);
+        assert_eq!(zone_truth(&eq("00001"), &z), Some(FALSE));
+        let lt = Pred::Cmp {
+            col: 0,
+            op: CmpOp::Lt,
+            value: Value::Str("A".into()),
+        };
+        assert_eq!(zone_truth(&lt, &z), Some(TRUE));
+        let with_nulls = Zone {
+            nulls: 1,
+            ..z.clone()
+        };
+        assert_eq!(zone_truth(&ne("ABCDE"), &with_nulls), None);
         // A number against strings compares as numbers: never skipped by string order.
         let num = Pred::Cmp {
             col: 0,

@@ -456,44 +456,55 @@ impl ColumnTable {
         Ok(c)
     }
 
-    /// Truth of `p` for each row of a segment, loading the chunks it reads into `chunks`.
-    fn eval(&self, p: &Pred, seg: &Segment, chunks: &mut [Option<Chunk>]) -> Result<Vec<u8>> {
+    /// Truth of `p` for the rows of a segment, loading the chunks it reads into `chunks`.
+    fn eval(&self, p: &Pred, seg: &Segment, chunks: &mut [Option<Chunk>]) -> Result<Truth> {
         Ok(match p {
             Pred::And(v) | Pred::Or(v) => {
                 let and = matches!(p, Pred::And(_));
-                let mut out = self.eval(&v[0], seg, chunks)?;
+                // AND stops once nothing can be true, OR once everything is.
+                let settled = if and { chunk::FALSE } else { TRUE };
+                let mut acc = self.eval(&v[0], seg, chunks)?;
                 for q in &v[1..] {
-                    // AND stops once nothing can be true, OR once everything is.
-                    let settled = if and {
-                        out.iter().all(|&t| t == chunk::FALSE)
-                    } else {
-                        out.iter().all(|&t| t == TRUE)
-                    };
-                    if settled {
+                    if acc.all(settled) {
                         break;
                     }
                     let o = self.eval(q, seg, chunks)?;
-                    for (a, b) in out.iter_mut().zip(o) {
-                        *a = if and { (*a).min(b) } else { (*a).max(b) };
-                    }
+                    let pick = |a: u8, b: u8| if and { a.min(b) } else { a.max(b) };
+                    acc = match (acc, o) {
+                        (Truth::All(a), Truth::All(b)) => Truth::All(pick(a, b)),
+                        (Truth::All(a), Truth::Rows(mut r))
+                        | (Truth::Rows(mut r), Truth::All(a)) => {
+                            r.iter_mut().for_each(|t| *t = pick(*t, a));
+                            Truth::Rows(r)
+                        }
+                        (Truth::Rows(mut a), Truth::Rows(b)) => {
+                            a.iter_mut().zip(b).for_each(|(x, y)| *x = pick(*x, y));
+                            Truth::Rows(a)
+                        }
+                    };
                 }
-                out
+                acc
             }
-            Pred::Not(q) => {
-                let mut out = self.eval(q, seg, chunks)?;
-                for t in out.iter_mut() {
-                    *t = TRUE - *t;
+            Pred::Not(q) => match self.eval(q, seg, chunks)? {
+                Truth::All(t) => Truth::All(TRUE - t),
+                Truth::Rows(mut r) => {
+                    r.iter_mut().for_each(|t| *t = TRUE - *t);
+                    Truth::Rows(r)
                 }
-                out
-            }
+            },
             leaf => {
                 let col = leaf.column().unwrap_or(0);
+                if let Some(t) = chunk::zone_truth(leaf, &seg.chunks[col].zone) {
+                    return Ok(Truth::All(t));
+                }
                 if chunks[col].is_none() {
                     chunks[col] = Some(self.chunk(seg, col)?);
                 }
                 let mut out = Vec::with_capacity(seg.rows as usize);
-                chunks[col].as_ref().unwrap().eval_leaf(leaf, &mut out)?;
-                out
+                match chunks[col].as_ref().unwrap().eval_leaf(leaf, &mut out)? {
+                    Some(t) => Truth::All(t),
+                    None => Truth::Rows(out),
+                }
             }
         })
     }
@@ -507,19 +518,23 @@ impl ColumnTable {
         chunks: &mut [Option<Chunk>],
     ) -> Result<Vec<u32>> {
         let rows = seg.rows as usize;
+        let all = || (0..rows as u32).filter(|&i| !del.get(i as usize)).collect();
         let Some(p) = filter else {
-            return Ok((0..rows as u32).filter(|&i| !del.get(i as usize)).collect());
+            return Ok(all());
         };
         if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) {
             return Ok(vec![]);
         }
-        let truth = self.eval(p, seg, chunks)?;
-        Ok(truth
-            .iter()
-            .enumerate()
-            .filter(|&(i, &t)| t == TRUE && !del.get(i))
-            .map(|(i, _)| i as u32)
-            .collect())
+        Ok(match self.eval(p, seg, chunks)? {
+            Truth::All(TRUE) => all(),
+            Truth::All(_) => vec![],
+            Truth::Rows(truth) => truth
+                .iter()
+                .enumerate()
+                .filter(|&(i, &t)| t == TRUE && !del.get(i))
+                .map(|(i, _)| i as u32)
+                .collect(),
+        })
     }
 
     /// Rows of a segment at `positions`, with `columns` decoded (the others NULL).
@@ -553,7 +568,21 @@ impl ColumnTable {
             return Ok(0);
         }
         let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
-        let truth = self.eval(p, seg, &mut chunks)?;
+        if let (Some(col), 0) = (p.column(), del.count) {
+            // One condition on one column: counted on its codes where it can be.
+            if chunk::zone_truth(p, &seg.chunks[col].zone).is_none() {
+                let ch = chunks[col].insert(self.chunk(seg, col)?);
+                if let Some(n) = ch.count_leaf(p)? {
+                    HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+                    return Ok(n);
+                }
+            }
+        }
+        let truth = match self.eval(p, seg, &mut chunks)? {
+            Truth::All(TRUE) => return Ok(seg.rows as u64 - del.count as u64),
+            Truth::All(_) => return Ok(0),
+            Truth::Rows(t) => t,
+        };
         HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
         Ok(if del.count == 0 {
             truth.iter().filter(|&&t| t == TRUE).count() as u64
@@ -570,7 +599,7 @@ impl ColumnTable {
         if row.len() != self.schema.columns.len() {
             return Err(Error::internal("row width differs from the table's"));
         }
-        row.iter()
+        row.into_iter()
             .zip(&self.phys)
             .map(|(v, p)| p.normalize(v))
             .collect()
@@ -671,10 +700,11 @@ impl ColumnTable {
             let take = st.delta.len().min(self.segment_rows);
             let rows: Vec<(RowId, Row)> = {
                 let delta = Arc::make_mut(&mut st.delta);
-                let keys: Vec<RowId> = delta.keys().take(take).copied().collect();
-                keys.into_iter()
-                    .map(|k| (k, delta.remove(&k).unwrap()))
-                    .collect()
+                let rest = match delta.keys().nth(take) {
+                    Some(&k) => delta.split_off(&k),
+                    None => BTreeMap::new(),
+                };
+                std::mem::replace(delta, rest).into_iter().collect()
             };
             let seg = self.write_segment(st, &rows)?;
             st.merged_upto = st.merged_upto.max(rows.last().unwrap().0 + 1);
@@ -703,13 +733,35 @@ impl ColumnTable {
         } else {
             Ids::List(rows.iter().map(|(id, _)| *id).collect())
         };
-        let mut chunks = Vec::with_capacity(self.schema.columns.len());
-        for (c, phys) in self.phys.iter().enumerate() {
+        // Columns are encoded independently: spread them over the cores.
+        let ncols = self.phys.len();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(ncols)
+            .max(1);
+        let encode = |c: usize| {
             let values: Vec<&Value> = rows.iter().map(|(_, r)| &r[c]).collect();
-            let (bytes, zone) = chunk::encode(*phys, &values);
+            let (bytes, zone) = chunk::encode(self.phys[c], &values);
             let mut rec = Vec::with_capacity(bytes.len() + 4);
             rec.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
             rec.extend_from_slice(&bytes);
+            (c, rec, bytes.len(), zone)
+        };
+        let mut encoded: Vec<(usize, Vec<u8>, usize, chunk::Zone)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let encode = &encode;
+                    s.spawn(move || (t..ncols).step_by(threads).map(encode).collect::<Vec<_>>())
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("column encoder panicked"))
+                .collect()
+        });
+        encoded.sort_by_key(|e| e.0);
+        let mut chunks = Vec::with_capacity(ncols);
+        for (c, rec, len, zone) in encoded {
             let off = st.col_ends[c];
             self.files[c]
                 .write_all_at(&rec, off)
@@ -719,7 +771,7 @@ impl ColumnTable {
             st.col_ends[c] += rec.len() as u64;
             chunks.push(ChunkMeta {
                 off,
-                len: bytes.len() as u32,
+                len: len as u32,
                 zone,
             });
         }
@@ -790,6 +842,21 @@ impl ColumnTable {
         self.flush_locked(&mut st)?;
         self.merge(&mut st, true)?;
         self.checkpoint(&mut st)
+    }
+}
+
+/// A condition's truth over a segment: the same for every row, or one per row.
+enum Truth {
+    All(u8),
+    Rows(Vec<u8>),
+}
+
+impl Truth {
+    fn all(&self, t: u8) -> bool {
+        match self {
+            Truth::All(x) => *x == t,
+            Truth::Rows(r) => r.iter().all(|&x| x == t),
+        }
     }
 }
 
@@ -1015,7 +1082,7 @@ impl Table for ColumnTable {
             if ix.unique && lo == hi && lo.len() == ix.columns.len() && !scan.keys {
                 let mut row = vec![Value::Null; self.schema.columns.len()];
                 for (&c, v) in ix.columns.iter().zip(lo) {
-                    row[c] = self.phys[c].normalize(v)?;
+                    row[c] = self.phys[c].normalize(v.clone())?;
                 }
                 let found = {
                     let st = self.state.lock();
