@@ -86,6 +86,7 @@ impl TableDef {
                     name: c.name.clone(),
                     ty: c.ty,
                     nullable: c.nullable,
+                    columnar: c.comment.to_ascii_lowercase().contains("columnar_storage"),
                 })
                 .collect(),
             indexes: self

@@ -190,3 +190,111 @@ fn rows_survive_restarts_after_small_writes_and_merges() {
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Seed 002's example as written there: a `columnar_storage` comment gives the row table
+/// `<table>.cols/Hersteller.column`, and conditions on that column are answered from it.
+#[test]
+fn columnar_storage_comment_keeps_a_side_file_in_step() {
+    let (dir, db) = fresh_db("column-side");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE TestCol; USE TestCol").unwrap();
+    s.query(
+        "create table TestMyCols1Big (Id char(8), PZN char(7), EVP char(8), HAP char(8), \
+         ArtikelBez char(40), ArtikelText varchar(200), Hersteller char(5) comment 'columnar_storage') \
+         engine=MYISAM",
+    )
+    .unwrap();
+    let side = dir.join("TestCol/TestMyCols1Big.cols/Hersteller.column");
+    assert!(side.exists());
+    let mut values = vec![];
+    for i in 0..30_000 {
+        let maker = if i % 37 == 0 {
+            "36440".to_string()
+        } else {
+            format!("{:05}", i % 1000)
+        };
+        values.push(format!(
+            "('{:08}', '{:06}', '1.00', '2.00', 'ARTIKEL {i}', 'text', '{maker}')",
+            1_000_000 + i,
+            i % 5000
+        ));
+    }
+    s.query(&format!(
+        "INSERT INTO TestMyCols1Big VALUES {}",
+        values.join(",")
+    ))
+    .unwrap();
+    // Updates that move records (a longer text), deletes, NULLs.
+    s.query("UPDATE TestMyCols1Big SET ArtikelText = REPEAT('y', 150), Hersteller = '36440' WHERE Id LIKE '%5'")
+        .unwrap();
+    s.query("DELETE FROM TestMyCols1Big WHERE Id LIKE '%7'")
+        .unwrap();
+    s.query("UPDATE TestMyCols1Big SET Hersteller = NULL WHERE Id LIKE '%1'")
+        .unwrap();
+    let queries = [
+        "select count(*) from TestMyCols1Big where hersteller = '36440'",
+        "select count(*) from TestMyCols1Big where hersteller = 'ABCDE'",
+        "select count(*) from TestMyCols1Big where hersteller <> 'ABCDE'",
+        "select count(*) from TestMyCols1Big where hersteller is null",
+        "select count(*), min(Id), max(PZN) from TestMyCols1Big where hersteller = '36440' and PZN < '000500'",
+    ];
+    let answer = |s: &mut Session, q: &str| rows(s, q);
+    let with: Vec<_> = queries.iter().map(|q| answer(&mut s, q)).collect();
+    s.query("SET optimizer_switch = 'engine_condition_pushdown=off'")
+        .unwrap();
+    let without: Vec<_> = queries.iter().map(|q| answer(&mut s, q)).collect();
+    s.query("SET optimizer_switch = DEFAULT").unwrap();
+    assert_eq!(with, without);
+    assert_eq!(with[1][0][0].to_i64(), 0);
+    assert!(with[0][0][0].to_i64() > 3000);
+    // The selective count reads the side file, not the data file.
+    let data_bytes = std::fs::metadata(dir.join("TestCol/TestMyCols1Big.qrd"))
+        .unwrap()
+        .len() as i64;
+    let before = status(&mut s, "Quarry_data_read_bytes");
+    answer(&mut s, queries[0]);
+    let read = status(&mut s, "Quarry_data_read_bytes") - before;
+    assert!(read < data_bytes / 4, "read {read} of {data_bytes}");
+    let plan = rows(&mut s, &format!("EXPLAIN {}", queries[0]));
+    assert_eq!(
+        plan[0][10],
+        Value::Str("Using where with pushed condition".into())
+    );
+    // Rename carries the folder; a restart keeps the answers; CHECK agrees.
+    s.query("RENAME TABLE TestMyCols1Big TO T2").unwrap();
+    assert!(dir.join("TestCol/T2.cols/Hersteller.column").exists());
+    assert!(!side.exists());
+    drop(s);
+    drop(db);
+    let db = Database::open(&dir).unwrap();
+    let mut s = db.session("root", "localhost");
+    s.query("USE TestCol").unwrap();
+    let again: Vec<_> = queries
+        .iter()
+        .map(|q| answer(&mut s, &q.replace("TestMyCols1Big", "T2")))
+        .collect();
+    assert_eq!(again, with);
+    assert_eq!(
+        rows(&mut s, "CHECK TABLE T2").last().unwrap()[3],
+        Value::Str("OK".into())
+    );
+    // ALTER … MODIFY adds the comment to another column: it gets its file.
+    s.query("ALTER TABLE T2 MODIFY PZN char(7) COMMENT 'columnar_storage'")
+        .unwrap();
+    assert!(dir.join("TestCol/T2.cols/PZN.column").exists());
+    let pzn = |s: &mut Session| rows(s, "select count(*) from T2 where PZN = '000123'");
+    let n = pzn(&mut s);
+    s.query("SET optimizer_switch = 'engine_condition_pushdown=off'")
+        .unwrap();
+    assert_eq!(pzn(&mut s), n);
+    s.query("TRUNCATE TABLE T2").unwrap();
+    assert_eq!(
+        answer(&mut s, "select count(*) from T2 where hersteller <> 'x'")[0][0].to_i64(),
+        0
+    );
+    s.query("DROP TABLE T2").unwrap();
+    assert!(!dir.join("TestCol/T2.cols").exists());
+    drop(s);
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

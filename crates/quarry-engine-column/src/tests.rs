@@ -9,6 +9,7 @@ fn schema(unique: bool) -> TableSchema {
         name: name.into(),
         ty,
         nullable: true,
+        columnar: false,
     };
     TableSchema {
         columns: vec![

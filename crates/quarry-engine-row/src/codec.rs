@@ -75,7 +75,7 @@ pub fn fixed_width(cols: &[ColumnSchema]) -> usize {
     w
 }
 
-pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &Row, out: &mut Vec<u8>) {
+pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &[Value], out: &mut Vec<u8>) {
     let start = out.len();
     let nb = cols.len().div_ceil(8);
     out.resize(start + nb, 0);
@@ -261,6 +261,7 @@ mod tests {
             name: name.into(),
             ty,
             nullable: true,
+            columnar: false,
         };
         vec![
             c("a", SqlType::INT),
@@ -313,14 +314,10 @@ mod tests {
             name: "v".into(),
             ty: SqlType::varchar(2048),
             nullable: true,
+            columnar: false,
         }];
         let mut buf = vec![];
-        encode(
-            &c,
-            RowFormat::Dynamic,
-            &vec![Value::Str("x".into())],
-            &mut buf,
-        );
+        encode(&c, RowFormat::Dynamic, &[Value::Str("x".into())], &mut buf);
         assert_eq!(buf.len(), 3); // bitmap + length + one byte
         assert!(decode(&c, RowFormat::Dynamic, &buf[..2]).is_err());
     }

@@ -27,6 +27,7 @@
 
 mod codec;
 pub mod keycode;
+mod sidecol;
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -40,11 +41,12 @@ use quarry_common::{Error, Result, Row, TypeKind, Value};
 use quarry_storage::btree::prefix_end;
 use quarry_storage::{BTree, BufferPool, ExternalSorter};
 use quarry_storage_api::{
-    Batch, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, RowFormat, RowId,
-    ScanRequest, Stat, Table, TablePath, TableSchema, TableStats,
+    Batch, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred, RowFormat,
+    RowId, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
 };
 
 pub use codec::{decode, encode, fixed_width};
+pub use sidecol::{side_file, wants_side_file};
 
 const MAGIC: &[u8; 8] = b"QRYROWD\0";
 const VERSION: u32 = 1;
@@ -98,6 +100,15 @@ fn side_files(path: &TablePath) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// The folder of a table's column side-files.
+fn remove_cols_dir(path: &TablePath) -> Result<()> {
+    let dir = path.file("cols");
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir.display(), e)),
+        _ => Ok(()),
+    }
+}
+
 fn remove_if_exists(f: &std::path::Path) -> Result<()> {
     match std::fs::remove_file(f) {
         Ok(()) => Ok(()),
@@ -118,6 +129,7 @@ impl Engine for RowEngine {
         for f in side_files(path) {
             remove_if_exists(&f)?;
         }
+        remove_cols_dir(path)?;
         let file = path.file("qrd");
         let mut f = OpenOptions::new()
             .write(true)
@@ -147,11 +159,15 @@ impl Engine for RowEngine {
         for f in side_files(path) {
             remove_if_exists(&f)?;
         }
-        Ok(())
+        remove_cols_dir(path)
     }
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()> {
         std::fs::rename(from.file("qrd"), to.file("qrd"))
             .map_err(|e| Error::io(from.file("qrd").display(), e))?;
+        let cols = from.file("cols");
+        if cols.exists() {
+            std::fs::rename(&cols, to.file("cols")).map_err(|e| Error::io(cols.display(), e))?;
+        }
         for f in side_files(from) {
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
             let target = to
@@ -227,6 +243,8 @@ struct State {
     /// The dirty marker exists (a change since the last sync).
     marked_dirty: bool,
     scratch: Vec<u8>,
+    /// Column side-files (`columnar_storage` columns).
+    side: Vec<sidecol::SideColumn>,
 }
 
 pub struct RowTable {
@@ -308,6 +326,15 @@ impl RowTable {
             .collect::<Result<Vec<_>>>()?;
         let dirty_marker = path.file("qdirty");
         let was_dirty = dirty_marker.exists();
+        let side = schema
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.columnar)
+            .map(|(i, c)| {
+                sidecol::SideColumn::open(side_file(&path.dir, &path.name, &c.name), i, c)
+            })
+            .collect::<Result<Vec<_>>>()?;
         let t = RowTable {
             name: path.name.clone(),
             path: path.clone(),
@@ -332,6 +359,7 @@ impl RowTable {
                 pending: Vec::new(),
                 marked_dirty: was_dirty,
                 scratch: Vec::new(),
+                side,
             }),
         }
         .rebuild(was_dirty)?;
@@ -369,10 +397,75 @@ impl RowTable {
         if stale && !self.trees.is_empty() {
             self.rebuild_indexes()?;
         }
+        let side_stale = self
+            .state
+            .lock()
+            .side
+            .iter()
+            .any(|s| force || s.live() != live);
+        if side_stale {
+            self.rebuild_side_files()?;
+        }
         if force {
             self.sync()?;
         }
         Ok(self)
+    }
+
+    /// Recreate the column side-files from the data file.
+    fn rebuild_side_files(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st)?;
+        for s in st.side.iter_mut() {
+            s.reset()?;
+        }
+        let mut reader = RecordReader::new(self, HEADER_SIZE, st.end, 1 << 20);
+        while let Some((off, status, _, payload)) = reader.next_record()? {
+            if status == LIVE {
+                let row = decode(&self.schema.columns, self.schema.row_format, payload)?;
+                for s in st.side.iter_mut() {
+                    s.add(off, &row[s.col]);
+                }
+            }
+        }
+        for s in st.side.iter_mut() {
+            s.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Row ids matching `filter` from the side files, sorted; None when a part of it is
+    /// not on one side-file column, or (`sample`) when a side file's first entries say
+    /// the filter keeps too many rows for fetching them one by one to pay.
+    fn side_matches(
+        &self,
+        filter: &Pred,
+        block: usize,
+        sample: bool,
+    ) -> Result<Option<Vec<RowId>>> {
+        let parts: Vec<&Pred> = match filter {
+            Pred::And(v) => v.iter().collect(),
+            p => vec![p],
+        };
+        let mut st = self.state.lock();
+        let mut result: Option<Vec<RowId>> = None;
+        for p in parts {
+            let cols = p.columns();
+            let Some(s) = st.side.iter_mut().find(|s| cols == [s.col]) else {
+                return Ok(None);
+            };
+            let Some(ids) = s.matching(p, block, sample.then_some(8192))? else {
+                return Ok(None);
+            };
+            result = Some(match result {
+                None => ids,
+                Some(prev) => {
+                    let keep: std::collections::HashSet<RowId> = ids.into_iter().collect();
+                    prev.into_iter().filter(|id| keep.contains(id)).collect()
+                }
+            });
+        }
+        Ok(result)
     }
 
     /// Recreate every index from the data file: entries sorted, trees built bottom-up.
@@ -449,7 +542,7 @@ impl RowTable {
     /// Before the first change after a sync: note on disk that the indexes may be ahead
     /// of or behind the data, so a crash leads to a rebuild at the next open.
     fn mark_dirty(&self, st: &mut State) -> Result<()> {
-        if st.marked_dirty || self.trees.is_empty() {
+        if st.marked_dirty || (self.trees.is_empty() && st.side.is_empty()) {
             return Ok(());
         }
         self.write_marker(st)
@@ -464,6 +557,13 @@ impl RowTable {
     }
 
     fn flush_locked(&self, st: &mut State) -> Result<()> {
+        for s in st.side.iter_mut() {
+            let n = s.flush()?;
+            if n > 0 {
+                HandlerCounters::add(&self.counters.io_write_calls, 1);
+                HandlerCounters::add(&self.counters.io_write_bytes, n);
+            }
+        }
         if st.wbuf.is_empty() {
             return Ok(());
         }
@@ -849,6 +949,29 @@ impl<'a> RecordReader<'a> {
 struct RowCursor<'a> {
     reader: RecordReader<'a>,
     batch_rows: usize,
+    /// A pushed condition checked here, on each decoded row.
+    filter: Option<Pred>,
+}
+
+/// Rows a side file selected, fetched in file order a batch at a time.
+struct FetchCursor<'a> {
+    table: &'a RowTable,
+    ids: Vec<RowId>,
+    at: usize,
+    batch_rows: usize,
+}
+
+impl Cursor for FetchCursor<'_> {
+    fn next_batch(&mut self) -> Result<Option<Batch>> {
+        if self.at >= self.ids.len() {
+            return Ok(None);
+        }
+        let end = (self.at + self.batch_rows).min(self.ids.len());
+        let ids = self.ids[self.at..end].to_vec();
+        self.at = end;
+        let rows = self.table.fetch(&ids)?;
+        Ok(Some(Batch { ids, rows }))
+    }
 }
 
 impl Cursor for RowCursor<'_> {
@@ -862,11 +985,15 @@ impl Cursor for RowCursor<'_> {
                 Some((off, status, _, payload)) => {
                     visited += 1;
                     if status == LIVE {
-                        batch.rows.push(decode(
-                            &table.schema.columns,
-                            table.schema.row_format,
-                            payload,
-                        )?);
+                        let row = decode(&table.schema.columns, table.schema.row_format, payload)?;
+                        if self
+                            .filter
+                            .as_ref()
+                            .is_some_and(|f| f.eval(&row) != Some(true))
+                        {
+                            continue;
+                        }
+                        batch.rows.push(row);
                         batch.ids.push(off);
                     }
                 }
@@ -896,10 +1023,40 @@ impl Table for RowTable {
         } else {
             req.read_buffer
         };
+        if let Some(f) = &req.filter {
+            // The side files decide the condition, unless a sample of them says most rows
+            // pass: then fetching rows by id would cost more than reading them all.
+            if let Some(ids) = self.side_matches(f, block, true)? {
+                return Ok(Box::new(FetchCursor {
+                    table: self,
+                    ids,
+                    at: 0,
+                    batch_rows: req.batch_rows.max(1),
+                }));
+            }
+        }
         Ok(Box::new(RowCursor {
             reader: RecordReader::new(self, HEADER_SIZE, end, block),
             batch_rows: req.batch_rows.max(1),
+            filter: req.filter.clone(),
         }))
+    }
+
+    /// Conditions on one `columnar_storage` column are taken: its side file decides them.
+    fn pushdown(&self, filter: &Pred) -> Support {
+        match filter.columns().as_slice() {
+            [c] if self.schema.columns.get(*c).is_some_and(|c| c.columnar) => Support::Exact,
+            _ => Support::Unsupported,
+        }
+    }
+
+    fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {
+        let Some(f) = &req.filter else {
+            return Ok(None);
+        };
+        Ok(self
+            .side_matches(f, 1 << 20, false)?
+            .map(|ids| ids.len() as u64))
     }
 
     fn build_indexes(
@@ -1143,6 +1300,9 @@ impl Table for RowTable {
         let (off, slot) = self.alloc(&mut st, len as u32);
         self.write_record(&mut st, off, slot, len)?;
         self.index_add(&mut st, &row, off)?;
+        for s in st.side.iter_mut() {
+            s.add(off, &row[s.col]);
+        }
         st.live_rows += 1;
         self.changes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1191,6 +1351,12 @@ impl Table for RowTable {
         for (n, _, after) in &changed {
             self.trees[*n].insert(&with_id(after, new_id))?;
         }
+        for s in st.side.iter_mut() {
+            if new_id != id || old[s.col] != row[s.col] {
+                s.remove(id);
+                s.add(new_id, &row[s.col]);
+            }
+        }
         self.changes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         HandlerCounters::add(&self.counters.update, 1);
@@ -1203,6 +1369,9 @@ impl Table for RowTable {
         self.mark_dirty(&mut st)?;
         self.mark_deleted(&mut st, id, slot)?;
         self.index_remove(&mut st, &old, id)?;
+        for s in st.side.iter_mut() {
+            s.remove(id);
+        }
         st.live_rows -= 1;
         self.changes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -1225,6 +1394,9 @@ impl Table for RowTable {
         for (tree, pending) in self.trees.iter().zip(st.pending.iter_mut()) {
             tree.clear()?;
             pending.clear();
+        }
+        for s in st.side.iter_mut() {
+            s.reset()?;
         }
         Ok(())
     }
@@ -1273,6 +1445,9 @@ impl Table for RowTable {
         self.file
             .sync_data()
             .map_err(|e| Error::io(&self.name, e))?;
+        for s in st.side.iter_mut() {
+            s.sync()?;
+        }
         if st.bulk {
             return Ok(());
         }
@@ -1350,6 +1525,15 @@ impl Table for RowTable {
             }
             for p in self.trees[i].verify()? {
                 problems.push(format!("index {}: {p}", ix.name));
+            }
+        }
+        for s in &st.side {
+            if s.live() != live {
+                problems.push(format!(
+                    "side file of column {} holds {} rows, the data {live}",
+                    self.schema.columns[s.col].name,
+                    s.live()
+                ));
             }
         }
         Ok(problems)
@@ -1463,11 +1647,13 @@ mod tests {
                     name: "id".into(),
                     ty: SqlType::INT,
                     nullable: false,
+                    columnar: false,
                 },
                 ColumnSchema {
                     name: "v".into(),
                     ty: SqlType::varchar(100),
                     nullable: true,
+                    columnar: false,
                 },
             ],
             indexes: vec![IndexSchema {
@@ -1618,6 +1804,115 @@ mod tests {
             );
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// Side files follow inserts, moving updates, deletes and truncation; a pushed condition
+    /// answers from them (scan and count) exactly as a filter over all rows would; after a
+    /// crash (no sync, side file cut short) the next open rebuilds them from the data.
+    #[test]
+    fn side_files_follow_the_rows_and_are_rebuilt_after_a_crash() {
+        use quarry_storage_api::CmpOp;
+        let dir = std::env::temp_dir().join(format!("quarry-row-side-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = TablePath::new(&dir, "t");
+        let mut schema = schema(RowFormat::Dynamic);
+        schema.indexes.clear();
+        schema.columns[1].columnar = true;
+        let engine = RowEngine::default();
+        engine.create(&path, &schema).unwrap();
+        let counters = Arc::new(HandlerCounters::default());
+        let preds = [
+            Pred::Cmp {
+                col: 1,
+                op: CmpOp::Eq,
+                value: Value::Str("m3".into()),
+            },
+            Pred::Cmp {
+                col: 1,
+                op: CmpOp::Ne,
+                value: Value::Str("ABCDE".into()),
+            },
+            Pred::IsNull { col: 1 },
+        ];
+        let agree = |t: &dyn Table| {
+            let all = scan_all(t);
+            for p in &preds {
+                let want: Vec<&Row> = all.iter().filter(|r| p.eval(r) == Some(true)).collect();
+                let mut c = t
+                    .scan(&ScanRequest {
+                        batch_rows: 10,
+                        filter: Some(p.clone()),
+                        ..Default::default()
+                    })
+                    .unwrap();
+                let mut got = vec![];
+                while let Some(b) = c.next_batch().unwrap() {
+                    got.extend(b.rows);
+                }
+                let mut want: Vec<Row> = want.into_iter().cloned().collect();
+                want.sort_by_key(|r| r[0].to_i64());
+                got.sort_by_key(|r| r[0].to_i64());
+                assert_eq!(got, want, "{p:?}");
+                let n = t
+                    .count(&ScanRequest {
+                        filter: Some(p.clone()),
+                        ..Default::default()
+                    })
+                    .unwrap();
+                assert_eq!(n, Some(want.len() as u64), "count {p:?}");
+            }
+        };
+        let t = engine.open(&path, &schema, counters.clone()).unwrap();
+        assert_eq!(t.pushdown(&preds[0]), Support::Exact);
+        let mut ids = vec![];
+        for i in 0..3000i64 {
+            let v = if i % 10 == 0 {
+                Value::Null
+            } else {
+                Value::Str(format!("m{}", i % 7))
+            };
+            ids.push(t.insert(vec![Value::Int(i), v]).unwrap());
+        }
+        agree(&*t);
+        // Moving updates (longer values), in-place ones, deletes.
+        for (k, id) in ids.iter().enumerate().step_by(3) {
+            let v = Value::Str(format!("m3{}", "x".repeat(k % 40)));
+            let new = t.update(*id, vec![Value::Int(k as i64), v]).unwrap();
+            if k % 2 == 0 {
+                t.delete(new).unwrap();
+            }
+        }
+        t.update(ids[1], vec![Value::Int(1), Value::Str("m3".into())])
+            .unwrap();
+        agree(&*t);
+        t.sync().unwrap();
+        drop(t);
+        let t = engine.open(&path, &schema, counters.clone()).unwrap();
+        agree(&*t);
+        // A crash: changes written but not synced, and the side file lost its tail.
+        t.insert(vec![Value::Int(9000), Value::Str("m3".into())])
+            .unwrap();
+        t.flush().unwrap();
+        std::mem::forget(t);
+        let side = side_file(&dir, "t", "v");
+        let len = std::fs::metadata(&side).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&side)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
+        let t = engine.open(&path, &schema, counters.clone()).unwrap();
+        agree(&*t);
+        t.truncate().unwrap();
+        t.insert(vec![Value::Int(1), Value::Str("m3".into())])
+            .unwrap();
+        agree(&*t);
+        drop(t);
+        engine.drop_table(&path).unwrap();
+        assert!(!path.file("cols").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Index pages lost in a crash (the files roll back to the last sync) are rebuilt

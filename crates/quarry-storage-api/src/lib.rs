@@ -29,6 +29,9 @@ pub struct ColumnSchema {
     pub name: String,
     pub ty: SqlType,
     pub nullable: bool,
+    /// Also stored column-wise beside the rows (`COMMENT 'columnar_storage'`), for
+    /// engines that keep such side files.
+    pub columnar: bool,
 }
 
 /// An index as the engine needs to know it.
