@@ -613,14 +613,24 @@ fn run(o: &Options) -> Result<(), String> {
                     "Seed workload (seeds 002/004): seconds, relative to MariaDB-MyISAM",
                     vec!["MariaDB-MyISAM".into()],
                 );
-                let systems: Vec<seed::SeedSystem> = server_systems(maria, quarry, engines)
+                let mut systems: Vec<seed::SeedSystem> = server_systems(maria, quarry, engines)
                     .into_iter()
                     .map(|(label, server, engine)| seed::SeedSystem {
                         label,
                         server,
                         engine,
+                        side_file: false,
                     })
                     .collect();
+                // Seed 002's column side file on a row table, when the row engine runs.
+                if let Some(row) = engines.iter().find(|e| e.eq_ignore_ascii_case("ROW")) {
+                    systems.push(seed::SeedSystem {
+                        label: format!("Quarry-{row}+cols"),
+                        server: quarry,
+                        engine: row.clone(),
+                        side_file: true,
+                    });
+                }
                 for (i, s) in systems.iter().enumerate() {
                     if let Err(e) =
                         seed::run_system(o, s, &files, &mut table, &mut res.seed_facts, &|m| {

@@ -87,6 +87,8 @@ pub struct SeedSystem<'a> {
     pub label: String,
     pub server: &'a Server,
     pub engine: String,
+    /// Hersteller declared `COMMENT 'columnar_storage'` (seed 002's column side file).
+    pub side_file: bool,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -182,7 +184,19 @@ pub fn run_system(
     facts: &mut SeedFacts,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    let db = format!("seed_{}", sys.engine.to_lowercase());
+    let db = format!(
+        "seed_{}{}",
+        sys.engine.to_lowercase(),
+        if sys.side_file { "_cols" } else { "" }
+    );
+    let columns = if sys.side_file {
+        PRODUCT_COLUMNS.replace(
+            "Hersteller char(5)",
+            "Hersteller char(5) COMMENT 'columnar_storage'",
+        )
+    } else {
+        PRODUCT_COLUMNS.to_string()
+    };
     let label = sys.label.as_str();
     {
         let mut c = sys.server.connect(None)?;
@@ -219,7 +233,7 @@ pub fn run_system(
     ] {
         progress(&format!("{label}: {name}"));
         r.timed(&format!(
-            "CREATE TABLE {tbl} {PRODUCT_COLUMNS} ENGINE={}",
+            "CREATE TABLE {tbl} {columns} ENGINE={}",
             sys.engine
         ))?;
         let res = r.timed(&load_sql(path, tbl)).map(|(s, _)| s);
