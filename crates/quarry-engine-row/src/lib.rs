@@ -18,6 +18,9 @@
 //!   entries are memcomparable keys followed by the row id (`keycode`), in pages served by
 //!   the engine's buffer pool. Bulk loads collect non-unique entries and sort them into the
 //!   tree at the end of the bracket (bottom-up when the tree is empty).
+//! * A column whose comment contains `columnar_storage` is kept a second time in
+//!   `<table>.cols/<column>.column` (`sidecol`, seed 002); conditions on it alone are
+//!   pushed to the table and answered from that file.
 //! * Until the write-ahead log exists, index files are made consistent by rebuilding: a
 //!   `<table>.qdirty` marker is written before the first change after a sync and removed
 //!   by the next sync; a table opened with the marker present (or whose index entry counts
