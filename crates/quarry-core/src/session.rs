@@ -163,7 +163,7 @@ fn is_read_only(stmt: &Stmt) -> bool {
                 | S::Set(_)
                 | S::Use(_)
         ),
-        Stmt::LoadData(_) | Stmt::TableMaintenance { .. } => false,
+        Stmt::LoadData(_) | Stmt::TableMaintenance { .. } | Stmt::AlterEngine { .. } => false,
         _ => true,
     }
 }
@@ -177,7 +177,8 @@ fn is_txn_control(stmt: &Stmt) -> bool {
 }
 
 fn is_ddl(stmt: &Stmt) -> bool {
-    matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
+    matches!(stmt, Stmt::AlterEngine { .. })
+        || matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
 }
 
 impl Session {
@@ -666,6 +667,20 @@ impl Session {
                 return Ok(Output::Rows {
                     columns: vec![text("Level", 7), num("Code"), text("Message", 512)],
                     rows,
+                });
+            }
+            Stmt::AlterEngine { db, table, engine } => {
+                let db = self.require_db(db.as_deref())?;
+                let entry = self.db.catalog.table(&db, table)?;
+                let (_, canonical) = self.db.catalog.engine(Some(engine))?;
+                let mut def = entry.def.clone();
+                def.engine = canonical.to_string();
+                // Always a rebuild, as in MySQL (`ENGINE=` naming the same engine too).
+                self.rebuild_table(&db, &entry, def, None, sink)?;
+                return Ok(Output::Ok {
+                    affected: 0,
+                    last_insert_id: 0,
+                    info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()),
                 });
             }
             Stmt::ShowProcessList => {

@@ -402,13 +402,7 @@ pub fn scan_with(
     } = *how;
     // Pushed conjuncts go to the engine, unless pushdown is switched off: then they are
     // checked here like the rest of the filter.
-    let (engine_filter, local_pushed) = match pushed {
-        Some(p) if ctx.pushdown => match crate::pushdown::to_pred(p, ctx)? {
-            Some(pred) => (Some(pred), None),
-            None => (None, Some(p)),
-        },
-        other => (None, other),
-    };
+    let (engine_filter, local_pushed) = crate::pushdown::route(pushed, ctx)?;
     let keep = |ids: Vec<RowId>, rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
         if filter.is_none() && local_pushed.is_none() {
             return Ok((ids, rows));
@@ -609,13 +603,8 @@ fn count_star(input: &Plan, group: &[Expr], aggs: &[Agg], ctx: &ExecCtx) -> Resu
         return Ok(None);
     };
     if matches!(access, Access::Full) {
-        let filter = match pushed {
-            None => None,
-            Some(_) if !ctx.pushdown => return Ok(None),
-            Some(p) => match crate::pushdown::to_pred(p, ctx)? {
-                Some(pred) => Some(pred),
-                None => return Ok(None),
-            },
+        let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+            return Ok(None);
         };
         return table.handle.count(&ScanRequest {
             filter,

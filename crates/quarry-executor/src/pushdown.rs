@@ -172,9 +172,19 @@ pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, 
     (crate::bind::and_all(pushed), crate::bind::and_all(kept))
 }
 
-/// The engine form of a pushed condition for this execution.
-pub(crate) fn to_pred(e: &Expr, ctx: &ExecCtx) -> Result<Option<Pred>> {
-    convert(e, &mut |k| k.eval(&[], ctx))
+/// Where a scan's pushed conjuncts are evaluated this execution: the engine's condition,
+/// or — pushdown switched off — the expression the executor checks itself.
+pub(crate) fn route<'e>(
+    pushed: Option<&'e Expr>,
+    ctx: &ExecCtx,
+) -> Result<(Option<Pred>, Option<&'e Expr>)> {
+    match pushed {
+        Some(p) if ctx.pushdown => match convert(p, &mut |k| k.eval(&[], ctx))? {
+            Some(pred) => Ok((Some(pred), None)),
+            None => Ok((None, Some(p))),
+        },
+        other => Ok((None, other)),
+    }
 }
 
 /// Whether `optimizer_switch` lets conditions go to the engine.

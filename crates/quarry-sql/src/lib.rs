@@ -41,6 +41,12 @@ pub enum Stmt {
         op: String,
         tables: Vec<(Option<String>, String)>,
     },
+    /// ALTER TABLE t ENGINE = e: the table rebuilt in (or into) an engine.
+    AlterEngine {
+        db: Option<String>,
+        table: String,
+        engine: String,
+    },
     /// Statements accepted and ignored for connector compatibility (LOCK TABLES, FLUSH, …).
     Noop,
     CreateUser {
@@ -371,6 +377,22 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             }
             // options like QUICK / EXTENDED / FOR UPGRADE are accepted and ignored
             Ok(Some(Stmt::TableMaintenance { op, tables }))
+        }
+        // `ALTER TABLE t ENGINE = e` alone (sqlparser does not take it); other ALTERs go on.
+        ["ALTER", "TABLE", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 2;
+            let Ok((db, table)) = t.object() else {
+                return Ok(None);
+            };
+            if !t.eat("ENGINE") {
+                return Ok(None);
+            }
+            if t.at(&Token::Eq) {
+                t.pos += 1;
+            }
+            let engine = t.ident()?;
+            t.finish(Stmt::AlterEngine { db, table, engine })
         }
         ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] | ["FLUSH", ..] => {
             Ok(Some(Stmt::Noop))
