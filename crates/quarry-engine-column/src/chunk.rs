@@ -1,8 +1,9 @@
 //! One column of one segment: its encodings, zone map, and conditions evaluated on it.
 //!
 //! A chunk is encoded once, when its segment is written, choosing per chunk:
-//! dictionary codes (one or two bytes) for strings with few distinct values, plain
-//! offsets + bytes for other strings (only the used bytes, rule 4), run-length or
+//! dictionary codes (one or two bytes) for strings with few distinct values, packed
+//! lengths + bytes for other strings (only the used bytes, rule 4, each in as few bits
+//! as the chunk's alphabet needs), run-length or
 //! frame-of-reference bit-packing for integers, dates, times and decimals, plain for
 //! doubles and decimals too wide for 64 bits. Byte layouts: `docs/formats/column-engine.md`.
 //!
@@ -158,6 +159,10 @@ const F64: u8 = 3;
 const DICT: u8 = 4;
 const PLAIN: u8 = 5;
 const I128: u8 = 6;
+const PACKED: u8 = 7;
+
+/// More rows than any segment holds: a damaged count, refused before it sizes a buffer.
+pub(crate) const MAX_ROWS: usize = 1 << 20;
 
 /// Zone map of a chunk: smallest and largest non-null value (NULL when all are NULL).
 #[derive(Debug, Clone, PartialEq)]
@@ -291,10 +296,23 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
             other => Cow::Owned(other.as_str_lossy().as_bytes().to_vec()),
         })
         .collect();
+    let mut present = [false; 256];
+    for b in &slices {
+        for &c in b.iter() {
+            present[c as usize] = true;
+        }
+    }
+    let ascii = !present[128..].contains(&true);
     // Order as the values compare: the collation for text, bytes for binary strings.
     let order_of = |a: &[u8], b: &[u8]| -> std::cmp::Ordering {
-        match (phys, std::str::from_utf8(a), std::str::from_utf8(b)) {
-            (Phys::Str, Ok(a), Ok(b)) => collate_cmp(a, b),
+        if phys == Phys::Bytes {
+            return a.cmp(b);
+        }
+        if ascii {
+            return ascii_collate_cmp(a, b);
+        }
+        match (std::str::from_utf8(a), std::str::from_utf8(b)) {
+            (Ok(a), Ok(b)) => collate_cmp(a, b),
             _ => a.cmp(b),
         }
     };
@@ -326,16 +344,9 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
             }
         }
     } else {
-        header(&mut out, PLAIN);
-        out.reserve(4 * (rows + 1) + slices.iter().map(|b| b.len()).sum::<usize>());
-        let mut off = 0u32;
-        out.extend_from_slice(&off.to_le_bytes());
-        for b in &slices {
-            off += b.len() as u32;
-            out.extend_from_slice(&off.to_le_bytes());
-        }
+        header(&mut out, PACKED);
+        pack_strings(values, &slices, &present, &mut out);
         for (v, b) in values.iter().zip(&slices) {
-            out.extend_from_slice(b);
             if v.is_null() {
                 continue;
             }
@@ -353,6 +364,19 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
         zone.max = phys.bytes_value(hi).unwrap_or(Value::Null);
     }
     (out, zone)
+}
+
+/// [`collate_cmp`] for strings known to be ASCII, without re-checking that they are.
+fn ascii_collate_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let trim = |s: &[u8]| s.len() - s.iter().rev().take_while(|&&c| c == b' ').count();
+    let (a, b) = (&a[..trim(a)], &b[..trim(b)]);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (x.to_ascii_uppercase(), y.to_ascii_uppercase());
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// A hasher for short byte strings (FNV-1a over 8-byte words): dictionary building is
@@ -386,12 +410,23 @@ fn dictionary<'a>(
     values: &[&Value],
     slices: &'a [Cow<'a, [u8]>],
 ) -> Option<(Dict<'a>, Vec<&'a [u8]>)> {
+    // A column of (nearly) unique values shows it early: give up after a sample rather
+    // than hash half the chunk first (this is on the load path).
+    const SAMPLE: usize = 8192;
     let rows = values.len();
     let limit = (rows / 2).min(u16::MAX as usize);
     let mut dict = Dict::default();
     let mut order: Vec<&[u8]> = vec![];
+    let mut seen = 0;
     for (v, b) in values.iter().zip(slices) {
-        if v.is_null() || dict.contains_key(&**b) {
+        if v.is_null() {
+            continue;
+        }
+        seen += 1;
+        if seen == SAMPLE && order.len() * 10 > SAMPLE * 9 {
+            return None;
+        }
+        if dict.contains_key(&**b) {
             continue;
         }
         if order.len() >= limit {
@@ -401,6 +436,127 @@ fn dictionary<'a>(
         order.push(&**b);
     }
     Some((dict, order))
+}
+
+/// PACKED strings: the lengths bit-packed from their minimum, then every byte as a k-bit
+/// code into the chunk's sorted alphabet when it has at most 128 symbols (digits take 4
+/// bits, upper-case words 5), or as itself (k = 8). NULLs take no bytes.
+fn pack_strings(values: &[&Value], slices: &[Cow<[u8]>], present: &[bool; 256], out: &mut Vec<u8>) {
+    let live = || {
+        values
+            .iter()
+            .zip(slices)
+            .filter(|(v, _)| !v.is_null())
+            .map(|(_, b)| b.len() as i64)
+    };
+    let base = live().min().unwrap_or(0);
+    let span = live().max().unwrap_or(0) - base;
+    let lens: Vec<i64> = values
+        .iter()
+        .zip(slices)
+        .map(|(v, b)| if v.is_null() { base } else { b.len() as i64 })
+        .collect();
+    let width = 64 - (span as u64).leading_zeros();
+    out.extend_from_slice(&base.to_le_bytes());
+    out.push(width as u8);
+    pack(&lens, base, width, out);
+    let alphabet: Vec<u8> = (0..=255u8).filter(|&c| present[c as usize]).collect();
+    let k = match alphabet.len() {
+        0 | 1 => 0,
+        n => usize::BITS - (n - 1).leading_zeros(),
+    };
+    if k >= 8 {
+        out.push(8);
+        for b in slices {
+            out.extend_from_slice(b);
+        }
+        return;
+    }
+    out.push(k as u8);
+    out.push(alphabet.len() as u8);
+    out.extend_from_slice(&alphabet);
+    let mut code = [0u8; 256];
+    for (i, &c) in alphabet.iter().enumerate() {
+        code[c as usize] = i as u8;
+    }
+    let total: usize = slices.iter().map(|b| b.len()).sum();
+    out.reserve((total * k as usize).div_ceil(8));
+    let (mut acc, mut bits) = (0u64, 0u32);
+    for b in slices {
+        for &c in b.iter() {
+            acc |= (code[c as usize] as u64) << bits;
+            bits += k;
+            if bits >= 32 {
+                out.extend_from_slice(&(acc as u32).to_le_bytes());
+                acc >>= 32;
+                bits -= 32;
+            }
+        }
+    }
+    out.extend_from_slice(&acc.to_le_bytes()[..bits.div_ceil(8) as usize]);
+}
+
+/// The (offsets, bytes) of a PACKED chunk.
+fn unpack_strings(
+    r: &mut Reader,
+    rows: usize,
+    nulls: Option<&[u8]>,
+) -> Result<(Vec<u32>, Vec<u8>)> {
+    let base = r.i64()?;
+    let width = r.take(1)?[0] as u32;
+    let lens = unpack(
+        r.take((rows * width as usize).div_ceil(8))?,
+        rows,
+        base,
+        width,
+    )?;
+    let mut offsets = Vec::with_capacity(rows + 1);
+    let mut end = 0u64;
+    offsets.push(0u32);
+    for (i, &len) in lens.iter().enumerate() {
+        if nulls.is_none_or(|bm| bm[i / 8] & (1 << (i % 8)) == 0) {
+            end += u64::try_from(len).map_err(|_| Error::corrupt("column chunk: bad length"))?;
+        }
+        offsets.push(u32::try_from(end).map_err(|_| Error::corrupt("column chunk: bad length"))?);
+    }
+    let total = end as usize;
+    let k = r.take(1)?[0] as u32;
+    if k == 8 {
+        return Ok((offsets, r.take(total)?.to_vec()));
+    }
+    if k > 8 {
+        return Err(Error::corrupt("column chunk: bad symbol width"));
+    }
+    let n = r.take(1)?[0] as usize;
+    let alphabet = r.take(n)?;
+    if n == 0 && total > 0 || n > 1 << k {
+        return Err(Error::corrupt("column chunk: bad alphabet"));
+    }
+    let packed = r.take((total * k as usize).div_ceil(8))?;
+    let mut data = vec![0u8; total];
+    if k == 0 {
+        data.fill(alphabet.first().copied().unwrap_or(0));
+        return Ok((offsets, data));
+    }
+    // Codes past the alphabet only come from a damaged file; they read as its last symbol.
+    let mut symbol = [alphabet[n - 1]; 256];
+    symbol[..n].copy_from_slice(alphabet);
+    let mask = (1u64 << k) - 1;
+    let (mut acc, mut bits, mut pos) = (0u64, 0u32, 0usize);
+    for d in data.iter_mut() {
+        if bits < k {
+            let mut word = [0u8; 4];
+            let avail = (packed.len() - pos).min(4);
+            word[..avail].copy_from_slice(&packed[pos..pos + avail]);
+            pos += avail;
+            acc |= (u32::from_le_bytes(word) as u64) << bits;
+            bits += 32;
+        }
+        *d = symbol[(acc & mask) as usize];
+        acc >>= k;
+        bits -= k;
+    }
+    Ok((offsets, data))
 }
 
 fn pack(ints: &[i64], base: i64, width: u32, out: &mut Vec<u8>) {
@@ -516,6 +672,9 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
     let mut r = Reader { buf, pos: 0 };
     let tag = r.take(1)?[0];
     let rows = r.u32()? as usize;
+    if rows > MAX_ROWS {
+        return Err(Error::corrupt("column chunk: too many rows"));
+    }
     let nulls = r.u32()? as usize;
     let nulls = if nulls > 0 && tag != ALL_NULL {
         Some(r.take(rows.div_ceil(8))?.to_vec())
@@ -589,6 +748,10 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
                 bytes,
                 codes,
             }
+        }
+        PACKED => {
+            let (offsets, data) = unpack_strings(&mut r, rows, nulls.as_deref())?;
+            Data::Plain { offsets, data }
         }
         PLAIN => {
             let offsets: Vec<u32> = r
@@ -1096,6 +1259,85 @@ mod tests {
         assert!(matches!(c.data, Data::Plain { .. }));
         roundtrip(Phys::Str, vec![Value::Null, Value::Null]);
         roundtrip(Phys::Bytes, vec![Value::Bytes(vec![0, 255]), Value::Null]);
+    }
+
+    #[test]
+    fn packed_strings_take_the_bits_their_alphabet_needs() {
+        let size = |phys: Phys, vals: &[Value]| {
+            let refs: Vec<&Value> = vals.iter().collect();
+            let (bytes, _) = encode(phys, &refs);
+            assert_eq!(bytes[0], PACKED);
+            roundtrip(phys, vals.to_vec());
+            bytes.len()
+        };
+        // Zero-padded numbers: 4 bits a digit, fixed length takes no length bits.
+        let ids: Vec<Value> = (0..4096)
+            .map(|i| Value::Str(format!("{:08}", i * 7919 % 100_000_000)))
+            .collect();
+        let n = size(Phys::Str, &ids);
+        assert!(n < 4096 * 8 / 2 + 64, "{n} bytes");
+        // Words of upper-case letters and spaces: 5 bits a byte plus the lengths.
+        let mut seed = 7u64;
+        let mut next = move |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let words: Vec<Value> = (0..4096)
+            .map(|_| {
+                let len = 1 + next(40);
+                Value::Str(
+                    (0..len)
+                        .map(|_| match next(27) {
+                            26 => ' ',
+                            c => (b'A' + c as u8) as char,
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let text: usize = words.iter().map(|w| w.as_str_lossy().len()).sum();
+        let n = size(Phys::Str, &words);
+        assert!(
+            n < text * 5 / 8 + 4096 * 6 / 8 + 128,
+            "{n} bytes for {text}"
+        );
+        // NULLs, empty strings, one symbol (k = 0), multi-byte UTF-8, any bytes (k = 8).
+        let mut mixed: Vec<Value> = (0..3000)
+            .map(|i| match i % 5 {
+                0 => Value::Null,
+                1 => Value::Str(String::new()),
+                _ => Value::Str(format!("é{i}ß")),
+            })
+            .collect();
+        mixed.push(Value::Str("日本".into()));
+        size(Phys::Str, &mixed);
+        let same: Vec<Value> = (0..3).map(|i| Value::Str("a".repeat(i))).collect();
+        size(Phys::Str, &same);
+        let blobs: Vec<Value> = (0..3000u32)
+            .map(|i| Value::Bytes((0..i % 300).map(|j| (j * 37 + i) as u8).collect()))
+            .collect();
+        size(Phys::Bytes, &blobs);
+    }
+
+    #[test]
+    fn damaged_packed_strings_are_errors_not_panics() {
+        let vals: Vec<Value> = (0..100).map(|i| Value::Str(format!("{i:05}"))).collect();
+        let refs: Vec<&Value> = vals.iter().collect();
+        let (bytes, _) = encode(Phys::Str, &refs);
+        for cut in 0..bytes.len() {
+            assert!(decode(Phys::Str, &bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x5a;
+            if let Ok(c) = decode(Phys::Str, &bad) {
+                for r in 0..c.rows {
+                    let _ = c.value(r);
+                }
+            }
+        }
     }
 
     #[test]

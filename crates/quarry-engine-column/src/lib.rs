@@ -79,7 +79,7 @@ impl ColumnEngine {
     /// An engine writing segments of `rows` rows (tests use small ones).
     pub fn with_segment_rows(rows: usize) -> ColumnEngine {
         ColumnEngine {
-            segment_rows: rows.max(1),
+            segment_rows: rows.clamp(1, chunk::MAX_ROWS),
         }
     }
 }
@@ -209,6 +209,18 @@ struct State {
     /// Per index: for UNIQUE ones, row id by key.
     unique: Vec<Option<HashMap<Vec<u8>, RowId>>>,
     live: u64,
+    /// A bulk load's segment being encoded on another core while the load goes on; it is
+    /// written and made visible ([`ColumnTable::lock`]) before anything reads the table.
+    pending: Option<std::thread::JoinHandle<Encoded>>,
+}
+
+/// A segment's chunks, encoded but not yet written.
+struct Encoded {
+    ids: Ids,
+    rows: u32,
+    last_id: RowId,
+    /// Per column: crc32c + bytes, the bytes' length, the zone map.
+    chunks: Vec<(Vec<u8>, usize, chunk::Zone)>,
 }
 
 /// What a scan sees: the table as it was when the scan started.
@@ -323,6 +335,7 @@ impl ColumnTable {
                     .map(|ix| ix.unique.then(HashMap::new))
                     .collect(),
                 live,
+                pending: None,
             }),
             schema,
         };
@@ -416,13 +429,13 @@ impl ColumnTable {
         Ok(())
     }
 
-    fn snapshot(&self) -> Snapshot {
-        let st = self.state.lock();
-        Snapshot {
+    fn snapshot(&self) -> Result<Snapshot> {
+        let st = self.lock()?;
+        Ok(Snapshot {
             segs: st.segs.clone(),
             dels: st.dels.clone(),
             delta: st.delta.clone(),
-        }
+        })
     }
 
     /// Read and decode one chunk, checking its CRC.
@@ -706,14 +719,18 @@ impl ColumnTable {
                 };
                 std::mem::replace(delta, rest).into_iter().collect()
             };
-            let seg = self.write_segment(st, &rows)?;
-            st.merged_upto = st.merged_upto.max(rows.last().unwrap().0 + 1);
-            st.dels
-                .push(Arc::new(Deleted::from_positions(seg.rows, &[])));
-            st.segs.push(Arc::new(seg));
+            // A bulk load keeps parsing while its last segment is encoded (one in flight
+            // bounds the memory); everything else writes the segment now.
+            self.settle(st)?;
+            if st.bulk && !all {
+                let phys = self.phys.clone();
+                st.pending = Some(std::thread::spawn(move || encode_segment(&phys, rows)));
+            } else {
+                self.install(st, encode_segment(&self.phys, rows))?;
+            }
             wrote = true;
         }
-        if st.delta.is_empty() {
+        if st.delta.is_empty() && st.pending.is_none() {
             st.merged_upto = st.next_id;
         }
         if wrote && !st.bulk {
@@ -722,46 +739,27 @@ impl ColumnTable {
         Ok(())
     }
 
-    fn write_segment(&self, st: &mut State, rows: &[(RowId, Row)]) -> Result<Segment> {
-        let first = rows[0].0;
-        let dense = rows
-            .iter()
-            .enumerate()
-            .all(|(i, (id, _))| *id == first + i as u64);
-        let ids = if dense {
-            Ids::Dense(first)
-        } else {
-            Ids::List(rows.iter().map(|(id, _)| *id).collect())
-        };
-        // Columns are encoded independently: spread them over the cores.
-        let ncols = self.phys.len();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(ncols)
-            .max(1);
-        let encode = |c: usize| {
-            let values: Vec<&Value> = rows.iter().map(|(_, r)| &r[c]).collect();
-            let (bytes, zone) = chunk::encode(self.phys[c], &values);
-            let mut rec = Vec::with_capacity(bytes.len() + 4);
-            rec.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
-            rec.extend_from_slice(&bytes);
-            (c, rec, bytes.len(), zone)
-        };
-        let mut encoded: Vec<(usize, Vec<u8>, usize, chunk::Zone)> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|t| {
-                    let encode = &encode;
-                    s.spawn(move || (t..ncols).step_by(threads).map(encode).collect::<Vec<_>>())
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().expect("column encoder panicked"))
-                .collect()
-        });
-        encoded.sort_by_key(|e| e.0);
-        let mut chunks = Vec::with_capacity(ncols);
-        for (c, rec, len, zone) in encoded {
+    /// The table's state, with any segment a bulk load has in flight written first.
+    fn lock(&self) -> Result<parking_lot::MutexGuard<'_, State>> {
+        let mut st = self.state.lock();
+        self.settle(&mut st)?;
+        Ok(st)
+    }
+
+    fn settle(&self, st: &mut State) -> Result<()> {
+        if let Some(h) = st.pending.take() {
+            let enc = h
+                .join()
+                .map_err(|_| Error::internal("column encoder panicked"))?;
+            self.install(st, enc)?;
+        }
+        Ok(())
+    }
+
+    /// Write an encoded segment's chunks at the ends of the column files and add it.
+    fn install(&self, st: &mut State, enc: Encoded) -> Result<()> {
+        let mut chunks = Vec::with_capacity(enc.chunks.len());
+        for (c, (rec, len, zone)) in enc.chunks.into_iter().enumerate() {
             let off = st.col_ends[c];
             self.files[c]
                 .write_all_at(&rec, off)
@@ -775,16 +773,21 @@ impl ColumnTable {
                 zone,
             });
         }
-        Ok(Segment {
-            rows: rows.len() as u32,
-            ids,
+        st.merged_upto = st.merged_upto.max(enc.last_id + 1);
+        st.dels
+            .push(Arc::new(Deleted::from_positions(enc.rows, &[])));
+        st.segs.push(Arc::new(Segment {
+            rows: enc.rows,
+            ids: enc.ids,
             chunks,
-        })
+        }));
+        Ok(())
     }
 
     /// Make the segments durable, start a new log holding the delta, and replace the
     /// metadata (the commit point); then drop the old log.
     fn checkpoint(&self, st: &mut State) -> Result<()> {
+        self.settle(st)?;
         for f in &self.files {
             f.sync_data().at(self.dir.display())?;
         }
@@ -838,10 +841,59 @@ impl ColumnTable {
 
     /// Merge the whole delta into segments now (OPTIMIZE TABLE).
     pub fn merge_all(&self) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         self.flush_locked(&mut st)?;
         self.merge(&mut st, true)?;
         self.checkpoint(&mut st)
+    }
+}
+
+/// Encode a segment's columns, spread over the cores (they are independent).
+fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>) -> Encoded {
+    let first = rows[0].0;
+    let dense = rows
+        .iter()
+        .enumerate()
+        .all(|(i, (id, _))| *id == first + i as u64);
+    let ids = if dense {
+        Ids::Dense(first)
+    } else {
+        Ids::List(rows.iter().map(|(id, _)| *id).collect())
+    };
+    let ncols = phys.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(ncols)
+        .max(1);
+    let encode = |c: usize| {
+        let values: Vec<&Value> = rows.iter().map(|(_, r)| &r[c]).collect();
+        let (bytes, zone) = chunk::encode(phys[c], &values);
+        let mut rec = Vec::with_capacity(bytes.len() + 4);
+        rec.extend_from_slice(&crc32c::crc32c(&bytes).to_le_bytes());
+        rec.extend_from_slice(&bytes);
+        (c, rec, bytes.len(), zone)
+    };
+    let mut encoded: Vec<(usize, Vec<u8>, usize, chunk::Zone)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let encode = &encode;
+                s.spawn(move || (t..ncols).step_by(threads).map(encode).collect::<Vec<_>>())
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("column encoder panicked"))
+            .collect()
+    });
+    encoded.sort_by_key(|e| e.0);
+    Encoded {
+        ids,
+        rows: rows.len() as u32,
+        last_id: rows.last().map_or(first, |r| r.0),
+        chunks: encoded
+            .into_iter()
+            .map(|(_, rec, len, zone)| (rec, len, zone))
+            .collect(),
     }
 }
 
@@ -983,7 +1035,7 @@ impl Table for ColumnTable {
             .unwrap_or_else(|| (0..self.schema.columns.len()).collect());
         Ok(Box::new(ColumnCursor {
             t: self,
-            snap: self.snapshot(),
+            snap: self.snapshot()?,
             filter: req.filter.clone(),
             columns,
             batch_rows: req.batch_rows.max(1),
@@ -994,7 +1046,7 @@ impl Table for ColumnTable {
     }
 
     fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {
-        let snap = self.snapshot();
+        let snap = self.snapshot()?;
         let filter = req.filter.as_ref();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -1036,7 +1088,7 @@ impl Table for ColumnTable {
     }
 
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
-        let snap = self.snapshot();
+        let snap = self.snapshot()?;
         let mut out: Vec<Option<Row>> = ids.iter().map(|_| None).collect();
         // Segment rows grouped by segment, so each segment's chunks are decoded once.
         let mut wanted: BTreeMap<usize, Vec<(u32, usize)>> = BTreeMap::new();
@@ -1172,7 +1224,7 @@ impl Table for ColumnTable {
 
     fn update(&self, id: RowId, row: Row) -> Result<RowId> {
         let row = self.normalize(row)?;
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         self.check_unique(&st, &row, Some(id))?;
         self.delete_locked(&mut st, id)?;
         HandlerCounters::add(&self.counters.update, 1);
@@ -1180,12 +1232,12 @@ impl Table for ColumnTable {
     }
 
     fn delete(&self, id: RowId) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         self.delete_locked(&mut st, id)
     }
 
     fn truncate(&self) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         st.segs.clear();
         st.dels.clear();
         st.delta = Arc::new(BTreeMap::new());
@@ -1213,7 +1265,7 @@ impl Table for ColumnTable {
     }
 
     fn end_bulk(&self) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         st.bulk = false;
         let had = st.unlogged;
         self.merge(&mut st, false)?;
@@ -1224,7 +1276,7 @@ impl Table for ColumnTable {
     }
 
     fn flush(&self) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         if st.bulk {
             return Ok(());
         }
@@ -1232,7 +1284,7 @@ impl Table for ColumnTable {
     }
 
     fn sync(&self) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         if !st.bulk {
             self.flush_locked(&mut st)?;
         }
@@ -1253,7 +1305,7 @@ impl Table for ColumnTable {
     }
 
     fn check(&self) -> Result<Vec<String>> {
-        let snap = self.snapshot();
+        let snap = self.snapshot()?;
         let mut problems = vec![];
         let mut rows = 0u64;
         for (seg, del) in snap.segs.iter().zip(&snap.dels) {
@@ -1274,7 +1326,7 @@ impl Table for ColumnTable {
             rows += seg.rows as u64 - del.count as u64;
         }
         rows += snap.delta.len() as u64;
-        let st = self.state.lock();
+        let st = self.lock()?;
         if rows != st.live {
             problems.push(format!("{} rows counted, {} recorded", rows, st.live));
         }
@@ -1307,7 +1359,7 @@ impl Drop for ColumnTable {
 
 impl ColumnTable {
     fn flush_locked_owned(&self) -> Result<()> {
-        let mut st = self.state.lock();
+        let mut st = self.lock()?;
         self.flush_locked(&mut st)?;
         st.log.sync_data().at(self.dir.display())?;
         Ok(())
