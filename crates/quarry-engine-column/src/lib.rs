@@ -608,6 +608,52 @@ impl ColumnTable {
         })
     }
 
+    /// Fold the live, filter-passing, non-NULL values of column `col` in a segment into
+    /// `acc`: from the zone map when every row counts, else from the decoded chunk.
+    fn min_max_segment(
+        &self,
+        seg: &Segment,
+        del: &Deleted,
+        col: usize,
+        filter: Option<&Pred>,
+        acc: &mut MinMax,
+    ) -> Result<()> {
+        let zone = &seg.chunks[col].zone;
+        let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
+        let truth = match filter {
+            Some(p) if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) => {
+                return Ok(())
+            }
+            Some(p) => match self.eval(p, seg, &mut chunks)? {
+                Truth::All(TRUE) => None,
+                Truth::All(_) => return Ok(()),
+                Truth::Rows(t) => Some(t),
+            },
+            None => None,
+        };
+        if truth.is_none() && del.count == 0 {
+            if !zone.min.is_null() {
+                acc.add(&zone.min);
+                acc.add(&zone.max);
+            }
+            return Ok(());
+        }
+        let ch = match chunks[col].take() {
+            Some(c) => c,
+            None => self.chunk(seg, col)?,
+        };
+        HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+        for i in 0..ch.rows {
+            let counts = !ch.is_null(i)
+                && (del.count == 0 || !del.get(i))
+                && truth.as_ref().is_none_or(|t| t[i] == TRUE);
+            if counts {
+                acc.add(&ch.value(i)?);
+            }
+        }
+        Ok(())
+    }
+
     fn normalize(&self, row: Row) -> Result<Row> {
         if row.len() != self.schema.columns.len() {
             return Err(Error::internal("row width differs from the table's"));
@@ -897,6 +943,27 @@ fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>) -> Encoded {
     }
 }
 
+/// The smallest and largest value seen so far; the first of equals is kept, as a scan's
+/// MIN/MAX would keep it.
+#[derive(Default)]
+struct MinMax(Option<(Value, Value)>);
+
+impl MinMax {
+    fn add(&mut self, v: &Value) {
+        match &mut self.0 {
+            None => self.0 = Some((v.clone(), v.clone())),
+            Some((lo, hi)) => {
+                if v.total_cmp(lo).is_lt() {
+                    *lo = v.clone();
+                }
+                if v.total_cmp(hi).is_gt() {
+                    *hi = v.clone();
+                }
+            }
+        }
+    }
+}
+
 /// A condition's truth over a segment: the same for every row, or one per row.
 enum Truth {
     All(u8),
@@ -1085,6 +1152,24 @@ impl Table for ColumnTable {
             .filter(|r| filter.is_none_or(|p| p.eval(r) == Some(true)))
             .count() as u64;
         Ok(Some(counted? + delta))
+    }
+
+    fn min_max(&self, col: usize, req: &ScanRequest) -> Result<Option<(Value, Value)>> {
+        if col >= self.schema.columns.len() {
+            return Ok(None);
+        }
+        let snap = self.snapshot()?;
+        let filter = req.filter.as_ref();
+        let mut acc = MinMax::default();
+        for (seg, del) in snap.segs.iter().zip(&snap.dels) {
+            self.min_max_segment(seg, del, col, filter, &mut acc)?;
+        }
+        for r in snap.delta.values() {
+            if !r[col].is_null() && filter.is_none_or(|p| p.eval(r) == Some(true)) {
+                acc.add(&r[col]);
+            }
+        }
+        Ok(Some(acc.0.unwrap_or((Value::Null, Value::Null))))
     }
 
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {

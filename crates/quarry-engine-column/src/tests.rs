@@ -167,6 +167,47 @@ fn agree(t: &dyn Table, model: &BTreeMap<RowId, Row>) {
             .unwrap();
         assert_eq!(n, Some(want.len() as u64), "count {p:?}");
     }
+    // MIN/MAX from zone maps, chunks and the delta, with and without filters.
+    for filter in std::iter::once(None).chain(preds().into_iter().map(Some)) {
+        for col in 0..4 {
+            let mut vals = model
+                .values()
+                .filter(|r| filter.as_ref().is_none_or(|p| p.eval(r) == Some(true)))
+                .map(|r| &r[col])
+                .filter(|v| !v.is_null());
+            let first = vals.next().cloned();
+            let want = vals.fold(first.clone().map(|f| (f.clone(), f)), |acc, v| {
+                acc.map(|(lo, hi)| {
+                    (
+                        if v.total_cmp(&lo).is_lt() {
+                            v.clone()
+                        } else {
+                            lo
+                        },
+                        if v.total_cmp(&hi).is_gt() {
+                            v.clone()
+                        } else {
+                            hi
+                        },
+                    )
+                })
+            });
+            let got = t
+                .min_max(
+                    col,
+                    &ScanRequest {
+                        filter: filter.clone(),
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+            assert_eq!(
+                got,
+                Some(want.unwrap_or((Value::Null, Value::Null))),
+                "column {col} under {filter:?}"
+            );
+        }
+    }
     let ids: Vec<RowId> = model.keys().rev().step_by(7).copied().collect();
     let rows = t.fetch(&ids).unwrap();
     for (id, r) in ids.iter().zip(rows) {

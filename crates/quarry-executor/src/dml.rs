@@ -725,8 +725,22 @@ fn matching_rows(
         },
         _ => unreachable!("single-table plan"),
     };
+    // A whole-table scan offers its conditions to the engine, as a SELECT's would.
+    let (pushed, filter) = match access {
+        crate::plan::Access::Full => crate::pushdown::split(entry, filter),
+        _ => (None, filter),
+    };
+    let how = crate::exec::ScanHow {
+        filter: filter.as_ref(),
+        index_filter: None,
+        access: &access,
+        read: crate::plan::ReadMode::Rows,
+        order: None,
+        pushed: pushed.as_ref(),
+        columns: None,
+    };
     let mut out = vec![];
-    scan_table(entry, filter.as_ref(), &access, ctx, &mut |ids, rows| {
+    crate::exec::scan_with(entry, &how, ctx, &mut |ids, rows| {
         for (id, r) in ids.into_iter().zip(rows) {
             if residual
                 .as_ref()

@@ -634,6 +634,73 @@ fn count_star(input: &Plan, group: &[Expr], aggs: &[Agg], ctx: &ExecCtx) -> Resu
     Ok(Some(total))
 }
 
+/// COUNT(*), MIN(column) and MAX(column) over a whole-table scan whose filter went to the
+/// engine, answered by the engine without rows (from zone maps) when it can.
+fn min_max_from_engine(
+    input: &Plan,
+    group: &[Expr],
+    aggs: &[Agg],
+    ctx: &ExecCtx,
+) -> Result<Option<Row>> {
+    let (
+        [],
+        Plan::Scan {
+            table,
+            filter: None,
+            index_filter: None,
+            access: Access::Full,
+            pushed,
+            ..
+        },
+    ) = (group, input)
+    else {
+        return Ok(None);
+    };
+    let wanted = |a: &Agg| {
+        matches!(
+            (a.func, a.args.as_slice()),
+            (AggFunc::CountStar, _) | (AggFunc::Min | AggFunc::Max, [Expr::Col(_)])
+        )
+    };
+    if !aggs
+        .iter()
+        .any(|a| matches!(a.func, AggFunc::Min | AggFunc::Max))
+        || !aggs.iter().all(wanted)
+    {
+        return Ok(None);
+    }
+    let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+        return Ok(None);
+    };
+    let req = ScanRequest {
+        filter,
+        ..Default::default()
+    };
+    let mut row = Vec::with_capacity(aggs.len());
+    for a in aggs {
+        let v = match (a.func, a.args.as_slice()) {
+            (AggFunc::Min | AggFunc::Max, [Expr::Col(c)]) => {
+                match table.handle.min_max(*c, &req)? {
+                    Some((lo, hi)) => {
+                        if a.func == AggFunc::Min {
+                            lo
+                        } else {
+                            hi
+                        }
+                    }
+                    None => return Ok(None),
+                }
+            }
+            _ => match table.handle.count(&req)? {
+                Some(n) => Value::Int(n as i64),
+                None => return Ok(None),
+            },
+        };
+        row.push(v);
+    }
+    Ok(Some(row))
+}
+
 /// Whether normalized ranges are disjoint: they are unless their prefixes differ in length.
 fn disjoint(ranges: &[KeyRange]) -> bool {
     let mut lens = ranges
@@ -978,6 +1045,10 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
         Plan::Aggregate { input, group, aggs } => {
             if let Some(n) = count_star(input, group, aggs, ctx)? {
                 sink(vec![vec![Value::Int(n as i64)]])?;
+                return Ok(());
+            }
+            if let Some(row) = min_max_from_engine(input, group, aggs, ctx)? {
+                sink(vec![row])?;
                 return Ok(());
             }
             let mut out = Vec::new();

@@ -210,6 +210,12 @@ pub trait Table: Send + Sync {
     fn count(&self, _req: &ScanRequest) -> Result<Option<u64>> {
         Ok(None)
     }
+    /// The smallest and largest non-NULL value of column `col` among the rows a scan with
+    /// `req` would return (NULLs when there are none), when the engine knows them without
+    /// producing the rows — from zone maps, say. Values compare as `Value::total_cmp`.
+    fn min_max(&self, _col: usize, _req: &ScanRequest) -> Result<Option<(Value, Value)>> {
+        Ok(None)
+    }
     /// Build, from the rows, the indexes of `new` that `kept` marks `None` (new index `n`
     /// is old index `kept[n]` otherwise), into files beside the table's for
     /// [`Engine::install_indexes`]; `progress` hears the rows read so far. A duplicate in a
