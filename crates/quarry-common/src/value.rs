@@ -466,6 +466,13 @@ pub fn collate_key(s: &str, out: &mut Vec<u8>) {
 
 /// SQL LIKE with `%`, `_` and an escape character, under the case-insensitive collation.
 pub fn like(s: &str, p: &str, escape: char) -> bool {
+    if s.is_ascii() && p.is_ascii() && escape.is_ascii() {
+        return like_ascii(s.as_bytes(), p.as_bytes(), escape as u8);
+    }
+    like_chars(s, p, escape)
+}
+
+fn like_chars(s: &str, p: &str, escape: char) -> bool {
     let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
     let p: Vec<char> = p.chars().collect();
     fn rec(s: &[char], p: &[char], esc: char) -> bool {
@@ -509,6 +516,44 @@ pub fn like(s: &str, p: &str, escape: char) -> bool {
         pi == p.len()
     }
     rec(&s, &p, escape)
+}
+
+/// [`like`] for ASCII text and pattern: the same matching on bytes, without allocating.
+fn like_ascii(s: &[u8], p: &[u8], esc: u8) -> bool {
+    let (mut si, mut pi) = (0, 0);
+    let (mut star_p, mut star_s) = (usize::MAX, 0);
+    while si < s.len() {
+        if pi < p.len() {
+            let pc = p[pi];
+            if pc == b'%' {
+                star_p = pi;
+                star_s = si;
+                pi += 1;
+                continue;
+            }
+            let (ok, adv) = if pc == esc && pi + 1 < p.len() {
+                (p[pi + 1].eq_ignore_ascii_case(&s[si]), 2)
+            } else {
+                (pc == b'_' || pc.eq_ignore_ascii_case(&s[si]), 1)
+            };
+            if ok {
+                si += 1;
+                pi += adv;
+                continue;
+            }
+        }
+        if star_p != usize::MAX {
+            pi = star_p + 1;
+            star_s += 1;
+            si = star_s;
+            continue;
+        }
+        return false;
+    }
+    while pi < p.len() && p[pi] == b'%' {
+        pi += 1;
+    }
+    pi == p.len()
 }
 
 /// MySQL's lenient string → number prefix parse: leading spaces, sign, digits, fraction,
@@ -870,6 +915,33 @@ pub type Row = Vec<Value>;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ascii_like_matches_the_char_by_char_one() {
+        let alphabet = b"aAbB%_\\x";
+        let mut seed = 1u64;
+        let mut next = move |m: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % m
+        };
+        let mut word = |n: usize| -> String {
+            (0..next(n))
+                .map(|_| alphabet[next(alphabet.len())] as char)
+                .collect()
+        };
+        for _ in 0..20_000 {
+            let (s, p) = (word(8), word(6));
+            for esc in ['\\', 'x'] {
+                assert_eq!(
+                    super::like_ascii(s.as_bytes(), p.as_bytes(), esc as u8),
+                    super::like_chars(&s, &p, esc),
+                    "{s:?} LIKE {p:?} ESCAPE {esc:?}"
+                );
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

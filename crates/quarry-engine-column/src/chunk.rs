@@ -382,7 +382,7 @@ fn ascii_collate_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 /// A hasher for short byte strings (FNV-1a over 8-byte words): dictionary building is
 /// on the load path, and SipHash's strength buys nothing for keys the table itself holds.
 #[derive(Default)]
-struct WordHasher(u64);
+pub(crate) struct WordHasher(u64);
 
 impl std::hash::Hasher for WordHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -982,6 +982,15 @@ impl Chunk {
                     }
                 }
             },
+            Data::Plain { offsets, data } => {
+                for w in offsets.windows(2) {
+                    out.push(eval_bytes(
+                        p,
+                        self.phys,
+                        &data[w[0] as usize..w[1] as usize],
+                    )?);
+                }
+            }
             _ => {
                 for i in 0..self.rows {
                     out.push(tri(p.eval_value(&self.value(i)?)));

@@ -21,7 +21,9 @@
 //!   it out are skipped, the rest are evaluated on the encoded chunks (a dictionary chunk
 //!   decides each distinct value once), and only then are the requested columns of the
 //!   matching rows decoded (late materialisation). COUNT(*) with a pushed filter never
-//!   builds rows and is split across the cores.
+//!   builds rows and is split across the cores; MIN/MAX come from the zone maps where
+//!   every row of a segment counts; GROUP BY with COUNT/MIN/MAX is done on the encoded
+//!   chunks, segments split across the cores (`group`).
 //! * Indexes are not access paths here (the planner is told so through capabilities);
 //!   UNIQUE and PRIMARY keys are enforced through an in-memory hash of their keys, built
 //!   when the table is opened.
@@ -29,6 +31,7 @@
 //! Must not touch: SQL, sessions, transactions (undo is done above through this API).
 
 mod chunk;
+mod group;
 mod meta;
 
 use std::collections::{BTreeMap, HashMap};
@@ -43,7 +46,8 @@ use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, Value};
 use quarry_storage_api::{
     Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred,
-    RowFormat, RowId, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
+    RowFormat, RowId, ScanAgg, ScanRequest, Stat, Support, Table, TablePath, TableSchema,
+    TableStats,
 };
 
 use chunk::{Chunk, Phys, TRUE};
@@ -654,6 +658,44 @@ impl ColumnTable {
         Ok(())
     }
 
+    /// Group the live rows of a segment that pass `filter` into `out`.
+    fn group_segment(
+        &self,
+        seg: &Segment,
+        del: &Deleted,
+        filter: Option<&Pred>,
+        group: &[usize],
+        aggs: &[ScanAgg],
+        out: &mut group::Groups,
+    ) -> Result<()> {
+        let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
+        let truth = match filter {
+            Some(p) if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) => {
+                return Ok(())
+            }
+            Some(p) => match self.eval(p, seg, &mut chunks)? {
+                Truth::All(TRUE) => None,
+                Truth::All(_) => return Ok(()),
+                Truth::Rows(t) => Some(t),
+            },
+            None => None,
+        };
+        for c in group
+            .iter()
+            .copied()
+            .chain(aggs.iter().filter_map(agg_column))
+        {
+            if chunks[c].is_none() {
+                chunks[c] = Some(self.chunk(seg, c)?);
+            }
+        }
+        HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+        let selected = |i: usize| {
+            (del.count == 0 || !del.get(i)) && truth.as_ref().is_none_or(|t| t[i] == TRUE)
+        };
+        group::segment(&chunks, group, aggs, seg.rows as usize, &selected, out)
+    }
+
     fn normalize(&self, row: Row) -> Result<Row> {
         if row.len() != self.schema.columns.len() {
             return Err(Error::internal("row width differs from the table's"));
@@ -943,6 +985,14 @@ fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>) -> Encoded {
     }
 }
 
+/// The column an aggregate reads, if any.
+fn agg_column(a: &ScanAgg) -> Option<usize> {
+    match *a {
+        ScanAgg::CountStar => None,
+        ScanAgg::Count(c) | ScanAgg::Min(c) | ScanAgg::Max(c) => Some(c),
+    }
+}
+
 /// The smallest and largest value seen so far; the first of equals is kept, as a scan's
 /// MIN/MAX would keep it.
 #[derive(Default)]
@@ -1170,6 +1220,81 @@ impl Table for ColumnTable {
             }
         }
         Ok(Some(acc.0.unwrap_or((Value::Null, Value::Null))))
+    }
+
+    fn aggregate(
+        &self,
+        req: &ScanRequest,
+        group: &[usize],
+        aggs: &[ScanAgg],
+        max_groups: usize,
+    ) -> Result<Option<Vec<Row>>> {
+        let ncols = self.schema.columns.len();
+        if group
+            .iter()
+            .copied()
+            .chain(aggs.iter().filter_map(agg_column))
+            .any(|c| c >= ncols)
+        {
+            return Ok(None);
+        }
+        let snap = self.snapshot()?;
+        let filter = req.filter.as_ref();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(snap.segs.len().max(1));
+        let per = snap.segs.len().div_ceil(threads).max(1);
+        let segs: Vec<(Arc<Segment>, Arc<Deleted>)> = snap
+            .segs
+            .iter()
+            .cloned()
+            .zip(snap.dels.iter().cloned())
+            .collect();
+        // Each thread groups a run of segments; the runs are merged in order, so groups
+        // keep the order a scan meets them in.
+        let parts: Vec<Result<Option<group::Groups>>> = std::thread::scope(|s| {
+            let workers: Vec<_> = segs
+                .chunks(per)
+                .map(|part| {
+                    s.spawn(move || -> Result<Option<group::Groups>> {
+                        let mut g = group::Groups::new(group.len(), aggs);
+                        for (seg, del) in part {
+                            self.group_segment(seg, del, filter, group, aggs, &mut g)?;
+                            if g.len() > max_groups {
+                                return Ok(None);
+                            }
+                        }
+                        Ok(Some(g))
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("grouping thread")))
+                })
+                .collect()
+        });
+        let mut total = group::Groups::new(group.len(), aggs);
+        for part in parts {
+            match part? {
+                Some(g) => total.absorb(g),
+                None => return Ok(None),
+            }
+            if total.len() > max_groups {
+                return Ok(None);
+            }
+        }
+        for r in snap.delta.values() {
+            if filter.is_none_or(|p| p.eval(r) == Some(true)) {
+                total.add_row(r, group);
+            }
+        }
+        if total.len() > max_groups {
+            return Ok(None);
+        }
+        Ok(Some(total.rows))
     }
 
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {

@@ -208,6 +208,55 @@ fn agree(t: &dyn Table, model: &BTreeMap<RowId, Row>) {
             );
         }
     }
+    // GROUP BY in the engine: the groups a scan would make, in the order it meets them.
+    let aggs = [
+        ScanAgg::CountStar,
+        ScanAgg::Count(2),
+        ScanAgg::Min(3),
+        ScanAgg::Max(0),
+    ];
+    for filter in [None, Some(preds()[1].clone()), Some(preds()[4].clone())] {
+        for group in [vec![1], vec![1, 2], vec![]] {
+            let mut want: Vec<Row> = vec![];
+            let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
+            for r in model.values() {
+                if filter.as_ref().is_some_and(|p| p.eval(r) != Some(true)) {
+                    continue;
+                }
+                let mut key = vec![];
+                for &c in &group {
+                    r[c].hash_key(&mut key);
+                }
+                let gi = *seen.entry(key).or_insert_with(|| {
+                    let mut g: Row = group.iter().map(|&c| r[c].clone()).collect();
+                    g.extend([Value::Int(0), Value::Int(0), Value::Null, Value::Null]);
+                    want.push(g);
+                    want.len() - 1
+                });
+                let g = &mut want[gi];
+                let w = group.len();
+                g[w] = Value::Int(g[w].to_i64() + 1);
+                g[w + 1] = Value::Int(g[w + 1].to_i64() + !r[2].is_null() as i64);
+                if !r[3].is_null() && (g[w + 2].is_null() || r[3].total_cmp(&g[w + 2]).is_lt()) {
+                    g[w + 2] = r[3].clone();
+                }
+                if !r[0].is_null() && (g[w + 3].is_null() || r[0].total_cmp(&g[w + 3]).is_gt()) {
+                    g[w + 3] = r[0].clone();
+                }
+            }
+            let req = ScanRequest {
+                filter: filter.clone(),
+                ..Default::default()
+            };
+            let got = t.aggregate(&req, &group, &aggs, usize::MAX).unwrap();
+            assert_eq!(got, Some(want), "GROUP BY {group:?} under {filter:?}");
+        }
+    }
+    // Over the group limit: the caller is told to group the rows itself.
+    let capped = t
+        .aggregate(&ScanRequest::default(), &[1], &aggs, 0)
+        .unwrap();
+    assert_eq!(capped, model.is_empty().then(Vec::new));
     let ids: Vec<RowId> = model.keys().rev().step_by(7).copied().collect();
     let rows = t.fetch(&ids).unwrap();
     for (id, r) in ids.iter().zip(rows) {

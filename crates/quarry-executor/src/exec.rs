@@ -15,7 +15,7 @@ use std::sync::Arc;
 use quarry_catalog::{Catalog, TableEntry};
 use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
-use quarry_storage_api::{HandlerCounters, IndexEntry, IndexScan, RowId, ScanRequest};
+use quarry_storage_api::{HandlerCounters, IndexEntry, IndexScan, RowId, ScanAgg, ScanRequest};
 
 use crate::expr::{cast_value, Expr, SubQuery};
 use crate::plan::{Access, Agg, AggFunc, JoinKind, Plan, ReadMode};
@@ -701,6 +701,84 @@ fn min_max_from_engine(
     Ok(Some(row))
 }
 
+/// GROUP BY columns with COUNT/MIN/MAX of columns over a whole-table scan whose filter went
+/// to the engine: grouped inside the engine when it can (on encoded column chunks).
+fn group_in_engine(
+    input: &Plan,
+    group: &[Expr],
+    aggs: &[Agg],
+    ctx: &ExecCtx,
+) -> Result<Option<Vec<Row>>> {
+    let Plan::Scan {
+        table,
+        filter: None,
+        index_filter: None,
+        access: Access::Full,
+        pushed,
+        ..
+    } = input
+    else {
+        return Ok(None);
+    };
+    let Some(cols) = group
+        .iter()
+        .map(|g| match g {
+            Expr::Col(c) => Some(*c),
+            _ => None,
+        })
+        .collect::<Option<Vec<usize>>>()
+    else {
+        return Ok(None);
+    };
+    // COUNT(DISTINCT c) alone: the number of non-NULL groups of c.
+    if let ([], [a]) = (cols.as_slice(), aggs) {
+        if let (AggFunc::Count, [Expr::Col(c)], true) = (a.func, a.args.as_slice(), a.distinct) {
+            let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+                return Ok(None);
+            };
+            let req = ScanRequest {
+                filter,
+                ..Default::default()
+            };
+            // The executor's own DISTINCT set is not bounded either.
+            return Ok(table
+                .handle
+                .aggregate(&req, &[*c], &[], usize::MAX)?
+                .map(|g| {
+                    let n = g.iter().filter(|r| !r[0].is_null()).count();
+                    vec![vec![Value::Int(n as i64)]]
+                }));
+        }
+    }
+    let Some(scan_aggs) = aggs
+        .iter()
+        .map(|a| match (a.func, a.args.as_slice(), a.distinct) {
+            (AggFunc::CountStar, _, _) => Some(ScanAgg::CountStar),
+            (AggFunc::Count, [Expr::Col(c)], false) => Some(ScanAgg::Count(*c)),
+            (AggFunc::Min, [Expr::Col(c)], _) => Some(ScanAgg::Min(*c)),
+            (AggFunc::Max, [Expr::Col(c)], _) => Some(ScanAgg::Max(*c)),
+            _ => None,
+        })
+        .collect::<Option<Vec<ScanAgg>>>()
+    else {
+        return Ok(None);
+    };
+    let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+        return Ok(None);
+    };
+    // As many groups as the aggregation buffer would hold before spilling.
+    let max_groups = (ctx.agg_buffer / (64 + 48 * aggs.len())).max(1024);
+    table.handle.aggregate(
+        &ScanRequest {
+            filter,
+            ..Default::default()
+        },
+        &cols,
+        &scan_aggs,
+        max_groups,
+    )
+}
+
 /// Whether normalized ranges are disjoint: they are unless their prefixes differ in length.
 fn disjoint(ranges: &[KeyRange]) -> bool {
     let mut lens = ranges
@@ -1051,8 +1129,14 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 sink(vec![row])?;
                 return Ok(());
             }
-            let mut out = Vec::new();
-            aggregate(&mut |f| run(input, ctx, f), group, aggs, ctx, 0, &mut out)?;
+            let mut out = match group_in_engine(input, group, aggs, ctx)? {
+                Some(rows) => rows,
+                None => {
+                    let mut out = Vec::new();
+                    aggregate(&mut |f| run(input, ctx, f), group, aggs, ctx, 0, &mut out)?;
+                    out
+                }
+            };
             if out.is_empty() && group.is_empty() {
                 // An aggregate without GROUP BY returns one row even for no input.
                 out.push(aggs.iter().map(|a| AggState::new(a).finish(a)).collect());

@@ -74,6 +74,16 @@ pub struct ScanRequest {
     pub filter: Option<Pred>,
 }
 
+/// An aggregate a scan may compute inside the engine, per group ([`Table::aggregate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanAgg {
+    CountStar,
+    /// Non-NULL values of a column.
+    Count(usize),
+    Min(usize),
+    Max(usize),
+}
+
 /// What the planner may ask of a table beyond scans, fetches and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
@@ -214,6 +224,21 @@ pub trait Table: Send + Sync {
     /// `req` would return (NULLs when there are none), when the engine knows them without
     /// producing the rows — from zone maps, say. Values compare as `Value::total_cmp`.
     fn min_max(&self, _col: usize, _req: &ScanRequest) -> Result<Option<(Value, Value)>> {
+        Ok(None)
+    }
+    /// GROUP BY the columns `group` over the rows a scan with `req` would return: one row
+    /// per group, its values (the first met of values equal under [`Value::hash_key`]) then
+    /// the aggregates (COUNTs as `Value::Int`, MIN/MAX as `Value::total_cmp` orders, NULL
+    /// when no value counted), groups in the order a scan meets them. None when the engine
+    /// cannot, or when more than `max_groups` groups turn up (the caller then aggregates
+    /// the rows itself).
+    fn aggregate(
+        &self,
+        _req: &ScanRequest,
+        _group: &[usize],
+        _aggs: &[ScanAgg],
+        _max_groups: usize,
+    ) -> Result<Option<Vec<Row>>> {
         Ok(None)
     }
     /// Build, from the rows, the indexes of `new` that `kept` marks `None` (new index `n`

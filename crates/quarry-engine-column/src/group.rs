@@ -1,0 +1,270 @@
+//! GROUP BY with COUNT/MIN/MAX inside the engine ([`Table::aggregate`]).
+//!
+//! Each segment is grouped on its encoded chunks — dictionary codes index an array, other
+//! columns key a hash map by their raw integers or bytes — and aggregates keep counts and
+//! the row holding the best value so far, so no row is built: only each group's values
+//! are materialised at the end of the segment (late materialisation). Segments' groups
+//! are then merged by the values' grouping keys ([`Value::hash_key`], so collation-equal
+//! strings meet), in the order a scan would meet them.
+//!
+//! [`Table::aggregate`]: quarry_storage_api::Table::aggregate
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use quarry_common::value::collate_cmp;
+use quarry_common::{Result, Row, Value};
+use quarry_storage_api::ScanAgg;
+
+use crate::chunk::{Chunk, Codes, Data, Phys, WordHasher};
+
+/// Groups merged from segments and delta rows: group values then aggregate values.
+pub(crate) struct Groups {
+    index: HashMap<Vec<u8>, usize>,
+    pub rows: Vec<Row>,
+    width: usize,
+    aggs: Vec<ScanAgg>,
+    key: Vec<u8>,
+}
+
+impl Groups {
+    pub fn new(width: usize, aggs: &[ScanAgg]) -> Groups {
+        Groups {
+            index: HashMap::new(),
+            rows: vec![],
+            width,
+            aggs: aggs.to_vec(),
+            key: vec![],
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Add one group's values and partial aggregates.
+    pub fn merge(&mut self, row: Row) {
+        self.key.clear();
+        for v in &row[..self.width] {
+            v.hash_key(&mut self.key);
+        }
+        match self.index.get(&self.key) {
+            None => {
+                self.index.insert(self.key.clone(), self.rows.len());
+                self.rows.push(row);
+            }
+            Some(&i) => {
+                let cur = &mut self.rows[i];
+                for (j, a) in self.aggs.iter().enumerate() {
+                    let k = self.width + j;
+                    combine(*a, &mut cur[k], &row[k]);
+                }
+            }
+        }
+    }
+
+    /// Add a whole row (from the delta).
+    pub fn add_row(&mut self, r: &Row, group: &[usize]) {
+        let mut out: Row = group.iter().map(|&c| r[c].clone()).collect();
+        for a in &self.aggs {
+            out.push(match *a {
+                ScanAgg::CountStar => Value::Int(1),
+                ScanAgg::Count(c) => Value::Int(!r[c].is_null() as i64),
+                ScanAgg::Min(c) | ScanAgg::Max(c) => r[c].clone(),
+            });
+        }
+        self.merge(out);
+    }
+
+    /// Take in another set of groups, met after this one's.
+    pub fn absorb(&mut self, other: Groups) {
+        for r in other.rows {
+            self.merge(r);
+        }
+    }
+}
+
+fn combine(a: ScanAgg, cur: &mut Value, new: &Value) {
+    match a {
+        ScanAgg::CountStar | ScanAgg::Count(_) => {
+            *cur = Value::Int(cur.to_i64() + new.to_i64());
+        }
+        ScanAgg::Min(_) | ScanAgg::Max(_) => {
+            let want = if matches!(a, ScanAgg::Min(_)) {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+            if !new.is_null() && (cur.is_null() || new.total_cmp(cur) == want) {
+                *cur = new.clone();
+            }
+        }
+    }
+}
+
+/// One group of a segment: its first row, a count per COUNT aggregate and the row of the
+/// best value per MIN/MAX.
+struct Local {
+    first: usize,
+    counts: Vec<i64>,
+    best: Vec<Option<usize>>,
+}
+
+/// Group the rows of one segment for which `selected` holds into `out`. `chunks[c]` is
+/// decoded for every column the grouping or the aggregates read.
+pub(crate) fn segment(
+    chunks: &[Option<Chunk>],
+    group: &[usize],
+    aggs: &[ScanAgg],
+    rows: usize,
+    selected: &dyn Fn(usize) -> bool,
+    out: &mut Groups,
+) -> Result<()> {
+    let ch = |c: usize| chunks[c].as_ref().expect("chunk decoded for grouping");
+    let mut locals: Vec<Local> = vec![];
+    let new_local = |first: usize| Local {
+        first,
+        counts: vec![0; aggs.len()],
+        best: vec![None; aggs.len()],
+    };
+    // The group of each selected row: through a code-indexed table for one dictionary
+    // column, else through a map keyed by the columns' raw bytes.
+    let dict = match group {
+        [c] => match &ch(*c).data {
+            Data::Dict { offsets, codes, .. } => Some((offsets.len() - 1, codes)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut by_code: Vec<u32> = match dict {
+        Some((n, _)) => vec![u32::MAX; n + 1],
+        None => vec![],
+    };
+    let mut by_key: HashMap<Vec<u8>, usize, BuildHasherDefault<WordHasher>> = HashMap::default();
+    let mut key = Vec::new();
+    for i in (0..rows).filter(|&i| selected(i)) {
+        let slot = match dict {
+            Some((n, codes)) => {
+                let code = if ch(group[0]).is_null(i) {
+                    n
+                } else {
+                    match codes {
+                        Codes::U8(v) => v[i] as usize,
+                        Codes::U16(v) => v[i] as usize,
+                    }
+                };
+                if by_code[code] == u32::MAX {
+                    by_code[code] = locals.len() as u32;
+                    locals.push(new_local(i));
+                }
+                by_code[code] as usize
+            }
+            None => {
+                key.clear();
+                for &c in group {
+                    key_part(ch(c), i, &mut key);
+                }
+                match by_key.get(key.as_slice()) {
+                    Some(&s) => s,
+                    None => {
+                        by_key.insert(key.clone(), locals.len());
+                        locals.push(new_local(i));
+                        locals.len() - 1
+                    }
+                }
+            }
+        };
+        let local = &mut locals[slot];
+        for (j, a) in aggs.iter().enumerate() {
+            match *a {
+                ScanAgg::CountStar => local.counts[j] += 1,
+                ScanAgg::Count(c) => local.counts[j] += !ch(c).is_null(i) as i64,
+                ScanAgg::Min(c) | ScanAgg::Max(c) => {
+                    let col = ch(c);
+                    if col.is_null(i) {
+                        continue;
+                    }
+                    let want = if matches!(a, ScanAgg::Min(_)) {
+                        Ordering::Less
+                    } else {
+                        Ordering::Greater
+                    };
+                    match local.best[j] {
+                        Some(b) if cmp_rows(col, i, b) != want => {}
+                        _ => local.best[j] = Some(i),
+                    }
+                }
+            }
+        }
+    }
+    for local in locals {
+        let mut row = Vec::with_capacity(group.len() + aggs.len());
+        for &c in group {
+            row.push(ch(c).value(local.first)?);
+        }
+        for (j, a) in aggs.iter().enumerate() {
+            row.push(match *a {
+                ScanAgg::CountStar | ScanAgg::Count(_) => Value::Int(local.counts[j]),
+                ScanAgg::Min(c) | ScanAgg::Max(c) => match local.best[j] {
+                    Some(b) => ch(c).value(b)?,
+                    None => Value::Null,
+                },
+            });
+        }
+        out.merge(row);
+    }
+    Ok(())
+}
+
+/// Row `i`'s value of a chunk as bytes that are equal for equal stored values (a finer
+/// equality than grouping's; the merge by `hash_key` joins what it splits).
+fn key_part(ch: &Chunk, i: usize, out: &mut Vec<u8>) {
+    if ch.is_null(i) {
+        out.push(0);
+        return;
+    }
+    out.push(1);
+    match &ch.data {
+        Data::AllNull => {}
+        Data::Ints(v) => out.extend_from_slice(&v[i].to_le_bytes()),
+        Data::F64(v) => out.extend_from_slice(&v[i].to_bits().to_le_bytes()),
+        Data::I128(v) => out.extend_from_slice(&v[i].to_le_bytes()),
+        Data::Dict { codes, .. } => {
+            let code = match codes {
+                Codes::U8(v) => v[i] as u16,
+                Codes::U16(v) => v[i],
+            };
+            out.extend_from_slice(&code.to_le_bytes());
+        }
+        Data::Plain { offsets, data } => {
+            let b = &data[offsets[i] as usize..offsets[i + 1] as usize];
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// How two non-NULL rows of a chunk compare as their values would.
+fn cmp_rows(ch: &Chunk, i: usize, j: usize) -> Ordering {
+    match &ch.data {
+        Data::AllNull => Ordering::Equal,
+        Data::Ints(v) if ch.phys == Phys::UInt => (v[i] as u64).cmp(&(v[j] as u64)),
+        Data::Ints(v) => v[i].cmp(&v[j]),
+        Data::F64(v) => v[i].partial_cmp(&v[j]).unwrap_or(Ordering::Equal),
+        Data::I128(v) => v[i].cmp(&v[j]),
+        // Dictionaries are sorted as the column compares.
+        Data::Dict { codes, .. } => match codes {
+            Codes::U8(v) => v[i].cmp(&v[j]),
+            Codes::U16(v) => v[i].cmp(&v[j]),
+        },
+        Data::Plain { offsets, data } => {
+            let a = &data[offsets[i] as usize..offsets[i + 1] as usize];
+            let b = &data[offsets[j] as usize..offsets[j + 1] as usize];
+            match (ch.phys, std::str::from_utf8(a), std::str::from_utf8(b)) {
+                (Phys::Str, Ok(a), Ok(b)) => collate_cmp(a, b),
+                _ => a.cmp(b),
+            }
+        }
+    }
+}
