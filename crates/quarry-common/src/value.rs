@@ -472,69 +472,42 @@ pub fn like(s: &str, p: &str, escape: char) -> bool {
     like_chars(s, p, escape)
 }
 
+/// [`like`] for ASCII text and pattern: on the bytes, without allocating.
+fn like_ascii(s: &[u8], p: &[u8], esc: u8) -> bool {
+    matches(s, p, [b'%', b'_', esc], |a, b| a.eq_ignore_ascii_case(&b))
+}
+
 fn like_chars(s: &str, p: &str, escape: char) -> bool {
     let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
     let p: Vec<char> = p.chars().collect();
-    fn rec(s: &[char], p: &[char], esc: char) -> bool {
-        let (mut si, mut pi) = (0, 0);
-        let (mut star_p, mut star_s) = (usize::MAX, 0);
-        while si < s.len() {
-            if pi < p.len() {
-                let pc = p[pi];
-                if pc == '%' {
-                    star_p = pi;
-                    star_s = si;
-                    pi += 1;
-                    continue;
-                }
-                let (lit, adv) = if pc == esc && pi + 1 < p.len() {
-                    (Some(p[pi + 1]), 2)
-                } else {
-                    (None, 1)
-                };
-                let ok = match lit {
-                    Some(c) => c.to_lowercase().eq(std::iter::once(s[si])),
-                    None => pc == '_' || pc.to_lowercase().eq(std::iter::once(s[si])),
-                };
-                if ok {
-                    si += 1;
-                    pi += adv;
-                    continue;
-                }
-            }
-            if star_p != usize::MAX {
-                pi = star_p + 1;
-                star_s += 1;
-                si = star_s;
-                continue;
-            }
-            return false;
-        }
-        while pi < p.len() && p[pi] == '%' {
-            pi += 1;
-        }
-        pi == p.len()
-    }
-    rec(&s, &p, escape)
+    matches(&s, &p, ['%', '_', escape], |pc, sc| {
+        pc.to_lowercase().eq(std::iter::once(sc))
+    })
 }
 
-/// [`like`] for ASCII text and pattern: the same matching on bytes, without allocating.
-fn like_ascii(s: &[u8], p: &[u8], esc: u8) -> bool {
+/// LIKE matching (`[any, one, escape]` the pattern's special symbols), backtracking to
+/// the last `%` on a mismatch.
+fn matches<T: Copy + PartialEq>(
+    s: &[T],
+    p: &[T],
+    [any, one, esc]: [T; 3],
+    eq: impl Fn(T, T) -> bool,
+) -> bool {
     let (mut si, mut pi) = (0, 0);
     let (mut star_p, mut star_s) = (usize::MAX, 0);
     while si < s.len() {
         if pi < p.len() {
             let pc = p[pi];
-            if pc == b'%' {
+            if pc == any {
                 star_p = pi;
                 star_s = si;
                 pi += 1;
                 continue;
             }
             let (ok, adv) = if pc == esc && pi + 1 < p.len() {
-                (p[pi + 1].eq_ignore_ascii_case(&s[si]), 2)
+                (eq(p[pi + 1], s[si]), 2)
             } else {
-                (pc == b'_' || pc.eq_ignore_ascii_case(&s[si]), 1)
+                (pc == one || eq(pc, s[si]), 1)
             };
             if ok {
                 si += 1;
@@ -550,7 +523,7 @@ fn like_ascii(s: &[u8], p: &[u8], esc: u8) -> bool {
         }
         return false;
     }
-    while pi < p.len() && p[pi] == b'%' {
+    while pi < p.len() && p[pi] == any {
         pi += 1;
     }
     pi == p.len()

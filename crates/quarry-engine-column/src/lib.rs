@@ -234,6 +234,38 @@ struct Snapshot {
     delta: Arc<BTreeMap<RowId, Row>>,
 }
 
+impl Snapshot {
+    /// `work` over consecutive runs of segments, one run per core; results in run order.
+    fn in_parallel<T: Send>(
+        &self,
+        work: impl Fn(&[(Arc<Segment>, Arc<Deleted>)]) -> Result<T> + Sync,
+    ) -> Vec<Result<T>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(self.segs.len().max(1));
+        let per = self.segs.len().div_ceil(threads).max(1);
+        let segs: Vec<(Arc<Segment>, Arc<Deleted>)> = self
+            .segs
+            .iter()
+            .cloned()
+            .zip(self.dels.iter().cloned())
+            .collect();
+        let work = &work;
+        std::thread::scope(|s| {
+            let runs: Vec<_> = segs
+                .chunks(per)
+                .map(|run| s.spawn(move || work(run)))
+                .collect();
+            runs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::internal("segment worker panicked")))
+                })
+                .collect()
+        })
+    }
+}
+
 pub struct ColumnTable {
     dir: PathBuf,
     segment_rows: usize,
@@ -1165,37 +1197,16 @@ impl Table for ColumnTable {
     fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {
         let snap = self.snapshot()?;
         let filter = req.filter.as_ref();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(snap.segs.len().max(1));
-        let per = snap.segs.len().div_ceil(threads).max(1);
-        let segs: Vec<(Arc<Segment>, Arc<Deleted>)> = snap
-            .segs
-            .iter()
-            .cloned()
-            .zip(snap.dels.iter().cloned())
-            .collect();
-        let counted: Result<u64> = std::thread::scope(|s| {
-            let parts: Vec<_> = segs
-                .chunks(per)
-                .map(|part| {
-                    s.spawn(move || -> Result<u64> {
-                        let mut n = 0;
-                        for (seg, del) in part {
-                            n += self.count_segment(seg, del, filter)?;
-                        }
-                        Ok(n)
-                    })
-                })
-                .collect();
-            parts
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::internal("count thread")))
-                })
-                .sum()
-        });
+        let counted: Result<u64> = snap
+            .in_parallel(|part| {
+                let mut n = 0;
+                for (seg, del) in part {
+                    n += self.count_segment(seg, del, filter)?;
+                }
+                Ok(n)
+            })
+            .into_iter()
+            .sum();
         let delta = snap
             .delta
             .values()
@@ -1240,41 +1251,17 @@ impl Table for ColumnTable {
         }
         let snap = self.snapshot()?;
         let filter = req.filter.as_ref();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(snap.segs.len().max(1));
-        let per = snap.segs.len().div_ceil(threads).max(1);
-        let segs: Vec<(Arc<Segment>, Arc<Deleted>)> = snap
-            .segs
-            .iter()
-            .cloned()
-            .zip(snap.dels.iter().cloned())
-            .collect();
-        // Each thread groups a run of segments; the runs are merged in order, so groups
-        // keep the order a scan meets them in.
-        let parts: Vec<Result<Option<group::Groups>>> = std::thread::scope(|s| {
-            let workers: Vec<_> = segs
-                .chunks(per)
-                .map(|part| {
-                    s.spawn(move || -> Result<Option<group::Groups>> {
-                        let mut g = group::Groups::new(group.len(), aggs);
-                        for (seg, del) in part {
-                            self.group_segment(seg, del, filter, group, aggs, &mut g)?;
-                            if g.len() > max_groups {
-                                return Ok(None);
-                            }
-                        }
-                        Ok(Some(g))
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::internal("grouping thread")))
-                })
-                .collect()
+        // Runs of segments are grouped apart and merged in order, so groups keep the
+        // order a scan meets them in.
+        let parts = snap.in_parallel(|part| {
+            let mut g = group::Groups::new(group.len(), aggs);
+            for (seg, del) in part {
+                self.group_segment(seg, del, filter, group, aggs, &mut g)?;
+                if g.len() > max_groups {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(g))
         });
         let mut total = group::Groups::new(group.len(), aggs);
         for part in parts {
