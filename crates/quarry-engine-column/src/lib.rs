@@ -595,15 +595,25 @@ impl ColumnTable {
         chunks: &mut [Option<Chunk>],
     ) -> Result<Vec<Row>> {
         let width = self.schema.columns.len();
-        let mut rows: Vec<Row> = positions.iter().map(|_| vec![Value::Null; width]).collect();
         for &c in columns {
             if chunks[c].is_none() {
                 chunks[c] = Some(self.chunk(seg, c)?);
             }
-            let ch = chunks[c].as_ref().unwrap();
-            for (row, &p) in rows.iter_mut().zip(positions) {
-                row[c] = ch.value(p as usize)?;
+        }
+        // Unread columns stay NULL.
+        let read: Vec<Option<&Chunk>> = (0..width)
+            .map(|c| chunks[c].as_ref().filter(|_| columns.contains(&c)))
+            .collect();
+        let mut rows = Vec::with_capacity(positions.len());
+        for &p in positions {
+            let mut row = Vec::with_capacity(width);
+            for ch in &read {
+                row.push(match ch {
+                    Some(ch) => ch.value(p as usize)?,
+                    None => Value::Null,
+                });
             }
+            rows.push(row);
         }
         Ok(rows)
     }
