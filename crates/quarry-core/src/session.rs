@@ -2103,9 +2103,11 @@ fn undo_ops(ops: Vec<Undo>) -> Result<()> {
         |e: &Arc<quarry_catalog::TableEntry>, id: u64| (Arc::as_ptr(e) as *const () as usize, id);
     for op in ops.into_iter().rev() {
         match op {
-            Undo::Inserted(e, id) => {
-                let id = *moved.get(&key(&e, id)).unwrap_or(&id);
-                e.handle.delete(id)?;
+            Undo::Inserted(e, ids) => {
+                for id in ids.rev() {
+                    let id = *moved.get(&key(&e, id)).unwrap_or(&id);
+                    e.handle.delete(id)?;
+                }
             }
             Undo::Deleted(e, row) => {
                 e.handle.insert(row)?;

@@ -213,9 +213,44 @@ struct State {
     /// Per index: for UNIQUE ones, row id by key.
     unique: Vec<Option<HashMap<Vec<u8>, RowId>>>,
     live: u64,
-    /// A bulk load's segment being encoded on another core while the load goes on; it is
-    /// written and made visible ([`ColumnTable::lock`]) before anything reads the table.
-    pending: Option<std::thread::JoinHandle<Encoded>>,
+    /// A bulk load's encoder: the load's last segment is encoded on another core while
+    /// the load goes on, and written and made visible ([`ColumnTable::lock`]) before
+    /// anything reads the table.
+    encoder: Option<Encoder>,
+}
+
+/// One thread for the length of a bulk load (a thread per segment would start each on
+/// fresh heap pages), encoding one segment at a time.
+struct Encoder {
+    rows: std::sync::mpsc::Sender<Vec<(RowId, Row)>>,
+    done: std::sync::mpsc::Receiver<Encoded>,
+    thread: std::thread::JoinHandle<()>,
+    in_flight: bool,
+}
+
+impl Encoder {
+    fn start(phys: Vec<Phys>) -> Encoder {
+        let (rows, todo) = std::sync::mpsc::channel::<Vec<(RowId, Row)>>();
+        let (finished, done) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            for seg in todo {
+                if finished.send(encode_segment(&phys, seg, cores())).is_err() {
+                    break;
+                }
+            }
+        });
+        Encoder {
+            rows,
+            done,
+            thread,
+            in_flight: false,
+        }
+    }
+
+    fn finish(self) {
+        drop(self.rows);
+        let _ = self.thread.join();
+    }
 }
 
 /// A segment's chunks, encoded but not yet written.
@@ -240,9 +275,7 @@ impl Snapshot {
         &self,
         work: impl Fn(&[(Arc<Segment>, Arc<Deleted>)]) -> Result<T> + Sync,
     ) -> Vec<Result<T>> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(self.segs.len().max(1));
+        let threads = cores().min(self.segs.len().max(1));
         let per = self.segs.len().div_ceil(threads).max(1);
         let segs: Vec<(Arc<Segment>, Arc<Deleted>)> = self
             .segs
@@ -371,7 +404,7 @@ impl ColumnTable {
                     .map(|ix| ix.unique.then(HashMap::new))
                     .collect(),
                 live,
-                pending: None,
+                encoder: None,
             }),
             schema,
         };
@@ -853,14 +886,20 @@ impl ColumnTable {
             // bounds the memory); everything else writes the segment now.
             self.settle(st)?;
             if st.bulk && !all {
-                let phys = self.phys.clone();
-                st.pending = Some(std::thread::spawn(move || encode_segment(&phys, rows)));
+                let phys = &self.phys;
+                let enc = st
+                    .encoder
+                    .get_or_insert_with(|| Encoder::start(phys.clone()));
+                enc.rows
+                    .send(rows)
+                    .map_err(|_| Error::internal("column encoder stopped"))?;
+                enc.in_flight = true;
             } else {
-                self.install(st, encode_segment(&self.phys, rows))?;
+                self.install(st, encode_segment(&self.phys, rows, cores()))?;
             }
             wrote = true;
         }
-        if st.delta.is_empty() && st.pending.is_none() {
+        if st.delta.is_empty() && !st.encoder.as_ref().is_some_and(|e| e.in_flight) {
             st.merged_upto = st.next_id;
         }
         if wrote && !st.bulk {
@@ -877,13 +916,19 @@ impl ColumnTable {
     }
 
     fn settle(&self, st: &mut State) -> Result<()> {
-        if let Some(h) = st.pending.take() {
-            let enc = h
-                .join()
-                .map_err(|_| Error::internal("column encoder panicked"))?;
-            self.install(st, enc)?;
+        let Some(e) = st.encoder.as_mut().filter(|e| e.in_flight) else {
+            return Ok(());
+        };
+        e.in_flight = false;
+        match e.done.recv() {
+            Ok(enc) => self.install(st, enc),
+            Err(_) => {
+                if let Some(e) = st.encoder.take() {
+                    e.finish();
+                }
+                Err(Error::internal("column encoder panicked"))
+            }
         }
-        Ok(())
     }
 
     /// Write an encoded segment's chunks at the ends of the column files and add it.
@@ -978,8 +1023,12 @@ impl ColumnTable {
     }
 }
 
-/// Encode a segment's columns, spread over the cores (they are independent).
-fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>) -> Encoded {
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Encode a segment's columns, spread over up to `cores` threads (they are independent).
+fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>, cores: usize) -> Encoded {
     let first = rows[0].0;
     let dense = rows
         .iter()
@@ -991,10 +1040,7 @@ fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>) -> Encoded {
         Ids::List(rows.iter().map(|(id, _)| *id).collect())
     };
     let ncols = phys.len();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(ncols)
-        .max(1);
+    let threads = cores.min(ncols).max(1);
     let encode = |c: usize| {
         let values: Vec<&Value> = rows.iter().map(|(_, r)| &r[c]).collect();
         let (bytes, zone) = chunk::encode(phys[c], &values);
@@ -1003,18 +1049,22 @@ fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>) -> Encoded {
         rec.extend_from_slice(&bytes);
         (c, rec, bytes.len(), zone)
     };
-    let mut encoded: Vec<(usize, Vec<u8>, usize, chunk::Zone)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let encode = &encode;
-                s.spawn(move || (t..ncols).step_by(threads).map(encode).collect::<Vec<_>>())
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("column encoder panicked"))
-            .collect()
-    });
+    let mut encoded: Vec<(usize, Vec<u8>, usize, chunk::Zone)> = if threads == 1 {
+        (0..ncols).map(encode).collect()
+    } else {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let encode = &encode;
+                    s.spawn(move || (t..ncols).step_by(threads).map(encode).collect::<Vec<_>>())
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("column encoder panicked"))
+                .collect()
+        })
+    };
     encoded.sort_by_key(|e| e.0);
     Encoded {
         ids,
@@ -1474,6 +1524,9 @@ impl Table for ColumnTable {
     fn end_bulk(&self) -> Result<()> {
         let mut st = self.lock()?;
         st.bulk = false;
+        if let Some(e) = st.encoder.take() {
+            e.finish();
+        }
         let had = st.unlogged;
         self.merge(&mut st, false)?;
         if had || st.unlogged {

@@ -450,9 +450,7 @@ pub fn insert_rows(
         };
         match inserted {
             Ok(id) => {
-                ctx.undo
-                    .borrow_mut()
-                    .push(Undo::Inserted(entry.clone(), id));
+                ctx.undo_insert(entry, id);
                 res.affected += 1;
             }
             Err(e) if e.code == 1062 => {
@@ -471,9 +469,7 @@ pub fn insert_rows(
                             res.affected += 1;
                         }
                         let id = entry.handle.insert(row)?;
-                        ctx.undo
-                            .borrow_mut()
-                            .push(Undo::Inserted(entry.clone(), id));
+                        ctx.undo_insert(entry, id);
                         res.affected += 1;
                     }
                     _ if !opts.on_dup.is_empty() => {

@@ -37,7 +37,8 @@ pub trait SessionInfo {
 /// One write, remembered so a transaction or a failed statement can be undone.
 #[derive(Clone)]
 pub enum Undo {
-    Inserted(Arc<TableEntry>, RowId),
+    /// Rows inserted at consecutive ids (a bulk load's run is one entry).
+    Inserted(Arc<TableEntry>, std::ops::Range<RowId>),
     Deleted(Arc<TableEntry>, Row),
     Updated(Arc<TableEntry>, RowId, Row),
 }
@@ -70,6 +71,18 @@ pub struct ExecCtx<'a> {
 }
 
 impl ExecCtx<'_> {
+    /// Remember that `id` was inserted into `table`, extending the last run when it can.
+    pub fn undo_insert(&self, table: &Arc<TableEntry>, id: RowId) {
+        let mut undo = self.undo.borrow_mut();
+        if let Some(Undo::Inserted(t, run)) = undo.last_mut() {
+            if run.end == id && Arc::ptr_eq(t, table) {
+                run.end += 1;
+                return;
+            }
+        }
+        undo.push(Undo::Inserted(table.clone(), id..id + 1));
+    }
+
     pub fn warn(&self, code: u16, msg: impl Into<String>) {
         let mut w = self.warnings.borrow_mut();
         if w.len() < 64 {
