@@ -3,7 +3,7 @@
 //! A chunk is encoded once, when its segment is written, choosing per chunk:
 //! dictionary codes (one or two bytes) for strings with few distinct values, packed
 //! lengths + bytes for other strings (only the used bytes, rule 4, each in as few bits
-//! as the chunk's alphabet needs), run-length or
+//! as the chunk's alphabet needs) or integers for strings of digits, run-length or
 //! frame-of-reference bit-packing for integers, dates, times and decimals, plain for
 //! doubles and decimals too wide for 64 bits. Byte layouts: `docs/formats/column-engine.md`.
 //!
@@ -160,6 +160,7 @@ const DICT: u8 = 4;
 const PLAIN: u8 = 5;
 const I128: u8 = 6;
 const PACKED: u8 = 7;
+const DIGITS: u8 = 8;
 
 /// More rows than any segment holds: a damaged count, refused before it sizes a buffer.
 pub(crate) const MAX_ROWS: usize = 1 << 20;
@@ -344,8 +345,23 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
             }
         }
     } else {
-        header(&mut out, PACKED);
-        pack_strings(values, &slices, &present, &mut out);
+        match digit_form(values, &slices, &present) {
+            Some((form, ints)) => {
+                header(&mut out, DIGITS);
+                out.push(form.width);
+                out.push(form.scale);
+                let base = ints.iter().copied().min().unwrap_or(0);
+                let span = ints.iter().map(|&i| (i - base) as u64).max().unwrap_or(0);
+                let width = 64 - span.leading_zeros();
+                out.extend_from_slice(&base.to_le_bytes());
+                out.push(width as u8);
+                pack(&ints, base, width, &mut out);
+            }
+            None => {
+                header(&mut out, PACKED);
+                pack_strings(values, &slices, &present, &mut out);
+            }
+        }
         for (v, b) in values.iter().zip(&slices) {
             if v.is_null() {
                 continue;
@@ -496,6 +512,152 @@ fn pack_strings(values: &[&Value], slices: &[Cow<[u8]>], present: &[bool; 256], 
     out.extend_from_slice(&acc.to_le_bytes()[..bits.div_ceil(8) as usize]);
 }
 
+/// How DIGITS strings are written back from their integers: zero-padded to `width`
+/// characters (0: without leading zeros), with a point before the last `scale` digits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct DigitForm {
+    width: u8,
+    scale: u8,
+}
+
+impl DigitForm {
+    /// Whether the strings sort as their integers do (all of one width).
+    pub fn fixed(self) -> bool {
+        self.width > 0
+    }
+
+    fn write(self, v: i64, out: &mut Vec<u8>) {
+        let scale = self.scale as usize;
+        // At least the digits the form needs: its width less the point, or one before it.
+        let min = match (self.width as usize, scale) {
+            (0, s) => s + 1,
+            (w, 0) => w,
+            (w, _) => w - 1,
+        };
+        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+            2021222324252627282930313233343536373839\
+            4041424344454647484950515253545556575859\
+            6061626364656667686970717273747576777879\
+            8081828384858687888990919293949596979899";
+        let mut buf = [b'0'; 24];
+        let mut at = buf.len();
+        let mut n = v.unsigned_abs();
+        // Two digits a step: this is every row of a scan of such a column.
+        while n >= 100 {
+            let p = (n % 100) as usize * 2;
+            n /= 100;
+            at -= 2;
+            buf[at..at + 2].copy_from_slice(&PAIRS[p..p + 2]);
+        }
+        while n > 0 {
+            at -= 1;
+            buf[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        // Zero padding: the buffer is zeros already.
+        at = at.min(buf.len().saturating_sub(min));
+        let digits = &buf[at..];
+        if scale == 0 {
+            out.extend_from_slice(digits);
+        } else {
+            let (int, frac) = digits.split_at(digits.len() - scale.min(digits.len()));
+            out.extend_from_slice(int);
+            out.push(b'.');
+            out.extend_from_slice(frac);
+        }
+    }
+}
+
+/// Whether every non-NULL string of the chunk is digits with the point (if any) at one
+/// place from the end, written back exactly by one [`DigitForm`]: then the integers
+/// (NULLs as 0) pack into fewer bits than the strings' characters would.
+fn digit_form(
+    values: &[&Value],
+    slices: &[Cow<[u8]>],
+    present: &[bool; 256],
+) -> Option<(DigitForm, Vec<i64>)> {
+    let symbols = present.iter().filter(|&&p| p).count();
+    let only_digits = present
+        .iter()
+        .enumerate()
+        .all(|(c, &p)| !p || (c as u8).is_ascii_digit() || c as u8 == b'.');
+    if !only_digits {
+        return None;
+    }
+    let first = values.iter().zip(slices).find(|(v, _)| !v.is_null())?.1;
+    let scale = first.iter().rev().position(|&c| c == b'.').unwrap_or(0);
+    let (mut same_len, mut canonical) = (true, true);
+    let mut ints = Vec::with_capacity(values.len());
+    let mut chars = 0usize;
+    for (v, b) in values.iter().zip(slices) {
+        if v.is_null() {
+            ints.push(0);
+            continue;
+        }
+        let int_len = b.len().checked_sub(if scale > 0 { scale + 1 } else { 0 })?;
+        // At most 18 characters: the digits fit an i64.
+        if int_len == 0 || b.len() > 18 || (scale > 0 && b[int_len] != b'.') {
+            return None;
+        }
+        let mut n = 0i64;
+        for (i, &c) in b.iter().enumerate() {
+            if i == int_len && scale > 0 {
+                continue;
+            }
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            n = n * 10 + (c - b'0') as i64;
+        }
+        same_len &= b.len() == first.len();
+        canonical &= int_len == 1 || b[0] != b'0';
+        chars += b.len();
+        ints.push(n);
+    }
+    let form = DigitForm {
+        width: if same_len && !canonical {
+            first.len() as u8
+        } else {
+            0
+        },
+        scale: scale as u8,
+    };
+    if !same_len && !canonical {
+        return None;
+    }
+    // Worth it only when the integers take fewer bits than the packed characters.
+    let live = ints.iter().zip(values).filter(|(_, v)| !v.is_null());
+    let lo = live.clone().map(|(&i, _)| i).min()?;
+    let hi = live.map(|(&i, _)| i).max()?;
+    let int_bits = values.len() as u64 * (64 - ((hi - lo) as u64).leading_zeros()) as u64;
+    let char_bits = chars as u64 * (usize::BITS - (symbols.max(2) - 1).leading_zeros()) as u64;
+    (int_bits < char_bits).then_some((form, ints))
+}
+
+/// A DIGITS chunk's integers, left packed.
+fn read_digits(r: &mut Reader, rows: usize) -> Result<Digits> {
+    let form = DigitForm {
+        width: r.take(1)?[0],
+        scale: r.take(1)?[0],
+    };
+    if form.width > 18 || form.scale > 17 || (form.width > 0 && form.width <= form.scale) {
+        return Err(Error::corrupt("column chunk: bad digit form"));
+    }
+    let base = r.i64()?;
+    let width = r.take(1)?[0] as u32;
+    if width > 64 {
+        return Err(Error::corrupt("column chunk: bad digit width"));
+    }
+    let mut packed = r.take((rows * width as usize).div_ceil(8))?.to_vec();
+    packed.extend_from_slice(&[0; 16]);
+    Ok(Digits {
+        form,
+        base,
+        width,
+        packed,
+    })
+}
+
 /// The (offsets, bytes) of a PACKED chunk.
 fn unpack_strings(
     r: &mut Reader,
@@ -504,20 +666,22 @@ fn unpack_strings(
 ) -> Result<(Vec<u32>, Vec<u8>)> {
     let base = r.i64()?;
     let width = r.take(1)?[0] as u32;
-    let lens = unpack(
-        r.take((rows * width as usize).div_ceil(8))?,
-        rows,
-        base,
-        width,
-    )?;
+    let packed = r.take((rows * width as usize).div_ceil(8))?;
     let mut offsets = Vec::with_capacity(rows + 1);
     let mut end = 0u64;
     offsets.push(0u32);
-    for (i, &len) in lens.iter().enumerate() {
+    let (mut i, mut bad) = (0, false);
+    each_unpacked(packed, rows, base, width, |len| {
         if nulls.is_none_or(|bm| bm[i / 8] & (1 << (i % 8)) == 0) {
-            end += u64::try_from(len).map_err(|_| Error::corrupt("column chunk: bad length"))?;
+            bad |= len < 0;
+            end += len.max(0) as u64;
         }
-        offsets.push(u32::try_from(end).map_err(|_| Error::corrupt("column chunk: bad length"))?);
+        bad |= end > u32::MAX as u64;
+        offsets.push(end as u32);
+        i += 1;
+    })?;
+    if bad {
+        return Err(Error::corrupt("column chunk: bad length"));
     }
     let total = end as usize;
     let k = r.take(1)?[0] as u32;
@@ -580,8 +744,23 @@ fn pack(ints: &[i64], base: i64, width: u32, out: &mut Vec<u8>) {
 }
 
 fn unpack(buf: &[u8], rows: usize, base: i64, width: u32) -> Result<Vec<i64>> {
+    let mut out = Vec::with_capacity(rows);
+    each_unpacked(buf, rows, base, width, |v| out.push(v))?;
+    Ok(out)
+}
+
+/// Hand `f` each of `rows` packed integers in turn (no buffer of them all: a segment's
+/// worth is large enough for the allocator to map fresh pages for it each time).
+fn each_unpacked(
+    buf: &[u8],
+    rows: usize,
+    base: i64,
+    width: u32,
+    mut f: impl FnMut(i64),
+) -> Result<()> {
     if width == 0 {
-        return Ok(vec![base; rows]);
+        (0..rows).for_each(|_| f(base));
+        return Ok(());
     }
     if width > 64 || buf.len() < (rows * width as usize).div_ceil(8) {
         return Err(Error::corrupt("column chunk: packed integers truncated"));
@@ -591,7 +770,6 @@ fn unpack(buf: &[u8], rows: usize, base: i64, width: u32) -> Result<Vec<i64>> {
     } else {
         (1u128 << width) - 1
     };
-    let mut out = Vec::with_capacity(rows);
     let mut acc: u128 = 0;
     let mut bits = 0u32;
     let mut pos = 0;
@@ -604,9 +782,9 @@ fn unpack(buf: &[u8], rows: usize, base: i64, width: u32) -> Result<Vec<i64>> {
         let d = (acc & mask) as u64;
         acc >>= width;
         bits -= width;
-        out.push((base as i128 + d as i128) as i64);
+        f((base as i128 + d as i128) as i64);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Dictionary codes, one or two bytes each.
@@ -633,6 +811,58 @@ pub(crate) enum Data {
         data: Vec<u8>,
     },
     I128(Vec<i128>),
+    /// DIGITS strings, left packed: a row's string is written only when it is asked for.
+    Digits(Digits),
+}
+
+/// Packed integers read one at a time, and the form that writes them as strings.
+#[derive(Debug)]
+pub(crate) struct Digits {
+    pub form: DigitForm,
+    base: i64,
+    width: u32,
+    /// The packed bits, with 16 bytes of zeros after them for whole-word reads.
+    packed: Vec<u8>,
+}
+
+impl Digits {
+    pub fn int(&self, i: usize) -> i64 {
+        if self.width == 0 {
+            return self.base;
+        }
+        let bit = i * self.width as usize;
+        let at = bit / 8;
+        let word = u128::from_le_bytes(self.packed[at..at + 16].try_into().unwrap());
+        let v = (word >> (bit % 8)) as u64 & (u64::MAX >> (64 - self.width));
+        self.base.wrapping_add(v as i64)
+    }
+
+    /// Row `i`'s string, appended to `out`.
+    pub fn write(&self, i: usize, out: &mut Vec<u8>) {
+        let v = self.int(i);
+        // A negative value only comes from damage: it reads as no digits.
+        if v >= 0 {
+            self.form.write(v, out);
+        }
+    }
+
+    /// The integer a string constant is stored as, if any row can equal it.
+    fn parse(&self, k: &str) -> Option<i64> {
+        let k = k.trim_end_matches(' ');
+        if k.is_empty() || k.len() > 18 {
+            return None;
+        }
+        let mut n = 0i64;
+        for c in k.bytes().filter(|&c| c != b'.') {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            n = n * 10 + (c - b'0') as i64;
+        }
+        let mut back = Vec::new();
+        self.form.write(n, &mut back);
+        (back == k.as_bytes()).then_some(n)
+    }
 }
 
 /// A decoded chunk.
@@ -753,6 +983,7 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
             let (offsets, data) = unpack_strings(&mut r, rows, nulls.as_deref())?;
             Data::Plain { offsets, data }
         }
+        DIGITS => Data::Digits(read_digits(&mut r, rows)?),
         PLAIN => {
             let offsets: Vec<u32> = r
                 .take((rows + 1) * 4)?
@@ -820,6 +1051,11 @@ impl Chunk {
             Data::Plain { offsets, data } => self
                 .phys
                 .bytes_value(&data[offsets[i] as usize..offsets[i + 1] as usize])?,
+            Data::Digits(d) => {
+                let mut b = Vec::with_capacity(20);
+                d.write(i, &mut b);
+                self.phys.bytes_value(&b)?
+            }
         })
     }
 
@@ -991,6 +1227,36 @@ impl Chunk {
                     )?);
                 }
             }
+            Data::Digits(d) => match p {
+                // Equality with a constant: one integer compared per row.
+                Pred::Cmp {
+                    op: op @ (CmpOp::Eq | CmpOp::NullSafeEq | CmpOp::Ne),
+                    value: Value::Str(k),
+                    ..
+                } if self.phys == Phys::Str => {
+                    let (hit, miss) = if *op == CmpOp::Ne {
+                        (FALSE, TRUE)
+                    } else {
+                        (TRUE, FALSE)
+                    };
+                    match d.parse(k) {
+                        Some(n) => {
+                            out.extend(
+                                (0..self.rows).map(|i| if d.int(i) == n { hit } else { miss }),
+                            )
+                        }
+                        None => out.resize(self.rows, miss),
+                    }
+                }
+                _ => {
+                    let mut b = Vec::with_capacity(20);
+                    for i in 0..self.rows {
+                        b.clear();
+                        d.write(i, &mut b);
+                        out.push(eval_bytes(p, self.phys, &b)?);
+                    }
+                }
+            },
             _ => {
                 for i in 0..self.rows {
                     out.push(tri(p.eval_value(&self.value(i)?)));
@@ -1279,9 +1545,9 @@ mod tests {
             roundtrip(phys, vals.to_vec());
             bytes.len()
         };
-        // Zero-padded numbers: 4 bits a digit, fixed length takes no length bits.
+        // Zero-padded hex numbers: 4 bits a digit, fixed length takes no length bits.
         let ids: Vec<Value> = (0..4096)
-            .map(|i| Value::Str(format!("{:08}", i * 7919 % 100_000_000)))
+            .map(|i| Value::Str(format!("{:08X}", i * 7919 % 100_000_000)))
             .collect();
         let n = size(Phys::Str, &ids);
         assert!(n < 4096 * 8 / 2 + 64, "{n} bytes");
@@ -1328,6 +1594,70 @@ mod tests {
             .map(|i| Value::Bytes((0..i % 300).map(|j| (j * 37 + i) as u8).collect()))
             .collect();
         size(Phys::Bytes, &blobs);
+    }
+
+    #[test]
+    fn digit_strings_are_stored_as_integers_and_written_back_exactly() {
+        let encoded = |vals: &[Value]| {
+            let refs: Vec<&Value> = vals.iter().collect();
+            let (bytes, zone) = encode(Phys::Str, &refs);
+            roundtrip(Phys::Str, vals.to_vec());
+            (bytes[0], bytes.len(), zone)
+        };
+        let s = |x: String| Value::Str(x);
+        // Zero-padded ids in a run: 16 bits each instead of 8 characters.
+        let ids: Vec<Value> = (1..=5000).map(|i| s(format!("{i:08}"))).collect();
+        let (tag, len, zone) = encoded(&ids);
+        assert_eq!(tag, DIGITS);
+        assert!(len < 5000 * 2 + 64, "{len} bytes");
+        assert_eq!(zone.min, s("00000001".into()));
+        assert_eq!(zone.max, s("00005000".into()));
+        // Prices with two decimals, of any length, and NULLs.
+        let prices: Vec<Value> = (0..5000)
+            .map(|i| match i % 97 {
+                0 => Value::Null,
+                _ => s(format!("{}.{:02}", i / 3, (i * 37) % 100)),
+            })
+            .collect();
+        assert_eq!(encoded(&prices).0, DIGITS);
+        // Fixed width with a point and leading zeros.
+        let padded: Vec<Value> = (0..3000)
+            .map(|i| s(format!("{:04}.{}", i, i % 10)))
+            .collect();
+        assert_eq!(encoded(&padded).0, DIGITS);
+        // Not written back by one form: "7" and "07", signs, exponents, other places of the
+        // point, empty strings; these stay strings.
+        for odd in ["07", "-3", "1e5", "1.234", "", "١٢"] {
+            let mut vals: Vec<Value> = (0..3000)
+                .map(|i| s(format!("{}.{:02}", i, i % 100)))
+                .collect();
+            vals.push(s(odd.into()));
+            vals.push(s("7".into()));
+            let (tag, ..) = encoded(&vals);
+            assert_ne!(tag, DIGITS, "with {odd:?}");
+        }
+        let mixed: Vec<Value> = (0..3000)
+            .map(|i| {
+                s(if i % 2 == 0 {
+                    format!("{i}")
+                } else {
+                    format!("{i:06}")
+                })
+            })
+            .collect();
+        assert_ne!(encoded(&mixed).0, DIGITS);
+        // Damage is an error or some string, never a panic.
+        let refs: Vec<&Value> = prices.iter().collect();
+        let (bytes, _) = encode(Phys::Str, &refs);
+        for i in 0..bytes.len().min(64) {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0xa5;
+            if let Ok(c) = decode(Phys::Str, &bad) {
+                for r in 0..c.rows {
+                    let _ = c.value(r);
+                }
+            }
+        }
     }
 
     #[test]
@@ -1429,7 +1759,54 @@ mod tests {
                 values: vec![Value::Str("C".into()), Value::Str("zz".into())],
             },
         ];
-        for (phys, vals) in [(Phys::Str, &vals), (Phys::Int, &ints)] {
+        // Digit strings (DIGITS chunks): ids, and prices of any length.
+        let digits = |f: fn(usize) -> String| -> Vec<Value> {
+            (0..500)
+                .map(|i| {
+                    if i % 11 == 0 {
+                        Value::Null
+                    } else {
+                        Value::Str(f(i))
+                    }
+                })
+                .collect()
+        };
+        let ids = digits(|i| format!("{:05}", i * 7));
+        let prices = digits(|i| format!("{}.{:02}", i * 3, i % 100));
+        for d in [&ids, &prices] {
+            let refs: Vec<&Value> = d.iter().collect();
+            let c = decode(Phys::Str, &encode(Phys::Str, &refs).0).unwrap();
+            assert!(matches!(c.data, Data::Digits(_)));
+        }
+        let mut preds = preds.to_vec();
+        for k in [
+            "00021", "21", "00021 ", "0021", "21.00", "6.06", "60.60", "6.6", "x",
+        ] {
+            for op in [
+                CmpOp::Eq,
+                CmpOp::Ne,
+                CmpOp::NullSafeEq,
+                CmpOp::Lt,
+                CmpOp::Ge,
+            ] {
+                preds.push(Pred::Cmp {
+                    col: 0,
+                    op,
+                    value: Value::Str(k.into()),
+                });
+            }
+        }
+        preds.push(Pred::Like {
+            col: 0,
+            pattern: "%1_".into(),
+            escape: '\\',
+        });
+        for (phys, vals) in [
+            (Phys::Str, &vals),
+            (Phys::Int, &ints),
+            (Phys::Str, &ids),
+            (Phys::Str, &prices),
+        ] {
             let refs: Vec<&Value> = vals.iter().collect();
             let c = decode(phys, &encode(phys, &refs).0).unwrap();
             let mut out = vec![];
@@ -1437,7 +1814,7 @@ mod tests {
                 let all = c.eval_leaf(p, &mut out).unwrap();
                 for (i, v) in vals.iter().enumerate() {
                     let t = all.unwrap_or_else(|| out[i]);
-                    assert_eq!(t, tri(p.eval_value(v)), "{p:?} on {v:?}");
+                    assert_eq!(t, tri(p.eval_value(v)), "{p:?} on {v:?} ({:?})", c.data);
                 }
                 if let Some(n) = c.count_leaf(p).unwrap() {
                     let want = vals

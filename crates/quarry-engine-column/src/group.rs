@@ -242,6 +242,7 @@ fn key_part(ch: &Chunk, i: usize, out: &mut Vec<u8>) {
             out.extend_from_slice(&(b.len() as u32).to_le_bytes());
             out.extend_from_slice(b);
         }
+        Data::Digits(d) => out.extend_from_slice(&d.int(i).to_le_bytes()),
     }
 }
 
@@ -258,6 +259,13 @@ fn cmp_rows(ch: &Chunk, i: usize, j: usize) -> Ordering {
             Codes::U8(v) => v[i].cmp(&v[j]),
             Codes::U16(v) => v[i].cmp(&v[j]),
         },
+        Data::Digits(d) if d.form.fixed() => d.int(i).cmp(&d.int(j)),
+        Data::Digits(d) => {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            d.write(i, &mut a);
+            d.write(j, &mut b);
+            a.cmp(&b)
+        }
         Data::Plain { offsets, data } => {
             let a = &data[offsets[i] as usize..offsets[i + 1] as usize];
             let b = &data[offsets[j] as usize..offsets[j + 1] as usize];
