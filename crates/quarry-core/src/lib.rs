@@ -54,6 +54,8 @@ pub struct Progress {
     pub stage: &'static str,
     pub done: u64,
     pub total: u64,
+    /// What `done` and `total` count ("rows", or "bytes" of a LOAD DATA file).
+    pub unit: &'static str,
 }
 
 impl Progress {

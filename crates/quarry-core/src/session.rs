@@ -604,9 +604,22 @@ impl Session {
                         Error::new(29, format!("File '{}' not found (Errcode: {e})", ld.file))
                     })?
                 };
+                *self.info.progress.lock() = Some(crate::Progress {
+                    stage: "loading data",
+                    done: 0,
+                    total: data.len() as u64,
+                    unit: "bytes",
+                });
+                let progress = self.info.clone();
                 let r = self.exec_ctx(params, sink, |ctx| {
-                    quarry_executor::dml::load_data(&entry, ld, &data, ctx)
-                })?;
+                    quarry_executor::dml::load_data(&entry, ld, &data, ctx, &|read| {
+                        if let Some(g) = progress.progress.lock().as_mut() {
+                            g.done = read;
+                        }
+                    })
+                });
+                *self.info.progress.lock() = None;
+                let r = r?;
                 return Ok(Output::Ok {
                     affected: r.affected,
                     last_insert_id: 0,
@@ -1812,6 +1825,7 @@ impl Session {
             stage,
             done: 0,
             total,
+            unit: "rows",
         });
     }
 

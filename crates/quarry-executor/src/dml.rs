@@ -1068,16 +1068,19 @@ fn finish_field(s: String, quoted: bool) -> Option<String> {
     }
 }
 
+/// LOAD DATA of `data` into `entry`; `progress` hears how many bytes of it were read.
 pub fn load_data(
     entry: &Arc<TableEntry>,
     ld: &quarry_sql::LoadData,
     data: &[u8],
     ctx: &ExecCtx,
+    progress: &dyn Fn(u64),
 ) -> Result<DmlResult> {
     let targets = column_targets(entry, &ld.columns)?;
     let width = entry.def.columns.len();
     let text = String::from_utf8_lossy(data);
-    let rows = LoadRecords::new(&text, ld);
+    let mut records = LoadRecords::new(&text, ld);
+    let rows = std::iter::from_fn(|| records.next().map(|r| (r, records.rest.len())));
     let mode = if ld.replace {
         DupMode::Replace
     } else if ld.ignore || ld.local {
@@ -1086,7 +1089,12 @@ pub fn load_data(
         DupMode::Error
     };
     let mut short = 0usize;
-    let iter = rows.into_iter().map(|fields| {
+    let mut n = 0u64;
+    let iter = rows.map(|(fields, rest)| {
+        n += 1;
+        if n % 65536 == 0 {
+            progress((text.len() - rest) as u64);
+        }
         let mut full = vec![None; width];
         if fields.len() < targets.len() {
             short += 1;

@@ -322,11 +322,12 @@ fn progress_watcher(
             }
             if let Some(p) = info.progress.lock().clone() {
                 eprint!(
-                    "\r{}: {:.1}% ({} of {} rows, {:.0} s)\x1b[K",
+                    "\r{}: {:.1}% ({} of {} {}, {:.0} s)\x1b[K",
                     p.stage,
                     p.percent(),
                     p.done,
                     p.total,
+                    p.unit,
                     t.elapsed().as_secs_f64()
                 );
                 shown = true;
