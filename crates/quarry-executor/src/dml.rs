@@ -1092,7 +1092,7 @@ pub fn load_data(
     let mut n = 0u64;
     let iter = rows.map(|(fields, rest)| {
         n += 1;
-        if n % 65536 == 0 {
+        if n.is_multiple_of(65536) {
             progress((text.len() - rest) as u64);
         }
         let mut full = vec![None; width];
