@@ -1528,7 +1528,10 @@ impl Table for ColumnTable {
             e.finish();
         }
         let had = st.unlogged;
-        self.merge(&mut st, false)?;
+        // A load's tail becomes a (short) segment too when it is sizeable: a delta is read
+        // row by row, and a segment's zone maps skip it whole.
+        let tail = st.delta.len() >= self.segment_rows / 8;
+        self.merge(&mut st, tail)?;
         if had || st.unlogged {
             self.checkpoint(&mut st)?;
         }
