@@ -208,6 +208,8 @@ struct State {
     log_buf: Vec<u8>,
     col_ends: Vec<u64>,
     bulk: bool,
+    /// Rows the current bulk load has inserted.
+    bulk_rows: u64,
     /// Delta rows a bulk load added without logging them (the next checkpoint does).
     unlogged: bool,
     /// Per index: for UNIQUE ones, row id by key.
@@ -397,6 +399,7 @@ impl ColumnTable {
                 log_buf: vec![],
                 col_ends,
                 bulk: false,
+                bulk_rows: 0,
                 unlogged: false,
                 unique: schema
                     .indexes
@@ -836,6 +839,7 @@ impl ColumnTable {
         st.next_id += 1;
         if st.bulk {
             st.unlogged = true;
+            st.bulk_rows += 1;
         } else {
             let payload = encode_row(&self.schema, &row);
             meta::log_record(&mut st.log_buf, LOG_INSERT, id, &payload);
@@ -1518,7 +1522,9 @@ impl Table for ColumnTable {
     }
 
     fn begin_bulk(&self, _write_buffer: usize) {
-        self.state.lock().bulk = true;
+        let mut st = self.state.lock();
+        st.bulk = true;
+        st.bulk_rows = 0;
     }
 
     fn end_bulk(&self) -> Result<()> {
@@ -1528,9 +1534,10 @@ impl Table for ColumnTable {
             e.finish();
         }
         let had = st.unlogged;
-        // A load's tail becomes a (short) segment too when it is sizeable: a delta is read
-        // row by row, and a segment's zone maps skip it whole.
-        let tail = st.delta.len() >= self.segment_rows / 8;
+        // The tail of a load of many segments becomes a (short) segment too: a delta is read
+        // row by row, and a segment's zone maps skip it whole. Smaller bulk statements
+        // leave their rows in the delta to fill whole segments together.
+        let tail = st.bulk_rows >= self.segment_rows as u64;
         self.merge(&mut st, tail)?;
         if had || st.unlogged {
             self.checkpoint(&mut st)?;

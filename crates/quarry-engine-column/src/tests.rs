@@ -372,6 +372,44 @@ fn a_bulk_load_is_read_consistently_while_it_runs_and_survives_a_crash_after_it(
 }
 
 #[test]
+fn a_large_load_leaves_no_delta_and_small_bulk_statements_share_segments() {
+    let dir = tmpdir("tail");
+    let engine = ColumnEngine::with_segment_rows(64);
+    drop(open(&dir, &engine, false));
+    let cols = cols_dir(&TablePath::new(&dir, "t"));
+    let t = ColumnTable::open(
+        &cols,
+        schema(false),
+        Arc::new(HandlerCounters::default()),
+        64,
+    )
+    .unwrap();
+    let mut rng = Rng(3);
+    let mut bulk = |n: i64, k: &mut i64| {
+        t.begin_bulk(1 << 16);
+        for _ in 0..n {
+            t.insert(row(*k, &mut rng)).unwrap();
+            *k += 1;
+        }
+        t.end_bulk().unwrap();
+        let st = t.state.lock();
+        (
+            st.segs.iter().map(|s| s.rows).collect::<Vec<_>>(),
+            st.delta.len(),
+        )
+    };
+    let mut k = 0;
+    // 150 rows: two whole segments and the tail as a short one.
+    assert_eq!(bulk(150, &mut k), (vec![64, 64, 22], 0));
+    // Small statements wait in the delta until they fill a segment.
+    assert_eq!(bulk(30, &mut k), (vec![64, 64, 22], 30));
+    assert_eq!(bulk(40, &mut k), (vec![64, 64, 22, 64], 6));
+    assert_eq!(scan(&t, None, None).len(), 220);
+    drop(t);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_crash_keeps_what_was_logged_and_drops_a_torn_tail() {
     let dir = tmpdir("crash");
     let engine = ColumnEngine::with_segment_rows(50);
