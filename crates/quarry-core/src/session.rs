@@ -100,6 +100,14 @@ fn like_filter(pattern: Option<&str>, s: &str) -> bool {
 }
 
 impl SessionInfo for Session {
+    fn progress(&self, stage: &'static str, done: u64, total: u64) {
+        *self.info.progress.lock() = Some(crate::Progress {
+            stage,
+            done,
+            total,
+            unit: "rows",
+        });
+    }
     fn sys_var(&self, name: &str) -> Result<Value> {
         let (n, global) = normalise(name);
         match n.as_str() {
@@ -535,6 +543,7 @@ impl Session {
             profile: RefCell::new(None),
         };
         let r = f(&ctx);
+        *self.info.progress.lock() = None;
         self.rand.set(ctx.rand_state.get());
         *sink.borrow_mut() = Some((ctx.undo.into_inner(), ctx.warnings.into_inner()));
         r

@@ -648,10 +648,16 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
         return Err(Error::column_count_mismatch(1));
     }
     let rows = collect(&sp.plan, ctx)?;
+    let total = rows.len() as u64;
     in_bulk(&entry, ctx, || {
         insert_rows(
             &entry,
-            rows.into_iter().map(|r| expand(r, &targets)),
+            rows.into_iter().enumerate().map(|(i, r)| {
+                if i.is_multiple_of(65536) {
+                    ctx.session.progress("inserting rows", i as u64, total);
+                }
+                expand(r, &targets)
+            }),
             &opts,
             ctx,
         )

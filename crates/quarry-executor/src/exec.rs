@@ -32,6 +32,9 @@ pub trait SessionInfo {
     fn set_last_insert_id(&self, id: u64);
     fn row_count(&self) -> i64;
     fn found_rows(&self) -> u64;
+    /// How far a long statement is (`done` of `total` rows at `stage`), for SHOW
+    /// PROCESSLIST and the shell's progress line; it lasts until the statement ends.
+    fn progress(&self, _stage: &'static str, _done: u64, _total: u64) {}
 }
 
 /// One write, remembered so a transaction or a failed statement can be undone.
