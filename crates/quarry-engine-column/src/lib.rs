@@ -692,6 +692,27 @@ impl ColumnTable {
 
     /// Fold the live, filter-passing, non-NULL values of column `col` in a segment into
     /// `acc`: from the zone map when every row counts, else from the decoded chunk.
+    /// Which rows of a segment pass `filter`: None when none can, `Some(None)` when all
+    /// do, else a truth byte per row (the chunks read for it are left in `chunks`).
+    fn passing(
+        &self,
+        seg: &Segment,
+        filter: Option<&Pred>,
+        chunks: &mut [Option<Chunk>],
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let Some(p) = filter else {
+            return Ok(Some(None));
+        };
+        if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) {
+            return Ok(None);
+        }
+        Ok(match self.eval(p, seg, chunks)? {
+            Truth::All(TRUE) => Some(None),
+            Truth::All(_) => None,
+            Truth::Rows(t) => Some(Some(t)),
+        })
+    }
+
     fn min_max_segment(
         &self,
         seg: &Segment,
@@ -702,16 +723,8 @@ impl ColumnTable {
     ) -> Result<()> {
         let zone = &seg.chunks[col].zone;
         let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
-        let truth = match filter {
-            Some(p) if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) => {
-                return Ok(())
-            }
-            Some(p) => match self.eval(p, seg, &mut chunks)? {
-                Truth::All(TRUE) => None,
-                Truth::All(_) => return Ok(()),
-                Truth::Rows(t) => Some(t),
-            },
-            None => None,
+        let Some(truth) = self.passing(seg, filter, &mut chunks)? else {
+            return Ok(());
         };
         if truth.is_none() && del.count == 0 {
             if !zone.min.is_null() {
@@ -747,16 +760,8 @@ impl ColumnTable {
         out: &mut group::Groups,
     ) -> Result<()> {
         let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
-        let truth = match filter {
-            Some(p) if !chunk::may_match(p, &|c| (seg.chunks[c].zone.clone(), seg.rows)) => {
-                return Ok(())
-            }
-            Some(p) => match self.eval(p, seg, &mut chunks)? {
-                Truth::All(TRUE) => None,
-                Truth::All(_) => return Ok(()),
-                Truth::Rows(t) => Some(t),
-            },
-            None => None,
+        let Some(truth) = self.passing(seg, filter, &mut chunks)? else {
+            return Ok(());
         };
         for c in group
             .iter()
