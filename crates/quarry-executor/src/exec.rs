@@ -611,7 +611,6 @@ fn count_star(input: &Plan, group: &[Expr], aggs: &[Agg], ctx: &ExecCtx) -> Resu
             index_filter: None,
             access,
             read,
-            pushed,
             ..
         },
     ) = (group, aggs, input)
@@ -619,13 +618,10 @@ fn count_star(input: &Plan, group: &[Expr], aggs: &[Agg], ctx: &ExecCtx) -> Resu
         return Ok(None);
     };
     if matches!(access, Access::Full) {
-        let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
-            return Ok(None);
+        return match fully_pushed(input, ctx)? {
+            Some((table, req)) => table.handle.count(&req),
+            None => Ok(None),
         };
-        return table.handle.count(&ScanRequest {
-            filter,
-            ..Default::default()
-        });
     }
     if *read != ReadMode::EntriesOnly {
         return Ok(None);
@@ -658,39 +654,22 @@ fn min_max_from_engine(
     aggs: &[Agg],
     ctx: &ExecCtx,
 ) -> Result<Option<Row>> {
-    let (
-        [],
-        Plan::Scan {
-            table,
-            filter: None,
-            index_filter: None,
-            access: Access::Full,
-            pushed,
-            ..
-        },
-    ) = (group, input)
-    else {
-        return Ok(None);
-    };
     let wanted = |a: &Agg| {
         matches!(
             (a.func, a.args.as_slice()),
             (AggFunc::CountStar, _) | (AggFunc::Min | AggFunc::Max, [Expr::Col(_)])
         )
     };
-    if !aggs
-        .iter()
-        .any(|a| matches!(a.func, AggFunc::Min | AggFunc::Max))
+    if !group.is_empty()
+        || !aggs
+            .iter()
+            .any(|a| matches!(a.func, AggFunc::Min | AggFunc::Max))
         || !aggs.iter().all(wanted)
     {
         return Ok(None);
     }
-    let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+    let Some((table, req)) = fully_pushed(input, ctx)? else {
         return Ok(None);
-    };
-    let req = ScanRequest {
-        filter,
-        ..Default::default()
     };
     let mut row = Vec::with_capacity(aggs.len());
     for a in aggs {
@@ -725,17 +704,6 @@ fn group_in_engine(
     aggs: &[Agg],
     ctx: &ExecCtx,
 ) -> Result<Option<Vec<Row>>> {
-    let Plan::Scan {
-        table,
-        filter: None,
-        index_filter: None,
-        access: Access::Full,
-        pushed,
-        ..
-    } = input
-    else {
-        return Ok(None);
-    };
     let Some(cols) = group
         .iter()
         .map(|g| match g {
@@ -749,12 +717,8 @@ fn group_in_engine(
     // COUNT(DISTINCT c) alone: the number of non-NULL groups of c.
     if let ([], [a]) = (cols.as_slice(), aggs) {
         if let (AggFunc::Count, [Expr::Col(c)], true) = (a.func, a.args.as_slice(), a.distinct) {
-            let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+            let Some((table, req)) = fully_pushed(input, ctx)? else {
                 return Ok(None);
-            };
-            let req = ScanRequest {
-                filter,
-                ..Default::default()
             };
             // The executor's own DISTINCT set is not bounded either.
             return Ok(table
@@ -779,20 +743,41 @@ fn group_in_engine(
     else {
         return Ok(None);
     };
-    let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+    let Some((table, req)) = fully_pushed(input, ctx)? else {
         return Ok(None);
     };
     // As many groups as the aggregation buffer would hold before spilling.
     let max_groups = (ctx.agg_buffer / (64 + 48 * aggs.len())).max(1024);
-    table.handle.aggregate(
-        &ScanRequest {
+    table.handle.aggregate(&req, &cols, &scan_aggs, max_groups)
+}
+
+/// A whole-table scan whose entire condition goes to the engine this execution: its table
+/// and the request, for aggregates the engine answers without rows.
+fn fully_pushed<'p>(
+    input: &'p Plan,
+    ctx: &ExecCtx,
+) -> Result<Option<(&'p TableEntry, ScanRequest)>> {
+    let Plan::Scan {
+        table,
+        filter: None,
+        index_filter: None,
+        access: Access::Full,
+        pushed,
+        ..
+    } = input
+    else {
+        return Ok(None);
+    };
+    let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
+        return Ok(None);
+    };
+    Ok(Some((
+        table,
+        ScanRequest {
             filter,
             ..Default::default()
         },
-        &cols,
-        &scan_aggs,
-        max_groups,
-    )
+    )))
 }
 
 /// Whether normalized ranges are disjoint: they are unless their prefixes differ in length.
