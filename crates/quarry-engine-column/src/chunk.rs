@@ -111,10 +111,14 @@ impl Phys {
     }
 
     fn bytes_value(self, b: &[u8]) -> Result<Value> {
+        self.owned_bytes_value(b.to_vec())
+    }
+
+    fn owned_bytes_value(self, b: Vec<u8>) -> Result<Value> {
         Ok(match self {
-            Phys::Bytes => Value::Bytes(b.to_vec()),
+            Phys::Bytes => Value::Bytes(b),
             _ => Value::Str(
-                String::from_utf8(b.to_vec())
+                String::from_utf8(b)
                     .map_err(|_| Error::corrupt("invalid utf-8 in column chunk"))?,
             ),
         })
@@ -255,7 +259,7 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
                 header(&mut out, FOR);
                 out.extend_from_slice(&base.to_le_bytes());
                 out.push(width as u8);
-                pack(&ints, base, width, &mut out);
+                pack(ints.iter().copied(), base, width, &mut out);
             }
             return (out, zone);
         }
@@ -355,7 +359,7 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
                 let width = 64 - span.leading_zeros();
                 out.extend_from_slice(&base.to_le_bytes());
                 out.push(width as u8);
-                pack(&ints, base, width, &mut out);
+                pack(ints.iter().copied(), base, width, &mut out);
             }
             None => {
                 header(&mut out, PACKED);
@@ -467,15 +471,14 @@ fn pack_strings(values: &[&Value], slices: &[Cow<[u8]>], present: &[bool; 256], 
     };
     let base = live().min().unwrap_or(0);
     let span = live().max().unwrap_or(0) - base;
-    let lens: Vec<i64> = values
+    let lens = values
         .iter()
         .zip(slices)
-        .map(|(v, b)| if v.is_null() { base } else { b.len() as i64 })
-        .collect();
+        .map(|(v, b)| if v.is_null() { base } else { b.len() as i64 });
     let width = 64 - (span as u64).leading_zeros();
     out.extend_from_slice(&base.to_le_bytes());
     out.push(width as u8);
-    pack(&lens, base, width, out);
+    pack(lens, base, width, out);
     let alphabet: Vec<u8> = (0..=255u8).filter(|&c| present[c as usize]).collect();
     let k = match alphabet.len() {
         0 | 1 => 0,
@@ -723,13 +726,13 @@ fn unpack_strings(
     Ok((offsets, data))
 }
 
-fn pack(ints: &[i64], base: i64, width: u32, out: &mut Vec<u8>) {
+fn pack(ints: impl IntoIterator<Item = i64>, base: i64, width: u32, out: &mut Vec<u8>) {
     if width == 0 {
         return;
     }
     let mut acc: u128 = 0;
     let mut bits = 0u32;
-    for &i in ints {
+    for i in ints {
         acc |= ((i as i128 - base as i128) as u64 as u128) << bits;
         bits += width;
         while bits >= 8 {
@@ -1054,7 +1057,7 @@ impl Chunk {
             Data::Digits(d) => {
                 let mut b = Vec::with_capacity(20);
                 d.write(i, &mut b);
-                self.phys.bytes_value(&b)?
+                self.phys.owned_bytes_value(b)?
             }
         })
     }

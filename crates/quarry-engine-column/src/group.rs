@@ -143,6 +143,7 @@ pub(crate) fn segment(
     };
     let mut by_key: HashMap<Vec<u8>, usize, BuildHasherDefault<WordHasher>> = HashMap::default();
     let mut key = Vec::new();
+    let mut scratch = (Vec::new(), Vec::new());
     for i in (0..rows).filter(|&i| selected(i)) {
         let slot = match dict {
             Some((n, codes)) => {
@@ -191,7 +192,7 @@ pub(crate) fn segment(
                         Ordering::Greater
                     };
                     match local.best[j] {
-                        Some(b) if cmp_rows(col, i, b) != want => {}
+                        Some(b) if cmp_rows(col, i, b, &mut scratch) != want => {}
                         _ => local.best[j] = Some(i),
                     }
                 }
@@ -246,8 +247,9 @@ fn key_part(ch: &Chunk, i: usize, out: &mut Vec<u8>) {
     }
 }
 
-/// How two non-NULL rows of a chunk compare as their values would.
-fn cmp_rows(ch: &Chunk, i: usize, j: usize) -> Ordering {
+/// How two non-NULL rows of a chunk compare as their values would (`scratch` holds the
+/// strings of digit rows that must be written to compare).
+fn cmp_rows(ch: &Chunk, i: usize, j: usize, scratch: &mut (Vec<u8>, Vec<u8>)) -> Ordering {
     match &ch.data {
         Data::AllNull => Ordering::Equal,
         Data::Ints(v) if ch.phys == Phys::UInt => (v[i] as u64).cmp(&(v[j] as u64)),
@@ -261,10 +263,12 @@ fn cmp_rows(ch: &Chunk, i: usize, j: usize) -> Ordering {
         },
         Data::Digits(d) if d.form.fixed() => d.int(i).cmp(&d.int(j)),
         Data::Digits(d) => {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            d.write(i, &mut a);
-            d.write(j, &mut b);
-            a.cmp(&b)
+            let (a, b) = scratch;
+            a.clear();
+            b.clear();
+            d.write(i, a);
+            d.write(j, b);
+            a.as_slice().cmp(b.as_slice())
         }
         Data::Plain { offsets, data } => {
             let a = &data[offsets[i] as usize..offsets[i + 1] as usize];
