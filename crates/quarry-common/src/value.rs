@@ -890,6 +890,20 @@ pub type Row = Vec<Value>;
 mod tests {
     #[test]
     fn ascii_like_matches_the_char_by_char_one() {
+        // Known answers first: both paths share the matcher, so agreeing alone proves little.
+        for (s, p, want) in [
+            ("ABC", "a%", true),
+            ("aXc", "A_C", true),
+            ("abc", "a_", false),
+            ("a%c", "a\\%c", true),
+            ("abc", "a\\%c", false),
+            ("", "%", true),
+            ("x", "", false),
+            ("Straße", "STRA%E", true),
+            ("Straße", "stra_e", true),
+        ] {
+            assert_eq!(super::like(s, p, '\\'), want, "{s:?} LIKE {p:?}");
+        }
         let alphabet = b"aAbB%_\\x";
         let mut seed = 1u64;
         let mut next = move |m: usize| {
