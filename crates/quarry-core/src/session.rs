@@ -626,9 +626,7 @@ impl Session {
                             g.done = read;
                         }
                     })
-                });
-                *self.info.progress.lock() = None;
-                let r = r?;
+                })?;
                 return Ok(Output::Ok {
                     affected: r.affected,
                     last_insert_id: 0,

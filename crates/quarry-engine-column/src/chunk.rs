@@ -634,6 +634,12 @@ fn digit_form(
     let hi = live.map(|(&i, _)| i).max()?;
     let int_bits = values.len() as u64 * (64 - ((hi - lo) as u64).leading_zeros()) as u64;
     let char_bits = chars as u64 * (usize::BITS - (symbols.max(2) - 1).leading_zeros()) as u64;
+    // NULL rows take the smallest value, so they widen nothing.
+    for (i, v) in ints.iter_mut().zip(values) {
+        if v.is_null() {
+            *i = lo;
+        }
+    }
     (int_bits < char_bits).then_some((form, ints))
 }
 
