@@ -4,9 +4,15 @@
 //!
 pub mod btree;
 pub mod extsort;
+mod logged;
 pub mod page;
 pub mod pool;
+pub mod vfs;
+pub mod wal;
 
 pub use btree::BTree;
 pub use extsort::ExternalSorter;
 pub use pool::{BufferPool, PageId};
+pub use wal::{FileKind, FlushPolicy, LoggedFile, Wal};
+#[cfg(test)]
+mod wal_tests;

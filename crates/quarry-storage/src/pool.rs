@@ -8,15 +8,15 @@
 //! a frame change identity under it. Loads (misses) are serialized by one mutex: simple,
 //! and a miss costs a disk read anyway.
 
-use crate::page::{seal, verify, PAGE_SIZE};
+use crate::page::{lsn, seal, set_lsn, verify, PAGE_SIZE};
+use crate::vfs::{read_full, RealFs, VFile, Vfs};
+use crate::wal::{FileKind, Wal};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use quarry_common::{Error, Result};
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PageId {
@@ -34,8 +34,10 @@ struct Frame {
 }
 
 struct OpenFile {
-    file: File,
+    file: Arc<dyn VFile>,
     path: PathBuf,
+    /// The file's number in the write-ahead log (0: not logged).
+    fno: u32,
 }
 
 #[derive(Default)]
@@ -51,6 +53,7 @@ pub struct BufferPool {
     parts: Vec<RwLock<HashMap<PageId, usize>>>,
     files: RwLock<Vec<Option<Arc<OpenFile>>>>,
     load: Mutex<LoadState>,
+    wal: OnceLock<Arc<Wal>>,
     pub stats: PoolStats,
 }
 
@@ -86,8 +89,20 @@ impl BufferPool {
                 free: (0..n).rev().collect(),
                 by_file: HashMap::new(),
             }),
+            wal: OnceLock::new(),
             stats: PoolStats::default(),
         }
+    }
+
+    /// Log page changes from now on: files opened later are registered with `wal`, every
+    /// change is logged as the byte ranges it made, and a dirty page is written only once
+    /// the log is durable past its last change.
+    pub fn attach_wal(&self, wal: Arc<Wal>) {
+        let _ = self.wal.set(wal);
+    }
+
+    pub fn wal(&self) -> Option<&Arc<Wal>> {
+        self.wal.get()
     }
 
     pub fn frame_count(&self) -> usize {
@@ -100,16 +115,15 @@ impl BufferPool {
 
     /// Open (creating if needed) a page file; pages are addressed by the returned id.
     pub fn open_file(&self, path: &Path) -> Result<u32> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Error::io(path.display(), e))?;
+        let (file, fno) = match self.wal.get() {
+            Some(w) => (w.vfs().open(path, true), w.register(path, FileKind::Pages)?),
+            None => (RealFs.open(path, true), 0),
+        };
+        let file = file.map_err(|e| Error::io(path.display(), e))?;
         let of = Arc::new(OpenFile {
             file,
             path: path.to_path_buf(),
+            fno,
         });
         let mut files = self.files.write();
         if let Some(i) = files.iter().position(Option::is_none) {
@@ -132,11 +146,7 @@ impl BufferPool {
     /// Pages the file holds on disk.
     pub fn file_pages(&self, id: u32) -> Result<u32> {
         let f = self.file(id)?;
-        let len = f
-            .file
-            .metadata()
-            .map_err(|e| Error::io(f.path.display(), e))?
-            .len();
+        let len = f.file.len().map_err(|e| Error::io(f.path.display(), e))?;
         Ok((len / PAGE_SIZE as u64) as u32)
     }
 
@@ -164,10 +174,12 @@ impl BufferPool {
             if data.is_empty() {
                 *data = vec![0u8; PAGE_SIZE].into_boxed_slice();
             }
-            let n = f
-                .file
-                .read_at(&mut data, id.page as u64 * PAGE_SIZE as u64)
-                .map_err(|e| Error::io(f.path.display(), e))?;
+            let n = read_full(
+                f.file.as_ref(),
+                &mut data,
+                id.page as u64 * PAGE_SIZE as u64,
+            )
+            .map_err(|e| Error::io(f.path.display(), e))?;
             data[n..].fill(0);
             self.stats.reads.fetch_add(1, Ordering::Relaxed);
             if !verify(&data, id.page) {
@@ -251,9 +263,13 @@ impl BufferPool {
 
     fn write_back(&self, id: PageId, data: &mut [u8]) -> Result<()> {
         let f = self.file(id.file)?;
+        if let (Some(w), true) = (self.wal.get(), f.fno != 0) {
+            // The write-ahead rule: the log describes the page before the page lands.
+            w.flush_to(lsn(data), true)?;
+        }
         seal(data, id.page);
         f.file
-            .write_all_at(data, id.page as u64 * PAGE_SIZE as u64)
+            .write_at(data, id.page as u64 * PAGE_SIZE as u64)
             .map_err(|e| Error::io(f.path.display(), e))?;
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -263,9 +279,18 @@ impl BufferPool {
     pub fn flush_file(&self, file: u32) -> Result<()> {
         self.write_dirty(file)?;
         let f = self.file(file)?;
-        f.file
-            .sync_all()
-            .map_err(|e| Error::io(f.path.display(), e))
+        f.file.sync().map_err(|e| Error::io(f.path.display(), e))
+    }
+
+    /// Write every dirty page of every file and fsync them (checkpoints).
+    pub fn flush_all(&self) -> Result<()> {
+        let files: Vec<u32> = self.load.lock().by_file.keys().copied().collect();
+        for f in files {
+            if self.file(f).is_ok() {
+                self.flush_file(f)?;
+            }
+        }
+        Ok(())
     }
 
     fn write_dirty(&self, file: u32) -> Result<()> {
@@ -337,12 +362,94 @@ impl PageRef<'_> {
     }
 
     /// Write access; the page is marked dirty. The mark is set under the latch, so a
-    /// concurrent flush either writes this change or leaves the page dirty.
-    pub fn write(&self) -> RwLockWriteGuard<'_, Box<[u8]>> {
+    /// concurrent flush either writes this change or leaves the page dirty. With a log,
+    /// the change is logged when the guard is dropped.
+    pub fn write(&self) -> PageWrite<'_> {
         let f = &self.pool.frames[self.frame];
         let guard = f.data.write();
         f.dirty.store(true, Ordering::SeqCst);
-        guard
+        let logged = self.pool.wal.get().and_then(|w| {
+            let fno = self.pool.file(self.id.file).ok()?.fno;
+            (fno != 0).then_some((w.as_ref(), fno))
+        });
+        let before = logged.map(|_| guard.to_vec());
+        PageWrite {
+            guard,
+            before,
+            logged,
+            page: self.id.page,
+        }
+    }
+}
+
+/// A page being changed; dropping it logs the changed byte ranges and stamps the page
+/// with the record's LSN.
+pub struct PageWrite<'a> {
+    guard: RwLockWriteGuard<'a, Box<[u8]>>,
+    before: Option<Vec<u8>>,
+    logged: Option<(&'a Wal, u32)>,
+    page: u32,
+}
+
+impl std::ops::Deref for PageWrite<'_> {
+    type Target = Box<[u8]>;
+    fn deref(&self) -> &Box<[u8]> {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for PageWrite<'_> {
+    fn deref_mut(&mut self) -> &mut Box<[u8]> {
+        &mut self.guard
+    }
+}
+
+/// Changed ranges `[start, end)` between two images of a page from `from` on; runs of
+/// fewer than 8 equal bytes do not split a range.
+pub fn diff_ranges(before: &[u8], after: &[u8], from: usize) -> Vec<(usize, usize)> {
+    let n = before.len().min(after.len());
+    let mut out = vec![];
+    let mut i = from;
+    while i < n {
+        if i.is_multiple_of(64) && i + 64 <= n && before[i..i + 64] == after[i..i + 64] {
+            i += 64;
+            continue;
+        }
+        if before[i] == after[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut end = i + 1;
+        i += 1;
+        while i < n && i - end < 8 {
+            if before[i] != after[i] {
+                end = i + 1;
+            }
+            i += 1;
+        }
+        out.push((start, end));
+        i = end;
+    }
+    out
+}
+
+impl Drop for PageWrite<'_> {
+    fn drop(&mut self) {
+        let (Some(before), Some((wal, fno))) = (self.before.take(), self.logged) else {
+            return;
+        };
+        // Bytes 0..12 (checksum, LSN) are stamped here and at write-back, not logged.
+        let ranges = diff_ranges(&before, &self.guard, 12);
+        if ranges.is_empty() {
+            return;
+        }
+        let parts: Vec<(u16, &[u8], &[u8])> = ranges
+            .iter()
+            .map(|&(s, e)| (s as u16, &self.guard[s..e], &before[s..e]))
+            .collect();
+        let end = wal.log_page(fno, self.page, &parts);
+        set_lsn(&mut self.guard, end);
     }
 }
 
@@ -357,6 +464,7 @@ impl Drop for PageRef<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileExt;
 
     fn dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("quarry-pool-{name}-{}", std::process::id()));

@@ -1,0 +1,277 @@
+//! A data file whose writes are logged: each write becomes a WAL record (new bytes, and
+//! inside a transaction the bytes it replaces) and is kept in memory until the log is
+//! durable past it — the write-ahead rule — then written to the file. Reads see those
+//! pending writes, so callers never notice the delay. Without a log it is a plain file.
+
+use crate::vfs::{read_full, RealFs, VFile, Vfs};
+use crate::wal::{Lsn, Wal};
+use parking_lot::Mutex;
+use quarry_common::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Pending bytes past which a writer forces the log and writes them out itself.
+const PENDING_LIMIT: usize = 32 << 20;
+
+pub struct LoggedFile {
+    inner: Arc<LoggedInner>,
+}
+
+pub(crate) struct LoggedInner {
+    file: Arc<dyn VFile>,
+    path: PathBuf,
+    fno: u32,
+    wal: Option<Arc<Wal>>,
+    pend: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Non-overlapping, non-adjacent extents by offset.
+    ext: BTreeMap<u64, Vec<u8>>,
+    bytes: usize,
+    max_lsn: Lsn,
+    /// Length including pending writes.
+    len: u64,
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::io(path.display(), e)
+}
+
+impl Pending {
+    /// Put `data` at `off`, merging with extents it overlaps or touches.
+    fn put(&mut self, off: u64, data: &[u8]) {
+        let end = off + data.len() as u64;
+        // Fast path: appending right after the last extent.
+        if let Some((&s, last)) = self.ext.iter_mut().next_back() {
+            if s + last.len() as u64 == off {
+                last.extend_from_slice(data);
+                self.bytes += data.len();
+                return;
+            }
+        }
+        let mut start = off;
+        let mut merged_end = end;
+        let touching: Vec<u64> = self
+            .ext
+            .range(..=end)
+            .rev()
+            .take_while(|(s, v)| **s + v.len() as u64 >= off)
+            .map(|(s, _)| *s)
+            .collect();
+        let mut olds = Vec::with_capacity(touching.len());
+        for s in touching {
+            let v = self.ext.remove(&s).unwrap();
+            self.bytes -= v.len();
+            start = start.min(s);
+            merged_end = merged_end.max(s + v.len() as u64);
+            olds.push((s, v));
+        }
+        let mut buf = vec![0u8; (merged_end - start) as usize];
+        for (s, v) in olds {
+            let at = (s - start) as usize;
+            buf[at..at + v.len()].copy_from_slice(&v);
+        }
+        let at = (off - start) as usize;
+        buf[at..at + data.len()].copy_from_slice(data);
+        self.bytes += buf.len();
+        self.ext.insert(start, buf);
+    }
+
+    /// Copy pending bytes over `buf` (which holds the file's bytes from `off`).
+    fn overlay(&self, buf: &mut [u8], off: u64) {
+        let end = off + buf.len() as u64;
+        for (&s, v) in self.ext.range(..end).rev() {
+            let e = s + v.len() as u64;
+            if e <= off {
+                break;
+            }
+            let from = s.max(off);
+            let to = e.min(end);
+            buf[(from - off) as usize..(to - off) as usize]
+                .copy_from_slice(&v[(from - s) as usize..(to - s) as usize]);
+        }
+    }
+
+    /// Drop pending bytes at or past `len`.
+    fn cut(&mut self, len: u64) {
+        let keys: Vec<u64> = self
+            .ext
+            .range(..)
+            .rev()
+            .take_while(|(s, v)| **s + v.len() as u64 > len)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in keys {
+            let mut v = self.ext.remove(&s).unwrap();
+            self.bytes -= v.len();
+            if s < len {
+                v.truncate((len - s) as usize);
+                self.bytes += v.len();
+                self.ext.insert(s, v);
+            }
+        }
+    }
+}
+
+impl LoggedFile {
+    /// Open (or create) `path`; with a log, its writes are logged under the file's number.
+    pub fn open(path: &Path, wal: Option<&Arc<Wal>>, create: bool) -> Result<LoggedFile> {
+        let file = match wal {
+            Some(w) => w.vfs().open(path, create),
+            None => RealFs.open(path, create),
+        }
+        .map_err(|e| io(path, e))?;
+        let len = file.len().map_err(|e| io(path, e))?;
+        let fno = match wal {
+            Some(w) => w.register(path, crate::wal::FileKind::Bytes)?,
+            None => 0,
+        };
+        let inner = Arc::new(LoggedInner {
+            file,
+            path: path.to_path_buf(),
+            fno,
+            wal: wal.cloned(),
+            pend: Mutex::new(Pending {
+                len,
+                ..Default::default()
+            }),
+        });
+        if let Some(w) = wal {
+            w.attach(&inner);
+        }
+        Ok(LoggedFile { inner })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn len(&self) -> u64 {
+        self.inner.pend.lock().len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Read from `off`; returns how many bytes the file has there (short at its end).
+    pub fn read_at(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        let p = self.inner.pend.lock();
+        if off >= p.len {
+            return Ok(0);
+        }
+        let n = buf.len().min((p.len - off) as usize);
+        let buf = &mut buf[..n];
+        let got =
+            read_full(self.inner.file.as_ref(), buf, off).map_err(|e| io(&self.inner.path, e))?;
+        buf[got..].fill(0);
+        p.overlay(buf, off);
+        Ok(n)
+    }
+
+    pub fn read_exact_at(&self, buf: &mut [u8], off: u64) -> Result<()> {
+        if self.read_at(buf, off)? < buf.len() {
+            return Err(Error::corrupt(format!(
+                "{} (read past the end at {off})",
+                self.inner.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Write `data` at `off` (logged; reaches the file once the log covers it).
+    pub fn write_at(&self, data: &[u8], off: u64) -> Result<()> {
+        let Some(wal) = &self.inner.wal else {
+            let r = self.inner.file.write_at(data, off);
+            let mut p = self.inner.pend.lock();
+            p.len = p.len.max(off + data.len() as u64);
+            return r.map_err(|e| io(&self.inner.path, e));
+        };
+        let mut p = self.inner.pend.lock();
+        let old_len = p.len;
+        // The replaced bytes are only needed to undo an open transaction.
+        let undo = if wal.in_txn() && off < old_len {
+            let n = data.len().min((old_len - off) as usize);
+            let mut u = vec![0u8; n];
+            let got = read_full(self.inner.file.as_ref(), &mut u, off)
+                .map_err(|e| io(&self.inner.path, e))?;
+            u[got..].fill(0);
+            p.overlay(&mut u, off);
+            u
+        } else {
+            Vec::new()
+        };
+        let old = if wal.in_txn() { old_len } else { u64::MAX };
+        let lsn = wal.log_write(self.inner.fno, off, data, old, &undo);
+        p.put(off, data);
+        p.max_lsn = p.max_lsn.max(lsn);
+        p.len = p.len.max(off + data.len() as u64);
+        let over = p.bytes > PENDING_LIMIT;
+        drop(p);
+        if over {
+            self.inner.write_out(true)?;
+        }
+        Ok(())
+    }
+
+    /// Shrink the file to `len`. With a log this commits the open transaction (TRUNCATE
+    /// TABLE commits implicitly), and the file shrinks only once that is durable.
+    pub fn truncate_and_commit(&self, len: u64) -> Result<()> {
+        let mut p = self.inner.pend.lock();
+        if let Some(wal) = &self.inner.wal {
+            wal.truncate_and_commit(self.inner.fno, len)?;
+        }
+        p.cut(len);
+        p.len = len;
+        drop(p);
+        // Extents below `len` written first, then the cut: all covered by the log now.
+        self.inner.write_out(true)?;
+        self.inner
+            .file
+            .set_len(len)
+            .map_err(|e| io(&self.inner.path, e))
+    }
+
+    /// Write out what the log covers and fsync the file.
+    pub fn sync(&self) -> Result<()> {
+        self.inner.write_out(true)?;
+        self.inner.sync()
+    }
+
+    /// Pending bytes not yet in the file (tests and statistics).
+    pub fn pending_bytes(&self) -> usize {
+        self.inner.pend.lock().bytes
+    }
+}
+
+impl LoggedInner {
+    /// Write pending extents to the file once the log is durable past them; `force`
+    /// makes it durable first.
+    pub(crate) fn write_out(&self, force: bool) -> Result<()> {
+        let mut p = self.pend.lock();
+        if p.ext.is_empty() {
+            return Ok(());
+        }
+        if let Some(wal) = &self.wal {
+            if wal.durable_lsn() < p.max_lsn {
+                if !force {
+                    return Ok(());
+                }
+                wal.flush_to(p.max_lsn, true)?;
+            }
+        }
+        for (off, v) in &p.ext {
+            self.file.write_at(v, *off).map_err(|e| io(&self.path, e))?;
+        }
+        p.ext.clear();
+        p.bytes = 0;
+        Ok(())
+    }
+
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file.sync().map_err(|e| io(&self.path, e))
+    }
+}

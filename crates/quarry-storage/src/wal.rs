@@ -1,0 +1,1276 @@
+//! The write-ahead log shared by the engines: every change to a logged file (a data file
+//! through [`LoggedFile`], a page through the buffer pool) is a log record before it may
+//! reach its file, and a transaction is committed when its COMMIT record is durable.
+//!
+//! ```text
+//!  <datadir>/wal/<start LSN, 16 hex>.log   segments of one byte stream (LSN = position)
+//!  <datadir>/wal/control                   two slots: the LSN of the last CHECKPOINT record
+//!
+//!  record: len u32 │ crc32c u32 (of the rest) │ type u8 │ txn u64 │ body
+//!    WRITE     fno u32, off u64, n u32, redo[n], old_len u64, m u32, undo[m]
+//!    PAGE      fno u32, page u32, k u16, k × (at u16, n u16, redo[n], undo[n])
+//!    CREATE    fno u32, kind u8, path        RENAME  fno u32, from, to      DROP  fno u32
+//!    COMMIT    —        ABORT —              TRUNCATE fno u32, len u64 (commits txn)
+//!    CHECKPOINT redo_from u64, undo_from u64, next_fno u32, next_txn u64, files
+//! ```
+//!
+//! * Records are physical: bytes at a file offset, ranges of a page. Redo sets bytes and
+//!   undo restores the bytes a change replaced, so both are idempotent and a torn page or
+//!   a lost unsynced write is repaired by replaying everything since the checkpoint.
+//! * Writers are serialized by the database's transaction lock, so at most one
+//!   transaction writes at a time and records carry the current transaction's id; undo
+//!   of the one unfinished transaction at a crash is then physical and exact. (Concurrent
+//!   writers need versioned rows instead of byte undo; see docs/design/durability.md.)
+//! * Group commit: committers wait for one flusher that writes and fsyncs everything
+//!   appended so far. `innodb_flush_log_at_trx_commit`: 1 fsync at commit, 2 write at
+//!   commit, 0 neither — a background thread fsyncs each second.
+//! * Fuzzy checkpoint: note the end of the log C, write every logged change below C to its
+//!   file and fsync, then record C; segments wholly below what recovery needs are removed.
+//! * Recovery: analysis finds which transactions committed, redo replays every record from
+//!   C, undo reverses the unfinished transaction newest-first, touched pages are re-sealed.
+
+use crate::page::{seal, PAGE_SIZE};
+use crate::pool::BufferPool;
+use crate::vfs::{read_full, VFile, Vfs};
+use parking_lot::{Condvar, Mutex};
+use quarry_common::{Error, Result};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+pub use crate::logged::LoggedFile;
+use crate::logged::LoggedInner;
+
+pub type Lsn = u64;
+pub type TxnId = u64;
+
+const SEGMENT_BYTES: u64 = 64 << 20;
+/// The first LSN of a new log (0 means "none").
+const FIRST_LSN: Lsn = 16;
+const HDR: usize = 17;
+/// Appenders write the log buffer out themselves past this size.
+const BUFFER_LIMIT: usize = 16 << 20;
+const CONTROL_MAGIC: &[u8; 8] = b"QRYWALC1";
+
+const T_WRITE: u8 = 1;
+const T_PAGE: u8 = 2;
+const T_CREATE: u8 = 3;
+const T_RENAME: u8 = 4;
+const T_DROP: u8 = 5;
+const T_COMMIT: u8 = 6;
+const T_ABORT: u8 = 7;
+const T_TRUNCATE: u8 = 8;
+const T_CHECKPOINT: u8 = 9;
+
+/// What a logged file holds: plain bytes, or checksummed pages re-sealed after recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Bytes = 1,
+    Pages = 2,
+}
+
+impl FileKind {
+    fn from_u8(b: u8) -> Result<FileKind> {
+        match b {
+            1 => Ok(FileKind::Bytes),
+            2 => Ok(FileKind::Pages),
+            _ => Err(Error::corrupt("write-ahead log (file kind)")),
+        }
+    }
+}
+
+/// `innodb_flush_log_at_trx_commit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// 0: neither write nor fsync at commit; both once a second.
+    EverySecond = 0,
+    /// 1: write and fsync at every commit (the default).
+    EachCommit = 1,
+    /// 2: write at commit, fsync once a second.
+    WriteAtCommit = 2,
+}
+
+impl FlushPolicy {
+    pub fn from_i64(v: i64) -> FlushPolicy {
+        match v {
+            0 => FlushPolicy::EverySecond,
+            2 => FlushPolicy::WriteAtCommit,
+            _ => FlushPolicy::EachCommit,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct WalStats {
+    pub records: AtomicU64,
+    pub bytes: AtomicU64,
+    pub writes: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub commits: AtomicU64,
+    pub checkpoints: AtomicU64,
+}
+
+/// What recovery did at open.
+#[derive(Debug, Default, Clone)]
+pub struct Recovery {
+    /// Log bytes scanned from the oldest needed record to the end.
+    pub scanned_bytes: u64,
+    pub redone: u64,
+    pub undone_txns: u64,
+    pub committed_txns: u64,
+    pub elapsed: Duration,
+}
+
+struct Appender {
+    bytes: Vec<u8>,
+    /// LSN of `bytes[0]`.
+    start: Lsn,
+    current: TxnId,
+    /// LSN of the current transaction's first record (0: none yet).
+    first_lsn: Lsn,
+    next_txn: TxnId,
+}
+
+impl Appender {
+    fn next_lsn(&self) -> Lsn {
+        self.start + self.bytes.len() as u64
+    }
+}
+
+struct FlushState {
+    flushing: bool,
+    written: Lsn,
+    durable: Lsn,
+}
+
+struct SegWriter {
+    file: Option<Arc<dyn VFile>>,
+    start: Lsn,
+    len: u64,
+    /// Bytes written since the last successful fsync (rewritten if an fsync fails, since
+    /// the kernel may have dropped them) and where they start.
+    unsynced: Vec<u8>,
+    unsynced_at: Lsn,
+    /// Segments before the current one that still need an fsync.
+    stale: Vec<Arc<dyn VFile>>,
+}
+
+#[derive(Clone, Default)]
+struct Registry {
+    by_fno: HashMap<u32, (FileKind, PathBuf)>,
+    by_path: HashMap<PathBuf, u32>,
+    next_fno: u32,
+}
+
+impl Registry {
+    fn insert(&mut self, fno: u32, kind: FileKind, path: PathBuf) {
+        if let Some(old) = self.by_path.insert(path.clone(), fno) {
+            self.by_fno.remove(&old);
+        }
+        self.by_fno.insert(fno, (kind, path));
+        self.next_fno = self.next_fno.max(fno + 1);
+    }
+    fn remove(&mut self, fno: u32) {
+        if let Some((_, p)) = self.by_fno.remove(&fno) {
+            self.by_path.remove(&p);
+        }
+    }
+}
+
+pub struct Wal {
+    root: PathBuf,
+    dir: PathBuf,
+    vfs: Arc<dyn Vfs>,
+    app: Mutex<Appender>,
+    flush: Mutex<FlushState>,
+    flushed: Condvar,
+    writer: Mutex<SegWriter>,
+    registry: Mutex<Registry>,
+    files: Mutex<Vec<Weak<LoggedInner>>>,
+    policy: AtomicU8,
+    checkpointing: Mutex<()>,
+    last_checkpoint: AtomicU64,
+    control_seq: AtomicU64,
+    stop: AtomicBool,
+    pub stats: WalStats,
+}
+
+fn corrupt_log(what: &str) -> Error {
+    Error::corrupt(format!("write-ahead log ({what})"))
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::io(path.display(), e)
+}
+
+fn segment_name(start: Lsn) -> String {
+    format!("{start:016x}.log")
+}
+
+/// Little-endian field reader over a record body.
+struct Body<'a>(&'a [u8]);
+
+impl<'a> Body<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return Err(corrupt_log("short record"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn path(&mut self) -> Result<PathBuf> {
+        let n = self.u16()? as usize;
+        let s = std::str::from_utf8(self.take(n)?).map_err(|_| corrupt_log("path"))?;
+        Ok(PathBuf::from(s))
+    }
+}
+
+fn put_path(out: &mut Vec<u8>, p: &Path) {
+    let s = p.to_string_lossy();
+    out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// One record read back from the log.
+struct Rec {
+    lsn: Lsn,
+    ty: u8,
+    txn: TxnId,
+    body: Vec<u8>,
+}
+
+/// Reads records in order across segments; stops (returns None) at the first record that
+/// is incomplete or fails its checksum — the torn tail of the last write.
+struct LogReader<'a> {
+    vfs: &'a dyn Vfs,
+    dir: &'a Path,
+    segments: &'a [Lsn],
+    seg: usize,
+    file: Option<Arc<dyn VFile>>,
+    pos: Lsn,
+    buf: Vec<u8>,
+    buf_at: Lsn,
+}
+
+impl<'a> LogReader<'a> {
+    fn new(vfs: &'a dyn Vfs, dir: &'a Path, segments: &'a [Lsn], from: Lsn) -> LogReader<'a> {
+        let seg = segments.partition_point(|&s| s <= from).saturating_sub(1);
+        LogReader {
+            vfs,
+            dir,
+            segments,
+            seg,
+            file: None,
+            pos: from,
+            buf: Vec::new(),
+            buf_at: from,
+        }
+    }
+
+    /// `n` bytes at `pos`, crossing segment boundaries; None at the end of the log.
+    fn bytes(&mut self, n: usize) -> Result<Option<Vec<u8>>> {
+        let mut out = Vec::with_capacity(n);
+        let mut at = self.pos;
+        while out.len() < n {
+            let outside = at < self.buf_at || at >= self.buf_at + self.buf.len() as u64;
+            if outside && !self.fill(at)? {
+                return Ok(None);
+            }
+            let i = (at - self.buf_at) as usize;
+            let take = (n - out.len()).min(self.buf.len() - i);
+            out.extend_from_slice(&self.buf[i..i + take]);
+            at += take as u64;
+        }
+        Ok(Some(out))
+    }
+
+    /// Load a block starting at `at` from the segment that holds it.
+    fn fill(&mut self, at: Lsn) -> Result<bool> {
+        while self.seg + 1 < self.segments.len() && self.segments[self.seg + 1] <= at {
+            self.seg += 1;
+            self.file = None;
+        }
+        let Some(&start) = self.segments.get(self.seg) else {
+            return Ok(false);
+        };
+        if at < start {
+            return Ok(false);
+        }
+        if self.file.is_none() {
+            let p = self.dir.join(segment_name(start));
+            self.file = Some(self.vfs.open(&p, false).map_err(|e| io(&p, e))?);
+        }
+        let f = self.file.as_ref().unwrap();
+        let mut block = vec![0u8; 1 << 20];
+        let n = read_full(f.as_ref(), &mut block, at - start)
+            .map_err(|e| io(&self.dir.join(segment_name(start)), e))?;
+        if n == 0 {
+            // The end of this segment: continue in the next only if it starts right here.
+            if self.seg + 1 < self.segments.len() && self.segments[self.seg + 1] == at {
+                self.seg += 1;
+                self.file = None;
+                return self.fill(at);
+            }
+            return Ok(false);
+        }
+        block.truncate(n);
+        self.buf = block;
+        self.buf_at = at;
+        Ok(true)
+    }
+
+    fn next(&mut self) -> Result<Option<Rec>> {
+        let Some(h) = self.bytes(HDR)? else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(h[0..4].try_into().unwrap()) as usize;
+        if !(HDR..=(1 << 30)).contains(&len) {
+            return Ok(None);
+        }
+        let Some(all) = self.bytes(len)? else {
+            return Ok(None);
+        };
+        let crc = u32::from_le_bytes(all[4..8].try_into().unwrap());
+        if crc32c::crc32c(&all[8..]) != crc {
+            return Ok(None);
+        }
+        let rec = Rec {
+            lsn: self.pos,
+            ty: all[8],
+            txn: u64::from_le_bytes(all[9..17].try_into().unwrap()),
+            body: all[HDR..].to_vec(),
+        };
+        self.pos += len as u64;
+        Ok(Some(rec))
+    }
+}
+
+impl Wal {
+    /// Open the log under `<root>/wal`, recovering the files it covers first.
+    pub fn open(root: &Path, vfs: Arc<dyn Vfs>) -> Result<(Arc<Wal>, Recovery)> {
+        let dir = root.join("wal");
+        vfs.create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        let wal = Arc::new(Wal {
+            root: root.to_path_buf(),
+            dir,
+            vfs,
+            app: Mutex::new(Appender {
+                bytes: Vec::new(),
+                start: FIRST_LSN,
+                current: 0,
+                first_lsn: 0,
+                next_txn: 1,
+            }),
+            flush: Mutex::new(FlushState {
+                flushing: false,
+                written: FIRST_LSN,
+                durable: FIRST_LSN,
+            }),
+            flushed: Condvar::new(),
+            writer: Mutex::new(SegWriter {
+                file: None,
+                start: FIRST_LSN,
+                len: 0,
+                unsynced: Vec::new(),
+                unsynced_at: FIRST_LSN,
+                stale: Vec::new(),
+            }),
+            registry: Mutex::new(Registry::default()),
+            files: Mutex::new(Vec::new()),
+            policy: AtomicU8::new(FlushPolicy::EachCommit as u8),
+            checkpointing: Mutex::new(()),
+            last_checkpoint: AtomicU64::new(0),
+            control_seq: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            stats: WalStats::default(),
+        });
+        let report = wal.recover()?;
+        wal.checkpoint(None)?;
+        Ok((wal, report))
+    }
+
+    pub fn vfs(&self) -> &Arc<dyn Vfs> {
+        &self.vfs
+    }
+
+    pub fn set_policy(&self, p: FlushPolicy) {
+        self.policy.store(p as u8, Ordering::Relaxed);
+    }
+
+    fn policy(&self) -> FlushPolicy {
+        FlushPolicy::from_i64(self.policy.load(Ordering::Relaxed) as i64)
+    }
+
+    fn relative(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.root).unwrap_or(path).to_path_buf()
+    }
+
+    // ------------------------------------------------------------------ appending
+
+    /// Append one record; returns the LSN just past it (what `flush_to` waits for).
+    fn append(&self, ty: u8, parts: &[&[u8]]) -> Lsn {
+        self.append_at(ty, parts).1
+    }
+
+    /// Append one record; returns where it starts and ends. Appending cannot fail: a
+    /// full buffer is written out here, and if that fails the bytes stay buffered and
+    /// the next flush (a commit) reports the error.
+    fn append_at(&self, ty: u8, parts: &[&[u8]]) -> (Lsn, Lsn) {
+        let len = HDR + parts.iter().map(|p| p.len()).sum::<usize>();
+        let end;
+        let big;
+        let lsn;
+        {
+            let mut a = self.app.lock();
+            let txn = a.current;
+            lsn = a.next_lsn();
+            if txn != 0 && a.first_lsn == 0 {
+                a.first_lsn = lsn;
+            }
+            let mut crc = crc32c::crc32c(&[ty]);
+            crc = crc32c::crc32c_append(crc, &txn.to_le_bytes());
+            for p in parts {
+                crc = crc32c::crc32c_append(crc, p);
+            }
+            a.bytes.reserve(len);
+            a.bytes.extend_from_slice(&(len as u32).to_le_bytes());
+            a.bytes.extend_from_slice(&crc.to_le_bytes());
+            a.bytes.push(ty);
+            a.bytes.extend_from_slice(&txn.to_le_bytes());
+            for p in parts {
+                a.bytes.extend_from_slice(p);
+            }
+            end = a.next_lsn();
+            big = a.bytes.len() > BUFFER_LIMIT;
+        }
+        self.stats.records.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(len as u64, Ordering::Relaxed);
+        if big {
+            let _ = self.flush_to(end, false);
+        }
+        (lsn, end)
+    }
+
+    /// Log bytes written at `off` of file `fno`. `undo` is what they replace below
+    /// `old_len` (the file's length before); only needed inside a transaction.
+    pub fn log_write(&self, fno: u32, off: u64, redo: &[u8], old_len: u64, undo: &[u8]) -> Lsn {
+        let mut head = Vec::with_capacity(16);
+        head.extend_from_slice(&fno.to_le_bytes());
+        head.extend_from_slice(&off.to_le_bytes());
+        head.extend_from_slice(&(redo.len() as u32).to_le_bytes());
+        let mut tail = Vec::with_capacity(12);
+        tail.extend_from_slice(&old_len.to_le_bytes());
+        tail.extend_from_slice(&(undo.len() as u32).to_le_bytes());
+        self.append(T_WRITE, &[&head, redo, &tail, undo])
+    }
+
+    /// Log a page change as its changed ranges: (offset in page, new bytes, old bytes).
+    pub fn log_page(&self, fno: u32, page: u32, ranges: &[(u16, &[u8], &[u8])]) -> Lsn {
+        let mut body = Vec::with_capacity(
+            10 + ranges
+                .iter()
+                .map(|r| 4 + r.1.len() + r.2.len())
+                .sum::<usize>(),
+        );
+        body.extend_from_slice(&fno.to_le_bytes());
+        body.extend_from_slice(&page.to_le_bytes());
+        body.extend_from_slice(&(ranges.len() as u16).to_le_bytes());
+        for (at, redo, undo) in ranges {
+            debug_assert_eq!(redo.len(), undo.len());
+            body.extend_from_slice(&at.to_le_bytes());
+            body.extend_from_slice(&(redo.len() as u16).to_le_bytes());
+            body.extend_from_slice(redo);
+            body.extend_from_slice(undo);
+        }
+        self.append(T_PAGE, &[&body])
+    }
+
+    /// The file's number in the log, registering it (CREATE record) when new.
+    pub fn register(&self, path: &Path, kind: FileKind) -> Result<u32> {
+        let rel = self.relative(path);
+        let mut reg = self.registry.lock();
+        if let Some(&f) = reg.by_path.get(&rel) {
+            return Ok(f);
+        }
+        let fno = reg.next_fno.max(1);
+        reg.insert(fno, kind, rel.clone());
+        let mut body = fno.to_le_bytes().to_vec();
+        body.push(kind as u8);
+        put_path(&mut body, &rel);
+        // Under the registry lock: a checkpoint's file list and its LSN agree.
+        self.append_outside_txn(T_CREATE, &body);
+        Ok(fno)
+    }
+
+    /// Records that describe files rather than changes belong to no transaction.
+    fn append_outside_txn(&self, ty: u8, body: &[u8]) -> (Lsn, Lsn) {
+        let saved = {
+            let mut a = self.app.lock();
+            std::mem::take(&mut a.current)
+        };
+        let r = self.append_at(ty, &[body]);
+        self.app.lock().current = saved;
+        r
+    }
+
+    /// Note that the file at `from` is about to be renamed to `to` (log before the rename).
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let (from, to) = (self.relative(from), self.relative(to));
+        let mut reg = self.registry.lock();
+        let Some(&fno) = reg.by_path.get(&from) else {
+            return Ok(());
+        };
+        let kind = reg.by_fno[&fno].0;
+        reg.remove(fno);
+        reg.insert(fno, kind, to.clone());
+        let mut body = fno.to_le_bytes().to_vec();
+        put_path(&mut body, &from);
+        put_path(&mut body, &to);
+        self.append_outside_txn(T_RENAME, &body);
+        Ok(())
+    }
+
+    /// The file at `path` is going away: older records must never be applied to a file
+    /// created later at the same path.
+    pub fn forget(&self, path: &Path) -> Result<()> {
+        let rel = self.relative(path);
+        let mut reg = self.registry.lock();
+        if let Some(&fno) = reg.by_path.get(&rel) {
+            reg.remove(fno);
+            self.append_outside_txn(T_DROP, &fno.to_le_bytes());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn attach(&self, f: &Arc<LoggedInner>) {
+        let mut files = self.files.lock();
+        files.retain(|w| w.strong_count() > 0);
+        files.push(Arc::downgrade(f));
+    }
+
+    fn logged_files(&self) -> Vec<Arc<LoggedInner>> {
+        self.files.lock().iter().filter_map(Weak::upgrade).collect()
+    }
+
+    // ------------------------------------------------------------------ transactions
+
+    /// Start a transaction (no-op when one is open); its records carry its id.
+    pub fn begin(&self) {
+        let mut a = self.app.lock();
+        if a.current == 0 {
+            a.current = a.next_txn;
+            a.next_txn += 1;
+            a.first_lsn = 0;
+        }
+    }
+
+    /// Whether a transaction is open (its changes must be undoable).
+    pub fn in_txn(&self) -> bool {
+        self.app.lock().current != 0
+    }
+
+    /// Whether the open transaction has logged anything.
+    pub fn in_write_txn(&self) -> bool {
+        let a = self.app.lock();
+        a.current != 0 && a.first_lsn != 0
+    }
+
+    /// Commit the open transaction: a COMMIT record, made durable as the flush policy
+    /// says; then logged files write out what the log now covers.
+    pub fn commit(&self) -> Result<()> {
+        let lsn = self.commit_no_wait();
+        self.wait_commit(lsn)
+    }
+
+    /// Append the COMMIT record and close the transaction without waiting for the log:
+    /// the caller may release its locks and then `wait_commit` (group commit — the next
+    /// writer's records queue behind this COMMIT, so they can never be durable first).
+    /// None when the transaction wrote nothing.
+    pub fn commit_no_wait(&self) -> Option<Lsn> {
+        let wrote = {
+            let a = self.app.lock();
+            a.current != 0 && a.first_lsn != 0
+        };
+        if !wrote {
+            self.app.lock().current = 0;
+            return None;
+        }
+        let end = self.append(T_COMMIT, &[]);
+        let mut a = self.app.lock();
+        a.current = 0;
+        a.first_lsn = 0;
+        self.stats.commits.fetch_add(1, Ordering::Relaxed);
+        Some(end)
+    }
+
+    /// Wait until a commit at `lsn` is as durable as the flush policy asks.
+    pub fn wait_commit(&self, lsn: Option<Lsn>) -> Result<()> {
+        let Some(end) = lsn else {
+            return Ok(());
+        };
+        match self.policy() {
+            FlushPolicy::EachCommit => self.flush_to(end, true)?,
+            FlushPolicy::WriteAtCommit => self.flush_to(end, false)?,
+            FlushPolicy::EverySecond => {}
+        }
+        self.write_out_ready()
+    }
+
+    /// Roll back is done by the caller's compensating changes; this closes the
+    /// transaction so recovery does not reverse it a second time.
+    pub fn abort(&self) -> Result<()> {
+        let wrote = {
+            let a = self.app.lock();
+            a.current != 0 && a.first_lsn != 0
+        };
+        if wrote {
+            self.append(T_ABORT, &[]);
+        }
+        let mut a = self.app.lock();
+        a.current = 0;
+        a.first_lsn = 0;
+        Ok(())
+    }
+
+    /// Truncate file `fno` to `len` as the commit of the open transaction (TRUNCATE TABLE
+    /// commits implicitly): durable before the file shrinks, so a crash keeps either the
+    /// whole old table or the committed new state. A new transaction continues.
+    pub(crate) fn truncate_and_commit(&self, fno: u32, len: u64) -> Result<()> {
+        let mut body = fno.to_le_bytes().to_vec();
+        body.extend_from_slice(&len.to_le_bytes());
+        let end = self.append(T_TRUNCATE, &[&body]);
+        {
+            let mut a = self.app.lock();
+            if a.current != 0 {
+                a.current = a.next_txn;
+                a.next_txn += 1;
+            }
+            a.first_lsn = 0;
+        }
+        self.flush_to(end, true)
+    }
+
+    // ------------------------------------------------------------------ flushing
+
+    pub fn durable_lsn(&self) -> Lsn {
+        self.flush.lock().durable
+    }
+
+    pub fn next_lsn(&self) -> Lsn {
+        self.app.lock().next_lsn()
+    }
+
+    /// Make the log durable (`sync`) or at least written up to `lsn`. One caller flushes
+    /// for everyone waiting (group commit).
+    pub fn flush_to(&self, lsn: Lsn, sync: bool) -> Result<()> {
+        loop {
+            let mut f = self.flush.lock();
+            let have = if sync { f.durable } else { f.written };
+            if have >= lsn {
+                return Ok(());
+            }
+            if f.flushing {
+                self.flushed.wait(&mut f);
+                continue;
+            }
+            f.flushing = true;
+            drop(f);
+            let r = self.flush_once(sync);
+            let mut f = self.flush.lock();
+            f.flushing = false;
+            if let Ok((written, durable)) = &r {
+                f.written = f.written.max(*written);
+                if let Some(d) = durable {
+                    f.durable = f.durable.max(*d);
+                }
+            }
+            self.flushed.notify_all();
+            drop(f);
+            r?;
+        }
+    }
+
+    /// Write everything appended so far; fsync when `sync`. Returns (written, durable).
+    fn flush_once(&self, sync: bool) -> Result<(Lsn, Option<Lsn>)> {
+        let mut w = self.writer.lock();
+        let (bytes, start) = {
+            let mut a = self.app.lock();
+            let start = a.start;
+            let bytes = std::mem::take(&mut a.bytes);
+            a.start = start + bytes.len() as u64;
+            (bytes, start)
+        };
+        if let Err(e) = self.write_segments(&mut w, &bytes, start) {
+            // Nothing is lost: the bytes go back in front of what was appended since.
+            let mut a = self.app.lock();
+            let mut b = bytes;
+            b.extend_from_slice(&a.bytes);
+            a.bytes = b;
+            a.start = start;
+            return Err(e);
+        }
+        let end = start + bytes.len() as u64;
+        if !sync {
+            return Ok((end, None));
+        }
+        self.sync_segments(&mut w)?;
+        Ok((end, Some(end)))
+    }
+
+    fn write_segments(&self, w: &mut SegWriter, bytes: &[u8], start: Lsn) -> Result<()> {
+        let mut at = 0usize;
+        while at < bytes.len() {
+            if w.file.is_none() || w.len >= SEGMENT_BYTES {
+                let seg_start = start + at as u64;
+                let p = self.dir.join(segment_name(seg_start));
+                let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
+                self.vfs.sync_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
+                if let Some(old) = w.file.replace(f) {
+                    w.stale.push(old);
+                }
+                w.start = seg_start;
+                w.len = 0;
+            }
+            let n = ((SEGMENT_BYTES - w.len) as usize).min(bytes.len() - at);
+            let f = w.file.clone().unwrap();
+            if let Err(e) = f.write_at(&bytes[at..at + n], w.len) {
+                return Err(io(&self.dir.join(segment_name(w.start)), e));
+            }
+            if w.unsynced.is_empty() {
+                w.unsynced_at = start + at as u64;
+            }
+            w.unsynced.extend_from_slice(&bytes[at..at + n]);
+            w.len += n as u64;
+            at += n;
+            self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn sync_segments(&self, w: &mut SegWriter) -> Result<()> {
+        let synced = (|| {
+            for f in &w.stale {
+                f.sync()?;
+            }
+            if let Some(f) = &w.file {
+                f.sync()?;
+            }
+            Ok::<(), std::io::Error>(())
+        })();
+        self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        match synced {
+            Ok(()) => {
+                w.stale.clear();
+                w.unsynced.clear();
+                Ok(())
+            }
+            Err(e) => {
+                // After a failed fsync the kernel may have dropped the dirty pages: write
+                // the unsynced bytes again so the next fsync has them.
+                let again = std::mem::take(&mut w.unsynced);
+                let at = w.unsynced_at;
+                let _ = self.rewrite(w, &again, at);
+                w.unsynced = again;
+                Err(io(&self.dir, e))
+            }
+        }
+    }
+
+    fn rewrite(&self, w: &SegWriter, bytes: &[u8], at: Lsn) -> Result<()> {
+        let segs = self.segments()?;
+        let mut pos = 0usize;
+        while pos < bytes.len() {
+            let lsn = at + pos as u64;
+            let i = segs.partition_point(|&s| s <= lsn) - 1;
+            let seg_end = segs.get(i + 1).copied().unwrap_or(w.start + w.len);
+            let n = ((seg_end - lsn) as usize).min(bytes.len() - pos);
+            let p = self.dir.join(segment_name(segs[i]));
+            let f = self.vfs.open(&p, false).map_err(|e| io(&p, e))?;
+            f.write_at(&bytes[pos..pos + n], lsn - segs[i])
+                .map_err(|e| io(&p, e))?;
+            pos += n;
+        }
+        Ok(())
+    }
+
+    /// Logged files write out changes the log now covers.
+    fn write_out_ready(&self) -> Result<()> {
+        for f in self.logged_files() {
+            f.write_out(false)?;
+        }
+        Ok(())
+    }
+
+    /// The background duty: fsync the log each second (policies 0 and 2) and write out
+    /// what it covers; checkpoint when the log has grown by `checkpoint_bytes`.
+    pub fn start_background(
+        self: &Arc<Self>,
+        pool: Option<Arc<BufferPool>>,
+        checkpoint_bytes: u64,
+    ) -> std::thread::JoinHandle<()> {
+        let wal = self.clone();
+        std::thread::Builder::new()
+            .name("quarry-wal".into())
+            .spawn(move || {
+                let mut last = Instant::now();
+                while !wal.stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if last.elapsed() >= Duration::from_secs(1) {
+                        last = Instant::now();
+                        let end = wal.next_lsn();
+                        if wal.flush_to(end, true).is_ok() {
+                            let _ = wal.write_out_ready();
+                        }
+                    }
+                    let since = wal.next_lsn() - wal.last_checkpoint.load(Ordering::Relaxed);
+                    if since > checkpoint_bytes {
+                        let _ = wal.checkpoint(pool.as_deref());
+                    }
+                }
+            })
+            .expect("spawn log thread")
+    }
+
+    pub fn stop_background(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    // ------------------------------------------------------------------ checkpoints
+
+    /// Write every logged change below the current end of the log to its file, fsync,
+    /// and record that recovery may start there. Writers go on meanwhile.
+    pub fn checkpoint(&self, pool: Option<&BufferPool>) -> Result<()> {
+        let _one = self.checkpointing.lock();
+        let (c, undo_from, next_txn, reg) = {
+            let reg = self.registry.lock();
+            let a = self.app.lock();
+            let undo_from = if a.current != 0 && a.first_lsn != 0 {
+                a.first_lsn
+            } else {
+                a.next_lsn()
+            };
+            (a.next_lsn(), undo_from, a.next_txn, reg.clone())
+        };
+        self.flush_to(c, true)?;
+        for f in self.logged_files() {
+            f.write_out(true)?;
+            f.sync()?;
+        }
+        if let Some(p) = pool {
+            p.flush_all()?;
+        }
+        let mut body = Vec::new();
+        body.extend_from_slice(&c.to_le_bytes());
+        body.extend_from_slice(&undo_from.min(c).to_le_bytes());
+        body.extend_from_slice(&reg.next_fno.to_le_bytes());
+        body.extend_from_slice(&next_txn.to_le_bytes());
+        body.extend_from_slice(&(reg.by_fno.len() as u32).to_le_bytes());
+        for (fno, (kind, path)) in &reg.by_fno {
+            body.extend_from_slice(&fno.to_le_bytes());
+            body.push(*kind as u8);
+            put_path(&mut body, path);
+        }
+        let (at, end) = self.append_outside_txn(T_CHECKPOINT, &body);
+        self.flush_to(end, true)?;
+        self.write_control(at)?;
+        self.last_checkpoint.store(at, Ordering::Relaxed);
+        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.remove_segments_below(undo_from.min(c))
+    }
+
+    fn segments(&self) -> Result<Vec<Lsn>> {
+        let mut v: Vec<Lsn> = self
+            .vfs
+            .list(&self.dir)
+            .map_err(|e| io(&self.dir, e))?
+            .iter()
+            .filter_map(|p| {
+                let n = p.file_name()?.to_str()?;
+                u64::from_str_radix(n.strip_suffix(".log")?, 16).ok()
+            })
+            .collect();
+        v.sort_unstable();
+        Ok(v)
+    }
+
+    fn remove_segments_below(&self, lsn: Lsn) -> Result<()> {
+        let segs = self.segments()?;
+        let current = self.writer.lock().start;
+        for w in segs.windows(2) {
+            if w[1] <= lsn && w[0] != current {
+                let p = self.dir.join(segment_name(w[0]));
+                self.vfs.remove(&p).map_err(|e| io(&p, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_control(&self, lsn: Lsn) -> Result<()> {
+        let seq = self.control_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut slot = [0u8; 32];
+        slot[..8].copy_from_slice(CONTROL_MAGIC);
+        slot[8..16].copy_from_slice(&seq.to_le_bytes());
+        slot[16..24].copy_from_slice(&lsn.to_le_bytes());
+        let crc = crc32c::crc32c(&slot[..24]);
+        slot[24..28].copy_from_slice(&crc.to_le_bytes());
+        let p = self.dir.join("control");
+        let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
+        f.write_at(&slot, (seq % 2) * 512).map_err(|e| io(&p, e))?;
+        f.sync().map_err(|e| io(&p, e))
+    }
+
+    fn read_control(&self) -> Result<Option<Lsn>> {
+        let p = self.dir.join("control");
+        if !self.vfs.exists(&p) {
+            return Ok(None);
+        }
+        let f = self.vfs.open(&p, false).map_err(|e| io(&p, e))?;
+        let mut best: Option<(u64, Lsn)> = None;
+        for s in 0..2u64 {
+            let mut slot = [0u8; 32];
+            if read_full(f.as_ref(), &mut slot, s * 512).map_err(|e| io(&p, e))? < 32 {
+                continue;
+            }
+            let crc = u32::from_le_bytes(slot[24..28].try_into().unwrap());
+            if &slot[..8] != CONTROL_MAGIC || crc32c::crc32c(&slot[..24]) != crc {
+                continue;
+            }
+            let seq = u64::from_le_bytes(slot[8..16].try_into().unwrap());
+            let lsn = u64::from_le_bytes(slot[16..24].try_into().unwrap());
+            if best.is_none_or(|(b, _)| seq > b) {
+                best = Some((seq, lsn));
+            }
+        }
+        match best {
+            Some((seq, lsn)) => {
+                self.control_seq.store(seq, Ordering::Relaxed);
+                Ok(Some(lsn))
+            }
+            None => Err(corrupt_log("both control slots are damaged")),
+        }
+    }
+
+    // ------------------------------------------------------------------ recovery
+
+    fn recover(&self) -> Result<Recovery> {
+        let t0 = Instant::now();
+        let mut report = Recovery::default();
+        let segs = self.segments()?;
+        let ckpt = self.read_control()?;
+        if segs.is_empty() {
+            if ckpt.is_some() {
+                return Err(corrupt_log(
+                    "control file names a checkpoint but no segment exists",
+                ));
+            }
+            return Ok(report);
+        }
+        // The checkpoint: where redo and undo start, and the files as they were then.
+        let mut reg = Registry {
+            next_fno: 1,
+            ..Default::default()
+        };
+        let (mut redo_from, mut undo_from, mut next_txn) = (segs[0], segs[0], 1);
+        if let Some(at) = ckpt {
+            let mut r = LogReader::new(self.vfs.as_ref(), &self.dir, &segs, at);
+            let rec = r
+                .next()?
+                .filter(|r| r.ty == T_CHECKPOINT)
+                .ok_or_else(|| corrupt_log("checkpoint record missing"))?;
+            let mut b = Body(&rec.body);
+            redo_from = b.u64()?;
+            undo_from = b.u64()?;
+            reg.next_fno = b.u32()?;
+            next_txn = b.u64()?;
+            for _ in 0..b.u32()? {
+                let fno = b.u32()?;
+                let kind = FileKind::from_u8(b.u8()?)?;
+                let path = b.path()?;
+                reg.insert(fno, kind, path);
+            }
+        }
+        let start = undo_from.min(redo_from);
+
+        // Analysis: which transactions finished, and where the valid log ends.
+        let mut finished: HashSet<TxnId> = HashSet::new();
+        let mut committed = 0u64;
+        let mut end = start;
+        {
+            let mut r = LogReader::new(self.vfs.as_ref(), &self.dir, &segs, start);
+            while let Some(rec) = r.next()? {
+                match rec.ty {
+                    T_COMMIT | T_TRUNCATE => {
+                        finished.insert(rec.txn);
+                        committed += 1;
+                    }
+                    T_ABORT => {
+                        finished.insert(rec.txn);
+                    }
+                    _ => {}
+                }
+                next_txn = next_txn.max(rec.txn + 1);
+                end = r.pos;
+            }
+        }
+        report.committed_txns = committed;
+        report.scanned_bytes = end - start;
+
+        // Redo from the checkpoint; keep the unfinished transactions' records for undo.
+        let mut files = Files::new(self.vfs.clone(), self.root.clone());
+        let mut pending_undo: Vec<Rec> = Vec::new();
+        {
+            let mut r = LogReader::new(self.vfs.as_ref(), &self.dir, &segs, start);
+            while let Some(rec) = r.next()? {
+                if rec.lsn >= end {
+                    break;
+                }
+                let unfinished = rec.txn != 0 && !finished.contains(&rec.txn);
+                if rec.lsn >= redo_from {
+                    files.redo(&mut reg, &rec)?;
+                    report.redone += 1;
+                }
+                if unfinished && matches!(rec.ty, T_WRITE | T_PAGE) {
+                    pending_undo.push(rec);
+                }
+            }
+        }
+        let undone: HashSet<TxnId> = pending_undo.iter().map(|r| r.txn).collect();
+        report.undone_txns = undone.len() as u64;
+        for rec in pending_undo.iter().rev() {
+            files.undo(&reg, rec)?;
+        }
+        files.finish(&reg)?;
+
+        // Continue the log at the end of its valid part: cut a torn tail.
+        self.resume_at(&segs, end)?;
+        {
+            let mut a = self.app.lock();
+            a.start = end;
+            a.next_txn = next_txn;
+        }
+        {
+            let mut f = self.flush.lock();
+            f.written = end;
+            f.durable = end;
+        }
+        *self.registry.lock() = reg;
+        report.elapsed = t0.elapsed();
+        Ok(report)
+    }
+
+    fn resume_at(&self, segs: &[Lsn], end: Lsn) -> Result<()> {
+        let i = segs.partition_point(|&s| s <= end).saturating_sub(1);
+        for &s in &segs[i + 1..] {
+            let p = self.dir.join(segment_name(s));
+            self.vfs.remove(&p).map_err(|e| io(&p, e))?;
+        }
+        let start = segs[i];
+        let p = self.dir.join(segment_name(start));
+        let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
+        f.set_len(end - start).map_err(|e| io(&p, e))?;
+        f.sync().map_err(|e| io(&p, e))?;
+        let mut w = self.writer.lock();
+        w.file = Some(f);
+        w.start = start;
+        w.len = end - start;
+        w.unsynced_at = end;
+        Ok(())
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Files touched by recovery, opened once each.
+struct Files {
+    vfs: Arc<dyn Vfs>,
+    root: PathBuf,
+    open: HashMap<u32, Arc<dyn VFile>>,
+    touched_pages: BTreeMap<u32, HashSet<u32>>,
+}
+
+impl Files {
+    fn new(vfs: Arc<dyn Vfs>, root: PathBuf) -> Files {
+        Files {
+            vfs,
+            root,
+            open: HashMap::new(),
+            touched_pages: BTreeMap::new(),
+        }
+    }
+
+    /// The file `fno` names now; None when it was dropped (its records are skipped).
+    fn file(&mut self, reg: &Registry, fno: u32) -> Result<Option<Arc<dyn VFile>>> {
+        if let Some(f) = self.open.get(&fno) {
+            return Ok(Some(f.clone()));
+        }
+        let Some((_, rel)) = reg.by_fno.get(&fno) else {
+            return Ok(None);
+        };
+        let p = self.root.join(rel);
+        if !self.vfs.exists(&p) {
+            return Ok(None);
+        }
+        let f = self.vfs.open(&p, false).map_err(|e| io(&p, e))?;
+        self.open.insert(fno, f.clone());
+        Ok(Some(f))
+    }
+
+    fn redo(&mut self, reg: &mut Registry, rec: &Rec) -> Result<()> {
+        let mut b = Body(&rec.body);
+        match rec.ty {
+            T_WRITE => {
+                let fno = b.u32()?;
+                let off = b.u64()?;
+                let n = b.u32()? as usize;
+                let redo = b.take(n)?;
+                if let Some(f) = self.file(reg, fno)? {
+                    f.write_at(redo, off)
+                        .map_err(|e| io(Path::new("redo"), e))?;
+                }
+            }
+            T_PAGE => {
+                let fno = b.u32()?;
+                let page = b.u32()?;
+                let k = b.u16()?;
+                let Some(f) = self.file(reg, fno)? else {
+                    return Ok(());
+                };
+                for _ in 0..k {
+                    let at = b.u16()? as u64;
+                    let n = b.u16()? as usize;
+                    let redo = b.take(n)?;
+                    b.take(n)?;
+                    f.write_at(redo, page as u64 * PAGE_SIZE as u64 + at)
+                        .map_err(|e| io(Path::new("redo"), e))?;
+                }
+                self.touched_pages.entry(fno).or_default().insert(page);
+            }
+            T_CREATE => {
+                let fno = b.u32()?;
+                let kind = FileKind::from_u8(b.u8()?)?;
+                let path = b.path()?;
+                self.open.remove(&fno);
+                if let Some(&old) = reg.by_path.get(&path) {
+                    self.open.remove(&old);
+                }
+                reg.insert(fno, kind, path);
+            }
+            T_RENAME => {
+                let fno = b.u32()?;
+                let from = b.path()?;
+                let to = b.path()?;
+                let (pf, pt) = (self.root.join(&from), self.root.join(&to));
+                if self.vfs.exists(&pf) && !self.vfs.exists(&pt) {
+                    self.vfs.rename(&pf, &pt).map_err(|e| io(&pf, e))?;
+                }
+                self.open.remove(&fno);
+                if let Some(&(kind, _)) = reg.by_fno.get(&fno) {
+                    reg.remove(fno);
+                    reg.insert(fno, kind, to);
+                }
+            }
+            T_DROP => {
+                let fno = b.u32()?;
+                self.open.remove(&fno);
+                self.touched_pages.remove(&fno);
+                reg.remove(fno);
+            }
+            T_TRUNCATE => {
+                let fno = b.u32()?;
+                let len = b.u64()?;
+                if let Some(f) = self.file(reg, fno)? {
+                    f.set_len(len).map_err(|e| io(Path::new("redo"), e))?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn undo(&mut self, reg: &Registry, rec: &Rec) -> Result<()> {
+        let mut b = Body(&rec.body);
+        match rec.ty {
+            T_WRITE => {
+                let fno = b.u32()?;
+                let off = b.u64()?;
+                let n = b.u32()? as usize;
+                b.take(n)?;
+                let old_len = b.u64()?;
+                let m = b.u32()? as usize;
+                let undo = b.take(m)?;
+                if let Some(f) = self.file(reg, fno)? {
+                    f.write_at(undo, off)
+                        .map_err(|e| io(Path::new("undo"), e))?;
+                    if off + n as u64 > old_len {
+                        f.set_len(old_len).map_err(|e| io(Path::new("undo"), e))?;
+                    }
+                }
+            }
+            T_PAGE => {
+                let fno = b.u32()?;
+                let page = b.u32()?;
+                let k = b.u16()?;
+                let Some(f) = self.file(reg, fno)? else {
+                    return Ok(());
+                };
+                let mut ranges = vec![];
+                for _ in 0..k {
+                    let at = b.u16()? as u64;
+                    let n = b.u16()? as usize;
+                    b.take(n)?;
+                    ranges.push((at, b.take(n)?));
+                }
+                for (at, undo) in ranges.into_iter().rev() {
+                    f.write_at(undo, page as u64 * PAGE_SIZE as u64 + at)
+                        .map_err(|e| io(Path::new("undo"), e))?;
+                }
+                self.touched_pages.entry(fno).or_default().insert(page);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Re-seal the pages recovery changed (their checksums cover the new bytes) and
+    /// fsync every file it wrote.
+    fn finish(&mut self, reg: &Registry) -> Result<()> {
+        let touched = std::mem::take(&mut self.touched_pages);
+        for (fno, pages) in touched {
+            let Some(f) = self.file(reg, fno)? else {
+                continue;
+            };
+            let mut buf = vec![0u8; PAGE_SIZE];
+            for page in pages {
+                buf.fill(0);
+                read_full(f.as_ref(), &mut buf, page as u64 * PAGE_SIZE as u64)
+                    .map_err(|e| io(Path::new("recovery"), e))?;
+                seal(&mut buf, page);
+                f.write_at(&buf, page as u64 * PAGE_SIZE as u64)
+                    .map_err(|e| io(Path::new("recovery"), e))?;
+            }
+        }
+        for f in self.open.values() {
+            f.sync().map_err(|e| io(Path::new("recovery"), e))?;
+        }
+        Ok(())
+    }
+}
