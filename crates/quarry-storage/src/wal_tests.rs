@@ -102,11 +102,8 @@ fn logged_file_keeps_exactly_the_committed_writes_across_crashes() {
             if next().is_multiple_of(2) {
                 wal.begin();
                 let len = 1 + (next() % 2000) as usize;
-                f.write_at(
-                    &vec![0xEE; len],
-                    (next() % (shadow.len() as u64 + 1)) as u64,
-                )
-                .unwrap();
+                f.write_at(&vec![0xEE; len], next() % (shadow.len() as u64 + 1))
+                    .unwrap();
                 if next().is_multiple_of(2) {
                     wal.flush_to(wal.next_lsn(), true).unwrap();
                     f.sync().unwrap();
