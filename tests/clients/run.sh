@@ -184,5 +184,12 @@ config() {
 }
 check "config file and --version" config
 
+# kill -9 during a concurrent write workload, restart, check every acknowledged commit and
+# that no transaction is partly visible (the dedicated 50-cycle run: tests/crash/REPORT.md).
+crash_loop() {
+  python3 tests/crash/crash_loop.py "$BIN" --cycles "${CRASH_CYCLES:-4}"
+}
+check "crash loop: kill -9 loses no acknowledged commit" crash_loop
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

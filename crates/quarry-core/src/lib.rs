@@ -77,6 +77,11 @@ pub struct Database {
     next_conn: AtomicU64,
     pub(crate) processes: Mutex<HashMap<u64, Arc<ProcessInfo>>>,
     pub(crate) status: Mutex<HashMap<&'static str, u64>>,
+    pub(crate) wal: Arc<quarry_storage::Wal>,
+    pool: Arc<quarry_storage::BufferPool>,
+    log_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// What recovery did when this datadir was opened.
+    pub recovery: quarry_storage::wal::Recovery,
     datadir: PathBuf,
     _lockfile: File,
     started: std::time::Instant,
@@ -124,7 +129,14 @@ fn unsafe_flock(fd: i32) -> i32 {
 pub struct Options {
     pub buffer_pool_size: Option<usize>,
     pub buffer_pool_partitions: Option<usize>,
+    /// `innodb_flush_log_at_trx_commit` (0, 1 or 2; default 1).
+    pub flush_log_at_trx_commit: Option<i64>,
+    /// `innodb_log_file_size`: the log grows by about this much between checkpoints.
+    pub log_file_size: Option<usize>,
 }
+
+/// MariaDB 10.11's default `innodb_log_file_size`.
+const DEFAULT_LOG_FILE_SIZE: usize = 96 << 20;
 
 /// A byte size with an optional K/M/G suffix (`128M`).
 pub fn parse_size(s: &str) -> Option<usize> {
@@ -184,8 +196,20 @@ impl Database {
         let mut engines = EngineRegistry::default();
         let (pool_bytes, partitions) = pool_settings(opts);
         let pool = Arc::new(quarry_storage::BufferPool::new(pool_bytes, partitions));
+        // Recovery runs before any table is opened: it brings every logged file to its
+        // last committed state.
+        let (wal, recovery) =
+            quarry_storage::Wal::open(datadir, Arc::new(quarry_storage::vfs::RealFs))?;
+        let flush_policy = opts.flush_log_at_trx_commit.unwrap_or(1).clamp(0, 2);
+        let log_file_size = opts
+            .log_file_size
+            .unwrap_or(DEFAULT_LOG_FILE_SIZE)
+            .max(1 << 20);
+        wal.set_policy(quarry_storage::FlushPolicy::from_i64(flush_policy));
+        wal.set_checkpoint_bytes(log_file_size as u64);
+        pool.attach_wal(wal.clone());
         let row: Arc<dyn quarry_storage_api::Engine> =
-            Arc::new(quarry_engine_row::RowEngine::new(pool));
+            Arc::new(quarry_engine_row::RowEngine::new(pool.clone()));
         engines.register(row, &["InnoDB", "MyISAM", "Aria", "Memory", "ROW"]);
         engines.register(
             Arc::new(quarry_engine_column::ColumnEngine::default()),
@@ -205,6 +229,14 @@ impl Database {
             "quarry_buffer_pool_partitions".into(),
             Value::Int(partitions as i64),
         );
+        globals.insert(
+            "innodb_flush_log_at_trx_commit".into(),
+            Value::Int(flush_policy),
+        );
+        globals.insert(
+            "innodb_log_file_size".into(),
+            Value::Int(log_file_size as i64),
+        );
         let accounts = accounts::Accounts::open(datadir)?;
         let db = Arc::new(Database {
             catalog,
@@ -214,6 +246,10 @@ impl Database {
             next_conn: AtomicU64::new(1),
             processes: Mutex::new(HashMap::new()),
             status: Mutex::new(HashMap::new()),
+            log_thread: Mutex::new(Some(wal.start_background(Some(pool.clone())))),
+            wal,
+            pool,
+            recovery,
             datadir: datadir.to_path_buf(),
             _lockfile: lockfile,
             started: std::time::Instant::now(),
@@ -241,7 +277,26 @@ impl Database {
     }
 
     pub fn set_global(&self, name: &str, v: Value) {
+        match name {
+            "innodb_flush_log_at_trx_commit" => self
+                .wal
+                .set_policy(quarry_storage::FlushPolicy::from_i64(v.to_i64())),
+            "innodb_log_file_size" => self
+                .wal
+                .set_checkpoint_bytes(v.to_i64().max(1 << 20) as u64),
+            _ => {}
+        }
         self.globals.write().insert(name.to_string(), v);
+    }
+
+    /// Write every change the log holds to its file and record a checkpoint.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.wal.checkpoint(Some(&self.pool))
+    }
+
+    /// Log statistics for SHOW STATUS.
+    pub fn log_stats(&self) -> &quarry_storage::wal::WalStats {
+        &self.wal.stats
     }
 
     pub fn uptime_secs(&self) -> u64 {
@@ -290,14 +345,19 @@ impl Database {
         v
     }
 
-    /// Flush and fsync everything (clean shutdown).
+    /// Flush and fsync everything and checkpoint, so the next start has nothing to redo.
     pub fn shutdown(&self) -> Result<()> {
-        self.catalog.sync_all()
+        self.catalog.sync_all()?;
+        self.checkpoint()
     }
 }
 
 impl Drop for Database {
     fn drop(&mut self) {
-        let _ = self.catalog.sync_all();
+        let _ = self.shutdown();
+        self.wal.stop_background();
+        if let Some(t) = self.log_thread.lock().take() {
+            let _ = t.join();
+        }
     }
 }

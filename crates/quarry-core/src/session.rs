@@ -259,6 +259,8 @@ impl Session {
                     .lock
                     .lock_exclusive(self.info.id, self.lock_timeout())?;
                 self.held = Held::Exclusive;
+                // The one writer: its changes are logged under a transaction id.
+                self.db.wal.begin();
                 Ok(())
             }
             (Held::None, false) => {
@@ -285,20 +287,40 @@ impl Session {
         undo_ops(ops)
     }
 
+    /// The COMMIT record goes into the log while the lock is held; the lock is released
+    /// before waiting for the fsync, so the next writer's work overlaps it and one fsync
+    /// serves several commits (its records queue behind ours, so never durable first).
     pub fn commit(&mut self) -> Result<()> {
         self.undo.clear();
         self.savepoints.clear();
         self.in_txn = false;
+        let lsn = self.end_write_txn(true);
         self.release();
-        Ok(())
+        self.db.wal.wait_commit(lsn)
     }
 
     pub fn rollback(&mut self) -> Result<()> {
         let r = self.rollback_to(0);
         self.savepoints.clear();
         self.in_txn = false;
+        self.end_write_txn(false);
         self.release();
         r
+    }
+
+    /// Close the log's transaction if this session is the writer; returns the LSN a
+    /// commit must wait for.
+    fn end_write_txn(&mut self, commit: bool) -> Option<u64> {
+        if self.held != Held::Exclusive {
+            return None;
+        }
+        if commit {
+            self.db.wal.commit_no_wait()
+        } else {
+            // Compensations already restored the data; ABORT tells recovery so.
+            let _ = self.db.wal.abort();
+            None
+        }
     }
 
     /// COM_RESET_CONNECTION / COM_CHANGE_USER: roll back and forget session state.
@@ -428,10 +450,17 @@ impl Session {
                 Err(e)
             }
         };
+        let mut r = r;
         if !self.in_txn {
             self.undo.clear();
             if !txn_control {
+                let lsn = self.end_write_txn(r.is_ok());
                 self.release();
+                if let Err(e) = self.db.wal.wait_commit(lsn) {
+                    if r.is_ok() {
+                        r = Err(e);
+                    }
+                }
             }
         }
         match &r {

@@ -21,10 +21,12 @@
 //! * A column whose comment contains `columnar_storage` is kept a second time in
 //!   `<table>.cols/<column>.column` (`sidecol`, seed 002); conditions on it alone are
 //!   pushed to the table and answered from that file.
-//! * Until the write-ahead log exists, index files are made consistent by rebuilding: a
-//!   `<table>.qdirty` marker is written before the first change after a sync and removed
-//!   by the next sync; a table opened with the marker present (or whose index entry counts
-//!   disagree with the data) gets its indexes rebuilt from the data file.
+//! * With the write-ahead log (the engine's buffer pool has one), the data file is a
+//!   `LoggedFile` and index pages are logged by the pool: recovery brings both to the
+//!   last committed state. Side files, and indexes of an engine without a log, are made
+//!   consistent by rebuilding: a `<table>.qdirty` marker is written before the first
+//!   change after a sync and removed by the next sync; a table opened with the marker
+//!   present (or whose index entry counts disagree with the data) gets them rebuilt.
 //!
 //! Must not touch: SQL, sessions, transactions (undo is done above through this API).
 
@@ -36,13 +38,12 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::ops::Bound;
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, TypeKind, Value};
 use quarry_storage::btree::prefix_end;
-use quarry_storage::{BTree, BufferPool, ExternalSorter};
+use quarry_storage::{BTree, BufferPool, ExternalSorter, LoggedFile, Wal};
 use quarry_storage_api::{
     Batch, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred, RowFormat,
     RowId, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
@@ -113,11 +114,32 @@ fn remove_cols_dir(path: &TablePath) -> Result<()> {
 }
 
 fn remove_if_exists(f: &std::path::Path) -> Result<()> {
+    remove_logged(None, f)
+}
+
+/// Remove a file, telling the log first so none of its records reach a later file of
+/// the same name.
+fn remove_logged(wal: Option<&Arc<Wal>>, f: &std::path::Path) -> Result<()> {
+    if let Some(w) = wal {
+        w.forget(f)?;
+    }
     match std::fs::remove_file(f) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(f.display(), e)),
     }
+}
+
+/// Rename a file, logged first (recovery applies later records to the new name).
+fn rename_logged(
+    wal: Option<&Arc<Wal>>,
+    from: &std::path::Path,
+    to: &std::path::Path,
+) -> Result<()> {
+    if let Some(w) = wal {
+        w.rename(from, to)?;
+    }
+    std::fs::rename(from, to).map_err(|e| Error::io(from.display(), e))
 }
 
 impl Engine for RowEngine {
@@ -130,10 +152,11 @@ impl Engine for RowEngine {
     fn create(&self, path: &TablePath, schema: &TableSchema) -> Result<()> {
         // Leftovers of an earlier table of this name must not be taken for its indexes.
         for f in side_files(path) {
-            remove_if_exists(&f)?;
+            remove_logged(self.pool.wal(), &f)?;
         }
         remove_cols_dir(path)?;
         let file = path.file("qrd");
+        remove_logged(self.pool.wal(), &file)?;
         let mut f = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -142,6 +165,9 @@ impl Engine for RowEngine {
         f.write_all(&header(schema.row_format))
             .map_err(|e| Error::io(file.display(), e))?;
         f.sync_all().map_err(|e| Error::io(file.display(), e))?;
+        File::open(&path.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(path.dir.display(), e))?;
         Ok(())
     }
     fn open(
@@ -158,15 +184,16 @@ impl Engine for RowEngine {
         )?))
     }
     fn drop_table(&self, path: &TablePath) -> Result<()> {
-        remove_if_exists(&path.file("qrd"))?;
+        let wal = self.pool.wal();
+        remove_logged(wal, &path.file("qrd"))?;
         for f in side_files(path) {
-            remove_if_exists(&f)?;
+            remove_logged(wal, &f)?;
         }
         remove_cols_dir(path)
     }
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()> {
-        std::fs::rename(from.file("qrd"), to.file("qrd"))
-            .map_err(|e| Error::io(from.file("qrd").display(), e))?;
+        let wal = self.pool.wal();
+        rename_logged(wal, &from.file("qrd"), &to.file("qrd"))?;
         let cols = from.file("cols");
         if cols.exists() {
             std::fs::rename(&cols, to.file("cols")).map_err(|e| Error::io(cols.display(), e))?;
@@ -176,10 +203,8 @@ impl Engine for RowEngine {
             let target = to
                 .dir
                 .join(format!("{}{}", to.name, &name[from.name.len()..]));
-            match std::fs::rename(&f, &target) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(f.display(), e)),
+            if f.exists() {
+                rename_logged(wal, &f, &target)?;
             }
         }
         Ok(())
@@ -190,9 +215,8 @@ impl Engine for RowEngine {
         kept: &[Option<usize>],
         commit: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
-        let mv = |from: &std::path::Path, to: &std::path::Path| {
-            std::fs::rename(from, to).map_err(|e| Error::io(from.display(), e))
-        };
+        let wal = self.pool.wal();
+        let mv = |from: &std::path::Path, to: &std::path::Path| rename_logged(wal, from, to);
         // Old and new numbering overlap: every file first takes a staging name.
         for (n, k) in kept.iter().enumerate() {
             let from = match k {
@@ -203,7 +227,7 @@ impl Engine for RowEngine {
         }
         for f in side_files(path) {
             if f.extension().is_some_and(|e| e == "qix") {
-                remove_if_exists(&f)?;
+                remove_logged(wal, &f)?;
             }
         }
         for n in 0..kept.len() {
@@ -255,7 +279,9 @@ pub struct RowTable {
     path: TablePath,
     pool: Arc<BufferPool>,
     schema: TableSchema,
-    file: File,
+    file: LoggedFile,
+    /// Set when the log covers this table's changes (indexes need no rebuild marker).
+    logged: bool,
     counters: Arc<HandlerCounters>,
     state: Mutex<State>,
     fixed_slot: Option<u32>,
@@ -296,14 +322,16 @@ impl RowTable {
         pool: Arc<BufferPool>,
     ) -> Result<RowTable> {
         let fname = path.file("qrd");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&fname)
-            .map_err(|e| Error::io(fname.display(), e))?;
+        if !fname.exists() {
+            return Err(Error::io(
+                fname.display(),
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ));
+        }
+        let file = LoggedFile::open(&fname, pool.wal(), false)?;
         let mut h = vec![0u8; HEADER_SIZE as usize];
         file.read_exact_at(&mut h, 0)
-            .map_err(|e| Error::io(fname.display(), e))?;
+            .map_err(|_| Error::corrupt(&path.name))?;
         let crc = u32::from_le_bytes(h[4092..].try_into().unwrap());
         if &h[..8] != MAGIC || crc != crc32c::crc32c(&h[..4092]) {
             return Err(Error::corrupt(&path.name));
@@ -318,10 +346,7 @@ impl RowTable {
                 ),
             ));
         }
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(fname.display(), e))?
-            .len();
+        let len = file.len();
         let fixed_slot =
             (schema.row_format == RowFormat::Fixed).then(|| fixed_width(&schema.columns) as u32);
         let trees = (0..schema.indexes.len())
@@ -344,6 +369,7 @@ impl RowTable {
             pool: pool.clone(),
             schema,
             file,
+            logged: pool.wal().is_some(),
             counters,
             fixed_slot,
             trees,
@@ -545,7 +571,9 @@ impl RowTable {
     /// Before the first change after a sync: note on disk that the indexes may be ahead
     /// of or behind the data, so a crash leads to a rebuild at the next open.
     fn mark_dirty(&self, st: &mut State) -> Result<()> {
-        if st.marked_dirty || (self.trees.is_empty() && st.side.is_empty()) {
+        // With the log, indexes recover with the data; side files are still rebuilt.
+        let rebuilt = st.side.is_empty() && (self.logged || self.trees.is_empty());
+        if st.marked_dirty || rebuilt {
             return Ok(());
         }
         self.write_marker(st)
@@ -570,9 +598,7 @@ impl RowTable {
         if st.wbuf.is_empty() {
             return Ok(());
         }
-        self.file
-            .write_all_at(&st.wbuf, st.wbuf_start)
-            .map_err(|e| Error::io(&self.name, e))?;
+        self.file.write_at(&st.wbuf, st.wbuf_start)?;
         HandlerCounters::add(&self.counters.io_write_calls, 1);
         HandlerCounters::add(&self.counters.io_write_bytes, st.wbuf.len() as u64);
         st.wbuf_start += st.wbuf.len() as u64;
@@ -799,9 +825,7 @@ impl RowTable {
             }
         } else {
             self.flush_locked(st)?;
-            self.file
-                .write_all_at(&rec, off)
-                .map_err(|e| Error::io(&self.name, e))?;
+            self.file.write_at(&rec, off)?;
             HandlerCounters::add(&self.counters.io_write_calls, 1);
             HandlerCounters::add(&self.counters.io_write_bytes, rec.len() as u64);
         }
@@ -811,9 +835,7 @@ impl RowTable {
     fn read_record(&self, st: &mut State, id: RowId) -> Result<(u32, Row)> {
         self.flush_locked(st)?;
         let mut hdr = [0u8; REC_HDR];
-        self.file
-            .read_exact_at(&mut hdr, id)
-            .map_err(|e| Error::io(&self.name, e))?;
+        self.file.read_exact_at(&mut hdr, id)?;
         if hdr[0] != LIVE {
             return Err(Error::internal(format!(
                 "row {id} of {} is not live",
@@ -824,9 +846,7 @@ impl RowTable {
         let len = u32::from_le_bytes(hdr[5..9].try_into().unwrap()) as usize;
         let crc = u32::from_le_bytes(hdr[9..13].try_into().unwrap());
         let mut payload = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut payload, id + REC_HDR as u64)
-            .map_err(|e| Error::io(&self.name, e))?;
+        self.file.read_exact_at(&mut payload, id + REC_HDR as u64)?;
         HandlerCounters::add(&self.counters.io_read_calls, 2);
         HandlerCounters::add(&self.counters.io_read_bytes, (REC_HDR + len) as u64);
         if crc32c::crc32c(&payload) != crc {
@@ -856,9 +876,7 @@ impl RowTable {
 
     fn mark_deleted(&self, st: &mut State, id: RowId, slot: u32) -> Result<()> {
         self.flush_locked(st)?;
-        self.file
-            .write_all_at(&[DELETED], id)
-            .map_err(|e| Error::io(&self.name, e))?;
+        self.file.write_at(&[DELETED], id)?;
         HandlerCounters::add(&self.counters.io_write_calls, 1);
         HandlerCounters::add(&self.counters.io_write_bytes, 1);
         st.free.entry(slot).or_default().push(id);
@@ -907,10 +925,7 @@ impl<'a> RecordReader<'a> {
             )));
         }
         self.buf.resize(len, 0);
-        self.table
-            .file
-            .read_exact_at(&mut self.buf, self.pos)
-            .map_err(|e| Error::io(&self.table.name, e))?;
+        self.table.file.read_exact_at(&mut self.buf, self.pos)?;
         HandlerCounters::add(&self.table.counters.io_read_calls, 1);
         HandlerCounters::add(&self.table.counters.io_read_bytes, len as u64);
         self.buf_start = self.pos;
@@ -1382,18 +1397,12 @@ impl Table for RowTable {
         Ok(())
     }
 
+    /// Indexes and side files first, the data file last: with the log, shrinking it
+    /// commits the whole truncation at once.
     fn truncate(&self) -> Result<()> {
         let mut st = self.state.lock();
         self.mark_dirty(&mut st)?;
         st.wbuf.clear();
-        self.file
-            .set_len(HEADER_SIZE)
-            .map_err(|e| Error::io(&self.name, e))?;
-        st.end = HEADER_SIZE;
-        st.wbuf_start = HEADER_SIZE;
-        st.free.clear();
-        st.free_bytes = 0;
-        st.live_rows = 0;
         for (tree, pending) in self.trees.iter().zip(st.pending.iter_mut()) {
             tree.clear()?;
             pending.clear();
@@ -1401,6 +1410,12 @@ impl Table for RowTable {
         for s in st.side.iter_mut() {
             s.reset()?;
         }
+        self.file.truncate_and_commit(HEADER_SIZE)?;
+        st.end = HEADER_SIZE;
+        st.wbuf_start = HEADER_SIZE;
+        st.free.clear();
+        st.free_bytes = 0;
+        st.live_rows = 0;
         Ok(())
     }
 
@@ -1445,9 +1460,7 @@ impl Table for RowTable {
     fn sync(&self) -> Result<()> {
         let mut st = self.state.lock();
         self.flush_locked(&mut st)?;
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(&self.name, e))?;
+        self.file.sync()?;
         for s in st.side.iter_mut() {
             s.sync()?;
         }
@@ -1642,6 +1655,7 @@ mod tests {
     use super::*;
     use quarry_common::SqlType;
     use quarry_storage_api::{ColumnSchema, IndexSchema};
+    use std::os::unix::fs::FileExt;
 
     fn schema(format: RowFormat) -> TableSchema {
         TableSchema {

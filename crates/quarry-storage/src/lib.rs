@@ -1,5 +1,6 @@
 //! Storage core shared by the engines: 16 KiB checksummed pages, the buffer pool with its
-//! partitioned page table, and the B+tree built on them. It knows bytes and pages, not
+//! partitioned page table, the B+tree built on them, and the write-ahead log with the I/O
+//! seam its files go through. It knows bytes and pages, not
 //! rows, SQL or tables; key encoding lives with the engine that owns the index.
 //!
 pub mod btree;

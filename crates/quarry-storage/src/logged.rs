@@ -124,11 +124,16 @@ impl LoggedFile {
             None => RealFs.open(path, create),
         }
         .map_err(|e| io(path, e))?;
-        let len = file.len().map_err(|e| io(path, e))?;
         let fno = match wal {
             Some(w) => w.register(path, crate::wal::FileKind::Bytes)?,
             None => 0,
         };
+        // Another handle on the same file (a table reopened while the old handle lives)
+        // shares its pending writes.
+        if let Some(inner) = wal.and_then(|w| w.logged_file(fno)) {
+            return Ok(LoggedFile { inner });
+        }
+        let len = file.len().map_err(|e| io(path, e))?;
         let inner = Arc::new(LoggedInner {
             file,
             path: path.to_path_buf(),
@@ -247,7 +252,20 @@ impl LoggedFile {
     }
 }
 
+impl Drop for LoggedFile {
+    /// The last handle writes out what is pending: a checkpoint only sees open files.
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.inner) == 1 {
+            let _ = self.inner.write_out(true);
+        }
+    }
+}
+
 impl LoggedInner {
+    pub(crate) fn fno(&self) -> u32 {
+        self.fno
+    }
+
     /// Write pending extents to the file once the log is durable past them; `force`
     /// makes it durable first.
     pub(crate) fn write_out(&self, force: bool) -> Result<()> {

@@ -20,7 +20,8 @@
 //! * Writers are serialized by the database's transaction lock, so at most one
 //!   transaction writes at a time and records carry the current transaction's id; undo
 //!   of the one unfinished transaction at a crash is then physical and exact. (Concurrent
-//!   writers need versioned rows instead of byte undo; see docs/design/durability.md.)
+//!   writers will need versioned rows instead of byte undo.) Format and rules:
+//!   docs/formats/write-ahead-log.md.
 //! * Group commit: committers wait for one flusher that writes and fsyncs everything
 //!   appended so far. `innodb_flush_log_at_trx_commit`: 1 fsync at commit, 2 write at
 //!   commit, 0 neither — a background thread fsyncs each second.
@@ -190,6 +191,7 @@ pub struct Wal {
     registry: Mutex<Registry>,
     files: Mutex<Vec<Weak<LoggedInner>>>,
     policy: AtomicU8,
+    checkpoint_bytes: AtomicU64,
     checkpointing: Mutex<()>,
     last_checkpoint: AtomicU64,
     control_seq: AtomicU64,
@@ -393,6 +395,7 @@ impl Wal {
             registry: Mutex::new(Registry::default()),
             files: Mutex::new(Vec::new()),
             policy: AtomicU8::new(FlushPolicy::EachCommit as u8),
+            checkpoint_bytes: AtomicU64::new(96 << 20),
             checkpointing: Mutex::new(()),
             last_checkpoint: AtomicU64::new(0),
             control_seq: AtomicU64::new(0),
@@ -410,6 +413,12 @@ impl Wal {
 
     pub fn set_policy(&self, p: FlushPolicy) {
         self.policy.store(p as u8, Ordering::Relaxed);
+    }
+
+    /// Checkpoint once the log has grown by this much since the last one.
+    pub fn set_checkpoint_bytes(&self, n: u64) {
+        self.checkpoint_bytes
+            .store(n.max(1 << 20), Ordering::Relaxed);
     }
 
     fn policy(&self) -> FlushPolicy {
@@ -561,6 +570,14 @@ impl Wal {
         let mut files = self.files.lock();
         files.retain(|w| w.strong_count() > 0);
         files.push(Arc::downgrade(f));
+    }
+
+    pub(crate) fn logged_file(&self, fno: u32) -> Option<Arc<LoggedInner>> {
+        self.files
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|f| f.fno() == fno)
     }
 
     fn logged_files(&self) -> Vec<Arc<LoggedInner>> {
@@ -821,7 +838,6 @@ impl Wal {
     pub fn start_background(
         self: &Arc<Self>,
         pool: Option<Arc<BufferPool>>,
-        checkpoint_bytes: u64,
     ) -> std::thread::JoinHandle<()> {
         let wal = self.clone();
         std::thread::Builder::new()
@@ -838,7 +854,7 @@ impl Wal {
                         }
                     }
                     let since = wal.next_lsn() - wal.last_checkpoint.load(Ordering::Relaxed);
-                    if since > checkpoint_bytes {
+                    if since > wal.checkpoint_bytes.load(Ordering::Relaxed) {
                         let _ = wal.checkpoint(pool.as_deref());
                     }
                 }

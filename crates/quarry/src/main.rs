@@ -16,9 +16,13 @@ const USAGE: &str = "usage:
   quarry serve [--datadir DIR] [--bind ADDR] [--port N] [--config FILE] [ENGINE OPTIONS]
   quarry sql [--datadir DIR] [-e \"SQL\"] [ENGINE OPTIONS]
   quarry --version
-engine options (also config file keys quarry_buffer_pool_size / _partitions):
+engine options (also config file keys, e.g. innodb_flush_log_at_trx_commit = 2):
   --buffer-pool-size SIZE        page cache for indexes, e.g. 512M (default: 1/4 of RAM)
-  --buffer-pool-partitions N     partitions of its page table (default 8)";
+  --buffer-pool-partitions N     partitions of its page table (default 8)
+  --innodb-flush-log-at-trx-commit N
+                                 1 fsync the log at commit (default), 2 write at commit
+                                 and fsync each second, 0 write and fsync each second
+  --innodb-log-file-size SIZE    log growth between checkpoints (default 96M)";
 
 struct Opts {
     datadir: PathBuf,
@@ -51,6 +55,16 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
             "quarry_buffer_pool_size" | "buffer_pool_size" => {
                 o.engine.buffer_pool_size =
                     Some(parse_size(v).ok_or_else(|| format!("bad buffer pool size: {v}"))?)
+            }
+            "innodb_flush_log_at_trx_commit" => {
+                o.engine.flush_log_at_trx_commit = Some(
+                    v.parse()
+                        .map_err(|_| format!("bad innodb_flush_log_at_trx_commit: {v}"))?,
+                )
+            }
+            "innodb_log_file_size" => {
+                o.engine.log_file_size =
+                    Some(parse_size(v).ok_or_else(|| format!("bad innodb_log_file_size: {v}"))?)
             }
             "quarry_buffer_pool_partitions" | "buffer_pool_partitions" => {
                 o.engine.buffer_pool_partitions = Some(
@@ -96,6 +110,18 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                     v.parse()
                         .map_err(|_| format!("bad --buffer-pool-partitions {v}"))?,
                 )
+            }
+            "--innodb-flush-log-at-trx-commit" => {
+                let v = val(i)?;
+                o.engine.flush_log_at_trx_commit = Some(
+                    v.parse()
+                        .map_err(|_| format!("bad --innodb-flush-log-at-trx-commit {v}"))?,
+                )
+            }
+            "--innodb-log-file-size" => {
+                let v = val(i)?;
+                o.engine.log_file_size =
+                    Some(parse_size(&v).ok_or_else(|| format!("bad --innodb-log-file-size {v}"))?)
             }
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
@@ -155,6 +181,17 @@ fn serve(o: Opts) -> i32 {
     let Some(db) = open_db(&o.datadir, &o.engine) else {
         return 1;
     };
+    let r = &db.recovery;
+    if r.redone > 0 || r.undone_txns > 0 {
+        eprintln!(
+            "quarry: recovery scanned {} bytes of log, redid {} records ({} committed transactions), rolled back {} unfinished, in {} ms",
+            r.scanned_bytes,
+            r.redone,
+            r.committed_txns,
+            r.undone_txns,
+            r.elapsed.as_millis()
+        );
+    }
     let addr = format!("{}:{}", o.bind, o.port);
     let server = match quarry_server::Server::bind(db.clone(), &addr) {
         Ok(s) => s,
