@@ -5,7 +5,8 @@ server at a random moment, restart, and checks that
   * every commit acknowledged to a client is there (inserts present, deletes gone,
     updates at their last acknowledged version or a newer in-flight one),
   * no transaction is partly visible (transfers keep the balance total; every insert
-    group has all of its rows or none),
+    group has all of its rows or none — its rows are spread over a row table and a
+    column table, so a transaction spans both engines),
   * CHECK TABLE passes and index reads agree with full scans.
 
 usage: crash_loop.py BIN --cycles N [--workers W] [--report FILE] [--seed S]
@@ -29,6 +30,7 @@ import pymysql
 ACCOUNTS = 64
 START_BALANCE = 1000
 GROUP = 3  # rows per insert group, all in one transaction
+TABLES = ("log", "clog")  # a row table and a column table
 
 
 def free_port():
@@ -118,15 +120,15 @@ def worker(w, port, model, stop, seed):
                 payload = "v0-" + "x" * rnd.randint(0, 150)
                 with model.lock:
                     model.unknown[key] = {None, payload}
-                explicit = rnd.random() < 0.5
                 rows = [(w * 1_000_000 + seq * 10 + p, w, seq, p, payload) for p in range(GROUP)]
-                if explicit:
+                where = [rnd.choice(TABLES) for _ in rows]
+                if len(set(where)) > 1 or rnd.random() < 0.5:
                     cur.execute("BEGIN")
-                    for r in rows:
-                        cur.execute("INSERT INTO log (id, worker, seq, part, payload) VALUES (%s,%s,%s,%s,%s)", r)
+                    for r, t in zip(rows, where):
+                        cur.execute(f"INSERT INTO {t} (id, worker, seq, part, payload) VALUES (%s,%s,%s,%s,%s)", r)
                     cur.execute("COMMIT")
                 else:
-                    cur.execute("INSERT INTO log (id, worker, seq, part, payload) VALUES "
+                    cur.execute(f"INSERT INTO {where[0]} (id, worker, seq, part, payload) VALUES "
                                 + ",".join(["(%s,%s,%s,%s,%s)"] * GROUP),
                                 [v for r in rows for v in r])
                 with model.lock:
@@ -142,8 +144,11 @@ def worker(w, port, model, stop, seed):
                 payload = "v%d-upd" % rnd.randint(1, 10**9)
                 with model.lock:
                     model.unknown[key] = {model.acked[key], payload}
-                cur.execute("UPDATE log SET payload = %s WHERE worker = %s AND seq = %s",
-                            (payload, key[0], key[1]))
+                cur.execute("BEGIN")
+                for t in TABLES:
+                    cur.execute(f"UPDATE {t} SET payload = %s WHERE worker = %s AND seq = %s",
+                                (payload, key[0], key[1]))
+                cur.execute("COMMIT")
                 with model.lock:
                     model.acked[key] = payload
                     del model.unknown[key]
@@ -156,7 +161,10 @@ def worker(w, port, model, stop, seed):
                 key = rnd.choice(mine)
                 with model.lock:
                     model.unknown[key] = {model.acked[key], None}
-                cur.execute("DELETE FROM log WHERE worker = %s AND seq = %s", key)
+                cur.execute("BEGIN")
+                for t in TABLES:
+                    cur.execute(f"DELETE FROM {t} WHERE worker = %s AND seq = %s", key)
+                cur.execute("COMMIT")
                 with model.lock:
                     del model.acked[key]
                     del model.unknown[key]
@@ -177,10 +185,13 @@ def verify(port, model, cycle):
     n, total = cur.fetchone()
     if n != ACCOUNTS or int(total) != ACCOUNTS * START_BALANCE:
         problems.append(f"accounts: {n} rows, total {total} (want {ACCOUNTS}, {ACCOUNTS * START_BALANCE})")
-    cur.execute("SELECT worker, seq, count(*), min(payload), max(payload) FROM crash.log GROUP BY worker, seq")
     present = {}
-    for w, s, cnt, pmin, pmax in cur.fetchall():
-        present[(w, s)] = (cnt, pmin, pmax)
+    for t in TABLES:
+        cur.execute(f"SELECT worker, seq, count(*), min(payload), max(payload) FROM crash.{t} GROUP BY worker, seq")
+        for w, s, cnt, pmin, pmax in cur.fetchall():
+            c0, mn, mx = present.get((w, s), (0, pmin, pmax))
+            present[(w, s)] = (c0 + cnt, min(mn, pmin), max(mx, pmax))
+    for (w, s), (cnt, pmin, pmax) in present.items():
         if cnt != GROUP or pmin != pmax:
             problems.append(f"group {(w, s)} partly visible: {cnt} rows, payloads {pmin!r}/{pmax!r}")
     with model.lock:
@@ -213,12 +224,14 @@ def verify(port, model, cycle):
             if key not in present:
                 problems.append(f"group {key} missing after settling")
                 del model.acked[key]
-    for t in ("acct", "log"):
+    for t in ("acct",) + TABLES:
         cur.execute(f"CHECK TABLE crash.{t}")
         rows = cur.fetchall()
         if not rows or rows[-1][3] != "OK":
             problems.append(f"CHECK TABLE {t}: {rows}")
     # An index range over every worker reads the same rows as the full scan.
+    cur.execute("SELECT count(*) FROM crash.clog")
+    column_rows = cur.fetchone()[0]
     cur.execute("SELECT count(*) FROM crash.log")
     full = cur.fetchone()[0]
     cur.execute("SELECT count(*) FROM crash.log WHERE worker BETWEEN 0 AND 1000000")
@@ -230,7 +243,7 @@ def verify(port, model, cycle):
     if full != via_pk:
         problems.append(f"primary key count {via_pk} != scan count {full}")
     c.close()
-    return problems, full
+    return problems, full + column_rows
 
 
 def main():
@@ -256,6 +269,8 @@ def main():
         f"({i}, {START_BALANCE}, {i % 7})" for i in range(ACCOUNTS)))
     cur.execute("CREATE TABLE crash.log (id BIGINT PRIMARY KEY, worker INT NOT NULL, seq INT NOT NULL, "
                 "part INT NOT NULL, payload VARCHAR(200), KEY (worker, seq))")
+    cur.execute("CREATE TABLE crash.clog (id BIGINT PRIMARY KEY, worker INT NOT NULL, seq INT NOT NULL, "
+                "part INT NOT NULL, payload VARCHAR(200)) ENGINE=COLUMN")
     c.close()
     model = Model()
     lines = []

@@ -212,7 +212,7 @@ impl Database {
             Arc::new(quarry_engine_row::RowEngine::new(pool.clone()));
         engines.register(row, &["InnoDB", "MyISAM", "Aria", "Memory", "ROW"]);
         engines.register(
-            Arc::new(quarry_engine_column::ColumnEngine::default()),
+            Arc::new(quarry_engine_column::ColumnEngine::default().with_wal(wal.clone())),
             &["COLUMN", "COLUMNSTORE"],
         );
         let catalog = Catalog::open(datadir, engines, quarry_engine_row::effective_row_format)?;

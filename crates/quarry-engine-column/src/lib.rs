@@ -24,6 +24,10 @@
 //!   builds rows and is split across the cores; MIN/MAX come from the zone maps where
 //!   every row of a segment counts; GROUP BY with COUNT/MIN/MAX is done on the encoded
 //!   chunks, segments split across the cores (`group`).
+//! * With the write-ahead log, `table.meta` and `delta.log` are written through it (a
+//!   merge inside a transaction commits or rolls back with it); chunks are not logged —
+//!   they are written past the ends the metadata knows and fsynced before the metadata
+//!   that names them, and bytes past those ends are cut off at open.
 //! * Indexes are not access paths here (the planner is told so through capabilities);
 //!   UNIQUE and PRIMARY keys are enforced through an in-memory hash of their keys, built
 //!   when the table is opened.
@@ -36,7 +40,6 @@ mod meta;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::ops::Bound;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -44,6 +47,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, Value};
+use quarry_storage::{LoggedFile, Wal};
 use quarry_storage_api::{
     Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred,
     RowFormat, RowId, ScanAgg, ScanRequest, Stat, Support, Table, TablePath, TableSchema,
@@ -69,12 +73,14 @@ pub const SEGMENT_ROWS: usize = 65536;
 
 pub struct ColumnEngine {
     segment_rows: usize,
+    wal: Option<Arc<Wal>>,
 }
 
 impl Default for ColumnEngine {
     fn default() -> ColumnEngine {
         ColumnEngine {
             segment_rows: SEGMENT_ROWS,
+            wal: None,
         }
     }
 }
@@ -84,9 +90,24 @@ impl ColumnEngine {
     pub fn with_segment_rows(rows: usize) -> ColumnEngine {
         ColumnEngine {
             segment_rows: rows.clamp(1, chunk::MAX_ROWS),
+            wal: None,
         }
     }
+
+    /// Write metadata and delta through `wal`.
+    pub fn with_wal(mut self, wal: Arc<Wal>) -> ColumnEngine {
+        self.wal = Some(wal);
+        self
+    }
+
+    /// The files the log knows by name (renamed and forgotten with the table).
+    fn logged_files(dir: &Path) -> [PathBuf; 2] {
+        [dir.join("table.meta"), dir.join(LOGGED_DELTA)]
+    }
 }
+
+/// The one delta log of a table written through the write-ahead log.
+const LOGGED_DELTA: &str = "delta.log";
 
 /// The folder holding a table's column files.
 pub fn cols_dir(path: &TablePath) -> PathBuf {
@@ -124,7 +145,16 @@ impl Engine for ColumnEngine {
         for c in &schema.columns {
             File::create(dir.join(column_file_name(&c.name))).at(dir.display())?;
         }
-        File::create(log_path(&dir, 0)).at(dir.display())?;
+        let delta = match self.wal {
+            Some(_) => dir.join(LOGGED_DELTA),
+            None => log_path(&dir, 0),
+        };
+        if let Some(w) = &self.wal {
+            for f in ColumnEngine::logged_files(&dir) {
+                w.forget(&f)?;
+            }
+        }
+        File::create(delta).at(dir.display())?;
         Meta::empty(schema.columns.len()).store(&dir)
     }
     fn open(
@@ -133,14 +163,20 @@ impl Engine for ColumnEngine {
         schema: &TableSchema,
         counters: Arc<HandlerCounters>,
     ) -> Result<Arc<dyn Table>> {
-        Ok(Arc::new(ColumnTable::open(
+        Ok(Arc::new(ColumnTable::open_logged(
             &cols_dir(path),
             schema.clone(),
             counters,
             self.segment_rows,
+            self.wal.clone(),
         )?))
     }
     fn drop_table(&self, path: &TablePath) -> Result<()> {
+        if let Some(w) = &self.wal {
+            for f in ColumnEngine::logged_files(&cols_dir(path)) {
+                w.forget(&f)?;
+            }
+        }
         match std::fs::remove_dir_all(cols_dir(path)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(Error::io(cols_dir(path).display(), e))
@@ -149,6 +185,15 @@ impl Engine for ColumnEngine {
         }
     }
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()> {
+        if let Some(w) = &self.wal {
+            let (a, b) = (cols_dir(from), cols_dir(to));
+            for (f, t) in ColumnEngine::logged_files(&a)
+                .iter()
+                .zip(ColumnEngine::logged_files(&b).iter())
+            {
+                w.rename(f, t)?;
+            }
+        }
         std::fs::rename(cols_dir(from), cols_dir(to)).at(cols_dir(from).display())?;
         Ok(())
     }
@@ -204,7 +249,9 @@ struct State {
     next_id: RowId,
     merged_upto: RowId,
     gen: u64,
-    log: File,
+    log: LoggedFile,
+    /// Where the next delta record goes (the log may hold an older generation after it).
+    log_end: u64,
     log_buf: Vec<u8>,
     col_ends: Vec<u64>,
     bulk: bool,
@@ -309,6 +356,8 @@ pub struct ColumnTable {
     files: Vec<File>,
     counters: Arc<HandlerCounters>,
     state: Mutex<State>,
+    /// With the log: the metadata file, rewritten in place.
+    meta_file: Option<LoggedFile>,
 }
 
 impl ColumnTable {
@@ -318,7 +367,28 @@ impl ColumnTable {
         counters: Arc<HandlerCounters>,
         segment_rows: usize,
     ) -> Result<ColumnTable> {
-        let meta = Meta::load(dir)?;
+        ColumnTable::open_logged(dir, schema, counters, segment_rows, None)
+    }
+
+    pub fn open_logged(
+        dir: &Path,
+        schema: TableSchema,
+        counters: Arc<HandlerCounters>,
+        segment_rows: usize,
+        wal: Option<Arc<Wal>>,
+    ) -> Result<ColumnTable> {
+        let meta_file = match &wal {
+            Some(w) => Some(LoggedFile::open(&dir.join("table.meta"), Some(w), false)?),
+            None => None,
+        };
+        let meta = match &meta_file {
+            Some(f) => {
+                let mut buf = vec![0u8; f.len() as usize];
+                f.read_exact_at(&mut buf, 0)?;
+                Meta::from_stored(&buf)?
+            }
+            None => Meta::load(dir)?,
+        };
         if meta.columns as usize != schema.columns.len() {
             return Err(Error::corrupt(format!(
                 "{}: metadata has {} columns, the definition {}",
@@ -330,8 +400,11 @@ impl ColumnTable {
         // Files of unfinished merges: other logs, a metadata file never renamed.
         for e in std::fs::read_dir(dir).at(dir.display())?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let stale = (name.starts_with("delta.") && name != format!("delta.{}.log", meta.gen))
-                || name.ends_with(".tmp");
+            let current = match wal {
+                Some(_) => LOGGED_DELTA.to_string(),
+                None => format!("delta.{}.log", meta.gen),
+            };
+            let stale = (name.starts_with("delta.") && name != current) || name.ends_with(".tmp");
             if stale {
                 std::fs::remove_file(e.path()).at(e.path().display())?;
             }
@@ -373,13 +446,10 @@ impl ColumnTable {
             .map(|(s, d)| Arc::new(Deleted::from_positions(s.rows, d)))
             .collect();
         let segs: Vec<Arc<Segment>> = meta.segments.into_iter().map(Arc::new).collect();
-        let log_file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(log_path(dir, meta.gen))
-            .at(dir.display())?;
+        let log_file = match &wal {
+            Some(w) => LoggedFile::open(&dir.join(LOGGED_DELTA), Some(w), true)?,
+            None => LoggedFile::open(&log_path(dir, meta.gen), None, true)?,
+        };
         let live = segs.iter().map(|s| s.rows as u64).sum::<u64>()
             - dels.iter().map(|d| d.count as u64).sum::<u64>();
         let mut t = ColumnTable {
@@ -396,6 +466,7 @@ impl ColumnTable {
                 merged_upto: meta.merged_upto,
                 gen: meta.gen,
                 log: log_file,
+                log_end: 0,
                 log_buf: vec![],
                 col_ends,
                 bulk: false,
@@ -410,6 +481,7 @@ impl ColumnTable {
                 encoder: None,
             }),
             schema,
+            meta_file,
         };
         t.replay()?;
         t.build_unique()?;
@@ -419,13 +491,10 @@ impl ColumnTable {
     /// Apply the delta log; a torn tail (a crash mid-write) is cut off.
     fn replay(&mut self) -> Result<()> {
         let st = self.state.get_mut();
-        let mut buf = vec![];
-        {
-            use std::io::Read;
-            let mut f = &st.log;
-            f.read_to_end(&mut buf).at(self.dir.display())?;
-        }
-        let (records, used) = meta::log_records(&buf);
+        let mut buf = vec![0u8; st.log.len() as usize];
+        st.log.read_exact_at(&mut buf, 0)?;
+        let (records, used) = meta::log_records(&buf, st.gen);
+        st.log_end = used as u64;
         let delta = Arc::make_mut(&mut st.delta);
         for (op, id, payload) in records {
             match op {
@@ -452,8 +521,10 @@ impl ColumnTable {
                 _ => {}
             }
         }
-        if used < buf.len() {
-            st.log.set_len(used as u64).at(self.dir.display())?;
+        // Without the write-ahead log a torn tail is cut off; with it, what follows is an
+        // older generation the next records overwrite.
+        if used < buf.len() && self.meta_file.is_none() {
+            st.log.truncate_and_commit(used as u64)?;
         }
         Ok(())
     }
@@ -847,7 +918,7 @@ impl ColumnTable {
             st.bulk_rows += 1;
         } else {
             let payload = encode_row(&self.schema, &row);
-            meta::log_record(&mut st.log_buf, LOG_INSERT, id, &payload);
+            meta::log_record(&mut st.log_buf, LOG_INSERT, id, st.gen, &payload);
         }
         self.unique_add(st, &row, id);
         Arc::make_mut(&mut st.delta).insert(id, row);
@@ -871,7 +942,7 @@ impl ColumnTable {
                 return Err(Error::internal(format!("row {id} already deleted")));
             }
         }
-        meta::log_record(&mut st.log_buf, LOG_DELETE, id, &[]);
+        meta::log_record(&mut st.log_buf, LOG_DELETE, id, st.gen, &[]);
         st.live -= 1;
         HandlerCounters::add(&self.counters.delete, 1);
         Ok(())
@@ -978,17 +1049,14 @@ impl ColumnTable {
         let gen = st.gen + 1;
         let mut buf = Vec::new();
         for (id, row) in st.delta.iter() {
-            meta::log_record(&mut buf, LOG_INSERT, *id, &encode_row(&self.schema, row));
+            meta::log_record(
+                &mut buf,
+                LOG_INSERT,
+                *id,
+                gen,
+                &encode_row(&self.schema, row),
+            );
         }
-        let log = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(log_path(&self.dir, gen))
-            .at(self.dir.display())?;
-        (&log).write_all(&buf).at(self.dir.display())?;
-        log.sync_data().at(self.dir.display())?;
         let m = Meta {
             gen,
             next_id: st.next_id,
@@ -997,13 +1065,42 @@ impl ColumnTable {
             segments: st.segs.iter().map(|s| (**s).clone()).collect(),
             deleted: st.dels.iter().map(|d| d.positions()).collect(),
         };
+        if let Some(meta_file) = &self.meta_file {
+            // Both rewrites are logged in the open transaction: it commits them or undoes
+            // them, and recovery does the same.
+            st.log.write_at(&buf, 0)?;
+            st.log_end = buf.len() as u64;
+            meta_file.write_at(&m.to_stored(), 0)?;
+            st.gen = gen;
+            st.log_buf.clear();
+            st.unlogged = false;
+            return Ok(());
+        }
+        let log = LoggedFile::open(&log_path(&self.dir, gen), None, true)?;
+        log.truncate_and_commit(0)?;
+        log.write_at(&buf, 0)?;
+        log.sync()?;
         m.store(&self.dir)?;
         let old = log_path(&self.dir, st.gen);
         st.gen = gen;
         st.log = log;
+        st.log_end = buf.len() as u64;
         st.log_buf.clear();
         st.unlogged = false;
         std::fs::remove_file(&old).at(old.display())?;
+        Ok(())
+    }
+
+    /// Write the buffered delta records to the delta log.
+    fn write_log_buf(&self, st: &mut State) -> Result<()> {
+        if st.log_buf.is_empty() {
+            return Ok(());
+        }
+        st.log.write_at(&st.log_buf, st.log_end)?;
+        st.log_end += st.log_buf.len() as u64;
+        HandlerCounters::add(&self.counters.io_write_calls, 1);
+        HandlerCounters::add(&self.counters.io_write_bytes, st.log_buf.len() as u64);
+        st.log_buf.clear();
         Ok(())
     }
 
@@ -1011,12 +1108,7 @@ impl ColumnTable {
         if st.unlogged {
             return self.checkpoint(st);
         }
-        if !st.log_buf.is_empty() {
-            (&st.log).write_all(&st.log_buf).at(self.dir.display())?;
-            HandlerCounters::add(&self.counters.io_write_calls, 1);
-            HandlerCounters::add(&self.counters.io_write_bytes, st.log_buf.len() as u64);
-            st.log_buf.clear();
-        }
+        self.write_log_buf(st)?;
         if st.delta.len() >= self.segment_rows {
             self.merge(st, false)?;
         }
@@ -1485,7 +1577,9 @@ impl Table for ColumnTable {
         let row = self.normalize(row)?;
         let mut st = self.state.lock();
         self.check_unique(&st, &row, None)?;
-        self.insert_locked(&mut st, row)
+        let id = self.insert_locked(&mut st, row)?;
+        self.log_now(&mut st)?;
+        Ok(id)
     }
 
     fn update(&self, id: RowId, row: Row) -> Result<RowId> {
@@ -1494,12 +1588,15 @@ impl Table for ColumnTable {
         self.check_unique(&st, &row, Some(id))?;
         self.delete_locked(&mut st, id)?;
         HandlerCounters::add(&self.counters.update, 1);
-        self.insert_locked(&mut st, row)
+        let nid = self.insert_locked(&mut st, row)?;
+        self.log_now(&mut st)?;
+        Ok(nid)
     }
 
     fn delete(&self, id: RowId) -> Result<()> {
         let mut st = self.lock()?;
-        self.delete_locked(&mut st, id)
+        self.delete_locked(&mut st, id)?;
+        self.log_now(&mut st)
     }
 
     fn truncate(&self) -> Result<()> {
@@ -1512,8 +1609,13 @@ impl Table for ColumnTable {
         for m in st.unique.iter_mut().flatten() {
             m.clear();
         }
-        // The empty metadata is committed before the column files lose their bytes.
+        // The empty metadata is committed before the column files lose their bytes (with
+        // the log: cutting the delta log commits the truncation).
         self.checkpoint(&mut st)?;
+        if self.meta_file.is_some() {
+            let end = st.log_end;
+            st.log.truncate_and_commit(end)?;
+        }
         for (f, end) in self.files.iter().zip(st.col_ends.iter_mut()) {
             f.set_len(0).at(self.dir.display())?;
             *end = 0;
@@ -1563,14 +1665,16 @@ impl Table for ColumnTable {
         if !st.bulk {
             self.flush_locked(&mut st)?;
         }
-        st.log.sync_data().at(self.dir.display())?;
+        st.log.sync()?;
+        if let Some(m) = &self.meta_file {
+            m.sync()?;
+        }
         Ok(())
     }
 
     fn stats(&self) -> TableStats {
         let st = self.state.lock();
-        let data: u64 =
-            st.col_ends.iter().sum::<u64>() + st.log.metadata().map(|m| m.len()).unwrap_or(0);
+        let data: u64 = st.col_ends.iter().sum::<u64>() + st.log_end;
         TableStats {
             rows: Stat::Exact(st.live),
             data_bytes: data,
@@ -1636,7 +1740,15 @@ impl ColumnTable {
     fn flush_locked_owned(&self) -> Result<()> {
         let mut st = self.lock()?;
         self.flush_locked(&mut st)?;
-        st.log.sync_data().at(self.dir.display())?;
+        st.log.sync()
+    }
+
+    /// With the write-ahead log a change reaches the delta log (as a logged write) at
+    /// once, so the transaction's COMMIT covers it; without, it waits for a flush.
+    fn log_now(&self, st: &mut State) -> Result<()> {
+        if self.meta_file.is_some() && !st.bulk {
+            self.write_log_buf(st)?;
+        }
         Ok(())
     }
 }

@@ -1,11 +1,16 @@
 //! The table's metadata file and its delta log, byte for byte.
 //!
 //! `table.meta` lists the segments (row ids, per column the chunk's place in its
-//! `.column` file and its zone map) and each segment's delete vector; it is replaced
-//! whole (temporary file, fsync, rename, fsync of the folder), which is the commit point
-//! of every merge. `delta.<gen>.log` holds the row-wise delta written since: inserts (the
-//! row in the row engine's DYNAMIC record format) and deletes, each record with its
-//! length and CRC32C, so a torn tail is recognised and dropped.
+//! `.column` file and its zone map) and each segment's delete vector. Without the
+//! write-ahead log it is replaced whole (temporary file, fsync, rename, fsync of the
+//! folder), the commit point of every merge, and `delta.<gen>.log` holds the row-wise
+//! delta written since. With the log, `table.meta` is rewritten in place behind an
+//! 8-byte tag and its length (`QRYCOLM2`), and one `delta.log` is rewritten from its start
+//! at each merge; both are logged, so a transaction's merge commits or rolls back with
+//! it. Delta records are inserts (the row in the row engine's DYNAMIC record format) and
+//! deletes, each with its length, CRC32C and the metadata generation it belongs to:
+//! reading stops at a torn record or one of another generation (left behind by a shorter
+//! rewrite).
 
 use std::path::Path;
 
@@ -329,21 +334,47 @@ impl Meta {
 
     pub(crate) fn load(dir: &Path) -> Result<Meta> {
         let path = dir.join("table.meta");
-        Meta::from_bytes(&std::fs::read(&path).at(path.display())?)
+        Meta::from_stored(&std::fs::read(&path).at(path.display())?)
+    }
+
+    /// The bytes written in place (with the log): tag, length, metadata.
+    pub(crate) fn to_stored(&self) -> Vec<u8> {
+        let body = self.to_bytes();
+        let mut out = Vec::with_capacity(16 + body.len());
+        out.extend_from_slice(STORED_TAG);
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Either form of the file: written whole, or in place behind its tag and length
+    /// (bytes after it are an older, longer version's).
+    pub(crate) fn from_stored(buf: &[u8]) -> Result<Meta> {
+        if buf.len() >= 16 && &buf[..8] == STORED_TAG {
+            let len = u64::from_le_bytes(buf[8..16].try_into().unwrap()) as usize;
+            let body = buf
+                .get(16..16 + len)
+                .ok_or_else(|| Error::corrupt("column table metadata (table.meta length)"))?;
+            return Meta::from_bytes(body);
+        }
+        Meta::from_bytes(buf)
     }
 }
+
+const STORED_TAG: &[u8; 8] = b"QRYCOLM2";
 
 pub(crate) const LOG_INSERT: u8 = 1;
 pub(crate) const LOG_DELETE: u8 = 2;
 
-/// Append one log record.
-pub(crate) fn log_record(out: &mut Vec<u8>, op: u8, id: u64, payload: &[u8]) {
-    let len = 9 + payload.len();
+/// Append one log record of metadata generation `gen`.
+pub(crate) fn log_record(out: &mut Vec<u8>, op: u8, id: u64, gen: u64, payload: &[u8]) {
+    let len = 17 + payload.len();
     let start = out.len();
     out.extend_from_slice(&(len as u32).to_le_bytes());
     out.extend_from_slice(&[0; 4]);
     out.push(op);
     out.extend_from_slice(&id.to_le_bytes());
+    out.extend_from_slice(&gen.to_le_bytes());
     out.extend_from_slice(payload);
     let crc = crc32c::crc32c(&out[start + 8..]);
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
@@ -352,8 +383,9 @@ pub(crate) fn log_record(out: &mut Vec<u8>, op: u8, id: u64, payload: &[u8]) {
 /// One delta log record: operation, row id, payload.
 pub(crate) type LogRecord<'a> = (u8, u64, &'a [u8]);
 
-/// The log's records up to the first torn or corrupt one, and the length they cover.
-pub(crate) fn log_records(buf: &[u8]) -> (Vec<LogRecord<'_>>, usize) {
+/// The log's records of generation `gen` up to the first torn or corrupt one or one of
+/// another generation, and the length they cover.
+pub(crate) fn log_records(buf: &[u8], gen: u64) -> (Vec<LogRecord<'_>>, usize) {
     let mut out = vec![];
     let mut pos = 0;
     while pos + 8 <= buf.len() {
@@ -362,11 +394,14 @@ pub(crate) fn log_records(buf: &[u8]) -> (Vec<LogRecord<'_>>, usize) {
         let Some(body) = buf.get(pos + 8..pos + 8 + len) else {
             break;
         };
-        if len < 9 || crc32c::crc32c(body) != crc {
+        if len < 17 || crc32c::crc32c(body) != crc {
             break;
         }
         let id = u64::from_le_bytes(body[1..9].try_into().unwrap());
-        out.push((body[0], id, &body[9..]));
+        if u64::from_le_bytes(body[9..17].try_into().unwrap()) != gen {
+            break;
+        }
+        out.push((body[0], id, &body[17..]));
         pos += 8 + len;
     }
     (out, pos)
@@ -411,17 +446,37 @@ mod tests {
     #[test]
     fn log_stops_at_a_torn_record() {
         let mut buf = vec![];
-        log_record(&mut buf, LOG_INSERT, 7, b"row");
-        log_record(&mut buf, LOG_DELETE, 3, b"");
+        log_record(&mut buf, LOG_INSERT, 7, 4, b"row");
+        log_record(&mut buf, LOG_DELETE, 3, 4, b"");
         let whole = buf.len();
-        log_record(&mut buf, LOG_INSERT, 8, b"another row");
-        let (recs, used) = log_records(&buf[..buf.len() - 2]);
+        log_record(&mut buf, LOG_INSERT, 8, 4, b"another row");
+        let (recs, used) = log_records(&buf[..buf.len() - 2], 4);
         assert_eq!(used, whole);
         assert_eq!(
             recs,
             vec![(LOG_INSERT, 7, &b"row"[..]), (LOG_DELETE, 3, &b""[..])]
         );
         buf[whole + 10] ^= 1;
-        assert_eq!(log_records(&buf).0.len(), 2);
+        assert_eq!(log_records(&buf, 4).0.len(), 2);
+        // A record of an older generation ends the log (a shorter rewrite left it).
+        let mut older = vec![];
+        log_record(&mut older, LOG_INSERT, 9, 5, b"new");
+        log_record(&mut older, LOG_INSERT, 1, 4, b"old");
+        assert_eq!(log_records(&older, 5).0, vec![(LOG_INSERT, 9, &b"new"[..])]);
+    }
+
+    #[test]
+    fn metadata_in_place_ignores_an_older_longer_tail() {
+        let mut m = Meta::empty(2);
+        m.gen = 3;
+        let mut stored = m.to_stored();
+        let longer = stored.clone();
+        m.gen = 4;
+        stored = m.to_stored();
+        let mut file = longer.clone();
+        file.extend_from_slice(b"junk of an older version");
+        file[..stored.len()].copy_from_slice(&stored);
+        assert_eq!(Meta::from_stored(&file).unwrap().gen, 4);
+        assert_eq!(Meta::from_stored(&m.to_bytes()).unwrap().gen, 4);
     }
 }
