@@ -255,8 +255,11 @@ struct State {
     log_buf: Vec<u8>,
     col_ends: Vec<u64>,
     bulk: bool,
-    /// Rows the current bulk load has inserted.
+    /// Rows the current bulk load has inserted, its first row id, and the segment count
+    /// when it began.
     bulk_rows: u64,
+    bulk_first_id: RowId,
+    bulk_segs: usize,
     /// Delta rows a bulk load added without logging them (the next checkpoint does).
     unlogged: bool,
     /// Per index: for UNIQUE ones, row id by key.
@@ -471,6 +474,8 @@ impl ColumnTable {
                 col_ends,
                 bulk: false,
                 bulk_rows: 0,
+                bulk_first_id: 0,
+                bulk_segs: 0,
                 unlogged: false,
                 unique: schema
                     .indexes
@@ -1632,6 +1637,8 @@ impl Table for ColumnTable {
         let mut st = self.state.lock();
         st.bulk = true;
         st.bulk_rows = 0;
+        st.bulk_first_id = st.next_id;
+        st.bulk_segs = st.segs.len();
     }
 
     fn end_bulk(&self) -> Result<()> {
@@ -1646,7 +1653,23 @@ impl Table for ColumnTable {
         // leave their rows in the delta to fill whole segments together.
         let tail = st.bulk_rows >= self.segment_rows as u64;
         self.merge(&mut st, tail)?;
-        if had || st.unlogged {
+        if self.meta_file.is_some() && st.segs.len() == st.bulk_segs && st.unlogged {
+            // With the write-ahead log, a load that formed no segment logs its rows like
+            // single inserts: appending beats rewriting the whole delta each statement.
+            let gen = st.gen;
+            let mut buf = std::mem::take(&mut st.log_buf);
+            for (id, row) in st.delta.range(st.bulk_first_id..) {
+                meta::log_record(
+                    &mut buf,
+                    LOG_INSERT,
+                    *id,
+                    gen,
+                    &encode_row(&self.schema, row),
+                );
+            }
+            st.log_buf = buf;
+            st.unlogged = false;
+        } else if had || st.unlogged {
             self.checkpoint(&mut st)?;
         }
         self.flush_locked(&mut st)

@@ -119,15 +119,15 @@ impl Pending {
 impl LoggedFile {
     /// Open (or create) `path`; with a log, its writes are logged under the file's number.
     pub fn open(path: &Path, wal: Option<&Arc<Wal>>, create: bool) -> Result<LoggedFile> {
+        let fno = match wal {
+            Some(w) => w.register_file(path, crate::wal::FileKind::Bytes)?,
+            None => 0,
+        };
         let file = match wal {
             Some(w) => w.vfs().open(path, create),
             None => RealFs.open(path, create),
         }
         .map_err(|e| io(path, e))?;
-        let fno = match wal {
-            Some(w) => w.register(path, crate::wal::FileKind::Bytes)?,
-            None => 0,
-        };
         // Another handle on the same file (a table reopened while the old handle lives)
         // shares its pending writes.
         if let Some(inner) = wal.and_then(|w| w.logged_file(fno)) {

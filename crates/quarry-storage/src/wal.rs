@@ -433,20 +433,22 @@ impl Wal {
 
     /// Append one record; returns the LSN just past it (what `flush_to` waits for).
     fn append(&self, ty: u8, parts: &[&[u8]]) -> Lsn {
-        self.append_at(ty, parts).1
+        self.append_at(ty, false, parts).1
     }
 
     /// Append one record; returns where it starts and ends. Appending cannot fail: a
     /// full buffer is written out here, and if that fails the bytes stay buffered and
     /// the next flush (a commit) reports the error.
-    fn append_at(&self, ty: u8, parts: &[&[u8]]) -> (Lsn, Lsn) {
+    /// `outside`: the record belongs to no transaction (file records, checkpoints),
+    /// whatever transaction is open.
+    fn append_at(&self, ty: u8, outside: bool, parts: &[&[u8]]) -> (Lsn, Lsn) {
         let len = HDR + parts.iter().map(|p| p.len()).sum::<usize>();
         let end;
         let big;
         let lsn;
         {
             let mut a = self.app.lock();
-            let txn = a.current;
+            let txn = if outside { 0 } else { a.current };
             lsn = a.next_lsn();
             if txn != 0 && a.first_lsn == 0 {
                 a.first_lsn = lsn;
@@ -528,16 +530,11 @@ impl Wal {
 
     /// Records that describe files rather than changes belong to no transaction.
     fn append_outside_txn(&self, ty: u8, body: &[u8]) -> (Lsn, Lsn) {
-        let saved = {
-            let mut a = self.app.lock();
-            std::mem::take(&mut a.current)
-        };
-        let r = self.append_at(ty, &[body]);
-        self.app.lock().current = saved;
-        r
+        self.append_at(ty, true, &[body])
     }
 
-    /// Note that the file at `from` is about to be renamed to `to` (log before the rename).
+    /// Note that the file at `from` is about to be renamed to `to`: durable before the
+    /// rename, so recovery never looks for the file under a name it no longer has.
     pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let (from, to) = (self.relative(from), self.relative(to));
         let mut reg = self.registry.lock();
@@ -550,20 +547,37 @@ impl Wal {
         let mut body = fno.to_le_bytes().to_vec();
         put_path(&mut body, &from);
         put_path(&mut body, &to);
-        self.append_outside_txn(T_RENAME, &body);
-        Ok(())
+        let (_, end) = self.append_outside_txn(T_RENAME, &body);
+        drop(reg);
+        self.flush_to(end, true)
     }
 
-    /// The file at `path` is going away: older records must never be applied to a file
-    /// created later at the same path.
+    /// The file at `path` is going away (durably noted before it goes): its records
+    /// are never applied to a file created later at the same path.
     pub fn forget(&self, path: &Path) -> Result<()> {
         let rel = self.relative(path);
         let mut reg = self.registry.lock();
         if let Some(&fno) = reg.by_path.get(&rel) {
             reg.remove(fno);
-            self.append_outside_txn(T_DROP, &fno.to_le_bytes());
+            let (_, end) = self.append_outside_txn(T_DROP, &fno.to_le_bytes());
+            drop(reg);
+            return self.flush_to(end, true);
         }
         Ok(())
+    }
+
+    /// The number of a file about to be created (or opened): a file that does not exist
+    /// yet gets a new number even if an earlier file had its path.
+    pub fn register_file(&self, path: &Path, kind: FileKind) -> Result<u32> {
+        if !self.vfs.exists(path) {
+            let rel = self.relative(path);
+            let mut reg = self.registry.lock();
+            if let Some(&fno) = reg.by_path.get(&rel) {
+                reg.remove(fno);
+                self.append_outside_txn(T_DROP, &fno.to_le_bytes());
+            }
+        }
+        self.register(path, kind)
     }
 
     pub(crate) fn attach(&self, f: &Arc<LoggedInner>) {
@@ -1022,13 +1036,38 @@ impl Wal {
         }
         let start = undo_from.min(redo_from);
 
-        // Analysis: which transactions finished, and where the valid log ends.
+        // Analysis: which transactions finished, where the valid log ends, and which file
+        // each number names at the end — recovery works on the files as they are now, so
+        // a file renamed later is written under its new name, and records of a file
+        // dropped or replaced at the same path later are skipped.
         let mut finished: HashSet<TxnId> = HashSet::new();
         let mut committed = 0u64;
         let mut end = start;
+        let mut renames: Vec<(PathBuf, PathBuf)> = Vec::new();
         {
             let mut r = LogReader::new(self.vfs.as_ref(), &self.dir, &segs, start);
             while let Some(rec) = r.next()? {
+                if rec.lsn >= redo_from {
+                    let mut b = Body(&rec.body);
+                    match rec.ty {
+                        T_CREATE => {
+                            let fno = b.u32()?;
+                            let kind = FileKind::from_u8(b.u8()?)?;
+                            reg.insert(fno, kind, b.path()?);
+                        }
+                        T_RENAME => {
+                            let fno = b.u32()?;
+                            let (from, to) = (b.path()?, b.path()?);
+                            if let Some(&(kind, _)) = reg.by_fno.get(&fno) {
+                                reg.remove(fno);
+                                reg.insert(fno, kind, to.clone());
+                            }
+                            renames.push((from, to));
+                        }
+                        T_DROP => reg.remove(b.u32()?),
+                        _ => {}
+                    }
+                }
                 match rec.ty {
                     T_COMMIT | T_TRUNCATE => {
                         finished.insert(rec.txn);
@@ -1045,6 +1084,13 @@ impl Wal {
         }
         report.committed_txns = committed;
         report.scanned_bytes = end - start;
+        // Renames the log made durable but the crash cut short.
+        for (from, to) in renames {
+            let (pf, pt) = (self.root.join(&from), self.root.join(&to));
+            if self.vfs.exists(&pf) && !self.vfs.exists(&pt) {
+                self.vfs.rename(&pf, &pt).map_err(|e| io(&pf, e))?;
+            }
+        }
 
         // Redo from the checkpoint; keep the unfinished transactions' records for undo.
         let mut files = Files::new(self.vfs.clone(), self.root.clone());
@@ -1057,7 +1103,7 @@ impl Wal {
                 }
                 let unfinished = rec.txn != 0 && !finished.contains(&rec.txn);
                 if rec.lsn >= redo_from {
-                    files.redo(&mut reg, &rec)?;
+                    files.redo(&reg, &rec)?;
                     report.redone += 1;
                 }
                 if unfinished && matches!(rec.ty, T_WRITE | T_PAGE) {
@@ -1150,7 +1196,7 @@ impl Files {
         Ok(Some(f))
     }
 
-    fn redo(&mut self, reg: &mut Registry, rec: &Rec) -> Result<()> {
+    fn redo(&mut self, reg: &Registry, rec: &Rec) -> Result<()> {
         let mut b = Body(&rec.body);
         match rec.ty {
             T_WRITE => {
@@ -1179,36 +1225,6 @@ impl Files {
                         .map_err(|e| io(Path::new("redo"), e))?;
                 }
                 self.touched_pages.entry(fno).or_default().insert(page);
-            }
-            T_CREATE => {
-                let fno = b.u32()?;
-                let kind = FileKind::from_u8(b.u8()?)?;
-                let path = b.path()?;
-                self.open.remove(&fno);
-                if let Some(&old) = reg.by_path.get(&path) {
-                    self.open.remove(&old);
-                }
-                reg.insert(fno, kind, path);
-            }
-            T_RENAME => {
-                let fno = b.u32()?;
-                let from = b.path()?;
-                let to = b.path()?;
-                let (pf, pt) = (self.root.join(&from), self.root.join(&to));
-                if self.vfs.exists(&pf) && !self.vfs.exists(&pt) {
-                    self.vfs.rename(&pf, &pt).map_err(|e| io(&pf, e))?;
-                }
-                self.open.remove(&fno);
-                if let Some(&(kind, _)) = reg.by_fno.get(&fno) {
-                    reg.remove(fno);
-                    reg.insert(fno, kind, to);
-                }
-            }
-            T_DROP => {
-                let fno = b.u32()?;
-                self.open.remove(&fno);
-                self.touched_pages.remove(&fno);
-                reg.remove(fno);
             }
             T_TRUNCATE => {
                 let fno = b.u32()?;
