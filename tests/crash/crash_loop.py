@@ -7,7 +7,9 @@ server at a random moment, restart, and checks that
   * no transaction is partly visible (transfers keep the balance total; every insert
     group has all of its rows or none — its rows are spread over a row table and a
     column table, so a transaction spans both engines),
-  * CHECK TABLE passes and index reads agree with full scans.
+  * CHECK TABLE passes and index reads agree with full scans,
+  * DDL is atomic: a table being rebuilt (ALTER TABLE), re-indexed or renamed at the
+    kill has its old or its new shape, all of its rows, and no temporary table is left.
 
 usage: crash_loop.py BIN --cycles N [--workers W] [--report FILE] [--seed S]
 Exit status 0 when every cycle passed.
@@ -57,7 +59,9 @@ class Server:
         self.port = free_port()
         out = open(self.log, "a")
         self.proc = subprocess.Popen(
-            [self.binary, "serve", "--datadir", self.datadir, "--port", str(self.port)]
+            [self.binary, "serve", "--datadir", self.datadir, "--port", str(self.port),
+             # Checkpoints every few MB of log: they run beside the workload.
+             "--innodb-log-file-size", "8M"]
             + os.environ.get("QUARRY_CRASH_ARGS", "").split(),
             stdout=out, stderr=out)
         started = time.time()
@@ -80,6 +84,109 @@ class Server:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=60)
+
+
+DD_ROWS = 300
+
+
+class DdlModel:
+    """Shape of the DDL table: acknowledged, and what an in-flight statement may leave."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.name = "dd"
+        self.extra = set()     # added columns
+        self.indexed = False
+        self.pending = None    # (name, extra, indexed) an unacknowledged statement aims at
+        self.acked = 0
+
+
+def shape(name, extra, indexed):
+    return (name, frozenset(extra), indexed)
+
+
+def ddl_worker(port, model, stop, seed):
+    rnd = random.Random(seed)
+    try:
+        c = connect(port, db="crash")
+    except Exception:
+        return
+    cur = c.cursor()
+    n = 0
+    while not stop.is_set():
+        with model.lock:
+            name, extra, indexed = model.name, set(model.extra), model.indexed
+        op = rnd.random()
+        n += 1
+        if op < 0.35:
+            col = f"c{rnd.randint(0, 5)}"
+            if col in extra:
+                sql, extra2 = f"ALTER TABLE {name} DROP COLUMN {col}", extra - {col}
+            else:
+                sql, extra2 = f"ALTER TABLE {name} ADD COLUMN {col} INT DEFAULT 7", extra | {col}
+            target = (name, extra2, indexed)
+        elif op < 0.6:
+            if indexed:
+                sql = f"DROP INDEX iv ON {name}"
+            else:
+                sql = f"CREATE INDEX iv ON {name} (v, id)"
+            target = (name, extra, not indexed)
+        elif op < 0.8:
+            other = "dd2" if name == "dd" else "dd"
+            sql = f"RENAME TABLE {name} TO {other}"
+            target = (other, extra, indexed)
+        else:
+            sql = f"ALTER TABLE {name} ENGINE=InnoDB"
+            target = (name, extra, indexed)
+        with model.lock:
+            model.pending = target
+        try:
+            cur.execute(sql)
+        except Exception as e:
+            if os.environ.get("CRASH_DEBUG"):
+                print(f"ddl worker: {e!r}", file=sys.stderr)
+            return
+        with model.lock:
+            model.name, model.extra, model.indexed = target[0], set(target[1]), target[2]
+            model.pending = None
+            model.acked += 1
+
+
+def verify_ddl(cur, model):
+    problems = []
+    cur.execute("SHOW TABLES FROM crash")
+    tables = {r[0] for r in cur.fetchall()}
+    temps = [t for t in tables if t.startswith("#sql")]
+    if temps:
+        problems.append(f"temporary tables left: {temps}")
+    present = [t for t in ("dd", "dd2") if t in tables]
+    if len(present) != 1:
+        return problems + [f"DDL table: found {present}"]
+    name = present[0]
+    cur.execute(f"SHOW COLUMNS FROM crash.{name}")
+    cols = {r[0] for r in cur.fetchall()} - {"id", "v"}
+    cur.execute(f"SHOW INDEX FROM crash.{name}")
+    indexed = any(r[2] == "iv" for r in cur.fetchall())
+    got = shape(name, cols, indexed)
+    with model.lock:
+        allowed = {shape(model.name, model.extra, model.indexed)}
+        if model.pending:
+            allowed.add(shape(*model.pending))
+    if got not in allowed:
+        problems.append(f"DDL table shape {got} not in {allowed}")
+    cur.execute(f"SELECT count(*), sum(id), sum(v) FROM crash.{name}")
+    n, sid, sv = cur.fetchone()
+    if n != DD_ROWS or int(sid) != DD_ROWS * (DD_ROWS - 1) // 2 or int(sv) != 3 * DD_ROWS:
+        problems.append(f"DDL table rows: {n}, sum(id) {sid}, sum(v) {sv}")
+    cur.execute(f"CHECK TABLE crash.{name}")
+    r = cur.fetchall()
+    if not r or r[-1][3] != "OK":
+        problems.append(f"CHECK TABLE {name}: {r}")
+    # Settle to what survived.
+    with model.lock:
+        model.name, model.extra, model.indexed = name, set(cols), indexed
+        model.pending = None
+    return problems
 
 
 class Model:
@@ -177,10 +284,11 @@ def worker(w, port, model, stop, seed):
             return
 
 
-def verify(port, model, cycle):
+def verify(port, model, cycle, ddl):
     problems = []
     c = connect(port)
     cur = c.cursor()
+    problems += verify_ddl(cur, ddl)
     cur.execute("SELECT count(*), sum(bal) FROM crash.acct")
     n, total = cur.fetchone()
     if n != ACCOUNTS or int(total) != ACCOUNTS * START_BALANCE:
@@ -271,8 +379,11 @@ def main():
                 "part INT NOT NULL, payload VARCHAR(200), KEY (worker, seq))")
     cur.execute("CREATE TABLE crash.clog (id BIGINT PRIMARY KEY, worker INT NOT NULL, seq INT NOT NULL, "
                 "part INT NOT NULL, payload VARCHAR(200)) ENGINE=COLUMN")
+    cur.execute("CREATE TABLE crash.dd (id INT PRIMARY KEY, v INT NOT NULL)")
+    cur.execute("INSERT INTO crash.dd VALUES " + ",".join(f"({i}, 3)" for i in range(DD_ROWS)))
     c.close()
     model = Model()
+    ddl = DdlModel()
     lines = []
     failed = 0
     print(f"crash loop: {args.cycles} cycles, {args.workers} workers, seed {args.seed}, dir {work}")
@@ -280,7 +391,9 @@ def main():
         stop = threading.Event()
         threads = [threading.Thread(target=worker, args=(
             w + cycle * 100, srv.port, model, stop, rnd.random())) for w in range(args.workers)]
+        threads.append(threading.Thread(target=ddl_worker, args=(srv.port, ddl, stop, rnd.random())))
         before = model.acked_commits
+        ddl_before = ddl.acked
         for t in threads:
             t.start()
         time.sleep(rnd.uniform(0.3, 2.5))
@@ -289,10 +402,11 @@ def main():
         for t in threads:
             t.join()
         up = srv.start()
-        problems, rows = verify(srv.port, model, cycle)
+        problems, rows = verify(srv.port, model, cycle, ddl)
         acked = model.acked_commits - before
         status = "ok" if not problems else "FAIL"
-        line = f"cycle {cycle:3}: {status}  acknowledged commits {acked:5}  rows {rows:6}  restart {up:5.2f} s"
+        line = (f"cycle {cycle:3}: {status}  acknowledged commits {acked:5}  DDL {ddl.acked - ddl_before:3}"
+                f"  rows {rows:6}  restart {up:5.2f} s")
         print(line, flush=True)
         lines.append(line)
         for p in problems[:20]:
@@ -303,7 +417,8 @@ def main():
     srv.stop()
     recov = [ln for ln in open(log) if "recovery" in ln]
     summary = (f"{args.cycles - failed}/{args.cycles} cycles passed, {model.acked_commits} acknowledged "
-               f"commits, 0 lost" if not failed else f"{failed} of {args.cycles} cycles FAILED")
+               f"commits and {ddl.acked} DDL statements, none lost or half done"
+               if not failed else f"{failed} of {args.cycles} cycles FAILED")
     print(summary)
     if args.report:
         with open(args.report, "w") as f:

@@ -194,6 +194,139 @@ fn valid_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A table definition file: the definition and its row format.
+fn read_def(file: &Path) -> Result<(TableDef, RowFormat)> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file.display(), e))?;
+    let mut lines = text.splitn(3, '\n');
+    if lines.next() != Some(DEF_HEADER) {
+        return Err(Error::new(
+            1033,
+            format!("Incorrect information in file: '{}'", file.display()),
+        ));
+    }
+    let fmt_line = lines.next().unwrap_or("");
+    let row_format = match fmt_line.strip_prefix("row_format=") {
+        Some("FIXED") => RowFormat::Fixed,
+        _ => RowFormat::Dynamic,
+    };
+    let sql = lines.next().unwrap_or("");
+    let stmt = quarry_sql::parse_one(sql)?;
+    let quarry_sql::Stmt::Ast(ast) = stmt else {
+        return Err(Error::corrupt(file.display()));
+    };
+    let quarry_sql::ast::Statement::CreateTable(ct) = *ast else {
+        return Err(Error::corrupt(file.display()));
+    };
+    Ok((table_def_from_ast(&ct)?, row_format))
+}
+
+/// One step of a DDL statement's switch (see [`Catalog::apply_ddl`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DdlStep {
+    Rename {
+        db: String,
+        from: String,
+        to_db: String,
+        to: String,
+    },
+    Drop {
+        db: String,
+        name: String,
+    },
+}
+
+/// `<datadir>/ddl.log`: the DDL switch in progress — how many steps are done, the steps
+/// (names hex-encoded, one a line), a CRC32C line — present only while one runs. It is
+/// rewritten after each step: a finished step is never redone (a later step may have
+/// reused its names), the one in progress is redone only as far as it had not got.
+const DDL_JOURNAL: &str = "ddl.log";
+const DDL_HEADER: &str = "QUARRY-DDL 1";
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<String> {
+    let bytes: Option<Vec<u8>> = (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+fn journal_text(steps: &[DdlStep], done: usize) -> String {
+    let mut body = format!("done {done}\n");
+    for st in steps {
+        match st {
+            DdlStep::Rename {
+                db,
+                from,
+                to_db,
+                to,
+            } => {
+                body += &format!(
+                    "rename {} {} {} {}\n",
+                    hex(db),
+                    hex(from),
+                    hex(to_db),
+                    hex(to)
+                )
+            }
+            DdlStep::Drop { db, name } => body += &format!("drop {} {}\n", hex(db), hex(name)),
+        }
+    }
+    format!(
+        "{DDL_HEADER}\n{body}{:08x}\n",
+        crc32c::crc32c(body.as_bytes())
+    )
+}
+
+/// The steps of a journal and how many are done, or None when it is damaged (a crash
+/// while writing the first version: the switch had not started; later versions replace
+/// the file whole).
+fn parse_journal(text: &str) -> Option<(Vec<DdlStep>, usize)> {
+    let rest = text.strip_prefix(DDL_HEADER)?.strip_prefix('\n')?;
+    let (body, crc) = rest
+        .trim_end_matches('\n')
+        .rsplit_once('\n')
+        .unwrap_or(("", rest.trim()));
+    let body = if body.is_empty() {
+        String::new()
+    } else {
+        format!("{body}\n")
+    };
+    if u32::from_str_radix(crc.trim(), 16).ok()? != crc32c::crc32c(body.as_bytes()) {
+        return None;
+    }
+    let mut lines = body.lines();
+    let done = lines.next()?.strip_prefix("done ")?.parse().ok()?;
+    let steps = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            match f.as_slice() {
+                ["rename", a, b, c, d] => Some(DdlStep::Rename {
+                    db: unhex(a)?,
+                    from: unhex(b)?,
+                    to_db: unhex(c)?,
+                    to: unhex(d)?,
+                }),
+                ["drop", a, b] => Some(DdlStep::Drop {
+                    db: unhex(a)?,
+                    name: unhex(b)?,
+                }),
+                _ => None,
+            }
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((steps, done))
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir.display(), e))
+}
+
 impl Catalog {
     /// Open the datadir, loading every database and table definition found there.
     pub fn open(
@@ -209,6 +342,7 @@ impl Catalog {
             generation: std::sync::atomic::AtomicU64::new(0),
             row_format_policy,
         };
+        cat.finish_interrupted_ddl()?;
         let rd = std::fs::read_dir(datadir).map_err(|e| Error::io(datadir.display(), e))?;
         let mut dbs = BTreeMap::new();
         let mut views = BTreeMap::new();
@@ -290,35 +424,14 @@ impl Catalog {
     }
 
     fn load_table(&self, db: &str, file: &Path) -> Result<TableEntry> {
-        let text = std::fs::read_to_string(file).map_err(|e| Error::io(file.display(), e))?;
-        let mut lines = text.splitn(3, '\n');
-        if lines.next() != Some(DEF_HEADER) {
-            return Err(Error::new(
-                1033,
-                format!("Incorrect information in file: '{}'", file.display()),
-            ));
-        }
-        let fmt_line = lines.next().unwrap_or("");
-        let row_format = match fmt_line.strip_prefix("row_format=") {
-            Some("FIXED") => RowFormat::Fixed,
-            _ => RowFormat::Dynamic,
-        };
-        let sql = lines.next().unwrap_or("");
-        let stmt = quarry_sql::parse_one(sql)?;
-        let quarry_sql::Stmt::Ast(ast) = stmt else {
-            return Err(Error::corrupt(file.display()));
-        };
-        let quarry_sql::ast::Statement::CreateTable(ct) = *ast else {
-            return Err(Error::corrupt(file.display()));
-        };
-        let def = table_def_from_ast(&ct)?;
+        let (def, row_format) = read_def(file)?;
         let (engine, _) = self
             .engines
             .resolve(&def.engine)
             .ok_or_else(|| Error::unknown_engine(&def.engine))?;
         let path = TablePath::new(&self.datadir.join(db), &def.name);
         let handle = engine.open(&path, &def.schema(row_format), self.counters.clone())?;
-        let entry = TableEntry {
+        Ok(TableEntry {
             db: db.to_string(),
             auto_inc: Mutex::new(def.auto_increment_start.max(1)),
             handle,
@@ -328,8 +441,7 @@ impl Catalog {
                 .and_then(|m| m.modified())
                 .unwrap_or(std::time::SystemTime::now()),
             def,
-        };
-        Ok(entry)
+        })
     }
 
     fn write_def(&self, db: &str, def: &TableDef, row_format: RowFormat) -> Result<()> {
@@ -630,6 +742,164 @@ impl Catalog {
         result
     }
 
+    /// Run a DDL statement's switch as one step: the steps are written to the journal
+    /// (durably) first, so a crash in the middle is finished at the next start, and the
+    /// database shows the old tables or the new ones, never a mix. Every step is
+    /// checked before the journal is written.
+    pub fn apply_ddl(&self, steps: &[DdlStep]) -> Result<()> {
+        self.apply_ddl_until(steps, steps.len())
+    }
+
+    /// [`Catalog::apply_ddl`] that stops after `done` steps, journal left behind, as a
+    /// crash would (crash tests; the catalog must then be reopened).
+    pub fn apply_ddl_until(&self, steps: &[DdlStep], done: usize) -> Result<()> {
+        {
+            let st = self.state.read();
+            let mut gone: Vec<(&str, &str)> = vec![];
+            let mut made: Vec<(&str, &str)> = vec![];
+            for step in steps {
+                let (db, name, new) = match step {
+                    DdlStep::Rename {
+                        db,
+                        from,
+                        to_db,
+                        to,
+                    } => (db, from, Some((to_db, to))),
+                    DdlStep::Drop { db, name } => (db, name, None),
+                };
+                let exists = (st
+                    .dbs
+                    .get(db.as_str())
+                    .is_some_and(|t| t.contains_key(name.as_str()))
+                    && !gone.contains(&(db, name)))
+                    || made.contains(&(db, name));
+                if !exists {
+                    return Err(Error::no_such_table(db, name));
+                }
+                gone.push((db, name));
+                made.retain(|m| m != &(db.as_str(), name.as_str()));
+                if let Some((to_db, to)) = new {
+                    valid_name(to)?;
+                    let taken = (st
+                        .dbs
+                        .get(to_db.as_str())
+                        .is_some_and(|t| t.contains_key(to.as_str()))
+                        && !gone.contains(&(to_db, to)))
+                        || made.contains(&(to_db, to));
+                    if !st.dbs.contains_key(to_db.as_str()) {
+                        return Err(Error::unknown_database(to_db));
+                    }
+                    if taken {
+                        return Err(Error::table_exists(to));
+                    }
+                    made.push((to_db, to));
+                }
+            }
+        }
+        let journal = self.datadir.join(DDL_JOURNAL);
+        self.write_journal(steps, 0)?;
+        for (i, step) in steps[..done.min(steps.len())].iter().enumerate() {
+            match step {
+                DdlStep::Rename {
+                    db,
+                    from,
+                    to_db,
+                    to,
+                } => self.rename_table(db, from, to_db, to)?,
+                DdlStep::Drop { db, name } => self.drop_table(db, name)?,
+            }
+            if i + 1 < steps.len() {
+                self.write_journal(steps, i + 1)?;
+            }
+        }
+        if done < steps.len() {
+            return Ok(());
+        }
+        std::fs::remove_file(&journal).map_err(|e| Error::io(journal.display(), e))?;
+        sync_dir(&self.datadir)
+    }
+
+    /// Replace the journal whole (temporary file, fsync, rename, fsync of the folder).
+    fn write_journal(&self, steps: &[DdlStep], done: usize) -> Result<()> {
+        let journal = self.datadir.join(DDL_JOURNAL);
+        let tmp = self.datadir.join(format!("{DDL_JOURNAL}.tmp"));
+        std::fs::write(&tmp, journal_text(steps, done)).map_err(|e| Error::io(tmp.display(), e))?;
+        std::fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(tmp.display(), e))?;
+        std::fs::rename(&tmp, &journal).map_err(|e| Error::io(journal.display(), e))?;
+        sync_dir(&self.datadir)
+    }
+
+    /// At open: finish the steps of a DDL switch a crash interrupted (each step is
+    /// redone only as far as it had not got), then drop the temporary tables of
+    /// rebuilds that never reached their switch.
+    fn finish_interrupted_ddl(&self) -> Result<()> {
+        let journal = self.datadir.join(DDL_JOURNAL);
+        let _ = std::fs::remove_file(self.datadir.join(format!("{DDL_JOURNAL}.tmp")));
+        if let Ok(text) = std::fs::read_to_string(&journal) {
+            let (steps, done) = parse_journal(&text).unwrap_or_default();
+            for step in steps.into_iter().skip(done) {
+                match step {
+                    DdlStep::Rename {
+                        db,
+                        from,
+                        to_db,
+                        to,
+                    } => {
+                        let from_def = self.datadir.join(&db).join(format!("{from}.qdef"));
+                        if !from_def.exists() {
+                            continue;
+                        }
+                        let (mut def, row_format) = read_def(&from_def)?;
+                        let (engine, _) = self
+                            .engines
+                            .resolve(&def.engine)
+                            .ok_or_else(|| Error::unknown_engine(&def.engine))?;
+                        engine.rename(
+                            &TablePath::new(&self.datadir.join(&db), &from),
+                            &TablePath::new(&self.datadir.join(&to_db), &to),
+                        )?;
+                        def.name = to.clone();
+                        self.write_def(&to_db, &def, row_format)?;
+                        std::fs::remove_file(&from_def)
+                            .map_err(|e| Error::io(from_def.display(), e))?;
+                    }
+                    DdlStep::Drop { db, name } => self.drop_files(&db, &name)?,
+                }
+            }
+            std::fs::remove_file(&journal).map_err(|e| Error::io(journal.display(), e))?;
+        }
+        let rd =
+            std::fs::read_dir(&self.datadir).map_err(|e| Error::io(self.datadir.display(), e))?;
+        for db in rd.flatten().filter(|e| e.path().is_dir()) {
+            let dbname = db.file_name().to_string_lossy().into_owned();
+            for f in std::fs::read_dir(db.path()).into_iter().flatten().flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                if let Some(t) = name
+                    .strip_suffix(".qdef")
+                    .filter(|t| t.starts_with("#sql-"))
+                {
+                    self.drop_files(&dbname, t)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove a table's definition and files (startup work, before tables are open).
+    fn drop_files(&self, db: &str, name: &str) -> Result<()> {
+        let def_file = self.datadir.join(db).join(format!("{name}.qdef"));
+        let Ok((def, _)) = read_def(&def_file) else {
+            return Ok(());
+        };
+        std::fs::remove_file(&def_file).map_err(|e| Error::io(def_file.display(), e))?;
+        if let Some((engine, _)) = self.engines.resolve(&def.engine) {
+            engine.drop_table(&TablePath::new(&self.datadir.join(db), name))?;
+        }
+        Ok(())
+    }
+
     /// Flush and fsync every table (clean shutdown).
     pub fn sync_all(&self) -> Result<()> {
         let st = self.state.read();
@@ -639,5 +909,33 @@ impl Catalog {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod journal_tests {
+    use super::*;
+
+    #[test]
+    fn the_ddl_journal_round_trips_and_a_damaged_one_is_ignored() {
+        let steps = vec![
+            DdlStep::Rename {
+                db: "d b".into(),
+                from: "t\u{e4}".into(),
+                to_db: "d".into(),
+                to: "#sql-old-1".into(),
+            },
+            DdlStep::Drop {
+                db: "d".into(),
+                name: "x y".into(),
+            },
+        ];
+        let text = journal_text(&steps, 1);
+        assert_eq!(parse_journal(&text), Some((steps.clone(), 1)));
+        assert_eq!(parse_journal(&journal_text(&[], 0)), Some((vec![], 0)));
+        // A torn first version (the switch never started) is not a journal.
+        assert_eq!(parse_journal(&text[..text.len() - 5]), None);
+        let flipped = text.replacen("done 1", "done 0", 1);
+        assert_eq!(parse_journal(&flipped), None);
     }
 }

@@ -1057,11 +1057,19 @@ impl Session {
                 Ok(Output::ok(0))
             }
             S::RenameTable(renames) => {
+                // All renames of the statement happen, or (after a crash) are finished.
+                let mut steps = vec![];
                 for r in renames {
-                    let (d1, t1) = self.split_name(&r.old_name)?;
-                    let (d2, t2) = self.split_name(&r.new_name)?;
-                    self.db.catalog.rename_table(&d1, &t1, &d2, &t2)?;
+                    let (db, from) = self.split_name(&r.old_name)?;
+                    let (to_db, to) = self.split_name(&r.new_name)?;
+                    steps.push(quarry_catalog::DdlStep::Rename {
+                        db,
+                        from,
+                        to_db,
+                        to,
+                    });
                 }
+                self.db.catalog.apply_ddl(&steps)?;
                 Ok(Output::ok(0))
             }
             S::ShowDatabases { show_options, .. } => {
@@ -1954,11 +1962,27 @@ impl Session {
             return Err(e);
         }
         *tmp_entry.auto_inc.lock() = *entry.auto_inc.lock();
+        // The copy is committed before the switch: once the journal names the new table,
+        // its rows must survive a crash.
+        let lsn = self.db.wal.commit_no_wait();
+        self.db.wal.wait_commit(lsn)?;
+        self.db.wal.begin();
         let name = entry.def.name.clone();
         let old = format!("#sql-old-{}-{}", std::process::id(), self.info.id);
-        self.db.catalog.rename_table(db, &name, db, &old)?;
-        self.db.catalog.rename_table(db, &tmp, db, &new_def.name)?;
-        self.db.catalog.drop_table(db, &old)?;
+        let step = |from: &str, to: &str| quarry_catalog::DdlStep::Rename {
+            db: db.to_string(),
+            from: from.to_string(),
+            to_db: db.to_string(),
+            to: to.to_string(),
+        };
+        self.db.catalog.apply_ddl(&[
+            step(&name, &old),
+            step(&tmp, &new_def.name),
+            quarry_catalog::DdlStep::Drop {
+                db: db.to_string(),
+                name: old,
+            },
+        ])?;
         Ok(())
     }
 
@@ -2101,8 +2125,15 @@ impl Session {
             // Columns added without a value take their default: mark them for default filling.
             self.change_table(&db, &entry, def.clone(), Some(&ctx_map), sink)?;
         }
-        if let Some((d2, t2)) = rename_to {
-            self.db.catalog.rename_table(&db, &def.name, &d2, &t2)?;
+        if let Some((to_db, to)) = rename_to {
+            self.db
+                .catalog
+                .apply_ddl(&[quarry_catalog::DdlStep::Rename {
+                    db: db.clone(),
+                    from: def.name.clone(),
+                    to_db,
+                    to,
+                }])?;
         }
         Ok(Output::Ok {
             affected: 0,

@@ -99,3 +99,76 @@ fn concurrent_transactions_are_serialized() {
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A table rebuild's switch (old table aside, new one in, old one dropped) interrupted
+/// after any number of steps is finished when the datadir is opened again: the table
+/// has its new definition and rows, and no temporary table is left. A rebuild that never
+/// reached its switch leaves the old table and no temporary one.
+#[test]
+fn an_interrupted_ddl_switch_is_finished_at_the_next_open() {
+    use quarry_catalog::DdlStep;
+    for (engine, stop) in [
+        ("InnoDB", 0),
+        ("InnoDB", 1),
+        ("InnoDB", 2),
+        ("COLUMN", 1),
+        ("COLUMN", 2),
+    ] {
+        let dir = std::env::temp_dir().join(format!(
+            "quarry-ddl-switch-{}-{engine}-{stop}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let db = Database::open(&dir).unwrap();
+            let mut s = db.session("root", "localhost");
+            s.query(&format!(
+                "CREATE DATABASE d; USE d; CREATE TABLE t (a INT) ENGINE={engine}; \
+                 INSERT INTO t VALUES (1), (2); \
+                 CREATE TABLE `#sql-alter-1-1` (a INT, b INT DEFAULT 7) ENGINE={engine}; \
+                 INSERT INTO `#sql-alter-1-1` (a) VALUES (1), (2), (3); \
+                 CREATE TABLE `#sql-alter-2-2` (z INT) ENGINE={engine}"
+            ))
+            .unwrap();
+            let step = |from: &str, to: &str| DdlStep::Rename {
+                db: "d".into(),
+                from: from.into(),
+                to_db: "d".into(),
+                to: to.into(),
+            };
+            db.catalog
+                .apply_ddl_until(
+                    &[
+                        step("t", "#sql-old-1-1"),
+                        step("#sql-alter-1-1", "t"),
+                        DdlStep::Drop {
+                            db: "d".into(),
+                            name: "#sql-old-1-1".into(),
+                        },
+                    ],
+                    stop,
+                )
+                .unwrap();
+        }
+        let db = Database::open(&dir).unwrap();
+        let mut s = db.session("root", "localhost");
+        s.query("USE d").unwrap();
+        assert_eq!(
+            rows(&mut s, "SELECT a, b FROM t ORDER BY a"),
+            vec![
+                vec![Value::Int(1), Value::Int(7)],
+                vec![Value::Int(2), Value::Int(7)],
+                vec![Value::Int(3), Value::Int(7)],
+            ],
+            "{engine} stopped after {stop} steps"
+        );
+        assert_eq!(
+            rows(&mut s, "SHOW TABLES"),
+            vec![vec![Value::Str("t".into())]],
+            "{engine} stopped after {stop} steps"
+        );
+        drop(s);
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -185,6 +185,10 @@ impl Engine for ColumnEngine {
         }
     }
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()> {
+        // Finishing an interrupted DDL at startup: the folder already moved.
+        if !cols_dir(from).exists() && cols_dir(to).exists() {
+            return Ok(());
+        }
         if let Some(w) = &self.wal {
             let (a, b) = (cols_dir(from), cols_dir(to));
             for (f, t) in ColumnEngine::logged_files(&a)

@@ -136,6 +136,10 @@ fn rename_logged(
     from: &std::path::Path,
     to: &std::path::Path,
 ) -> Result<()> {
+    // Finishing an interrupted DDL at startup: this file already moved.
+    if !from.exists() && to.exists() {
+        return Ok(());
+    }
     if let Some(w) = wal {
         w.rename(from, to)?;
     }

@@ -48,6 +48,15 @@ pub type Lsn = u64;
 pub type TxnId = u64;
 
 const SEGMENT_BYTES: u64 = 64 << 20;
+/// Segment size of logs opened after [`Wal::set_segment_bytes_for_tests`] (0: default).
+static SEGMENT_OVERRIDE: AtomicU64 = AtomicU64::new(0);
+
+fn segment_bytes() -> u64 {
+    match SEGMENT_OVERRIDE.load(Ordering::Relaxed) {
+        0 => SEGMENT_BYTES,
+        n => n,
+    }
+}
 /// The first LSN of a new log (0 means "none").
 const FIRST_LSN: Lsn = 16;
 const HDR: usize = 17;
@@ -303,8 +312,14 @@ impl<'a> LogReader<'a> {
 
     /// Load a block starting at `at` from the segment that holds it.
     fn fill(&mut self, at: Lsn) -> Result<bool> {
-        while self.seg + 1 < self.segments.len() && self.segments[self.seg + 1] <= at {
-            self.seg += 1;
+        // Any segment, earlier ones too: a record straddling a boundary is read twice
+        // (its header, then all of it) from its start.
+        let seg = self
+            .segments
+            .partition_point(|&s| s <= at)
+            .saturating_sub(1);
+        if seg != self.seg {
+            self.seg = seg;
             self.file = None;
         }
         let Some(&start) = self.segments.get(self.seg) else {
@@ -405,6 +420,11 @@ impl Wal {
         let report = wal.recover()?;
         wal.checkpoint(None)?;
         Ok((wal, report))
+    }
+
+    /// Small segments, so tests cross segment boundaries often (process-wide).
+    pub fn set_segment_bytes_for_tests(n: u64) {
+        SEGMENT_OVERRIDE.store(n, Ordering::Relaxed);
     }
 
     pub fn vfs(&self) -> &Arc<dyn Vfs> {
@@ -766,7 +786,7 @@ impl Wal {
     fn write_segments(&self, w: &mut SegWriter, bytes: &[u8], start: Lsn) -> Result<()> {
         let mut at = 0usize;
         while at < bytes.len() {
-            if w.file.is_none() || w.len >= SEGMENT_BYTES {
+            if w.file.is_none() || w.len >= segment_bytes() {
                 let seg_start = start + at as u64;
                 let p = self.dir.join(segment_name(seg_start));
                 let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
@@ -777,7 +797,7 @@ impl Wal {
                 w.start = seg_start;
                 w.len = 0;
             }
-            let n = ((SEGMENT_BYTES - w.len) as usize).min(bytes.len() - at);
+            let n = ((segment_bytes() - w.len) as usize).min(bytes.len() - at);
             let f = w.file.clone().unwrap();
             if let Err(e) = f.write_at(&bytes[at..at + n], w.len) {
                 return Err(io(&self.dir.join(segment_name(w.start)), e));
@@ -1043,7 +1063,9 @@ impl Wal {
         let mut finished: HashSet<TxnId> = HashSet::new();
         let mut committed = 0u64;
         let mut end = start;
-        let mut renames: Vec<(PathBuf, PathBuf)> = Vec::new();
+        // Each rename is durable before it is done and renames are serialized, so only
+        // the last one can be unfinished — unless later records reuse its names.
+        let mut last_rename: Option<(u32, PathBuf, PathBuf)> = None;
         {
             let mut r = LogReader::new(self.vfs.as_ref(), &self.dir, &segs, start);
             while let Some(rec) = r.next()? {
@@ -1053,7 +1075,14 @@ impl Wal {
                         T_CREATE => {
                             let fno = b.u32()?;
                             let kind = FileKind::from_u8(b.u8()?)?;
-                            reg.insert(fno, kind, b.path()?);
+                            let path = b.path()?;
+                            if last_rename
+                                .as_ref()
+                                .is_some_and(|(_, f, t)| *f == path || *t == path)
+                            {
+                                last_rename = None;
+                            }
+                            reg.insert(fno, kind, path);
                         }
                         T_RENAME => {
                             let fno = b.u32()?;
@@ -1062,9 +1091,15 @@ impl Wal {
                                 reg.remove(fno);
                                 reg.insert(fno, kind, to.clone());
                             }
-                            renames.push((from, to));
+                            last_rename = Some((fno, from, to));
                         }
-                        T_DROP => reg.remove(b.u32()?),
+                        T_DROP => {
+                            let fno = b.u32()?;
+                            if last_rename.as_ref().is_some_and(|(f, _, _)| *f == fno) {
+                                last_rename = None;
+                            }
+                            reg.remove(fno);
+                        }
                         _ => {}
                     }
                 }
@@ -1084,8 +1119,8 @@ impl Wal {
         }
         report.committed_txns = committed;
         report.scanned_bytes = end - start;
-        // Renames the log made durable but the crash cut short.
-        for (from, to) in renames {
+        // A rename the log made durable but the crash cut short.
+        if let Some((_, from, to)) = last_rename {
             let (pf, pt) = (self.root.join(&from), self.root.join(&to));
             if self.vfs.exists(&pf) && !self.vfs.exists(&pt) {
                 self.vfs.rename(&pf, &pt).map_err(|e| io(&pf, e))?;
