@@ -21,7 +21,7 @@ USAGE: quarry-bench [OPTIONS]
   --sqlbench-scale F       multiply sql-bench counts (default 1; quick 0.1)
   --query-timeout SECS     per-query limit in the seed workload (default 600)
   --io-max-mb N            largest file of the aio experiment (default 2048; quick 256)
-  --flush-log N            innodb_flush_log_at_trx_commit for MariaDB (default 1)
+  --flush-log N            innodb_flush_log_at_trx_commit, MariaDB and Quarry (default 1)
   --buffer-pool SIZE       innodb_buffer_pool_size (default 2G)
   --key-buffer SIZE        key_buffer_size (default 512M)
   --mariadb-port P         (default 13306)

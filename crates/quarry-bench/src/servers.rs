@@ -306,6 +306,9 @@ pub fn start_quarry_with(o: &Options, extra: &[String]) -> Result<Server, String
         .arg(&data)
         .args(["--bind", "127.0.0.1", "--port"])
         .arg(o.quarry_port.to_string())
+        // The same durability as MariaDB's InnoDB in the same run.
+        .arg("--innodb-flush-log-at-trx-commit")
+        .arg(o.flush_log.to_string())
         .args(extra)
         .stdin(Stdio::null())
         .stdout(logf.try_clone().map_err(|e| e.to_string())?)

@@ -353,11 +353,22 @@ impl RowTable {
         let len = file.len();
         let fixed_slot =
             (schema.row_format == RowFormat::Fixed).then(|| fixed_width(&schema.columns) as u32);
-        let trees = (0..schema.indexes.len())
-            .map(|n| BTree::open(pool.clone(), &path.file(&format!("i{n}.qix"))))
-            .collect::<Result<Vec<_>>>()?;
         let dirty_marker = path.file("qdirty");
         let was_dirty = dirty_marker.exists();
+        // Under the marker the indexes are rebuilt anyway: one an interrupted index build
+        // left unreadable is started afresh instead of failing the open.
+        let trees = (0..schema.indexes.len())
+            .map(|n| {
+                let file = path.file(&format!("i{n}.qix"));
+                match BTree::open(pool.clone(), &file) {
+                    Err(_) if was_dirty => {
+                        remove_logged(pool.wal(), &file)?;
+                        BTree::open(pool.clone(), &file)
+                    }
+                    r => r,
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
         let side = schema
             .columns
             .iter()

@@ -71,6 +71,7 @@ impl BTree {
             let root = t.page(1)?;
             NodeMut(&mut root.write()).init(KIND_LEAF, 0);
         } else if crate::page::kind(&t.page(0)?.read()) != KIND_META {
+            let _ = t.pool.close_file(t.file, false);
             return Err(Error::corrupt(format!(
                 "{} (no B-tree meta page)",
                 path.display()
