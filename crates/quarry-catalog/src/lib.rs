@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Definitions are written to a temporary file and renamed into place, so a crash leaves
-//! the old or the new definition. Table names are case-sensitive (as MySQL on Linux with
+//! the old or the new definition. A DDL statement that switches tables (a rebuild's old
+//! and new table, RENAME TABLE) journals its steps in `<datadir>/ddl.log` first; the next
+//! open finishes them and drops temporary `#sql-` tables a crash left behind. Table names are case-sensitive (as MySQL on Linux with
 //! `lower_case_table_names=0`); column names are not.
 //! Must not touch: row data (engines own it), sessions, execution.
 
