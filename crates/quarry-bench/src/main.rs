@@ -485,7 +485,11 @@ fn run(o: &Options) -> Result<(), String> {
         ));
         res.settings.push((
             "Quarry durability".into(),
-            "no WAL yet: data written at statement end, fsync at clean shutdown".into(),
+            format!(
+                "write-ahead log, innodb_flush_log_at_trx_commit = {} (as MariaDB); writers \
+                 serialized by a database-wide lock (no row locks yet)",
+                o.flush_log
+            ),
         ));
         res.settings
             .push(("Quarry engines".into(), engines.join(", ")));
