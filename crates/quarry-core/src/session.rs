@@ -77,6 +77,8 @@ pub struct Session {
     vars: HashMap<String, Value>,
     user_vars: HashMap<String, Value>,
     in_txn: bool,
+    /// The open transaction was started READ ONLY: writes fail with 1792.
+    txn_read_only: bool,
     held: Held,
     undo: Vec<Undo>,
     last_insert_id: Cell<u64>,
@@ -198,6 +200,7 @@ impl Session {
             vars: HashMap::new(),
             user_vars: HashMap::new(),
             in_txn: false,
+            txn_read_only: false,
             held: Held::None,
             undo: vec![],
             last_insert_id: Cell::new(0),
@@ -294,6 +297,7 @@ impl Session {
         self.undo.clear();
         self.savepoints.clear();
         self.in_txn = false;
+        self.txn_read_only = false;
         let lsn = self.end_write_txn(true);
         self.release();
         self.db.wal.wait_commit(lsn)
@@ -303,6 +307,7 @@ impl Session {
         let r = self.rollback_to(0);
         self.savepoints.clear();
         self.in_txn = false;
+        self.txn_read_only = false;
         self.end_write_txn(false);
         self.release();
         r
@@ -423,6 +428,12 @@ impl Session {
             self.commit()?;
         }
         let txn_control = is_txn_control(stmt);
+        if self.txn_read_only && !txn_control && !is_read_only(stmt) {
+            let e = Error::new(1792, "Cannot execute statement in a READ ONLY transaction.");
+            self.warnings
+                .push(("Error".into(), e.code, e.message.clone()));
+            return Err(e);
+        }
         if !txn_control {
             if !self.autocommit() && !self.in_txn {
                 self.in_txn = true;
@@ -900,10 +911,21 @@ impl Session {
                 })?;
                 Ok(Output::ok(r.affected))
             }
-            S::StartTransaction { .. } => {
+            S::StartTransaction { modes, .. } => {
                 if self.in_txn {
                     self.commit()?;
                 }
+                let session_ro = self
+                    .sys_var("transaction_read_only")
+                    .map(|v| v.to_i64() != 0)
+                    .unwrap_or(false);
+                self.txn_read_only = modes.iter().fold(session_ro, |ro, m| match m {
+                    ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly) => true,
+                    ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadWrite) => {
+                        false
+                    }
+                    _ => ro,
+                });
                 self.in_txn = true;
                 self.acquire(true)?;
                 Ok(Output::ok(0))
@@ -1377,6 +1399,53 @@ impl Session {
         Ok(())
     }
 
+    /// SET [GLOBAL | SESSION] TRANSACTION ISOLATION LEVEL … / READ ONLY | READ WRITE: the
+    /// variables change (every level behaves as the lock-based serializable one for now;
+    /// COMPAT.md). Without a scope MySQL applies it to the next transaction only; Quarry
+    /// applies it to the session.
+    fn set_transaction(
+        &mut self,
+        modes: &[ast::TransactionMode],
+        _session: bool,
+        set: &ast::Set,
+    ) -> Result<Output> {
+        let global = set
+            .to_string()
+            .to_ascii_uppercase()
+            .starts_with("SET GLOBAL");
+        for m in modes {
+            let (names, v) = match m {
+                ast::TransactionMode::IsolationLevel(l) => {
+                    let level = match l {
+                        ast::TransactionIsolationLevel::ReadUncommitted => "READ-UNCOMMITTED",
+                        ast::TransactionIsolationLevel::ReadCommitted => "READ-COMMITTED",
+                        ast::TransactionIsolationLevel::RepeatableRead => "REPEATABLE-READ",
+                        ast::TransactionIsolationLevel::Serializable => "SERIALIZABLE",
+                        ast::TransactionIsolationLevel::Snapshot => {
+                            return Err(Error::syntax_near("SNAPSHOT"))
+                        }
+                    };
+                    (
+                        ["transaction_isolation", "tx_isolation"],
+                        Value::Str(level.into()),
+                    )
+                }
+                ast::TransactionMode::AccessMode(a) => (
+                    ["transaction_read_only", "tx_read_only"],
+                    Value::Int(matches!(a, ast::TransactionAccessMode::ReadOnly) as i64),
+                ),
+            };
+            for n in names {
+                if global {
+                    self.db.set_global(n, v.clone());
+                } else {
+                    self.vars.insert(n.to_string(), v.clone());
+                }
+            }
+        }
+        Ok(Output::ok(0))
+    }
+
     fn set(&mut self, set: &ast::Set, params: Vec<Value>, sink: &StmtSink) -> Result<Output> {
         let mut assigns: Vec<(String, bool, ast::Expr)> = vec![];
         match set {
@@ -1402,10 +1471,12 @@ impl Session {
                     ));
                 }
             }
+            ast::Set::SetTransaction { modes, session, .. } => {
+                return self.set_transaction(modes, *session, set);
+            }
             ast::Set::SetNames { .. }
             | ast::Set::SetNamesDefault {}
-            | ast::Set::SetTimeZone { .. }
-            | ast::Set::SetTransaction { .. } => return Ok(Output::ok(0)),
+            | ast::Set::SetTimeZone { .. } => return Ok(Output::ok(0)),
             other => return Err(Error::unsupported(other.to_string())),
         }
         for (name, global_kw, expr) in assigns {

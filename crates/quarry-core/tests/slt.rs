@@ -118,8 +118,14 @@ fn run_file(path: &Path, engine: &str, tally: &mut Tally) {
         match header.first().copied() {
             Some("statement") => {
                 let want_ok = header.get(1) == Some(&"ok");
+                // `statement error 1792`: the error must carry that MySQL code.
+                let want_code: Option<u16> = header.get(2).and_then(|c| c.parse().ok());
                 let r = s.query(&sql);
-                if r.is_ok() == want_ok {
+                let code_ok = match (&r, want_code) {
+                    (Err(e), Some(c)) => e.code == c,
+                    _ => true,
+                };
+                if r.is_ok() == want_ok && code_ok {
                     tally.passed += 1;
                 } else {
                     tally.failed += 1;

@@ -140,6 +140,48 @@ pub fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (the parser does not know it): the snapshot
+/// is taken when the transaction starts anyway, so the clause is dropped.
+fn drop_consistent_snapshot(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.to_ascii_uppercase().contains("CONSISTENT") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let Ok(toks) = Tokenizer::new(&dialect(), sql).tokenize() else {
+        return std::borrow::Cow::Borrowed(sql);
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.value.eq_ignore_ascii_case(w));
+    let words: Vec<usize> = (0..toks.len())
+        .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
+        .collect();
+    let mut skip = vec![false; toks.len()];
+    for w in words.windows(5) {
+        let [a, b, c, d, e] = [w[0], w[1], w[2], w[3], w[4]];
+        if word(&toks[a], "START")
+            && word(&toks[b], "TRANSACTION")
+            && word(&toks[c], "WITH")
+            && word(&toks[d], "CONSISTENT")
+            && word(&toks[e], "SNAPSHOT")
+        {
+            for s in skip.iter_mut().take(e + 1).skip(c) {
+                *s = true;
+            }
+            // A following `, READ ONLY` keeps its comma as the first mode's separator.
+            if let Some(&n) = words.iter().find(|&&i| i > e) {
+                if matches!(toks[n], Token::Comma) {
+                    skip[n] = true;
+                }
+            }
+        }
+    }
+    let out: String = toks
+        .iter()
+        .zip(&skip)
+        .filter(|(_, s)| !**s)
+        .map(|(t, _)| t.to_string())
+        .collect();
+    std::borrow::Cow::Owned(out)
+}
+
 fn dialect() -> MySqlDialect {
     MySqlDialect {}
 }
@@ -147,6 +189,7 @@ fn dialect() -> MySqlDialect {
 /// Parse one or more `;`-separated statements.
 pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
     let sql = unwrap_versioned_comments(sql);
+    let sql = drop_consistent_snapshot(&sql);
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if trimmed.is_empty() {
         return Err(Error::new(1065, "Query was empty"));
