@@ -1280,6 +1280,20 @@ impl Session {
                     self.db.processes.lock().len() as u64,
                 ));
                 all.push(("Uptime".into(), self.db.uptime_secs()));
+                // The write-ahead log, under InnoDB's names where it has them.
+                let log = self.db.log_stats();
+                let get =
+                    |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+                for (k, v) in [
+                    ("Innodb_os_log_fsyncs", get(&log.fsyncs)),
+                    ("Innodb_os_log_written", get(&log.bytes)),
+                    ("Innodb_log_writes", get(&log.writes)),
+                    ("Quarry_log_records", get(&log.records)),
+                    ("Quarry_log_commits", get(&log.commits)),
+                    ("Quarry_log_checkpoints", get(&log.checkpoints)),
+                ] {
+                    all.push((k.into(), v));
+                }
                 for (k, v) in self.db.status.lock().iter() {
                     all.push((k.to_string(), *v));
                 }

@@ -172,3 +172,40 @@ fn an_interrupted_ddl_switch_is_finished_at_the_next_open() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Every commit with changes writes one COMMIT record; with
+/// innodb_flush_log_at_trx_commit=1 each is fsynced, with 2 they are not (the log thread
+/// fsyncs once a second); reads log nothing.
+#[test]
+fn commits_are_logged_and_the_flush_policy_decides_the_fsyncs() {
+    let (dir, db) = fresh_db("log-status");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d; CREATE TABLE t (a INT)")
+        .unwrap();
+    let commits = |s: &mut quarry_core::Session| common::status(s, "Quarry_log_commits");
+    let fsyncs = |s: &mut quarry_core::Session| common::status(s, "Innodb_os_log_fsyncs");
+    let (c0, f0) = (commits(&mut s), fsyncs(&mut s));
+    for i in 0..20 {
+        s.query(&format!("INSERT INTO t VALUES ({i})")).unwrap();
+    }
+    assert_eq!(commits(&mut s) - c0, 20);
+    assert!(fsyncs(&mut s) - f0 >= 20);
+    let c1 = commits(&mut s);
+    rows(&mut s, "SELECT count(*) FROM t");
+    s.query("BEGIN; SELECT * FROM t; COMMIT").unwrap();
+    assert_eq!(commits(&mut s), c1, "reads log nothing");
+    s.query("SET GLOBAL innodb_flush_log_at_trx_commit = 2")
+        .unwrap();
+    let f1 = fsyncs(&mut s);
+    for i in 0..50 {
+        s.query(&format!("INSERT INTO t VALUES ({i})")).unwrap();
+    }
+    assert_eq!(commits(&mut s) - c1, 50);
+    assert!(
+        fsyncs(&mut s) - f1 < 10,
+        "policy 2 fsyncs once a second, not per commit"
+    );
+    drop(s);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}
