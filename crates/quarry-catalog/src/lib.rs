@@ -179,6 +179,8 @@ pub struct Catalog {
     generation: std::sync::atomic::AtomicU64,
     /// Decides the physical row format from the requested one (engine policy).
     row_format_policy: fn(Option<RowFormat>, &TableSchema) -> RowFormat,
+    /// Tables that could not be opened, with why (reported at startup).
+    open_problems: Mutex<Vec<String>>,
 }
 
 const DEF_HEADER: &str = "QUARRY-TABLE-DEF 1";
@@ -220,6 +222,71 @@ fn read_def(file: &Path) -> Result<(TableDef, RowFormat)> {
         return Err(Error::corrupt(file.display()));
     };
     Ok((table_def_from_ast(&ct)?, row_format))
+}
+
+/// A table whose files could not be opened: every use fails with the error the open
+/// gave; CHECK TABLE reports it; DROP TABLE removes its files.
+struct Unavailable {
+    schema: TableSchema,
+    error: Error,
+}
+
+impl Table for Unavailable {
+    fn schema(&self) -> &TableSchema {
+        &self.schema
+    }
+    fn scan(
+        &self,
+        _req: &quarry_storage_api::ScanRequest,
+    ) -> Result<Box<dyn quarry_storage_api::Cursor + '_>> {
+        Err(self.error.clone())
+    }
+    fn fetch(&self, _ids: &[quarry_storage_api::RowId]) -> Result<Vec<quarry_common::Row>> {
+        Err(self.error.clone())
+    }
+    fn index_scan(
+        &self,
+        _scan: &quarry_storage_api::IndexScan,
+        _visit: &mut dyn FnMut(&quarry_storage_api::IndexEntry) -> Result<bool>,
+    ) -> Result<()> {
+        Err(self.error.clone())
+    }
+    fn count(&self, _req: &quarry_storage_api::ScanRequest) -> Result<Option<u64>> {
+        Err(self.error.clone())
+    }
+    fn insert(&self, _row: quarry_common::Row) -> Result<quarry_storage_api::RowId> {
+        Err(self.error.clone())
+    }
+    fn update(
+        &self,
+        _id: quarry_storage_api::RowId,
+        _row: quarry_common::Row,
+    ) -> Result<quarry_storage_api::RowId> {
+        Err(self.error.clone())
+    }
+    fn delete(&self, _id: quarry_storage_api::RowId) -> Result<()> {
+        Err(self.error.clone())
+    }
+    fn truncate(&self) -> Result<()> {
+        Err(self.error.clone())
+    }
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+    fn stats(&self) -> quarry_storage_api::TableStats {
+        quarry_storage_api::TableStats {
+            rows: quarry_storage_api::Stat::Exact(0),
+            data_bytes: 0,
+            free_bytes: 0,
+            avg_row_bytes: 0,
+        }
+    }
+    fn check(&self) -> Result<Vec<String>> {
+        Ok(vec![self.error.message.clone()])
+    }
 }
 
 /// One step of a DDL statement's switch (see [`Catalog::apply_ddl`]).
@@ -343,6 +410,7 @@ impl Catalog {
             state: RwLock::new(Databases::default()),
             generation: std::sync::atomic::AtomicU64::new(0),
             row_format_policy,
+            open_problems: Mutex::new(Vec::new()),
         };
         cat.finish_interrupted_ddl()?;
         let rd = std::fs::read_dir(datadir).map_err(|e| Error::io(datadir.display(), e))?;
@@ -409,6 +477,11 @@ impl Catalog {
         Ok(cat)
     }
 
+    /// Tables that could not be opened when the datadir was (they answer with the error).
+    pub fn open_problems(&self) -> Vec<String> {
+        self.open_problems.lock().clone()
+    }
+
     /// The state for a change, which makes every plan bound before it stale.
     fn state_mut(&self) -> parking_lot::RwLockWriteGuard<'_, Databases> {
         self.generation
@@ -432,7 +505,20 @@ impl Catalog {
             .resolve(&def.engine)
             .ok_or_else(|| Error::unknown_engine(&def.engine))?;
         let path = TablePath::new(&self.datadir.join(db), &def.name);
-        let handle = engine.open(&path, &def.schema(row_format), self.counters.clone())?;
+        // One damaged table must not keep the others (or the server) from opening: it
+        // stays listed and answers every use with the error until repaired or dropped.
+        let handle = match engine.open(&path, &def.schema(row_format), self.counters.clone()) {
+            Ok(h) => h,
+            Err(e) => {
+                self.open_problems
+                    .lock()
+                    .push(format!("table {db}.{}: {}", def.name, e.message));
+                Arc::new(Unavailable {
+                    schema: def.schema(row_format),
+                    error: e,
+                })
+            }
+        };
         Ok(TableEntry {
             db: db.to_string(),
             auto_inc: Mutex::new(def.auto_increment_start.max(1)),

@@ -209,3 +209,45 @@ fn commits_are_logged_and_the_flush_policy_decides_the_fsyncs() {
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A table whose index file is damaged beyond opening does not keep the datadir from
+/// opening: the other tables serve, the damaged one answers with the error (never with
+/// data), CHECK TABLE reports it, and DROP TABLE removes it.
+#[test]
+fn a_table_that_cannot_open_is_reported_not_fatal() {
+    use std::os::unix::fs::FileExt;
+    let (dir, db) = fresh_db("unopenable");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d; CREATE TABLE good (a INT); INSERT INTO good VALUES (1); CREATE TABLE bad (a INT PRIMARY KEY); INSERT INTO bad VALUES (1), (2)").unwrap();
+    drop(s);
+    drop(db);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("d").join("bad.i0.qix"))
+        .unwrap();
+    f.write_all_at(&[0xAB; 64], 100).unwrap();
+    drop(f);
+    let db = quarry_core::Database::open(&dir).unwrap();
+    assert_eq!(db.catalog.open_problems().len(), 1);
+    let mut s = db.session("root", "localhost");
+    s.query("USE d").unwrap();
+    assert_eq!(
+        rows(&mut s, "SELECT a FROM good"),
+        vec![vec![Value::Int(1)]]
+    );
+    let e = s.query("SELECT * FROM bad").unwrap_err();
+    assert_eq!(e.code, 1034, "{}", e.message);
+    assert!(s.query("INSERT INTO bad VALUES (3)").is_err());
+    let check = rows(&mut s, "CHECK TABLE bad");
+    assert_ne!(
+        check.last().unwrap()[3],
+        Value::Str("OK".into()),
+        "{check:?}"
+    );
+    s.query("DROP TABLE bad; CREATE TABLE bad (a INT PRIMARY KEY); INSERT INTO bad VALUES (5)")
+        .unwrap();
+    assert_eq!(rows(&mut s, "SELECT a FROM bad"), vec![vec![Value::Int(5)]]);
+    drop(s);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -181,6 +181,9 @@ fn serve(o: Opts) -> i32 {
     let Some(db) = open_db(&o.datadir, &o.engine) else {
         return 1;
     };
+    for p in db.catalog.open_problems() {
+        eprintln!("quarry: cannot open {p}; it answers with this error until repaired or dropped");
+    }
     let r = &db.recovery;
     if r.redone > 0 || r.undone_txns > 0 {
         eprintln!(
