@@ -31,6 +31,19 @@ pub use quarry_common;
 pub use quarry_executor::OutColumn;
 pub use session::{Output, Prepared, Session};
 
+/// Where LOAD DATA LOCAL gets the client's file: a reader over it, consumed as the rows
+/// are parsed (the server reads the client's packets as they come). A closure returning
+/// the whole file works too (the embedded shell, tests).
+pub trait LocalInfile {
+    fn open(&mut self, name: &str) -> Result<Box<dyn std::io::Read + '_>>;
+}
+
+impl<F: FnMut(&str) -> Result<Vec<u8>>> LocalInfile for F {
+    fn open(&mut self, name: &str) -> Result<Box<dyn std::io::Read + '_>> {
+        Ok(Box::new(std::io::Cursor::new(self(name)?)))
+    }
+}
+
 /// Per-connection facts visible to SHOW PROCESSLIST and KILL.
 pub struct ProcessInfo {
     pub id: u64,

@@ -339,11 +339,11 @@ impl Session {
 
     // ---------------------------------------------------------------- entry points
 
-    /// Run one or more statements; LOAD DATA LOCAL asks `load_local` for the file contents.
+    /// Run one or more statements; LOAD DATA LOCAL reads the client's file from `load_local`.
     pub fn query_with(
         &mut self,
         sql: &str,
-        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        load_local: &mut dyn crate::LocalInfile,
     ) -> Result<Vec<Output>> {
         let stmts = quarry_sql::parse(sql)?;
         let mut outs = Vec::with_capacity(stmts.len());
@@ -354,10 +354,16 @@ impl Session {
     }
 
     pub fn query(&mut self, sql: &str) -> Result<Vec<Output>> {
-        self.query_with(sql, &mut |f| {
-            std::fs::read(f)
-                .map_err(|e| Error::new(2, format!("File '{f}' not found (Errcode: {e})")))
-        })
+        /// LOAD DATA LOCAL in the embedded API: the "client" is this process.
+        struct Files;
+        impl crate::LocalInfile for Files {
+            fn open(&mut self, f: &str) -> Result<Box<dyn std::io::Read + '_>> {
+                let file = std::fs::File::open(f)
+                    .map_err(|e| Error::new(2, format!("File '{f}' not found (Errcode: {e})")))?;
+                Ok(Box::new(file))
+            }
+        }
+        self.query_with(sql, &mut Files)
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
@@ -402,7 +408,7 @@ impl Session {
         stmt: &Stmt,
         params: Vec<Value>,
         sql: &str,
-        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        load_local: &mut dyn crate::LocalInfile,
     ) -> Result<Output> {
         self.run_cached(stmt, params, sql, load_local, None)
     }
@@ -412,7 +418,7 @@ impl Session {
         stmt: &Stmt,
         params: Vec<Value>,
         sql: &str,
-        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        load_local: &mut dyn crate::LocalInfile,
         cache: Option<&PlanCache>,
     ) -> Result<Output> {
         self.info.killed.store(false, Ordering::Relaxed);
@@ -493,7 +499,7 @@ impl Session {
         &mut self,
         stmt: &Stmt,
         params: Vec<Value>,
-        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        load_local: &mut dyn crate::LocalInfile,
         cache: Option<&PlanCache>,
     ) -> std::result::Result<(Output, Vec<Undo>, Vec<(u16, String)>), (Error, Vec<Undo>)> {
         // Statements that use the executor context collect undo and warnings there.
@@ -609,7 +615,7 @@ impl Session {
         &mut self,
         stmt: &Stmt,
         params: Vec<Value>,
-        load_local: &mut dyn FnMut(&str) -> Result<Vec<u8>>,
+        load_local: &mut dyn crate::LocalInfile,
         sink: &StmtSink,
     ) -> Result<Output> {
         let s = match stmt {
@@ -646,27 +652,32 @@ impl Session {
             Stmt::LoadData(ld) => {
                 let db = self.require_db(ld.db.as_deref())?;
                 let entry = self.db.catalog.table(&db, &ld.table)?;
-                let data = if ld.local {
-                    load_local(&ld.file)?
+                // Read as it is parsed, a window at a time: the file never sits in memory.
+                let (mut input, total): (Box<dyn std::io::Read + '_>, u64) = if ld.local {
+                    (load_local.open(&ld.file)?, 0)
                 } else {
-                    std::fs::read(&ld.file).map_err(|e| {
+                    let f = std::fs::File::open(&ld.file).map_err(|e| {
                         Error::new(29, format!("File '{}' not found (Errcode: {e})", ld.file))
-                    })?
+                    })?;
+                    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    (Box::new(f), len)
                 };
                 *self.info.progress.lock() = Some(crate::Progress {
                     stage: "loading data",
                     done: 0,
-                    total: data.len() as u64,
+                    total,
                     unit: "bytes",
                 });
                 let progress = self.info.clone();
                 let r = self.exec_ctx(params, sink, |ctx| {
-                    quarry_executor::dml::load_data(&entry, ld, &data, ctx, &|read| {
+                    quarry_executor::dml::load_data_from(&entry, ld, &mut input, ctx, &|read| {
                         if let Some(g) = progress.progress.lock().as_mut() {
                             g.done = read;
                         }
                     })
-                })?;
+                });
+                drop(input);
+                let r = r?;
                 return Ok(Output::Ok {
                     affected: r.affected,
                     last_insert_id: 0,

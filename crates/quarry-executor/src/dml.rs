@@ -914,6 +914,8 @@ pub struct LoadRecords<'a> {
     escaped: Option<([u8; 4], usize)>,
     skipped: u64,
     width: usize,
+    /// The last record ended at a line terminator (not at the end of the text).
+    terminated: bool,
 }
 
 impl<'a> LoadRecords<'a> {
@@ -945,6 +947,7 @@ impl<'a> LoadRecords<'a> {
             escaped,
             skipped: 0,
             width: 0,
+            terminated: false,
         }
     }
 
@@ -963,6 +966,7 @@ impl<'a> LoadRecords<'a> {
         // Bytes from `run` to `i` belong to the field but are not yet in `cur`.
         let (mut i, mut run) = (0, 0);
         let mut consumed = b.len();
+        self.terminated = false;
         let finish = |cur: &mut String, run: usize, i: usize, was_quoted: bool| {
             let s = if cur.is_empty() {
                 rest[run..i].to_string()
@@ -993,6 +997,7 @@ impl<'a> LoadRecords<'a> {
             } else {
                 if !lt.is_empty() && b[i..].starts_with(lt.as_bytes()) {
                     consumed = i + lt.len();
+                    self.terminated = true;
                     break;
                 }
                 if !ft.is_empty() && b[i..].starts_with(ft.as_bytes()) {
@@ -1040,25 +1045,35 @@ impl<'a> LoadRecords<'a> {
     }
 }
 
+impl LoadRecords<'_> {
+    /// The next record, and whether IGNORE n LINES skips it (counted as skipped).
+    fn next_raw(&mut self) -> Option<(Vec<Option<String>>, bool)> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let starting = self.ld.lines_starting.as_str();
+        if !starting.is_empty() {
+            let p = self.rest.find(starting)?;
+            self.rest = &self.rest[p + starting.len()..];
+        }
+        let fields = self.record();
+        let skip = self.skipped < self.ld.ignore_lines;
+        if skip {
+            self.skipped += 1;
+        }
+        Some((fields, skip))
+    }
+}
+
 impl Iterator for LoadRecords<'_> {
     type Item = Vec<Option<String>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if self.rest.is_empty() {
-                return None;
+            let (fields, skip) = self.next_raw()?;
+            if !skip {
+                return Some(fields);
             }
-            let starting = self.ld.lines_starting.as_str();
-            if !starting.is_empty() {
-                let p = self.rest.find(starting)?;
-                self.rest = &self.rest[p + starting.len()..];
-            }
-            let fields = self.record();
-            if self.skipped < self.ld.ignore_lines {
-                self.skipped += 1;
-                continue;
-            }
-            return Some(fields);
         }
     }
 }
@@ -1074,7 +1089,108 @@ fn finish_field(s: String, quoted: bool) -> Option<String> {
     }
 }
 
-/// LOAD DATA of `data` into `entry`; `progress` hears how many bytes of it were read.
+/// Input read per window of a LOAD DATA: memory holds a window's text and rows, not the
+/// file.
+const LOAD_WINDOW: usize = 4 << 20;
+
+/// The records of LOAD DATA input read from `input` a window at a time. A window ends
+/// after the last line terminator in it; a record the parser finds unterminated there (a
+/// quoted field holding a terminator) is carried into the next window.
+struct StreamRecords<'a> {
+    input: &'a mut dyn std::io::Read,
+    ld: &'a quarry_sql::LoadData,
+    /// Bytes read per window (LOAD_WINDOW; tests use tiny ones).
+    window: usize,
+    carry: Vec<u8>,
+    eof: bool,
+    ready: std::collections::VecDeque<Vec<Option<String>>>,
+    skipped: u64,
+    /// Input bytes whose records have been handed out.
+    done: u64,
+}
+
+impl StreamRecords<'_> {
+    fn fill(&mut self) -> Result<()> {
+        while self.ready.is_empty() && !(self.eof && self.carry.is_empty()) {
+            let mut buf = std::mem::take(&mut self.carry);
+            let before = buf.len();
+            if !self.eof {
+                let want = before + self.window;
+                buf.resize(want, 0);
+                let mut got = before;
+                while got < want {
+                    let n = self
+                        .input
+                        .read(&mut buf[got..])
+                        .map_err(|e| Error::io("LOAD DATA input", e))?;
+                    if n == 0 {
+                        self.eof = true;
+                        break;
+                    }
+                    got += n;
+                }
+                buf.truncate(got);
+            }
+            let lt = self.ld.lines_terminated.as_bytes();
+            let split = if self.eof || lt.is_empty() {
+                buf.len()
+            } else {
+                match buf.windows(lt.len()).rposition(|w| w == lt) {
+                    Some(p) => p + lt.len(),
+                    None => {
+                        // One record longer than a window: read on.
+                        self.carry = buf;
+                        continue;
+                    }
+                }
+            };
+            let text = String::from_utf8_lossy(&buf[..split]);
+            let mut recs = LoadRecords::new(&text, self.ld);
+            recs.skipped = self.skipped;
+            let mut cut_at = None;
+            loop {
+                let (left, skipped) = (recs.rest.len(), recs.skipped);
+                let Some((r, skip)) = recs.next_raw() else {
+                    break;
+                };
+                if !recs.terminated && !self.eof {
+                    cut_at = Some(text.len() - left);
+                    recs.skipped = skipped;
+                    break;
+                }
+                if !skip {
+                    self.ready.push_back(r);
+                }
+            }
+            self.skipped = recs.skipped;
+            match cut_at {
+                // Cut by the window: parsed again with what follows.
+                Some(start) => {
+                    let mut carry = text[start..].as_bytes().to_vec();
+                    carry.extend_from_slice(&buf[split..]);
+                    self.carry = carry;
+                    self.done += start as u64;
+                }
+                None => {
+                    self.carry = buf[split..].to_vec();
+                    self.done += split as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn next_record(&mut self) -> Option<Result<Vec<Option<String>>>> {
+        if self.ready.is_empty() {
+            if let Err(e) = self.fill() {
+                return Some(Err(e));
+            }
+        }
+        self.ready.pop_front().map(Ok)
+    }
+}
+
+/// LOAD DATA of `data` into `entry` (the whole input in memory; tests and small inputs).
 pub fn load_data(
     entry: &Arc<TableEntry>,
     ld: &quarry_sql::LoadData,
@@ -1082,11 +1198,31 @@ pub fn load_data(
     ctx: &ExecCtx,
     progress: &dyn Fn(u64),
 ) -> Result<DmlResult> {
+    load_data_from(entry, ld, &mut &data[..], ctx, progress)
+}
+
+/// LOAD DATA of what `input` yields into `entry`, read a window at a time; `progress`
+/// hears how many bytes of it were read.
+pub fn load_data_from(
+    entry: &Arc<TableEntry>,
+    ld: &quarry_sql::LoadData,
+    input: &mut dyn std::io::Read,
+    ctx: &ExecCtx,
+    progress: &dyn Fn(u64),
+) -> Result<DmlResult> {
     let targets = column_targets(entry, &ld.columns)?;
     let width = entry.def.columns.len();
-    let text = String::from_utf8_lossy(data);
-    let mut records = LoadRecords::new(&text, ld);
-    let rows = std::iter::from_fn(|| records.next().map(|r| (r, records.rest.len())));
+    let mut records = StreamRecords {
+        input,
+        ld,
+        window: LOAD_WINDOW,
+        carry: Vec::new(),
+        eof: false,
+        ready: Default::default(),
+        skipped: 0,
+        done: 0,
+    };
+    let rows = std::iter::from_fn(|| records.next_record().map(|r| r.map(|f| (f, records.done))));
     let mode = if ld.replace {
         DupMode::Replace
     } else if ld.ignore || ld.local {
@@ -1096,10 +1232,11 @@ pub fn load_data(
     };
     let mut short = 0usize;
     let mut n = 0u64;
-    let iter = rows.map(|(fields, rest)| {
+    let iter = rows.map(|row| {
+        let (fields, read) = row?;
         n += 1;
         if n.is_multiple_of(65536) {
-            progress((text.len() - rest) as u64);
+            progress(read);
         }
         let mut full = vec![None; width];
         if fields.len() < targets.len() {
@@ -1258,6 +1395,28 @@ mod load_tests {
             let want = reference_parse(text.as_bytes(), &ld);
             let got: Vec<_> = LoadRecords::new(&text, &ld).collect();
             assert_eq!(got, want, "input {text:?} with {ld:?}");
+            // Read in tiny windows, records cut anywhere (quoted terminators included)
+            // come out the same.
+            let window = 1 + next(9);
+            let mut input = text.as_bytes();
+            let mut stream = StreamRecords {
+                input: &mut input,
+                ld: &ld,
+                window,
+                carry: Vec::new(),
+                eof: false,
+                ready: Default::default(),
+                skipped: 0,
+                done: 0,
+            };
+            let mut streamed = vec![];
+            while let Some(r) = stream.next_record() {
+                streamed.push(r.unwrap());
+            }
+            assert_eq!(
+                streamed, want,
+                "window {window}: input {text:?} with {ld:?}"
+            );
         }
     }
 }

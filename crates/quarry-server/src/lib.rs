@@ -112,6 +112,73 @@ impl Server {
     }
 }
 
+/// LOAD DATA LOCAL over the connection: the file is asked for (0xFB) and read as its
+/// packets arrive, up to the empty one that ends it.
+struct LocalFiles<'c> {
+    conn: &'c mut Conn<TcpStream>,
+    allowed: bool,
+}
+
+impl quarry_core::LocalInfile for LocalFiles<'_> {
+    fn open(&mut self, name: &str) -> Result<Box<dyn io::Read + '_>> {
+        if !self.allowed {
+            return Err(Error::new(
+                1148,
+                "The used command is not allowed with this MariaDB version",
+            ));
+        }
+        let mut p = vec![0xfb];
+        p.extend_from_slice(name.as_bytes());
+        self.conn.push(&p);
+        self.conn
+            .flush()
+            .map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
+        Ok(Box::new(LocalReader {
+            conn: &mut *self.conn,
+            packet: Vec::new(),
+            at: 0,
+            ended: false,
+        }))
+    }
+}
+
+struct LocalReader<'c> {
+    conn: &'c mut Conn<TcpStream>,
+    packet: Vec<u8>,
+    at: usize,
+    ended: bool,
+}
+
+impl io::Read for LocalReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.packet.len() {
+            if self.ended {
+                return Ok(0);
+            }
+            self.packet = self.conn.read_packet()?;
+            self.at = 0;
+            self.ended = self.packet.is_empty();
+        }
+        let n = buf.len().min(self.packet.len() - self.at);
+        buf[..n].copy_from_slice(&self.packet[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl Drop for LocalReader<'_> {
+    /// A load that stopped early (an error) still takes the rest of the file off the
+    /// connection, so the client's next command is read as one.
+    fn drop(&mut self) {
+        while !self.ended {
+            match self.conn.read_packet() {
+                Ok(p) => self.ended = p.is_empty(),
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 struct Stmt {
     prepared: Prepared,
     types: Vec<(u8, bool)>,
@@ -465,30 +532,9 @@ impl Client {
                 return;
             }
         };
-        let local_allowed = self.caps & CLIENT_LOCAL_FILES != 0;
-        let conn = &mut self.conn;
-        let mut loader = |file: &str| -> Result<Vec<u8>> {
-            if !local_allowed {
-                return Err(Error::new(
-                    1148,
-                    "The used command is not allowed with this MariaDB version",
-                ));
-            }
-            let mut p = vec![0xfb];
-            p.extend_from_slice(file.as_bytes());
-            conn.push(&p);
-            conn.flush().map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
-            let mut data = vec![];
-            loop {
-                let chunk = conn
-                    .read_packet()
-                    .map_err(|e| Error::io("LOAD DATA LOCAL", e))?;
-                if chunk.is_empty() {
-                    break;
-                }
-                data.extend_from_slice(&chunk);
-            }
-            Ok(data)
+        let mut loader = LocalFiles {
+            conn: &mut self.conn,
+            allowed: self.caps & CLIENT_LOCAL_FILES != 0,
         };
         let res = self.session.query_with(&sql, &mut loader);
         match res {

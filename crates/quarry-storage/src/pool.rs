@@ -293,24 +293,34 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Write the file's dirty pages in page order. The load mutex is only held to list
+    /// the frames: a writer holding a page latch may be waiting for it (a page miss), so it
+    /// is never held while waiting for a latch. Under each latch the frame is checked to
+    /// still hold that page (it may have been evicted, and written, meanwhile).
     fn write_dirty(&self, file: u32) -> Result<()> {
-        let ls = self.load.lock();
-        let mut frames: Vec<(u32, usize)> = ls
-            .by_file
-            .get(&file)
-            .into_iter()
-            .flatten()
-            .filter_map(|&i| self.frames[i].id.lock().map(|id| (id.page, i)))
-            .collect();
+        let mut frames: Vec<(u32, usize)> = {
+            let ls = self.load.lock();
+            ls.by_file
+                .get(&file)
+                .into_iter()
+                .flatten()
+                .filter_map(|&i| self.frames[i].id.lock().map(|id| (id.page, i)))
+                .collect()
+        };
         frames.sort_unstable();
         for (page, i) in frames {
             let frame = &self.frames[i];
-            if frame.dirty.swap(false, Ordering::SeqCst) {
-                let mut data = frame.data.write();
-                if let Err(e) = self.write_back(PageId { file, page }, &mut data) {
-                    frame.dirty.store(true, Ordering::SeqCst);
-                    return Err(e);
-                }
+            let id = PageId { file, page };
+            if !frame.dirty.load(Ordering::SeqCst) {
+                continue;
+            }
+            let mut data = frame.data.write();
+            if *frame.id.lock() != Some(id) || !frame.dirty.swap(false, Ordering::SeqCst) {
+                continue;
+            }
+            if let Err(e) = self.write_back(id, &mut data) {
+                frame.dirty.store(true, Ordering::SeqCst);
+                return Err(e);
             }
         }
         Ok(())
