@@ -59,6 +59,28 @@ pub fn verify(p: &[u8], page_no: u32) -> bool {
     get32(p, 0) == crc32c::crc32c(&p[4..]) && get32(p, 12) == page_no
 }
 
+/// Whether a B-tree page's layout is sound: every cell slot points inside the cell area
+/// and every cell lies inside the page. A page that passes its checksum can still be
+/// malformed (written by a bug, or re-sealed by recovery after one); it must be an error,
+/// never a slice out of bounds. Free and meta pages have no cells.
+pub fn well_formed(p: &[u8]) -> bool {
+    let kind = p[16];
+    if kind != KIND_LEAF && kind != KIND_INTERNAL {
+        return kind == KIND_FREE || kind == KIND_META;
+    }
+    let n = get16(p, 18);
+    let start = get16(p, 20);
+    if HEADER + 2 * n > start || start > PAGE_SIZE || (n > 0 && start == PAGE_SIZE) {
+        return false;
+    }
+    let leaf = kind == KIND_LEAF;
+    (0..n).all(|i| {
+        let at = get16(p, HEADER + 2 * i);
+        let len_at = at + if leaf { 0 } else { 4 };
+        at >= start && len_at + 2 <= PAGE_SIZE && len_at + 2 + get16(p, len_at) <= PAGE_SIZE
+    })
+}
+
 pub fn lsn(p: &[u8]) -> u64 {
     u64::from_le_bytes(p[4..12].try_into().unwrap())
 }

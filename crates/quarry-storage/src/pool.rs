@@ -8,7 +8,7 @@
 //! a frame change identity under it. Loads (misses) are serialized by one mutex: simple,
 //! and a miss costs a disk read anyway.
 
-use crate::page::{lsn, seal, set_lsn, verify, PAGE_SIZE};
+use crate::page::{lsn, seal, set_lsn, verify, well_formed, PAGE_SIZE};
 use crate::vfs::{read_full, RealFs, VFile, Vfs};
 use crate::wal::{FileKind, Wal};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -182,11 +182,18 @@ impl BufferPool {
             .map_err(|e| Error::io(f.path.display(), e))?;
             data[n..].fill(0);
             self.stats.reads.fetch_add(1, Ordering::Relaxed);
-            if !verify(&data, id.page) {
+            let problem = if !verify(&data, id.page) {
+                Some("checksum mismatch")
+            } else if !well_formed(&data) {
+                Some("malformed cells")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
                 data.fill(0);
                 frame.free_after_failure(&mut ls, victim);
                 return Err(Error::corrupt(format!(
-                    "{} (page {} checksum mismatch)",
+                    "{} (page {} {problem})",
                     f.path.display(),
                     id.page
                 )));
@@ -527,6 +534,26 @@ mod tests {
         let e = pool.get(PageId { file: f, page: 3 }).err().unwrap();
         assert_eq!(e.code, 1034, "{}", e.message);
         assert!(pool.get(PageId { file: f, page: 2 }).is_ok());
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_well_sealed_but_malformed_page_is_an_error_not_a_panic() {
+        let d = dir("malformed");
+        let path = d.join("m.qix");
+        let mut page = vec![0u8; PAGE_SIZE];
+        crate::page::NodeMut(&mut page).init(crate::page::KIND_LEAF, 0);
+        assert!(crate::page::NodeMut(&mut page).insert(0, b"key", None));
+        assert!(well_formed(&page));
+        // The one cell's slot points past the page; the checksum is made to match.
+        page[32..34].copy_from_slice(&(PAGE_SIZE as u16 - 1).to_le_bytes());
+        seal(&mut page, 0);
+        std::fs::write(&path, &page).unwrap();
+        let pool = BufferPool::new(16 * PAGE_SIZE, 2);
+        let f = pool.open_file(&path).unwrap();
+        let e = pool.get(PageId { file: f, page: 0 }).err().unwrap();
+        assert_eq!(e.code, 1034, "{}", e.message);
+        assert!(e.message.contains("malformed"), "{}", e.message);
         std::fs::remove_dir_all(d).unwrap();
     }
 
