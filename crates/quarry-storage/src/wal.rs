@@ -1196,6 +1196,67 @@ impl Drop for Wal {
     }
 }
 
+/// The change a WRITE, PAGE or TRUNCATE record describes, borrowed from its body.
+enum Change<'a> {
+    Write {
+        fno: u32,
+        off: u64,
+        new: &'a [u8],
+        old_len: u64,
+        old: &'a [u8],
+    },
+    /// Ranges as (offset in the page, new bytes, old bytes).
+    Page {
+        fno: u32,
+        page: u32,
+        ranges: Vec<(u64, &'a [u8], &'a [u8])>,
+    },
+    Truncate {
+        fno: u32,
+        len: u64,
+    },
+}
+
+impl<'a> Change<'a> {
+    fn parse(rec: &'a Rec) -> Result<Option<Change<'a>>> {
+        let mut b = Body(&rec.body);
+        Ok(Some(match rec.ty {
+            T_WRITE => {
+                let fno = b.u32()?;
+                let off = b.u64()?;
+                let n = b.u32()? as usize;
+                let new = b.take(n)?;
+                let old_len = b.u64()?;
+                let m = b.u32()? as usize;
+                Change::Write {
+                    fno,
+                    off,
+                    new,
+                    old_len,
+                    old: b.take(m)?,
+                }
+            }
+            T_PAGE => {
+                let fno = b.u32()?;
+                let page = b.u32()?;
+                let ranges = (0..b.u16()?)
+                    .map(|_| {
+                        let at = b.u16()? as u64;
+                        let n = b.u16()? as usize;
+                        Ok((at, b.take(n)?, b.take(n)?))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Change::Page { fno, page, ranges }
+            }
+            T_TRUNCATE => Change::Truncate {
+                fno: b.u32()?,
+                len: b.u64()?,
+            },
+            _ => return Ok(None),
+        }))
+    }
+}
+
 /// Files touched by recovery, opened once each.
 struct Files {
     vfs: Arc<dyn Vfs>,
@@ -1232,85 +1293,50 @@ impl Files {
     }
 
     fn redo(&mut self, reg: &Registry, rec: &Rec) -> Result<()> {
-        let mut b = Body(&rec.body);
-        match rec.ty {
-            T_WRITE => {
-                let fno = b.u32()?;
-                let off = b.u64()?;
-                let n = b.u32()? as usize;
-                let redo = b.take(n)?;
-                if let Some(f) = self.file(reg, fno)? {
-                    f.write_at(redo, off)
-                        .map_err(|e| io(Path::new("redo"), e))?;
-                }
-            }
-            T_PAGE => {
-                let fno = b.u32()?;
-                let page = b.u32()?;
-                let k = b.u16()?;
-                let Some(f) = self.file(reg, fno)? else {
-                    return Ok(());
-                };
-                for _ in 0..k {
-                    let at = b.u16()? as u64;
-                    let n = b.u16()? as usize;
-                    let redo = b.take(n)?;
-                    b.take(n)?;
-                    f.write_at(redo, page as u64 * PAGE_SIZE as u64 + at)
-                        .map_err(|e| io(Path::new("redo"), e))?;
-                }
-                self.touched_pages.entry(fno).or_default().insert(page);
-            }
-            T_TRUNCATE => {
-                let fno = b.u32()?;
-                let len = b.u64()?;
-                if let Some(f) = self.file(reg, fno)? {
-                    f.set_len(len).map_err(|e| io(Path::new("redo"), e))?;
-                }
-            }
-            _ => {}
-        }
-        Ok(())
+        self.apply(reg, rec, true)
     }
 
     fn undo(&mut self, reg: &Registry, rec: &Rec) -> Result<()> {
-        let mut b = Body(&rec.body);
-        match rec.ty {
-            T_WRITE => {
-                let fno = b.u32()?;
-                let off = b.u64()?;
-                let n = b.u32()? as usize;
-                b.take(n)?;
-                let old_len = b.u64()?;
-                let m = b.u32()? as usize;
-                let undo = b.take(m)?;
-                if let Some(f) = self.file(reg, fno)? {
-                    f.write_at(undo, off)
-                        .map_err(|e| io(Path::new("undo"), e))?;
-                    if off + n as u64 > old_len {
-                        f.set_len(old_len).map_err(|e| io(Path::new("undo"), e))?;
-                    }
-                }
-            }
-            T_PAGE => {
-                let fno = b.u32()?;
-                let page = b.u32()?;
-                let k = b.u16()?;
+        self.apply(reg, rec, false)
+    }
+
+    /// Put a record's new bytes (`redo`) or the bytes it replaced back.
+    fn apply(&mut self, reg: &Registry, rec: &Rec, redo: bool) -> Result<()> {
+        let what = Path::new(if redo { "redo" } else { "undo" });
+        match Change::parse(rec)? {
+            Some(Change::Write {
+                fno,
+                off,
+                new,
+                old_len,
+                old,
+            }) => {
                 let Some(f) = self.file(reg, fno)? else {
                     return Ok(());
                 };
-                let mut ranges = vec![];
-                for _ in 0..k {
-                    let at = b.u16()? as u64;
-                    let n = b.u16()? as usize;
-                    b.take(n)?;
-                    ranges.push((at, b.take(n)?));
+                f.write_at(if redo { new } else { old }, off)
+                    .map_err(|e| io(what, e))?;
+                if !redo && off + new.len() as u64 > old_len {
+                    f.set_len(old_len).map_err(|e| io(what, e))?;
                 }
-                for (at, undo) in ranges.into_iter().rev() {
-                    f.write_at(undo, page as u64 * PAGE_SIZE as u64 + at)
-                        .map_err(|e| io(Path::new("undo"), e))?;
+            }
+            Some(Change::Page { fno, page, ranges }) => {
+                let Some(f) = self.file(reg, fno)? else {
+                    return Ok(());
+                };
+                for (at, new, old) in ranges {
+                    f.write_at(
+                        if redo { new } else { old },
+                        page as u64 * PAGE_SIZE as u64 + at,
+                    )
+                    .map_err(|e| io(what, e))?;
                 }
                 self.touched_pages.entry(fno).or_default().insert(page);
+            }
+            Some(Change::Truncate { fno, len }) if redo => {
+                if let Some(f) = self.file(reg, fno)? {
+                    f.set_len(len).map_err(|e| io(what, e))?;
+                }
             }
             _ => {}
         }
