@@ -434,13 +434,8 @@ impl Session {
             self.commit()?;
         }
         let txn_control = is_txn_control(stmt);
-        if self.txn_read_only && !txn_control && !is_read_only(stmt) {
-            let e = Error::new(1792, "Cannot execute statement in a READ ONLY transaction.");
-            self.warnings
-                .push(("Error".into(), e.code, e.message.clone()));
-            return Err(e);
-        }
-        if !txn_control {
+        let refused = self.txn_read_only && !txn_control && !is_read_only(stmt);
+        if !txn_control && !refused {
             if !self.autocommit() && !self.in_txn {
                 self.in_txn = true;
             }
@@ -448,7 +443,12 @@ impl Session {
             self.acquire(exclusive)?;
         }
         let mark = self.undo.len();
-        let r = self.dispatch(stmt, params, load_local, cache);
+        let r = if refused {
+            let e = Error::new(1792, "Cannot execute statement in a READ ONLY transaction.");
+            Err((e, vec![]))
+        } else {
+            self.dispatch(stmt, params, load_local, cache)
+        };
         let r = match r {
             Ok((out, ctx_undo, warns)) => {
                 self.undo.extend(ctx_undo);

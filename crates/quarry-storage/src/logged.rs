@@ -198,7 +198,8 @@ impl LoggedFile {
         let mut p = self.inner.pend.lock();
         let old_len = p.len;
         // The replaced bytes are only needed to undo an open transaction.
-        let undo = if wal.in_txn() && off < old_len {
+        let in_txn = wal.in_txn();
+        let undo = if in_txn && off < old_len {
             let n = data.len().min((old_len - off) as usize);
             let mut u = vec![0u8; n];
             let got = read_full(self.inner.file.as_ref(), &mut u, off)
@@ -209,7 +210,7 @@ impl LoggedFile {
         } else {
             Vec::new()
         };
-        let old = if wal.in_txn() { old_len } else { u64::MAX };
+        let old = if in_txn { old_len } else { u64::MAX };
         let lsn = wal.log_write(self.inner.fno, off, data, old, &undo);
         p.put(off, data);
         p.max_lsn = p.max_lsn.max(lsn);
@@ -244,11 +245,6 @@ impl LoggedFile {
     pub fn sync(&self) -> Result<()> {
         self.inner.write_out(true)?;
         self.inner.sync()
-    }
-
-    /// Pending bytes not yet in the file (tests and statistics).
-    pub fn pending_bytes(&self) -> usize {
-        self.inner.pend.lock().bytes
     }
 }
 
