@@ -1,0 +1,82 @@
+#![allow(dead_code)]
+//! A raw MySQL protocol client for the server tests: packets by hand, so tests can send
+//! what real clients never would.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+pub struct Raw {
+    pub s: TcpStream,
+}
+
+impl Raw {
+    pub fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Raw { s }
+    }
+    pub fn read(&mut self) -> Option<(u8, Vec<u8>)> {
+        let mut h = [0u8; 4];
+        self.s.read_exact(&mut h).ok()?;
+        let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+        let mut p = vec![0; len];
+        self.s.read_exact(&mut p).ok()?;
+        Some((h[3], p))
+    }
+    pub fn send(&mut self, seq: u8, payload: &[u8]) {
+        let l = (payload.len() as u32).to_le_bytes();
+        let mut b = vec![l[0], l[1], l[2], seq];
+        b.extend_from_slice(payload);
+        let _ = self.s.write_all(&b);
+    }
+    /// Handshake as root with no password; panics unless the server answers OK.
+    pub fn login(port: u16) -> Raw {
+        let mut c = Raw::connect(port);
+        c.read().expect("greeting");
+        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0001_0000 | 0x0002_0000;
+        let mut p = caps.to_le_bytes().to_vec();
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(b"root\0");
+        p.push(0);
+        p.extend_from_slice(b"mysql_native_password\0");
+        c.send(1, &p);
+        let (_, ok) = c.read().expect("auth reply");
+        assert_eq!(ok[0], 0, "login failed: {:?}", String::from_utf8_lossy(&ok));
+        c
+    }
+    pub fn query(&mut self, sql: &[u8]) -> Vec<u8> {
+        let mut p = vec![3];
+        p.extend_from_slice(sql);
+        self.send(0, &p);
+        self.read().map(|(_, p)| p).unwrap_or_default()
+    }
+    /// Run `sql` and read its whole reply: Ok(rows, each a raw row packet) for a result
+    /// set or an OK packet (no rows), Err(code) for an error packet.
+    pub fn query_rows(&mut self, sql: &[u8]) -> Result<Vec<Vec<u8>>, u16> {
+        let first = self.query(sql);
+        match first.first() {
+            Some(0) => return Ok(vec![]),
+            Some(0xff) => return Err(u16::from_le_bytes([first[1], first[2]])),
+            None => return Err(0),
+            _ => {}
+        }
+        // A result set: column count, column definitions, EOF, rows, EOF (no
+        // CLIENT_DEPRECATE_EOF at login).
+        let columns = first[0] as usize;
+        for _ in 0..=columns {
+            self.read().ok_or(0u16)?;
+        }
+        let mut rows = vec![];
+        loop {
+            let (_, p) = self.read().ok_or(0u16)?;
+            match p.first() {
+                Some(0xfe) if p.len() < 9 => return Ok(rows),
+                Some(0xff) => return Err(u16::from_le_bytes([p[1], p[2]])),
+                _ => rows.push(p),
+            }
+        }
+    }
+}
