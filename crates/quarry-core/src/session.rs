@@ -323,7 +323,7 @@ impl Session {
             self.db.wal.commit_no_wait()
         } else {
             // Compensations already restored the data; ABORT tells recovery so.
-            let _ = self.db.wal.abort();
+            self.db.wal.abort();
             None
         }
     }

@@ -284,8 +284,6 @@ pub struct RowTable {
     pool: Arc<BufferPool>,
     schema: TableSchema,
     file: LoggedFile,
-    /// Set when the log covers this table's changes (indexes need no rebuild marker).
-    logged: bool,
     counters: Arc<HandlerCounters>,
     state: Mutex<State>,
     fixed_slot: Option<u32>,
@@ -384,7 +382,6 @@ impl RowTable {
             pool: pool.clone(),
             schema,
             file,
-            logged: pool.wal().is_some(),
             counters,
             fixed_slot,
             trees,
@@ -587,7 +584,8 @@ impl RowTable {
     /// of or behind the data, so a crash leads to a rebuild at the next open.
     fn mark_dirty(&self, st: &mut State) -> Result<()> {
         // With the log, indexes recover with the data; side files are still rebuilt.
-        let rebuilt = st.side.is_empty() && (self.logged || self.trees.is_empty());
+        let logged = self.pool.wal().is_some();
+        let rebuilt = st.side.is_empty() && (logged || self.trees.is_empty());
         if st.marked_dirty || rebuilt {
             return Ok(());
         }

@@ -212,6 +212,9 @@ impl LoggedFile {
         };
         let old = if in_txn { old_len } else { u64::MAX };
         let lsn = wal.log_write(self.inner.fno, off, data, old, &undo);
+        if p.ext.is_empty() {
+            wal.note_pending(&self.inner);
+        }
         p.put(off, data);
         p.max_lsn = p.max_lsn.max(lsn);
         p.len = p.len.max(off + data.len() as u64);
@@ -263,16 +266,16 @@ impl LoggedInner {
     }
 
     /// Write pending extents to the file once the log is durable past them; `force`
-    /// makes it durable first.
-    pub(crate) fn write_out(&self, force: bool) -> Result<()> {
+    /// makes it durable first. Returns whether writes are still waiting.
+    pub(crate) fn write_out(&self, force: bool) -> Result<bool> {
         let mut p = self.pend.lock();
         if p.ext.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(wal) = &self.wal {
             if wal.durable_lsn() < p.max_lsn {
                 if !force {
-                    return Ok(());
+                    return Ok(true);
                 }
                 wal.flush_to(p.max_lsn, true)?;
             }
@@ -282,7 +285,7 @@ impl LoggedInner {
         }
         p.ext.clear();
         p.bytes = 0;
-        Ok(())
+        Ok(false)
     }
 
     pub(crate) fn sync(&self) -> Result<()> {

@@ -147,6 +147,16 @@ impl Appender {
     fn next_lsn(&self) -> Lsn {
         self.start + self.bytes.len() as u64
     }
+
+    /// The open transaction has logged something (it needs a COMMIT or an ABORT).
+    fn wrote(&self) -> bool {
+        self.current != 0 && self.first_lsn != 0
+    }
+
+    fn close(&mut self) {
+        self.current = 0;
+        self.first_lsn = 0;
+    }
 }
 
 struct FlushState {
@@ -199,6 +209,8 @@ pub struct Wal {
     writer: Mutex<SegWriter>,
     registry: Mutex<Registry>,
     files: Mutex<Vec<Weak<LoggedInner>>>,
+    /// Logged files with writes waiting for the log (what a commit may write out).
+    pending: Mutex<Vec<Weak<LoggedInner>>>,
     policy: AtomicU8,
     checkpoint_bytes: AtomicU64,
     checkpointing: Mutex<()>,
@@ -409,6 +421,7 @@ impl Wal {
             }),
             registry: Mutex::new(Registry::default()),
             files: Mutex::new(Vec::new()),
+            pending: Mutex::new(Vec::new()),
             policy: AtomicU8::new(FlushPolicy::EachCommit as u8),
             checkpoint_bytes: AtomicU64::new(96 << 20),
             checkpointing: Mutex::new(()),
@@ -635,12 +648,6 @@ impl Wal {
         self.app.lock().current != 0
     }
 
-    /// Whether the open transaction has logged anything.
-    pub fn in_write_txn(&self) -> bool {
-        let a = self.app.lock();
-        a.current != 0 && a.first_lsn != 0
-    }
-
     /// Commit the open transaction: a COMMIT record, made durable as the flush policy
     /// says; then logged files write out what the log now covers.
     pub fn commit(&self) -> Result<()> {
@@ -653,20 +660,19 @@ impl Wal {
     /// writer's records queue behind this COMMIT, so they can never be durable first).
     /// None when the transaction wrote nothing.
     pub fn commit_no_wait(&self) -> Option<Lsn> {
-        let wrote = {
-            let a = self.app.lock();
-            a.current != 0 && a.first_lsn != 0
-        };
-        if !wrote {
-            self.app.lock().current = 0;
-            return None;
+        let end = self.end_txn(T_COMMIT);
+        if end.is_some() {
+            self.stats.commits.fetch_add(1, Ordering::Relaxed);
         }
-        let end = self.append(T_COMMIT, &[]);
-        let mut a = self.app.lock();
-        a.current = 0;
-        a.first_lsn = 0;
-        self.stats.commits.fetch_add(1, Ordering::Relaxed);
-        Some(end)
+        end
+    }
+
+    /// Close the open transaction, with a `ty` record (COMMIT, ABORT) if it wrote.
+    fn end_txn(&self, ty: u8) -> Option<Lsn> {
+        let wrote = self.app.lock().wrote();
+        let end = wrote.then(|| self.append(ty, &[]));
+        self.app.lock().close();
+        end
     }
 
     /// Wait until a commit at `lsn` is as durable as the flush policy asks.
@@ -684,18 +690,8 @@ impl Wal {
 
     /// Roll back is done by the caller's compensating changes; this closes the
     /// transaction so recovery does not reverse it a second time.
-    pub fn abort(&self) -> Result<()> {
-        let wrote = {
-            let a = self.app.lock();
-            a.current != 0 && a.first_lsn != 0
-        };
-        if wrote {
-            self.append(T_ABORT, &[]);
-        }
-        let mut a = self.app.lock();
-        a.current = 0;
-        a.first_lsn = 0;
-        Ok(())
+    pub fn abort(&self) {
+        self.end_txn(T_ABORT);
     }
 
     /// Truncate file `fno` to `len` as the commit of the open transaction (TRUNCATE TABLE
@@ -860,11 +856,32 @@ impl Wal {
     }
 
     /// Logged files write out changes the log now covers.
+    /// Only files with writes waiting are visited, not every open file.
     fn write_out_ready(&self) -> Result<()> {
-        for f in self.logged_files() {
-            f.write_out(false)?;
+        let files = std::mem::take(&mut *self.pending.lock());
+        let mut result = Ok(());
+        let mut waiting = vec![];
+        for f in files.iter().filter_map(Weak::upgrade) {
+            match &result {
+                Ok(()) => match f.write_out(false) {
+                    Ok(true) => waiting.push(Arc::downgrade(&f)),
+                    Ok(false) => {}
+                    Err(e) => {
+                        result = Err(e);
+                        waiting.push(Arc::downgrade(&f));
+                    }
+                },
+                Err(_) => waiting.push(Arc::downgrade(&f)),
+            }
         }
-        Ok(())
+        self.pending.lock().extend(waiting);
+        result
+    }
+
+    /// `f` just got its first waiting write (called under its own lock; this lock is
+    /// never held while a file's is taken).
+    pub(crate) fn note_pending(&self, f: &Arc<LoggedInner>) {
+        self.pending.lock().push(Arc::downgrade(f));
     }
 
     /// The background duty: fsync the log each second (policies 0 and 2) and write out
@@ -909,11 +926,7 @@ impl Wal {
         let (c, undo_from, next_txn, reg) = {
             let reg = self.registry.lock();
             let a = self.app.lock();
-            let undo_from = if a.current != 0 && a.first_lsn != 0 {
-                a.first_lsn
-            } else {
-                a.next_lsn()
-            };
+            let undo_from = if a.wrote() { a.first_lsn } else { a.next_lsn() };
             (a.next_lsn(), undo_from, a.next_txn, reg.clone())
         };
         self.flush_to(c, true)?;
