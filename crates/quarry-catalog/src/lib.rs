@@ -198,23 +198,29 @@ fn valid_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A table definition file: the definition and its row format.
-fn read_def(file: &Path) -> Result<(TableDef, RowFormat)> {
+/// A definition file (table or view): after its header line, the second line and the
+/// rest.
+fn read_headed(file: &Path, header: &str) -> Result<(String, String)> {
     let text = std::fs::read_to_string(file).map_err(|e| Error::io(file.display(), e))?;
     let mut lines = text.splitn(3, '\n');
-    if lines.next() != Some(DEF_HEADER) {
+    if lines.next() != Some(header) {
         return Err(Error::new(
             1033,
             format!("Incorrect information in file: '{}'", file.display()),
         ));
     }
-    let fmt_line = lines.next().unwrap_or("");
+    let second = lines.next().unwrap_or("").to_string();
+    Ok((second, lines.next().unwrap_or("").to_string()))
+}
+
+/// A table definition file: the definition and its row format.
+fn read_def(file: &Path) -> Result<(TableDef, RowFormat)> {
+    let (fmt_line, sql) = read_headed(file, DEF_HEADER)?;
     let row_format = match fmt_line.strip_prefix("row_format=") {
         Some("FIXED") => RowFormat::Fixed,
         _ => RowFormat::Dynamic,
     };
-    let sql = lines.next().unwrap_or("");
-    let stmt = quarry_sql::parse_one(sql)?;
+    let stmt = quarry_sql::parse_one(&sql)?;
     let quarry_sql::Stmt::Ast(ast) = stmt else {
         return Err(Error::corrupt(file.display()));
     };
@@ -432,16 +438,7 @@ impl Catalog {
             {
                 let tp = tf.path();
                 if tp.extension().and_then(|e| e.to_str()) == Some("qview") {
-                    let text =
-                        std::fs::read_to_string(&tp).map_err(|e| Error::io(tp.display(), e))?;
-                    let mut lines = text.splitn(3, '\n');
-                    if lines.next() != Some(VIEW_HEADER) {
-                        return Err(Error::new(
-                            1033,
-                            format!("Incorrect information in file: '{}'", tp.display()),
-                        ));
-                    }
-                    let cols = lines.next().unwrap_or("");
+                    let (cols, sql) = read_headed(&tp, VIEW_HEADER)?;
                     let columns = if cols.is_empty() {
                         vec![]
                     } else {
@@ -456,7 +453,7 @@ impl Catalog {
                         name,
                         ViewDef {
                             columns,
-                            sql: lines.next().unwrap_or("").trim_end().to_string(),
+                            sql: sql.trim_end().to_string(),
                         },
                     );
                     continue;

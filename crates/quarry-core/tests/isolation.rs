@@ -10,6 +10,16 @@ use std::time::Duration;
 
 const ENGINES: [&str; 2] = ["InnoDB", "COLUMN"];
 
+/// `d.<prefix>_<engine>` with one row (1, `v`).
+fn table(s: &mut quarry_core::Session, prefix: &str, engine: &str, v: i64) -> String {
+    let t = format!("d.{prefix}_{engine}");
+    s.query(&format!(
+        "CREATE TABLE {t} (id INT PRIMARY KEY, v INT) ENGINE={engine}; INSERT INTO {t} VALUES (1, {v})"
+    ))
+    .unwrap();
+    t
+}
+
 fn v(s: &mut quarry_core::Session, table: &str) -> i64 {
     match &rows(s, &format!("SELECT v FROM {table} WHERE id = 1"))[0][0] {
         Value::Int(i) => *i,
@@ -23,11 +33,7 @@ fn no_dirty_read() {
     let mut a = db.session("root", "localhost");
     a.query("CREATE DATABASE d").unwrap();
     for engine in ENGINES {
-        let t = format!("d.dirty_{engine}");
-        a.query(&format!(
-            "CREATE TABLE {t} (id INT PRIMARY KEY, v INT) ENGINE={engine}; INSERT INTO {t} VALUES (1, 10)"
-        ))
-        .unwrap();
+        let t = table(&mut a, "dirty", engine, 10);
         a.query(&format!("BEGIN; UPDATE {t} SET v = 99 WHERE id = 1"))
             .unwrap();
         // Another session reads while the change is uncommitted, then it rolls back: the
@@ -61,11 +67,7 @@ fn no_non_repeatable_read() {
     let mut a = db.session("root", "localhost");
     a.query("CREATE DATABASE d").unwrap();
     for engine in ENGINES {
-        let t = format!("d.rep_{engine}");
-        a.query(&format!(
-            "CREATE TABLE {t} (id INT PRIMARY KEY, v INT) ENGINE={engine}; INSERT INTO {t} VALUES (1, 10)"
-        ))
-        .unwrap();
+        let t = table(&mut a, "rep", engine, 10);
         a.query("START TRANSACTION").unwrap();
         let first = v(&mut a, &t);
         // Another session commits a change meanwhile.
@@ -100,11 +102,7 @@ fn no_lost_update_under_select_for_update() {
     let mut a = db.session("root", "localhost");
     a.query("CREATE DATABASE d").unwrap();
     for engine in ENGINES {
-        let t = format!("d.lost_{engine}");
-        a.query(&format!(
-            "CREATE TABLE {t} (id INT PRIMARY KEY, v INT) ENGINE={engine}; INSERT INTO {t} VALUES (1, 0)"
-        ))
-        .unwrap();
+        let t = table(&mut a, "lost", engine, 0);
         // Read-modify-write in the client, as applications do: each reads the value
         // FOR UPDATE and writes back one more. No increment may be lost.
         let workers: Vec<_> = (0..4)

@@ -612,27 +612,20 @@ fn with_the_log_a_crash_keeps_commits_and_drops_the_unfinished_transaction() {
             model.remove(&id);
         }
         wal.commit().unwrap();
-        wal.begin();
-        t.begin_bulk(1 << 16);
-        for _ in 0..200 {
-            let r = row(rng.below(1 << 40) as i64, &mut rng);
-            if let Ok(id) = t.insert(r.clone()) {
-                model.insert(id, r);
+        // Committed bulk statements: one that forms segments, and one too small for a
+        // segment (its rows are logged as delta records).
+        for rows in [200, 20] {
+            wal.begin();
+            t.begin_bulk(1 << 16);
+            for _ in 0..rows {
+                let r = row(rng.below(1 << 40) as i64, &mut rng);
+                if let Ok(id) = t.insert(r.clone()) {
+                    model.insert(id, r);
+                }
             }
+            t.end_bulk().unwrap();
+            wal.commit().unwrap();
         }
-        t.end_bulk().unwrap();
-        wal.commit().unwrap();
-        // A bulk statement too small for a segment: its rows are logged as delta records.
-        wal.begin();
-        t.begin_bulk(1 << 16);
-        for _ in 0..20 {
-            let r = row(rng.below(1 << 40) as i64, &mut rng);
-            if let Ok(id) = t.insert(r.clone()) {
-                model.insert(id, r);
-            }
-        }
-        t.end_bulk().unwrap();
-        wal.commit().unwrap();
         // Unfinished: more of everything, then the process dies.
         wal.begin();
         for id in model.keys().copied().step_by(3).collect::<Vec<_>>() {
