@@ -34,7 +34,7 @@ mod codec;
 pub mod keycode;
 mod sidecol;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::ops::Bound;
@@ -43,6 +43,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, TypeKind, Value};
 use quarry_storage::btree::prefix_end;
+use quarry_storage::wal::TxnId;
 use quarry_storage::{BTree, BufferPool, ExternalSorter, LoggedFile, Wal};
 use quarry_storage_api::{
     Batch, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred, RowFormat,
@@ -261,11 +262,17 @@ struct State {
     /// Appended records not yet written; they start at `wbuf_start`.
     wbuf: Vec<u8>,
     wbuf_start: u64,
+    /// File offsets of the records that start in `wbuf` (undo of an append marks them
+    /// deleted).
+    wbuf_recs: Vec<u64>,
     bulk: bool,
     /// Flush size while `bulk` (bytes).
     write_buffer: usize,
     /// Free slots by payload capacity.
     free: BTreeMap<u32, Vec<u64>>,
+    /// Slots freed by transactions still open, as (slot, offset): reused only once their
+    /// deleter ended, so undo of a delete never overwrites another transaction's row.
+    quarantine: HashMap<TxnId, Vec<(u32, u64)>>,
     free_bytes: u64,
     live_rows: u64,
     /// Index entries collected during a bulk bracket, per index (non-unique ones only),
@@ -392,9 +399,11 @@ impl RowTable {
                 end: len,
                 wbuf: Vec::new(),
                 wbuf_start: len,
+                wbuf_recs: Vec::new(),
                 bulk: false,
                 write_buffer: WRITE_BUFFER,
                 free: BTreeMap::new(),
+                quarantine: HashMap::new(),
                 free_bytes: 0,
                 live_rows: 0,
                 pending: Vec::new(),
@@ -611,7 +620,14 @@ impl RowTable {
         if st.wbuf.is_empty() {
             return Ok(());
         }
-        self.file.write_at(&st.wbuf, st.wbuf_start)?;
+        let end = st.wbuf_start + st.wbuf.len() as u64;
+        let starts = st.wbuf_recs.partition_point(|&r| r < end);
+        let mut undo = st.wbuf.clone();
+        for &r in &st.wbuf_recs[..starts] {
+            undo[(r - st.wbuf_start) as usize] = DELETED;
+        }
+        self.file.write_at_undo(&st.wbuf, st.wbuf_start, &undo)?;
+        st.wbuf_recs.drain(..starts);
         HandlerCounters::add(&self.counters.io_write_calls, 1);
         HandlerCounters::add(&self.counters.io_write_bytes, st.wbuf.len() as u64);
         st.wbuf_start += st.wbuf.len() as u64;
@@ -814,6 +830,7 @@ impl RowTable {
         rec.extend_from_slice(&st.scratch[..payload_len]);
         rec.resize(REC_HDR + slot as usize, 0);
         if off == st.end {
+            st.wbuf_recs.push(off);
             st.wbuf.extend_from_slice(&rec);
             st.end += rec.len() as u64;
             if !st.bulk {
@@ -872,6 +889,21 @@ impl RowTable {
     }
 
     fn alloc(&self, st: &mut State, need: u32) -> (u64, u32) {
+        if !st.quarantine.is_empty() {
+            if let Some(wal) = self.pool.wal() {
+                let ended: Vec<TxnId> = st
+                    .quarantine
+                    .keys()
+                    .copied()
+                    .filter(|&t| !wal.txn_open(t))
+                    .collect();
+                for t in ended {
+                    for (slot, off) in st.quarantine.remove(&t).unwrap_or_default() {
+                        st.free.entry(slot).or_default().push(off);
+                    }
+                }
+            }
+        }
         let slot_want = self.fixed_slot.unwrap_or(need);
         let max_ok = slot_want.saturating_mul(2).saturating_add(64);
         let found = st.free.range(slot_want..=max_ok).next().map(|(s, _)| *s);
@@ -892,7 +924,12 @@ impl RowTable {
         self.file.write_at(&[DELETED], id)?;
         HandlerCounters::add(&self.counters.io_write_calls, 1);
         HandlerCounters::add(&self.counters.io_write_bytes, 1);
-        st.free.entry(slot).or_default().push(id);
+        let txn = Wal::thread_txn();
+        if txn != 0 && self.pool.wal().is_some() {
+            st.quarantine.entry(txn).or_default().push((slot, id));
+        } else {
+            st.free.entry(slot).or_default().push(id);
+        }
         st.free_bytes += slot as u64 + REC_HDR as u64;
         Ok(())
     }
@@ -1416,6 +1453,7 @@ impl Table for RowTable {
         let mut st = self.state.lock();
         self.mark_dirty(&mut st)?;
         st.wbuf.clear();
+        st.wbuf_recs.clear();
         for (tree, pending) in self.trees.iter().zip(st.pending.iter_mut()) {
             tree.clear()?;
             pending.clear();
@@ -1426,7 +1464,9 @@ impl Table for RowTable {
         self.file.truncate_and_commit(HEADER_SIZE)?;
         st.end = HEADER_SIZE;
         st.wbuf_start = HEADER_SIZE;
+        st.wbuf_recs.clear();
         st.free.clear();
+        st.quarantine.clear();
         st.free_bytes = 0;
         st.live_rows = 0;
         Ok(())

@@ -187,8 +187,22 @@ impl LoggedFile {
         Ok(())
     }
 
-    /// Write `data` at `off` (logged; reaches the file once the log covers it).
+    /// Write `data` at `off` (logged; reaches the file once the log covers it). Undo
+    /// restores the bytes replaced and cuts what was appended.
     pub fn write_at(&self, data: &[u8], off: u64) -> Result<()> {
+        self.write_logged(data, off, None)
+    }
+
+    /// Write `data` at `off` with `undo` (as long as `data`) as what undo puts there
+    /// instead of the bytes replaced, and never cutting the file: an append by one of
+    /// several concurrent transactions is undone by marking it dead, since later
+    /// appends by others may follow it.
+    pub fn write_at_undo(&self, data: &[u8], off: u64, undo: &[u8]) -> Result<()> {
+        debug_assert_eq!(data.len(), undo.len());
+        self.write_logged(data, off, Some(undo))
+    }
+
+    fn write_logged(&self, data: &[u8], off: u64, undo_image: Option<&[u8]>) -> Result<()> {
         let Some(wal) = &self.inner.wal else {
             let r = self.inner.file.write_at(data, off);
             let mut p = self.inner.pend.lock();
@@ -199,18 +213,25 @@ impl LoggedFile {
         let old_len = p.len;
         // The replaced bytes are only needed to undo an open transaction.
         let in_txn = wal.in_txn();
-        let undo = if in_txn && off < old_len {
-            let n = data.len().min((old_len - off) as usize);
-            let mut u = vec![0u8; n];
-            let got = read_full(self.inner.file.as_ref(), &mut u, off)
-                .map_err(|e| io(&self.inner.path, e))?;
-            u[got..].fill(0);
-            p.overlay(&mut u, off);
-            u
-        } else {
-            Vec::new()
+        let undo = match undo_image {
+            Some(u) if in_txn => u.to_vec(),
+            None if in_txn && off < old_len => {
+                let n = data.len().min((old_len - off) as usize);
+                let mut u = vec![0u8; n];
+                let got = read_full(self.inner.file.as_ref(), &mut u, off)
+                    .map_err(|e| io(&self.inner.path, e))?;
+                u[got..].fill(0);
+                p.overlay(&mut u, off);
+                u
+            }
+            _ => Vec::new(),
         };
-        let old = if in_txn { old_len } else { u64::MAX };
+        let old = match (in_txn, undo_image) {
+            (false, _) => u64::MAX,
+            // Undo never cuts the file here.
+            (true, Some(_)) => old_len.max(off + data.len() as u64),
+            (true, None) => old_len,
+        };
         let lsn = wal.log_write(self.inner.fno, off, data, old, &undo);
         if p.ext.is_empty() {
             wal.note_pending(&self.inner);

@@ -17,25 +17,31 @@
 //! * Records are physical: bytes at a file offset, ranges of a page. Redo sets bytes and
 //!   undo restores the bytes a change replaced, so both are idempotent and a torn page or
 //!   a lost unsynced write is repaired by replaying everything since the checkpoint.
-//! * Writers are serialized by the database's transaction lock, so at most one
-//!   transaction writes at a time and records carry the current transaction's id; undo
-//!   of the one unfinished transaction at a crash is then physical and exact. (Concurrent
-//!   writers will need versioned rows instead of byte undo.) Format and rules:
-//!   docs/formats/write-ahead-log.md.
+//! * Many transactions write at once; each thread works for at most one
+//!   ([`Wal::set_thread_txn`]) and its records carry that transaction's id. Undo of the
+//!   transactions unfinished at a crash is physical, which is exact where no finished
+//!   transaction changed the same bytes after them: data files guarantee it (a record's
+//!   bytes belong to the one transaction that locks the row; a freed slot is reused only
+//!   after its deleter ended; an append is undone by marking its record deleted, never by
+//!   cutting the file), and a page changed by a finished transaction after an unfinished
+//!   one is not undone — its file is emptied and reported for rebuilding instead
+//!   ([`Recovery::rebuild`]; B-tree indexes are rebuilt from their table's rows). Format
+//!   and rules: docs/formats/write-ahead-log.md.
 //! * Group commit: committers wait for one flusher that writes and fsyncs everything
 //!   appended so far. `innodb_flush_log_at_trx_commit`: 1 fsync at commit, 2 write at
 //!   commit, 0 neither — a background thread fsyncs each second.
 //! * Fuzzy checkpoint: note the end of the log C, write every logged change below C to its
 //!   file and fsync, then record C; segments wholly below what recovery needs are removed.
 //! * Recovery: analysis finds which transactions committed, redo replays every record from
-//!   C, undo reverses the unfinished transaction newest-first, touched pages are re-sealed.
+//!   C, undo reverses the unfinished transactions newest-first, touched pages are re-sealed.
 
 use crate::page::{seal, PAGE_SIZE};
 use crate::pool::BufferPool;
 use crate::vfs::{read_full, VFile, Vfs};
 use parking_lot::{Condvar, Mutex};
 use quarry_common::{Error, Result};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
@@ -130,16 +136,23 @@ pub struct Recovery {
     pub redone: u64,
     pub undone_txns: u64,
     pub committed_txns: u64,
+    /// Page files recovery emptied instead of undoing (a finished transaction changed a
+    /// page after an unfinished one): their owner rebuilds them.
+    pub rebuild: Vec<PathBuf>,
     pub elapsed: Duration,
+}
+
+thread_local! {
+    /// The transaction this thread's log records belong to (0: none).
+    static THREAD_TXN: Cell<TxnId> = const { Cell::new(0) };
 }
 
 struct Appender {
     bytes: Vec<u8>,
     /// LSN of `bytes[0]`.
     start: Lsn,
-    current: TxnId,
-    /// LSN of the current transaction's first record (0: none yet).
-    first_lsn: Lsn,
+    /// Open transactions and the LSN of each one's first record (0: none yet).
+    active: HashMap<TxnId, Lsn>,
     next_txn: TxnId,
 }
 
@@ -148,14 +161,14 @@ impl Appender {
         self.start + self.bytes.len() as u64
     }
 
-    /// The open transaction has logged something (it needs a COMMIT or an ABORT).
-    fn wrote(&self) -> bool {
-        self.current != 0 && self.first_lsn != 0
-    }
-
-    fn close(&mut self) {
-        self.current = 0;
-        self.first_lsn = 0;
+    /// Where undo of the open transactions would start.
+    fn undo_from(&self) -> Lsn {
+        self.active
+            .values()
+            .copied()
+            .filter(|&l| l != 0)
+            .min()
+            .unwrap_or_else(|| self.next_lsn())
     }
 }
 
@@ -401,8 +414,7 @@ impl Wal {
             app: Mutex::new(Appender {
                 bytes: Vec::new(),
                 start: FIRST_LSN,
-                current: 0,
-                first_lsn: 0,
+                active: HashMap::new(),
                 next_txn: 1,
             }),
             flush: Mutex::new(FlushState {
@@ -481,10 +493,13 @@ impl Wal {
         let lsn;
         {
             let mut a = self.app.lock();
-            let txn = if outside { 0 } else { a.current };
+            let txn = if outside { 0 } else { THREAD_TXN.get() };
             lsn = a.next_lsn();
-            if txn != 0 && a.first_lsn == 0 {
-                a.first_lsn = lsn;
+            if txn != 0 {
+                let first = a.active.entry(txn).or_insert(0);
+                if *first == 0 {
+                    *first = lsn;
+                }
             }
             let mut crc = crc32c::crc32c(&[ty]);
             crc = crc32c::crc32c_append(crc, &txn.to_le_bytes());
@@ -633,32 +648,53 @@ impl Wal {
 
     // ------------------------------------------------------------------ transactions
 
-    /// Start a transaction (no-op when one is open); its records carry its id.
-    pub fn begin(&self) {
+    /// A new transaction id; its records are logged once a thread works for it.
+    pub fn begin_txn(&self) -> TxnId {
         let mut a = self.app.lock();
-        if a.current == 0 {
-            a.current = a.next_txn;
-            a.next_txn += 1;
-            a.first_lsn = 0;
+        let id = a.next_txn;
+        a.next_txn += 1;
+        a.active.insert(id, 0);
+        id
+    }
+
+    /// Log this thread's changes under `txn` from now on (0: outside any transaction).
+    pub fn set_thread_txn(txn: TxnId) {
+        THREAD_TXN.set(txn);
+    }
+
+    /// The transaction this thread works for (0: none).
+    pub fn thread_txn() -> TxnId {
+        THREAD_TXN.get()
+    }
+
+    /// Whether `txn` is still open (neither committed nor aborted).
+    pub fn txn_open(&self, txn: TxnId) -> bool {
+        self.app.lock().active.contains_key(&txn)
+    }
+
+    /// Start a transaction for this thread (no-op when it has one).
+    pub fn begin(&self) {
+        if THREAD_TXN.get() == 0 {
+            THREAD_TXN.set(self.begin_txn());
         }
     }
 
-    /// Whether a transaction is open (its changes must be undoable).
+    /// Whether this thread works for a transaction (its changes must be undoable).
     pub fn in_txn(&self) -> bool {
-        self.app.lock().current != 0
+        THREAD_TXN.get() != 0
     }
 
-    /// Commit the open transaction: a COMMIT record, made durable as the flush policy
-    /// says; then logged files write out what the log now covers.
+    /// Commit this thread's transaction: a COMMIT record, made durable as the flush
+    /// policy says; then logged files write out what the log now covers.
     pub fn commit(&self) -> Result<()> {
         let lsn = self.commit_no_wait();
         self.wait_commit(lsn)
     }
 
-    /// Append the COMMIT record and close the transaction without waiting for the log:
-    /// the caller may release its locks and then `wait_commit` (group commit — the next
-    /// writer's records queue behind this COMMIT, so they can never be durable first).
-    /// None when the transaction wrote nothing.
+    /// Append the COMMIT record of this thread's transaction and close it without
+    /// waiting for the log: the caller may release its locks and then `wait_commit`
+    /// (group commit — later records queue behind this COMMIT, so they can never be
+    /// durable first). None when the transaction wrote nothing.
     pub fn commit_no_wait(&self) -> Option<Lsn> {
         let end = self.end_txn(T_COMMIT);
         if end.is_some() {
@@ -667,11 +703,20 @@ impl Wal {
         end
     }
 
-    /// Close the open transaction, with a `ty` record (COMMIT, ABORT) if it wrote.
+    /// Close this thread's transaction, with a `ty` record (COMMIT, ABORT) if it wrote.
     fn end_txn(&self, ty: u8) -> Option<Lsn> {
-        let wrote = self.app.lock().wrote();
-        let end = wrote.then(|| self.append(ty, &[]));
-        self.app.lock().close();
+        let txn = THREAD_TXN.replace(0);
+        if txn == 0 {
+            return None;
+        }
+        let wrote = self.app.lock().active.get(&txn).is_some_and(|&l| l != 0);
+        let end = wrote.then(|| {
+            THREAD_TXN.set(txn);
+            let end = self.append(ty, &[]);
+            THREAD_TXN.set(0);
+            end
+        });
+        self.app.lock().active.remove(&txn);
         end
     }
 
@@ -688,26 +733,24 @@ impl Wal {
         self.write_out_ready()
     }
 
-    /// Roll back is done by the caller's compensating changes; this closes the
-    /// transaction so recovery does not reverse it a second time.
+    /// Roll back is done by the caller's compensating changes; this closes this
+    /// thread's transaction so recovery does not reverse it a second time.
     pub fn abort(&self) {
         self.end_txn(T_ABORT);
     }
 
-    /// Truncate file `fno` to `len` as the commit of the open transaction (TRUNCATE TABLE
-    /// commits implicitly): durable before the file shrinks, so a crash keeps either the
-    /// whole old table or the committed new state. A new transaction continues.
+    /// Truncate file `fno` to `len` as the commit of this thread's transaction (TRUNCATE
+    /// TABLE commits implicitly): durable before the file shrinks, so a crash keeps either
+    /// the whole old table or the committed new state. The thread goes on in a new
+    /// transaction.
     pub(crate) fn truncate_and_commit(&self, fno: u32, len: u64) -> Result<()> {
         let mut body = fno.to_le_bytes().to_vec();
         body.extend_from_slice(&len.to_le_bytes());
         let end = self.append(T_TRUNCATE, &[&body]);
-        {
-            let mut a = self.app.lock();
-            if a.current != 0 {
-                a.current = a.next_txn;
-                a.next_txn += 1;
-            }
-            a.first_lsn = 0;
+        let old = THREAD_TXN.get();
+        if old != 0 {
+            self.app.lock().active.remove(&old);
+            THREAD_TXN.set(self.begin_txn());
         }
         self.flush_to(end, true)
     }
@@ -926,8 +969,7 @@ impl Wal {
         let (c, undo_from, next_txn, reg) = {
             let reg = self.registry.lock();
             let a = self.app.lock();
-            let undo_from = if a.wrote() { a.first_lsn } else { a.next_lsn() };
-            (a.next_lsn(), undo_from, a.next_txn, reg.clone())
+            (a.next_lsn(), a.undo_from(), a.next_txn, reg.clone())
         };
         self.flush_to(c, true)?;
         for f in self.logged_files() {
@@ -1141,8 +1183,13 @@ impl Wal {
         }
 
         // Redo from the checkpoint; keep the unfinished transactions' records for undo.
+        // A page a finished transaction changed after an unfinished one cannot be undone
+        // byte-wise (the undo would overwrite the finished change): its file is emptied
+        // for its owner to rebuild.
         let mut files = Files::new(self.vfs.clone(), self.root.clone());
         let mut pending_undo: Vec<Rec> = Vec::new();
+        let mut unfinished_pages: HashSet<(u32, u32)> = HashSet::new();
+        let mut unsafe_files: BTreeSet<u32> = BTreeSet::new();
         {
             let mut r = LogReader::new(self.vfs.as_ref(), &self.dir, &segs, start);
             while let Some(rec) = r.next()? {
@@ -1154,6 +1201,15 @@ impl Wal {
                     files.redo(&reg, &rec)?;
                     report.redone += 1;
                 }
+                if rec.ty == T_PAGE && rec.body.len() >= 8 {
+                    let fno = u32::from_le_bytes(rec.body[..4].try_into().unwrap());
+                    let page = u32::from_le_bytes(rec.body[4..8].try_into().unwrap());
+                    if unfinished {
+                        unfinished_pages.insert((fno, page));
+                    } else if unfinished_pages.contains(&(fno, page)) {
+                        unsafe_files.insert(fno);
+                    }
+                }
                 if unfinished && matches!(rec.ty, T_WRITE | T_PAGE) {
                     pending_undo.push(rec);
                 }
@@ -1162,7 +1218,17 @@ impl Wal {
         let undone: HashSet<TxnId> = pending_undo.iter().map(|r| r.txn).collect();
         report.undone_txns = undone.len() as u64;
         for rec in pending_undo.iter().rev() {
+            if rec.ty == T_PAGE
+                && unsafe_files.contains(&u32::from_le_bytes(rec.body[..4].try_into().unwrap()))
+            {
+                continue;
+            }
             files.undo(&reg, rec)?;
+        }
+        for &fno in &unsafe_files {
+            if let Some(path) = files.empty(&reg, fno)? {
+                report.rebuild.push(path);
+            }
         }
         files.finish(&reg)?;
 
@@ -1354,6 +1420,16 @@ impl Files {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Empty file `fno` (its pages are not re-sealed); returns its path.
+    fn empty(&mut self, reg: &Registry, fno: u32) -> Result<Option<PathBuf>> {
+        let Some(f) = self.file(reg, fno)? else {
+            return Ok(None);
+        };
+        f.set_len(0).map_err(|e| io(Path::new("recovery"), e))?;
+        self.touched_pages.remove(&fno);
+        Ok(Some(self.root.join(&reg.by_fno[&fno].1)))
     }
 
     /// Re-seal the pages recovery changed (their checksums cover the new bytes) and
