@@ -919,6 +919,38 @@ impl RowTable {
         (st.end, slot_want)
     }
 
+    /// Encode `row` into the state's scratch buffer; returns its length.
+    fn encode_scratch(&self, st: &mut State, row: &Row) -> usize {
+        st.scratch.clear();
+        encode(
+            &self.schema.columns,
+            self.schema.row_format,
+            row,
+            &mut st.scratch,
+        );
+        st.scratch.len()
+    }
+
+    /// Take the free slot at `id` off the free lists; false when it is not there.
+    fn unpark(&self, st: &mut State, id: RowId, slot: u32) -> bool {
+        for list in st.quarantine.values_mut() {
+            if let Some(i) = list.iter().position(|&(_, off)| off == id) {
+                list.swap_remove(i);
+                return true;
+            }
+        }
+        if let Some(list) = st.free.get_mut(&slot) {
+            if let Some(i) = list.iter().position(|&off| off == id) {
+                list.swap_remove(i);
+                if list.is_empty() {
+                    st.free.remove(&slot);
+                }
+                return true;
+            }
+        }
+        false
+    }
+
     fn mark_deleted(&self, st: &mut State, id: RowId, slot: u32) -> Result<()> {
         self.flush_locked(st)?;
         self.file.write_at(&[DELETED], id)?;
@@ -1251,6 +1283,34 @@ impl Table for RowTable {
         Ok(())
     }
 
+    fn index_key(&self, index: usize, row: &Row, id: RowId) -> Option<Vec<u8>> {
+        Some(self.entry(self.schema.indexes.get(index)?, row, id))
+    }
+
+    fn index_key_in(
+        &self,
+        index: usize,
+        entry: &[u8],
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Option<bool> {
+        let ix = self.schema.indexes.get(index)?;
+        let Some((lo, hi)) = self.byte_bounds(ix, lo, hi) else {
+            return Some(false);
+        };
+        let above = match &lo {
+            Bound::Included(b) => entry >= b.as_slice(),
+            Bound::Excluded(b) => entry > b.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let below = match &hi {
+            Bound::Included(b) => entry <= b.as_slice(),
+            Bound::Excluded(b) => entry < b.as_slice(),
+            Bound::Unbounded => true,
+        };
+        Some(above && below)
+    }
+
     fn index_covers(&self, index: usize) -> Vec<bool> {
         self.schema.indexes.get(index).map_or(vec![], |ix| {
             ix.columns
@@ -1355,16 +1415,7 @@ impl Table for RowTable {
         let mut st = self.state.lock();
         self.check_unique(&row, None)?;
         self.mark_dirty(&mut st)?;
-        let mut scratch = std::mem::take(&mut st.scratch);
-        scratch.clear();
-        encode(
-            &self.schema.columns,
-            self.schema.row_format,
-            &row,
-            &mut scratch,
-        );
-        let len = scratch.len();
-        st.scratch = scratch;
+        let len = self.encode_scratch(&mut st, &row);
         let (off, slot) = self.alloc(&mut st, len as u32);
         self.write_record(&mut st, off, slot, len)?;
         self.index_add(&mut st, &row, off)?;
@@ -1378,21 +1429,42 @@ impl Table for RowTable {
         Ok(off)
     }
 
+    /// The slot still holds the row's old size and is parked for its deleter (the one
+    /// rolling back), so the row goes back in place and keeps its id.
+    fn restore(&self, id: RowId, row: Row) -> Result<bool> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st)?;
+        let mut hdr = [0u8; REC_HDR];
+        self.file.read_exact_at(&mut hdr, id)?;
+        let slot = u32::from_le_bytes(hdr[1..5].try_into().unwrap());
+        if hdr[0] != DELETED {
+            return Err(Error::internal(format!(
+                "row {id} of {} to restore is not deleted",
+                self.name
+            )));
+        }
+        let len = self.encode_scratch(&mut st, &row);
+        if len > slot as usize || !self.unpark(&mut st, id, slot) {
+            return Ok(false);
+        }
+        self.check_unique(&row, None)?;
+        self.mark_dirty(&mut st)?;
+        self.write_record(&mut st, id, slot, len)?;
+        self.index_add(&mut st, &row, id)?;
+        for s in st.side.iter_mut() {
+            s.add(id, &row[s.col]);
+        }
+        st.live_rows += 1;
+        st.free_bytes -= slot as u64 + REC_HDR as u64;
+        Ok(true)
+    }
+
     fn update(&self, id: RowId, row: Row) -> Result<RowId> {
         let mut st = self.state.lock();
         let (slot, old) = self.read_record(&mut st, id)?;
         self.check_unique(&row, Some(id))?;
         self.mark_dirty(&mut st)?;
-        let mut scratch = std::mem::take(&mut st.scratch);
-        scratch.clear();
-        encode(
-            &self.schema.columns,
-            self.schema.row_format,
-            &row,
-            &mut scratch,
-        );
-        let len = scratch.len();
-        st.scratch = scratch;
+        let len = self.encode_scratch(&mut st, &row);
         // Keys are encoded once; entries whose key and row id stay the same are left alone.
         let moves = len > slot as usize;
         let changed: Vec<(usize, Vec<u8>, Vec<u8>)> = self

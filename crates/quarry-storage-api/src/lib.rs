@@ -299,6 +299,22 @@ pub trait Table: Send + Sync {
         )?;
         Ok(ids)
     }
+    /// The entry `row` at `id` has (or had) in `index`, as the bytes [`IndexEntry::pos`]
+    /// hands out — entries sort by them. None when the engine cannot say.
+    fn index_key(&self, _index: usize, _row: &Row, _id: RowId) -> Option<Vec<u8>> {
+        None
+    }
+    /// Whether an entry (as [`Table::index_key`] gives it) lies between the key bounds
+    /// `lo` and `hi` of `index`; None when the engine cannot say.
+    fn index_key_in(
+        &self,
+        _index: usize,
+        _entry: &[u8],
+        _lo: Bound<&[Value]>,
+        _hi: Bound<&[Value]>,
+    ) -> Option<bool> {
+        None
+    }
     /// Per column of `index`: whether an index-only read gives its exact value back.
     fn index_covers(&self, index: usize) -> Vec<bool> {
         vec![
@@ -338,6 +354,17 @@ pub trait Table: Send + Sync {
         Ok(())
     }
     fn insert(&self, row: Row) -> Result<RowId>;
+    /// Put a deleted row back where it was (rolling back its delete); `Ok(false)` when
+    /// the engine cannot, and the caller inserts it anew.
+    fn restore(&self, _id: RowId, _row: Row) -> Result<bool> {
+        Ok(false)
+    }
+    /// Lock the row `row` read at `id` for the current transaction (`exclusive`: for a
+    /// change) and return its newest version, and where it is now — None when it is gone.
+    /// Tables without transactions have nothing to lock and hand the row back.
+    fn lock_row(&self, id: RowId, row: Row, _exclusive: bool) -> Result<Option<(RowId, Row)>> {
+        Ok(Some((id, row)))
+    }
     /// Replace the row at `id`; returns its (possibly new) id.
     fn update(&self, id: RowId, row: Row) -> Result<RowId>;
     fn delete(&self, id: RowId) -> Result<()>;

@@ -1,0 +1,168 @@
+//! Earlier versions of one table's rows, kept in memory while a snapshot may need them.
+//!
+//! Engines keep only the newest version of a row, written in place. Before a transaction
+//! first changes a row it leaves the row's previous version here (`None` for a row it
+//! inserted), newest last in the row's chain. A reader walks a chain from its newest
+//! entry: while the entry's writer is not part of its snapshot, the row it sees is that
+//! entry's previous version. Rows without a chain, or whose newest writer it sees, are
+//! read from the engine as they are.
+//!
+//! Readers look here only after the engine handed them rows, and a write is bracketed
+//! (`begin_op`/`end_op`) around its engine call with its version recorded inside: a
+//! reader first waits out the brackets of other transactions, so a row it got from the
+//! engine always has its version recorded by then. Nothing here is held across an
+//! engine call, so engines' own latches never wait on this lock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use quarry_common::Row;
+use quarry_storage_api::RowId;
+
+use crate::txn::{Snapshot, Txn, TxnId};
+
+struct Version {
+    writer: Arc<Txn>,
+    /// The row before `writer` changed it (None: `writer` inserted it).
+    before: Option<Row>,
+}
+
+#[derive(Default)]
+pub(crate) struct VState {
+    /// Chains by row id, oldest entry first.
+    rows: BTreeMap<RowId, Vec<Version>>,
+    /// Writers with entries here, and how many.
+    writers: HashMap<TxnId, (Arc<Txn>, usize)>,
+    /// Transactions inside an engine write call now.
+    in_flight: Vec<TxnId>,
+}
+
+#[derive(Default)]
+pub struct Versions {
+    st: Mutex<VState>,
+    settled: Condvar,
+}
+
+/// What a snapshot sees at a row id.
+#[derive(Debug, PartialEq)]
+pub enum Seen {
+    /// The engine's row, as it is.
+    Current,
+    /// An earlier version (None: no row there for this snapshot).
+    Earlier(Option<Row>),
+}
+
+impl VState {
+    /// Whether any row here has a newest version `snap` does not see.
+    pub(crate) fn hides_any(&self, snap: &Snapshot) -> bool {
+        self.writers.values().any(|(w, _)| !snap.sees(w))
+    }
+
+    pub(crate) fn seen(&self, snap: &Snapshot, id: RowId) -> Seen {
+        let Some(chain) = self.rows.get(&id) else {
+            return Seen::Current;
+        };
+        let mut seen = Seen::Current;
+        for v in chain.iter().rev() {
+            if snap.sees(&v.writer) {
+                break;
+            }
+            seen = Seen::Earlier(v.before.clone());
+        }
+        seen
+    }
+
+    /// Rows in `range` whose newest version `snap` does not see, with what it sees.
+    pub(crate) fn hidden_in(
+        &self,
+        snap: &Snapshot,
+        range: RangeInclusive<RowId>,
+    ) -> Vec<(RowId, Option<Row>)> {
+        self.rows
+            .range(range)
+            .filter_map(|(&id, _)| match self.seen(snap, id) {
+                Seen::Current => None,
+                Seen::Earlier(r) => Some((id, r)),
+            })
+            .collect()
+    }
+}
+
+impl Versions {
+    /// A transaction is about to change rows through the engine.
+    pub fn begin_op(&self, txn: TxnId) {
+        self.st.lock().in_flight.push(txn);
+    }
+
+    pub fn end_op(&self, txn: TxnId) {
+        let mut st = self.st.lock();
+        if let Some(i) = st.in_flight.iter().position(|&t| t == txn) {
+            st.in_flight.swap_remove(i);
+        }
+        drop(st);
+        self.settled.notify_all();
+    }
+
+    /// `id`'s version before `writer` first changed it (later changes by the same writer
+    /// keep the first one).
+    pub fn record(self: &Arc<Self>, writer: &Arc<Txn>, id: RowId, before: Option<Row>) {
+        let mut st = self.st.lock();
+        let chain = st.rows.entry(id).or_default();
+        if chain.last().is_some_and(|v| v.writer.id == writer.id) {
+            return;
+        }
+        chain.push(Version {
+            writer: writer.clone(),
+            before,
+        });
+        st.writers
+            .entry(writer.id)
+            .or_insert_with(|| (writer.clone(), 0))
+            .1 += 1;
+        drop(st);
+        writer.touched(self, id);
+    }
+
+    /// Purge: `writer`'s entry at `id` is needed by no snapshot any more.
+    pub(crate) fn forget(&self, id: RowId, writer: TxnId) {
+        let mut st = self.st.lock();
+        let Some(chain) = st.rows.get_mut(&id) else {
+            return;
+        };
+        let before = chain.len();
+        chain.retain(|v| v.writer.id != writer);
+        let removed = before - chain.len();
+        if chain.is_empty() {
+            st.rows.remove(&id);
+        }
+        if removed > 0 {
+            if let Some(w) = st.writers.get_mut(&writer) {
+                w.1 -= removed;
+                if w.1 == 0 {
+                    st.writers.remove(&writer);
+                }
+            }
+        }
+    }
+
+    /// The state once no other transaction is inside an engine write: what a reader
+    /// that just got rows from the engine may judge them by.
+    pub(crate) fn settled(&self, snap: &Snapshot) -> MutexGuard<'_, VState> {
+        let mut st = self.st.lock();
+        while st.in_flight.iter().any(|&t| t != snap.own) {
+            self.settled.wait(&mut st);
+        }
+        st
+    }
+
+    /// Row chains held (tests, status).
+    pub fn len(&self) -> usize {
+        self.st.lock().rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
