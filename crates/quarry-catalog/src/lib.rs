@@ -112,6 +112,19 @@ impl TableDef {
     }
 }
 
+/// An engine's table as transactions use it: read through snapshots, written under
+/// locks ([`quarry_txn::MvccTable`]). A handle gets fresh versions and its own lock
+/// names: handles are replaced only by DDL, which runs when no transaction is open.
+fn transactional(handle: Arc<dyn Table>) -> Arc<dyn Table> {
+    static NEXT_LOCK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = NEXT_LOCK_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Arc::new(quarry_txn::MvccTable::new(
+        handle,
+        Arc::new(quarry_txn::Versions::default()),
+        id,
+    ))
+}
+
 /// One open table: its definition, engine handle and auto-increment counter.
 pub struct TableEntry {
     pub db: String,
@@ -145,7 +158,7 @@ impl TableEntry {
         TableEntry {
             db: db.to_string(),
             auto_inc: Mutex::new(*self.auto_inc.lock()),
-            handle,
+            handle: transactional(handle),
             engine: self.engine.clone(),
             row_format: self.row_format,
             create_time: self.create_time,
@@ -505,7 +518,7 @@ impl Catalog {
         // One damaged table must not keep the others (or the server) from opening: it
         // stays listed and answers every use with the error until repaired or dropped.
         let handle = match engine.open(&path, &def.schema(row_format), self.counters.clone()) {
-            Ok(h) => h,
+            Ok(h) => transactional(h),
             Err(e) => {
                 self.open_problems
                     .lock()
@@ -706,7 +719,7 @@ impl Catalog {
         let _ = engine.drop_table(&path);
         engine.create(&path, &def.schema(row_format))?;
         let handle = match engine.open(&path, &def.schema(row_format), self.counters.clone()) {
-            Ok(h) => h,
+            Ok(h) => transactional(h),
             Err(e) => {
                 let _ = engine.drop_table(&path);
                 return Err(e);

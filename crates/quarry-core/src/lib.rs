@@ -86,6 +86,8 @@ pub struct Database {
     pub catalog: Catalog,
     pub accounts: accounts::Accounts,
     pub(crate) lock: lock::TxnLock,
+    /// Transactions, snapshots and row locks.
+    pub(crate) txns: Arc<quarry_txn::TxnManager>,
     pub(crate) globals: RwLock<HashMap<String, Value>>,
     next_conn: AtomicU64,
     pub(crate) processes: Mutex<HashMap<u64, Arc<ProcessInfo>>>,
@@ -255,6 +257,7 @@ impl Database {
             catalog,
             accounts,
             lock: lock::TxnLock::default(),
+            txns: quarry_txn::TxnManager::new(partitions),
             globals: RwLock::new(globals),
             next_conn: AtomicU64::new(1),
             processes: Mutex::new(HashMap::new()),

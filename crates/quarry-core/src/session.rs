@@ -80,6 +80,12 @@ pub struct Session {
     /// The open transaction was started READ ONLY: writes fail with 1792.
     txn_read_only: bool,
     held: Held,
+    /// The open transaction, as snapshots and locks know it (None between them).
+    txn: Option<Arc<quarry_txn::Txn>>,
+    /// Its id in the write-ahead log (0: none yet).
+    wal_txn: u64,
+    /// REPEATABLE READ's snapshot, taken by the transaction's first statement.
+    txn_snap: Option<quarry_txn::Snapshot>,
     undo: Vec<Undo>,
     last_insert_id: Cell<u64>,
     row_count: i64,
@@ -186,6 +192,24 @@ fn is_txn_control(stmt: &Stmt) -> bool {
         )
 }
 
+/// Statements that change the catalog or whole tables run alone.
+fn needs_exclusive(stmt: &Stmt) -> bool {
+    is_ddl(stmt) || matches!(stmt, Stmt::TableMaintenance { .. })
+}
+
+/// FOR UPDATE / LOCK IN SHARE MODE (FOR SHARE): the rows read are locked.
+fn read_lock(stmt: &Stmt) -> Option<quarry_txn::LockMode> {
+    let Stmt::Ast(s) = stmt else { return None };
+    let S::Query(q) = &**s else { return None };
+    q.locks
+        .iter()
+        .map(|l| match l.lock_type {
+            ast::LockType::Update => quarry_txn::LockMode::Exclusive,
+            ast::LockType::Share => quarry_txn::LockMode::Shared,
+        })
+        .max()
+}
+
 fn is_ddl(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::AlterEngine { .. })
         || matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
@@ -202,6 +226,9 @@ impl Session {
             in_txn: false,
             txn_read_only: false,
             held: Held::None,
+            txn: None,
+            wal_txn: 0,
+            txn_snap: None,
             undo: vec![],
             last_insert_id: Cell::new(0),
             row_count: -1,
@@ -249,6 +276,8 @@ impl Session {
 
     // ---------------------------------------------------------------- locking
 
+    /// The database-wide lock works as a metadata lock: statements share it (a
+    /// transaction keeps it to its end), DDL takes it alone.
     fn acquire(&mut self, exclusive: bool) -> Result<()> {
         match (self.held, exclusive) {
             (Held::Exclusive, _) | (Held::Shared, false) => Ok(()),
@@ -262,8 +291,6 @@ impl Session {
                     .lock
                     .lock_exclusive(self.info.id, self.lock_timeout())?;
                 self.held = Held::Exclusive;
-                // The one writer: its changes are logged under a transaction id.
-                self.db.wal.begin();
                 Ok(())
             }
             (Held::None, false) => {
@@ -285,20 +312,88 @@ impl Session {
 
     // ---------------------------------------------------------------- transactions
 
+    /// The open transaction, begun now if there is none (and its log id set for this
+    /// thread's writes).
+    fn begin_txn(&mut self) -> Arc<quarry_txn::Txn> {
+        if self.wal_txn == 0 {
+            self.wal_txn = self.db.wal.begin_txn();
+            // Slots it frees stay parked until readers see it ended too.
+            self.db.wal.hold(self.wal_txn);
+        }
+        quarry_storage::Wal::set_thread_txn(self.wal_txn);
+        self.txn.get_or_insert_with(|| self.db.txns.begin()).clone()
+    }
+
+    /// What the statement's table calls work under: its transaction, the snapshot it
+    /// reads (`write`: the newest committed rows, as InnoDB's current read) and how its
+    /// lock waits end.
+    fn txn_context(
+        &mut self,
+        write: bool,
+        read_lock: Option<quarry_txn::LockMode>,
+    ) -> quarry_txn::Context {
+        let txn = (self.in_txn || write || read_lock.is_some()).then(|| self.begin_txn());
+        let own = txn.as_ref().map_or(0, |t| t.id);
+        let iso = self
+            .sys_var("transaction_isolation")
+            .map(|v| v.as_str_lossy().to_ascii_uppercase())
+            .unwrap_or_default();
+        let snap = if write || read_lock.is_some() || iso == "READ-COMMITTED" {
+            Some(self.db.txns.snapshot(own))
+        } else if iso == "READ-UNCOMMITTED" {
+            None
+        } else if self.in_txn {
+            let db = &self.db;
+            Some(
+                self.txn_snap
+                    .get_or_insert_with(|| db.txns.snapshot(own))
+                    .clone(),
+            )
+        } else {
+            Some(self.db.txns.snapshot(own))
+        };
+        let info = self.info.clone();
+        quarry_txn::Context {
+            mgr: self.db.txns.clone(),
+            txn,
+            snap,
+            read_lock,
+            current_read: write,
+            lock_timeout: self.lock_timeout(),
+            killed: Some(Box::new(move || info.killed.load(Ordering::Relaxed))),
+        }
+    }
+
+    /// Undo the changes after `mark`, as the transaction (its locks cover them).
     fn rollback_to(&mut self, mark: usize) -> Result<()> {
         let ops: Vec<Undo> = self.undo.drain(mark..).collect();
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let ctx = quarry_txn::Context {
+            mgr: self.db.txns.clone(),
+            txn: self.txn.clone(),
+            snap: None,
+            read_lock: None,
+            current_read: true,
+            lock_timeout: self.lock_timeout(),
+            killed: None,
+        };
+        let _g = quarry_txn::enter(ctx);
+        quarry_storage::Wal::set_thread_txn(self.wal_txn);
         undo_ops(ops)
     }
 
-    /// The COMMIT record goes into the log while the lock is held; the lock is released
-    /// before waiting for the fsync, so the next writer's work overlaps it and one fsync
-    /// serves several commits (its records queue behind ours, so never durable first).
+    /// The COMMIT record goes into the log, the transaction's changes become visible
+    /// and its locks are released; then the fsync is waited for, so the next writers'
+    /// work overlaps it and one fsync serves several commits (their records queue
+    /// behind ours, so they are never durable first).
     pub fn commit(&mut self) -> Result<()> {
         self.undo.clear();
         self.savepoints.clear();
         self.in_txn = false;
         self.txn_read_only = false;
-        let lsn = self.end_write_txn(true);
+        let lsn = self.end_txn(true);
         self.release();
         self.db.wal.wait_commit(lsn)
     }
@@ -308,24 +403,35 @@ impl Session {
         self.savepoints.clear();
         self.in_txn = false;
         self.txn_read_only = false;
-        self.end_write_txn(false);
+        self.end_txn(false);
         self.release();
         r
     }
 
-    /// Close the log's transaction if this session is the writer; returns the LSN a
-    /// commit must wait for.
-    fn end_write_txn(&mut self, commit: bool) -> Option<u64> {
-        if self.held != Held::Exclusive {
-            return None;
-        }
-        if commit {
-            self.db.wal.commit_no_wait()
+    /// Close the transaction in the log and in the transaction table; returns the LSN
+    /// a commit must wait for.
+    fn end_txn(&mut self, commit: bool) -> Option<u64> {
+        let wal_txn = self.wal_txn;
+        let lsn = if self.wal_txn != 0 {
+            quarry_storage::Wal::set_thread_txn(self.wal_txn);
+            self.wal_txn = 0;
+            if commit {
+                self.db.wal.commit_no_wait()
+            } else {
+                // Compensations already restored the data; ABORT tells recovery so.
+                self.db.wal.abort();
+                None
+            }
         } else {
-            // Compensations already restored the data; ABORT tells recovery so.
-            self.db.wal.abort();
             None
+        };
+        quarry_storage::Wal::set_thread_txn(0);
+        if let Some(t) = self.txn.take() {
+            self.db.txns.end(&t);
         }
+        self.db.wal.release(wal_txn);
+        self.txn_snap = None;
+        lsn
     }
 
     /// COM_RESET_CONNECTION / COM_CHANGE_USER: roll back and forget session state.
@@ -435,19 +541,34 @@ impl Session {
         }
         let txn_control = is_txn_control(stmt);
         let refused = self.txn_read_only && !txn_control && !is_read_only(stmt);
+        let exclusive = needs_exclusive(stmt);
         if !txn_control && !refused {
             if !self.autocommit() && !self.in_txn {
                 self.in_txn = true;
             }
-            let exclusive = self.in_txn || !is_read_only(stmt);
             self.acquire(exclusive)?;
         }
         let mark = self.undo.len();
         let r = if refused {
             let e = Error::new(1792, "Cannot execute statement in a READ ONLY transaction.");
             Err((e, vec![]))
-        } else {
+        } else if txn_control {
             self.dispatch(stmt, params, load_local, cache)
+        } else if exclusive {
+            // DDL runs alone, on the engines' tables directly, in its own log transaction.
+            self.begin_txn();
+            let r = self.dispatch(stmt, params, load_local, cache);
+            self.wal_txn = quarry_storage::Wal::thread_txn();
+            r
+        } else {
+            let write = !is_read_only(stmt);
+            let ctx = self.txn_context(write, read_lock(stmt));
+            let _g = quarry_txn::enter(ctx);
+            let r = self.dispatch(stmt, params, load_local, cache);
+            // TRUNCATE commits and goes on in a new log transaction.
+            self.wal_txn = quarry_storage::Wal::thread_txn();
+            quarry_storage::Wal::set_thread_txn(0);
+            r
         };
         let r = match r {
             Ok((out, ctx_undo, warns)) => {
@@ -459,8 +580,12 @@ impl Session {
             }
             Err((e, ctx_undo)) => {
                 self.undo.extend(ctx_undo);
-                // Statement-level rollback: only this statement's changes are undone.
+                // Statement-level rollback: only this statement's changes are undone;
+                // a deadlock's victim loses its whole transaction (as in InnoDB).
                 let _ = self.rollback_to(mark);
+                if e.code == 1213 && self.in_txn {
+                    let _ = self.rollback();
+                }
                 self.warnings.clear();
                 self.warnings
                     .push(("Error".into(), e.code, e.message.clone()));
@@ -468,17 +593,20 @@ impl Session {
             }
         };
         let mut r = r;
-        if !self.in_txn {
+        if !self.in_txn && !txn_control {
+            if r.is_err() {
+                let _ = self.rollback_to(0);
+            }
             self.undo.clear();
-            if !txn_control {
-                let lsn = self.end_write_txn(r.is_ok());
-                self.release();
-                if let Err(e) = self.db.wal.wait_commit(lsn) {
-                    if r.is_ok() {
-                        r = Err(e);
-                    }
+            let lsn = self.end_txn(r.is_ok());
+            self.release();
+            if let Err(e) = self.db.wal.wait_commit(lsn) {
+                if r.is_ok() {
+                    r = Err(e);
                 }
             }
+        } else if !self.in_txn {
+            self.undo.clear();
         }
         match &r {
             Ok(Output::Ok { affected, .. }) => self.row_count = *affected as i64,
@@ -2286,8 +2414,10 @@ fn undo_ops(ops: Vec<Undo>) -> Result<()> {
                     e.handle.delete(id)?;
                 }
             }
-            Undo::Deleted(e, row) => {
-                e.handle.insert(row)?;
+            Undo::Deleted(e, id, row) => {
+                if !e.handle.restore(id, row.clone())? {
+                    e.handle.insert(row)?;
+                }
             }
             Undo::Updated(e, id, old) => {
                 let cur = *moved.get(&key(&e, id)).unwrap_or(&id);

@@ -1340,6 +1340,7 @@ impl Table for ColumnTable {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             index_access: false,
+            row_locks: false,
         }
     }
 

@@ -46,8 +46,8 @@ use quarry_storage::btree::prefix_end;
 use quarry_storage::wal::TxnId;
 use quarry_storage::{BTree, BufferPool, ExternalSorter, LoggedFile, Wal};
 use quarry_storage_api::{
-    Batch, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred, RowFormat,
-    RowId, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
+    Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred,
+    RowFormat, RowId, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
 };
 
 pub use codec::{decode, encode, fixed_width};
@@ -1110,6 +1110,13 @@ impl Cursor for RowCursor<'_> {
 impl Table for RowTable {
     fn schema(&self) -> &TableSchema {
         &self.schema
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            index_access: true,
+            row_locks: true,
+        }
     }
 
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>> {

@@ -465,7 +465,7 @@ pub fn insert_rows(
                             entry.handle.delete(id)?;
                             ctx.undo
                                 .borrow_mut()
-                                .push(Undo::Deleted(entry.clone(), old));
+                                .push(Undo::Deleted(entry.clone(), id, old));
                             res.affected += 1;
                         }
                         let id = entry.handle.insert(row)?;
@@ -666,6 +666,8 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
 
 /// Run `f` inside the engine's bulk bracket (writes buffered, flushed at the end).
 fn in_bulk<T>(entry: &TableEntry, ctx: &ExecCtx, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    // The bracket buffers writes table-wide: no other transaction writes meanwhile.
+    entry.handle.lock_table(true)?;
     entry.handle.begin_bulk(ctx.read_buffer);
     let r = f();
     entry.handle.end_bulk()?;
@@ -715,6 +717,7 @@ fn matching_rows(
     let filter = selection
         .map(|s| b.bind_in_scope(cols.clone(), s))
         .transpose()?;
+    let recheck = filter.clone();
     let plan = push_filter(
         crate::plan::Plan::scan(entry.clone()),
         filter.unwrap_or(Expr::Lit(Value::Int(1))),
@@ -755,6 +758,23 @@ fn matching_rows(
         }
         Ok(true)
     })?;
+    // Each row is locked for the change, then judged by its newest version (InnoDB's
+    // current read): a transaction that changed it meanwhile has ended by now.
+    let mut locked = Vec::with_capacity(out.len());
+    for (id, r) in out {
+        let Some((id, now)) = entry.handle.lock_row(id, r.clone(), true)? else {
+            continue;
+        };
+        if now != r {
+            if let Some(f) = &recheck {
+                if !f.eval_truth(&now, ctx)? {
+                    continue;
+                }
+            }
+        }
+        locked.push((id, now));
+    }
+    let mut out = locked;
     if !order_by.is_empty() {
         let keys: Vec<(Expr, bool)> = order_by
             .iter()
@@ -894,7 +914,7 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         entry.handle.delete(id)?;
         ctx.undo
             .borrow_mut()
-            .push(Undo::Deleted(entry.clone(), old));
+            .push(Undo::Deleted(entry.clone(), id, old));
     }
     Ok(DmlResult {
         affected: n,

@@ -42,7 +42,8 @@ pub trait SessionInfo {
 pub enum Undo {
     /// Rows inserted at consecutive ids (a bulk load's run is one entry).
     Inserted(Arc<TableEntry>, std::ops::Range<RowId>),
-    Deleted(Arc<TableEntry>, Row),
+    /// A row deleted from its id (rollback puts it back there when the engine can).
+    Deleted(Arc<TableEntry>, RowId, Row),
     Updated(Arc<TableEntry>, RowId, Row),
 }
 

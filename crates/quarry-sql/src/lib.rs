@@ -182,6 +182,35 @@ fn drop_consistent_snapshot(sql: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// MySQL's `LOCK IN SHARE MODE` is `FOR SHARE` (which `sqlparser` parses).
+fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.to_ascii_uppercase().contains("SHARE") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let Ok(toks) = Tokenizer::new(&dialect(), sql).tokenize() else {
+        return std::borrow::Cow::Borrowed(sql);
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.value.eq_ignore_ascii_case(w));
+    let words: Vec<usize> = (0..toks.len())
+        .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
+        .collect();
+    let mut out: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
+    for w in words.windows(4) {
+        let [a, b, c, d] = [w[0], w[1], w[2], w[3]];
+        if word(&toks[a], "LOCK")
+            && word(&toks[b], "IN")
+            && word(&toks[c], "SHARE")
+            && word(&toks[d], "MODE")
+        {
+            for s in out.iter_mut().take(d + 1).skip(a) {
+                s.clear();
+            }
+            out[a] = "FOR SHARE".into();
+        }
+    }
+    std::borrow::Cow::Owned(out.concat())
+}
+
 fn dialect() -> MySqlDialect {
     MySqlDialect {}
 }
@@ -190,6 +219,7 @@ fn dialect() -> MySqlDialect {
 pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
     let sql = unwrap_versioned_comments(sql);
     let sql = drop_consistent_snapshot(&sql);
+    let sql = share_mode_as_for_share(&sql);
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if trimmed.is_empty() {
         return Err(Error::new(1065, "Query was empty"));

@@ -91,11 +91,20 @@ pub struct Capabilities {
     /// considers them as access paths. Without it an index only enforces uniqueness
     /// (and `index_range` on a whole unique key still finds the conflicting row).
     pub index_access: bool,
+    /// Concurrent transactions may change different rows (the engine's writes to
+    /// distinct rows are independent and its undo is exact per row), so writers lock
+    /// rows. Without it a writing transaction locks the whole table. Such an engine
+    /// must not give a row id a deleted row had to another row while the deleting
+    /// transaction is open: earlier versions are kept by row id.
+    pub row_locks: bool,
 }
 
 impl Default for Capabilities {
     fn default() -> Capabilities {
-        Capabilities { index_access: true }
+        Capabilities {
+            index_access: true,
+            row_locks: false,
+        }
     }
 }
 
@@ -364,6 +373,11 @@ pub trait Table: Send + Sync {
     /// Tables without transactions have nothing to lock and hand the row back.
     fn lock_row(&self, id: RowId, row: Row, _exclusive: bool) -> Result<Option<(RowId, Row)>> {
         Ok(Some((id, row)))
+    }
+    /// Lock the whole table for the current transaction (a bulk load writes alone);
+    /// tables without transactions have nothing to lock.
+    fn lock_table(&self, _exclusive: bool) -> Result<()> {
+        Ok(())
     }
     /// Replace the row at `id`; returns its (possibly new) id.
     fn update(&self, id: RowId, row: Row) -> Result<RowId>;

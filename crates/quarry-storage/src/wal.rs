@@ -227,6 +227,8 @@ pub struct Wal {
     policy: AtomicU8,
     checkpoint_bytes: AtomicU64,
     checkpointing: Mutex<()>,
+    /// Transactions ended in the log but still open for the engines.
+    held: Mutex<HashSet<TxnId>>,
     last_checkpoint: AtomicU64,
     control_seq: AtomicU64,
     stop: AtomicBool,
@@ -437,6 +439,7 @@ impl Wal {
             policy: AtomicU8::new(FlushPolicy::EachCommit as u8),
             checkpoint_bytes: AtomicU64::new(96 << 20),
             checkpointing: Mutex::new(()),
+            held: Mutex::new(HashSet::new()),
             last_checkpoint: AtomicU64::new(0),
             control_seq: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -667,9 +670,20 @@ impl Wal {
         THREAD_TXN.get()
     }
 
-    /// Whether `txn` is still open (neither committed nor aborted).
+    /// Whether `txn` is still open (neither committed nor aborted), or held open for
+    /// the engines by [`Wal::hold`].
     pub fn txn_open(&self, txn: TxnId) -> bool {
-        self.app.lock().active.contains_key(&txn)
+        self.app.lock().active.contains_key(&txn) || self.held.lock().contains(&txn)
+    }
+
+    /// Keep `txn` open for the engines (slots it freed stay parked) past its COMMIT or
+    /// ABORT, until [`Wal::release`]: the transaction layer ends it for readers later.
+    pub fn hold(&self, txn: TxnId) {
+        self.held.lock().insert(txn);
+    }
+
+    pub fn release(&self, txn: TxnId) {
+        self.held.lock().remove(&txn);
     }
 
     /// Start a transaction for this thread (no-op when it has one).
@@ -750,7 +764,11 @@ impl Wal {
         let old = THREAD_TXN.get();
         if old != 0 {
             self.app.lock().active.remove(&old);
-            THREAD_TXN.set(self.begin_txn());
+            let new = self.begin_txn();
+            if self.held.lock().remove(&old) {
+                self.held.lock().insert(new);
+            }
+            THREAD_TXN.set(new);
         }
         self.flush_to(end, true)
     }

@@ -14,7 +14,6 @@
 //! yet) can only make a cycle look real a moment early; the victim retries.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -107,8 +106,8 @@ pub struct LockManager {
     waits: Mutex<HashMap<TxnId, Vec<TxnId>>>,
 }
 
-/// What a waiting request gives up on besides its timeout.
-pub struct Interrupt<'a>(pub &'a AtomicBool);
+/// What a waiting request gives up on besides its timeout (KILL).
+pub struct Interrupt<'a>(pub &'a dyn Fn() -> bool);
 
 impl Default for LockManager {
     fn default() -> LockManager {
@@ -193,9 +192,7 @@ impl LockManager {
             let e = locks.get_mut(&key).expect("a waiter keeps its entry");
             e.waiting -= 1;
             self.waits.lock().remove(&txn);
-            let killed = interrupt
-                .as_ref()
-                .is_some_and(|i| i.0.load(Ordering::Relaxed));
+            let killed = interrupt.as_ref().is_some_and(|i| (i.0)());
             if killed || Instant::now() >= deadline {
                 if e.granted.is_empty() && e.waiting == 0 {
                     locks.remove(&key);
@@ -264,6 +261,7 @@ fn reaches(waits: &HashMap<TxnId, Vec<TxnId>>, from: TxnId) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use LockMode::*;
 
@@ -363,7 +361,8 @@ mod tests {
         let w = {
             let (m, killed) = (m.clone(), killed.clone());
             std::thread::spawn(move || {
-                m.acquire(3, k, Shared, T, Some(Interrupt(&killed)))
+                let check = || killed.load(Ordering::Relaxed);
+                m.acquire(3, k, Shared, T, Some(Interrupt(&check)))
                     .unwrap_err()
                     .code
             })

@@ -20,7 +20,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,8 +42,12 @@ pub struct Context {
     pub snap: Option<Snapshot>,
     /// Rows read are locked (FOR UPDATE: X, LOCK IN SHARE MODE: S) and read anew.
     pub read_lock: Option<LockMode>,
+    /// A writing statement: a row fetched by id that the snapshot does not see (one a
+    /// unique-key conflict named) is read in its newest version instead.
+    pub current_read: bool,
     pub lock_timeout: Duration,
-    pub killed: Option<Arc<AtomicBool>>,
+    /// KILL ends a lock wait.
+    pub killed: Option<Box<dyn Fn() -> bool>>,
 }
 
 thread_local! {
@@ -86,6 +89,9 @@ pub struct MvccTable {
     lock_id: u64,
     /// Indexes whose keys name a row (unique), PRIMARY first.
     identities: Vec<usize>,
+    /// The engine lets transactions change different rows at once; else a writer
+    /// locks the table.
+    row_locks: bool,
 }
 
 /// Rows per chunk of an index read.
@@ -99,11 +105,13 @@ impl MvccTable {
             .filter(|&i| inner.schema().indexes[i].unique)
             .collect();
         identities.sort_by_key(|&i| !inner.schema().indexes[i].primary);
+        let row_locks = inner.capabilities().row_locks;
         MvccTable {
             inner,
             versions,
             lock_id,
             identities,
+            row_locks,
         }
     }
 
@@ -131,8 +139,12 @@ impl MvccTable {
         keys
     }
 
-    /// Under a transaction: IX on the table, X on each key.
+    /// Under a transaction: IX on the table, X on each key (X on the table where the
+    /// engine cannot have rows changed by several transactions at once).
     fn lock_keys(&self, ctx: &Context, txn: &Txn, keys: &[LockKey]) -> Result<()> {
+        if !self.row_locks {
+            return ctx.lock(txn, LockKey::table(self.lock_id), LockMode::Exclusive);
+        }
         ctx.lock(
             txn,
             LockKey::table(self.lock_id),
@@ -365,8 +377,12 @@ impl Table for MvccTable {
             .fetch_seen(snap, ids)?
             .into_iter()
             .zip(ids)
-            .map(|(r, id)| {
-                r.ok_or_else(|| Error::internal(format!("row {id} is not in the snapshot")))
+            .map(|(r, &id)| match r {
+                Some(r) => Ok(r),
+                None if ctx.current_read => self
+                    .newest(&ctx, id)?
+                    .ok_or_else(|| Error::internal(format!("row {id} is gone"))),
+                None => Err(Error::internal(format!("row {id} is not in the snapshot"))),
             })
             .collect::<Result<Vec<Row>>>()?;
         match ctx.read_lock {
@@ -557,6 +573,18 @@ impl Table for MvccTable {
             LockMode::Shared
         };
         self.lock_row_as(&ctx, id, row, mode)
+    }
+
+    fn lock_table(&self, exclusive: bool) -> Result<()> {
+        let Some((ctx, txn)) = writer() else {
+            return Ok(());
+        };
+        let mode = if exclusive {
+            LockMode::Exclusive
+        } else {
+            LockMode::Shared
+        };
+        ctx.lock(&txn, LockKey::table(self.lock_id), mode)
     }
 
     fn update(&self, id: RowId, row: Row) -> Result<RowId> {

@@ -48,6 +48,7 @@ fn ctx(mgr: &Arc<TxnManager>, txn: Option<&Arc<Txn>>, snap: Option<Snapshot>) ->
         txn: txn.cloned(),
         snap,
         read_lock: None,
+        current_read: false,
         lock_timeout: Duration::from_millis(300),
         killed: None,
     }
@@ -210,7 +211,12 @@ fn concurrent_transfers_never_show_a_torn_total() {
     let dir = std::env::temp_dir().join(format!("quarry-txn-xfer-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let engine = RowEngine::default();
+    // As in the server: a log, and each writer's changes under its own log transaction
+    // (the engine parks a freed slot until its deleter's transaction ends).
+    let (wal, _) = quarry_storage::Wal::open(&dir, Arc::new(quarry_storage::vfs::RealFs)).unwrap();
+    let pool = Arc::new(quarry_storage::BufferPool::new(16 << 20, 4));
+    pool.attach_wal(wal.clone());
+    let engine = RowEngine::new(pool);
     let path = TablePath::new(&dir, "acct");
     engine.create(&path, &schema()).unwrap();
     let raw = engine
@@ -237,7 +243,8 @@ fn concurrent_transfers_never_show_a_torn_total() {
     };
     std::thread::scope(|s| {
         for w in 0..3u64 {
-            let (t, mgr, writers_done) = (t.clone(), mgr.clone(), writers_done.clone());
+            let (t, mgr, writers_done, wal) =
+                (t.clone(), mgr.clone(), writers_done.clone(), wal.clone());
             s.spawn(move || {
                 let mut x = w * 7919 + 13;
                 let mut next = move || {
@@ -249,12 +256,15 @@ fn concurrent_transfers_never_show_a_torn_total() {
                 let (mut done, mut failed) = (0, 0);
                 while done < 300 {
                     let txn = mgr.begin();
+                    let wal_txn = wal.begin_txn();
+                    wal.hold(wal_txn);
+                    quarry_storage::Wal::set_thread_txn(wal_txn);
                     let snap = mgr.snapshot(txn.id);
                     let _g = enter(ctx(&mgr, Some(&txn), Some(snap)));
                     let (a, b) = ((next() % N as u64) as i64, (next() % N as u64) as i64);
                     let amount = (next() % 20) as i64;
                     let mut undo: Vec<(u64, Row)> = vec![];
-                    let mut step = |id: i64, delta: i64, undo: &mut Vec<(u64, Row)>| {
+                    let step = |id: i64, delta: i64, undo: &mut Vec<(u64, Row)>| {
                         let (rid, r) = find(&t, id).expect("account exists");
                         let (rid, r) = t.lock_row(rid, r, true)?.expect("still there");
                         let mut n = r.clone();
@@ -272,11 +282,14 @@ fn concurrent_transfers_never_show_a_torn_total() {
                             t.update(id, old).unwrap();
                         }
                         failed += 1;
+                        wal.abort();
                     } else {
                         done += 1;
+                        wal.commit().unwrap();
                     }
                     drop(_g);
                     mgr.end(&txn);
+                    wal.release(wal_txn);
                 }
                 assert!(failed > 0);
                 writers_done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
