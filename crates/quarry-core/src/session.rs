@@ -1066,7 +1066,7 @@ impl Session {
                     _ => ro,
                 });
                 self.in_txn = true;
-                self.acquire(true)?;
+                self.acquire(false)?;
                 Ok(Output::ok(0))
             }
             S::Commit { .. } => {

@@ -1,5 +1,8 @@
 //! The anomalies REPEATABLE READ must prevent, with concurrent sessions on both engines:
-//! no dirty read, no non-repeatable read, no lost update under SELECT … FOR UPDATE.
+//! no dirty read, no non-repeatable read, no lost update under SELECT … FOR UPDATE;
+//! READ COMMITTED reading each statement's commits; row locks: writers of different rows
+//! run at once, writers of one row wait (1205 after innodb_lock_wait_timeout), and a
+//! deadlock's victim gets 1213 with its whole transaction rolled back.
 
 mod common;
 
@@ -132,6 +135,128 @@ fn no_lost_update_under_select_for_update() {
             w.join().unwrap();
         }
         assert_eq!(v(&mut a, &t), 200, "{engine}: lost update");
+    }
+    drop(a);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn read_committed_sees_each_statements_commits_and_repeatable_read_does_not() {
+    let (dir, db) = fresh_db("iso-rc");
+    let mut a = db.session("root", "localhost");
+    a.query("CREATE DATABASE d").unwrap();
+    for engine in ENGINES {
+        let t = table(&mut a, "rc", engine, 10);
+        let mut b = db.session("root", "localhost");
+        for (level, sees) in [("READ COMMITTED", true), ("REPEATABLE READ", false)] {
+            a.query(&format!("SET SESSION TRANSACTION ISOLATION LEVEL {level}"))
+                .unwrap();
+            a.query("BEGIN").unwrap();
+            let before = v(&mut a, &t);
+            b.query(&format!("UPDATE {t} SET v = v + 1 WHERE id = 1"))
+                .unwrap();
+            let after = v(&mut a, &t);
+            assert_eq!(after == before + 1, sees, "{engine} {level}");
+            a.query("COMMIT").unwrap();
+            assert_eq!(v(&mut a, &t), before + 1);
+        }
+        a.query("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .unwrap();
+    }
+    drop(a);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Row tables lock rows: a transaction holding one row does not stop another from
+/// changing a different one, but does stop it on the same row until the lock wait
+/// timeout (1205, only that statement undone).
+#[test]
+fn writers_of_different_rows_run_at_once_and_of_one_row_wait() {
+    let (dir, db) = fresh_db("iso-rows");
+    let mut a = db.session("root", "localhost");
+    a.query("CREATE DATABASE d; CREATE TABLE d.r (id INT PRIMARY KEY, v INT); INSERT INTO d.r VALUES (1, 0), (2, 0), (3, 0)")
+        .unwrap();
+    a.query("BEGIN; UPDATE d.r SET v = 10 WHERE id = 1")
+        .unwrap();
+    let mut b = db.session("root", "localhost");
+    b.query("SET innodb_lock_wait_timeout = 1").unwrap();
+    b.query("BEGIN; UPDATE d.r SET v = 20 WHERE id = 2; INSERT INTO d.r VALUES (4, 0)")
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let e = b.query("UPDATE d.r SET v = 21 WHERE id = 1").unwrap_err();
+    assert_eq!(e.code, 1205, "{}", e.message);
+    assert!(t0.elapsed() >= Duration::from_millis(900));
+    // The statement was undone, the transaction goes on and commits its other changes.
+    b.query("COMMIT").unwrap();
+    a.query("COMMIT").unwrap();
+    let got = rows(&mut a, "SELECT id, v FROM d.r ORDER BY id");
+    let got: Vec<(i64, i64)> = got.iter().map(|r| (r[0].to_i64(), r[1].to_i64())).collect();
+    assert_eq!(got, vec![(1, 10), (2, 20), (3, 0), (4, 0)]);
+    // Waiting then going on: the waiter sees the holder's committed row (current read).
+    a.query("BEGIN; UPDATE d.r SET v = v + 1 WHERE id = 3")
+        .unwrap();
+    let waiter = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            let mut b = db.session("root", "localhost");
+            b.query("UPDATE d.r SET v = v + 100 WHERE id = 3").unwrap();
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    a.query("COMMIT").unwrap();
+    waiter.join().unwrap();
+    assert_eq!(
+        rows(&mut a, "SELECT v FROM d.r WHERE id = 3")[0][0].to_i64(),
+        101
+    );
+    drop(a);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_deadlock_rolls_back_the_victims_whole_transaction() {
+    let (dir, db) = fresh_db("iso-deadlock");
+    let mut a = db.session("root", "localhost");
+    a.query("CREATE DATABASE d; CREATE TABLE d.k (id INT PRIMARY KEY, v INT); INSERT INTO d.k VALUES (1, 0), (2, 0), (3, 0)")
+        .unwrap();
+    a.query("BEGIN; UPDATE d.k SET v = 1 WHERE id = 1").unwrap();
+    let other = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            let mut b = db.session("root", "localhost");
+            b.query("BEGIN; UPDATE d.k SET v = 2 WHERE id = 3; UPDATE d.k SET v = 2 WHERE id = 2")
+                .unwrap();
+            // Waits for a's row 1; a then asks for row 2: a cycle.
+            let r = b.query("UPDATE d.k SET v = 2 WHERE id = 1");
+            let r2 = b.query("COMMIT");
+            (r.map(|_| ()), r2.map(|_| ()))
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let r = a.query("UPDATE d.k SET v = 1 WHERE id = 2");
+    let (rb, _) = if let Err(e) = &r {
+        assert_eq!(e.code, 1213, "{}", e.message);
+        // The victim's transaction is gone: its first change too.
+        assert!(!a.in_transaction());
+        a.query("COMMIT").unwrap();
+        other.join().unwrap()
+    } else {
+        a.query("COMMIT").unwrap();
+        other.join().unwrap()
+    };
+    let got: Vec<(i64, i64)> = rows(&mut a, "SELECT id, v FROM d.k ORDER BY id")
+        .iter()
+        .map(|r| (r[0].to_i64(), r[1].to_i64()))
+        .collect();
+    match (r.is_err(), rb.is_err()) {
+        // a was the victim: b's three changes stand, a's none.
+        (true, false) => assert_eq!(got, vec![(1, 2), (2, 2), (3, 2)]),
+        // b was the victim (it detected the cycle first): a's two changes stand.
+        (false, true) => assert_eq!(got, vec![(1, 1), (2, 1), (3, 0)]),
+        other => panic!("exactly one victim expected, got {other:?}"),
     }
     drop(a);
     drop(db);

@@ -630,6 +630,7 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
             }
             bound_rows.push(row);
         }
+        let single = bound_rows.len() == 1;
         let rows = bound_rows.into_iter().map(|r| {
             let mut full = vec![None; width];
             for (t, e) in targets.iter().zip(r) {
@@ -640,6 +641,10 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
             }
             Ok(full)
         });
+        // One row needs no bracket (nor the table to itself, as a bracket does).
+        if single {
+            return insert_rows(&entry, rows, &opts, ctx);
+        }
         return in_bulk(&entry, ctx, || insert_rows(&entry, rows, &opts, ctx));
     }
     // INSERT … SELECT: read everything first (the source may be the target table).

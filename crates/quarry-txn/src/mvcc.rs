@@ -248,14 +248,20 @@ impl MvccTable {
             return Ok(Some((id, row)));
         };
         let keys = self.row_keys(&row, Some(id));
-        let table_mode = if mode == LockMode::Exclusive {
-            LockMode::IntentionExclusive
+        if self.row_locks {
+            let table_mode = if mode == LockMode::Exclusive {
+                LockMode::IntentionExclusive
+            } else {
+                LockMode::IntentionShared
+            };
+            ctx.lock(txn, LockKey::table(self.lock_id), table_mode)?;
+            for k in &keys {
+                ctx.lock(txn, *k, mode)?;
+            }
         } else {
-            LockMode::IntentionShared
-        };
-        ctx.lock(txn, LockKey::table(self.lock_id), table_mode)?;
-        for k in &keys {
-            ctx.lock(txn, *k, mode)?;
+            // The table is the unit: locking its rows one by one and then the table
+            // would deadlock two readers-then-writers.
+            ctx.lock(txn, LockKey::table(self.lock_id), mode)?;
         }
         // Whoever changed the row before we got the lock has ended: read it anew.
         if let Some(now) = self.newest(ctx, id)? {
