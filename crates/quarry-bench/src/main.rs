@@ -486,8 +486,8 @@ fn run(o: &Options) -> Result<(), String> {
         res.settings.push((
             "Quarry durability".into(),
             format!(
-                "write-ahead log, innodb_flush_log_at_trx_commit = {} (as MariaDB); writers \
-                 serialized by a database-wide lock (no row locks yet)",
+                "write-ahead log, innodb_flush_log_at_trx_commit = {} (as MariaDB); \
+                 REPEATABLE READ snapshots, row locks on unique keys",
                 o.flush_log
             ),
         ));

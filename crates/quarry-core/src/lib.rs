@@ -5,10 +5,10 @@
 //! control itself, hands queries and DML to the executor, and keeps the undo records that
 //! make statements and transactions atomic.
 //!
-//! Isolation is a database-wide reader/writer lock (a stand-in until MVCC): read-only
-//! autocommit statements share it; a write statement, or any statement inside an explicit
-//! transaction, takes it exclusively and a transaction keeps it until COMMIT/ROLLBACK.
-//! That makes every transaction serializable and sysbench's write scripts race-free.
+//! Isolation is InnoDB's (crate `quarry-txn`): each statement runs with a snapshot and
+//! its transaction set for its thread, tables read through the snapshot and write under
+//! row locks. A database-wide reader/writer lock is the metadata lock: statements and
+//! open transactions share it, DDL takes it alone.
 //! Must not touch: sockets and packets (the server crate), file formats (engines).
 
 pub mod accounts;

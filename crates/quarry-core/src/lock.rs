@@ -1,5 +1,5 @@
-//! The database-wide transaction lock: shared for read-only autocommit statements,
-//! exclusive (and owned by one session across statements) for writes and transactions.
+//! The database-wide metadata lock: shared by statements (and by an open transaction to
+//! its end), exclusive for DDL, which so waits for open transactions and runs alone.
 
 use std::time::{Duration, Instant};
 

@@ -28,6 +28,12 @@
 //!   change after a sync and removed by the next sync; a table opened with the marker
 //!   present (or whose index entry counts disagree with the data) gets them rebuilt.
 //!
+//! * Several transactions write at once (rows are locked above, in `quarry-txn`), and the
+//!   log's physical undo of an unfinished one must not touch another's bytes: a slot a
+//!   transaction freed is parked until its log transaction ends (then reused), an append
+//!   is logged with an undo image that marks the record deleted instead of cutting the
+//!   file, and `restore` puts a row deleted by a rolled-back transaction back at its id.
+//!
 //! Must not touch: SQL, sessions, transactions (undo is done above through this API).
 
 mod codec;

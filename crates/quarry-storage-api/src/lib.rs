@@ -5,9 +5,12 @@
 //! structs ([`ScanRequest`]), so new pushdowns add fields rather than signatures.
 //!
 //! Row ids are opaque to the executor: it gets them from scans and index lookups and hands
-//! them back to `fetch`, `update` and `delete`. Transactions and statement rollback are done
-//! above the engine by logical undo (the inverse operation through this same API), so every
-//! engine gets them for free until the log arrives.
+//! them back to `fetch`, `update` and `delete`. Statement and transaction rollback are done
+//! above the engine by logical undo (the inverse operation through this same API), and
+//! snapshots and row locks by `quarry-txn` around every table; an engine stays
+//! single-version and honours the few rules that layer needs (see
+//! [`Capabilities::row_locks`], [`Table::index_key`], [`Table::restore`]): scan batches
+//! come in increasing row-id order.
 //!
 //! Must not touch: SQL text, sessions, sockets. Holds no implementations.
 
