@@ -1425,11 +1425,17 @@ impl Table for RowTable {
     }
 
     fn insert(&self, row: Row) -> Result<RowId> {
+        self.insert_noted(row, &mut |_| {})
+    }
+
+    fn insert_noted(&self, row: Row, note: &mut dyn FnMut(RowId)) -> Result<RowId> {
         let mut st = self.state.lock();
         self.check_unique(&row, None)?;
         self.mark_dirty(&mut st)?;
         let len = self.encode_scratch(&mut st, &row);
         let (off, slot) = self.alloc(&mut st, len as u32);
+        // Readers find the row only once it is written (or indexed).
+        note(off);
         self.write_record(&mut st, off, slot, len)?;
         self.index_add(&mut st, &row, off)?;
         for s in st.side.iter_mut() {
@@ -1473,6 +1479,10 @@ impl Table for RowTable {
     }
 
     fn update(&self, id: RowId, row: Row) -> Result<RowId> {
+        self.update_noted(id, row, &mut |_| {})
+    }
+
+    fn update_noted(&self, id: RowId, row: Row, note: &mut dyn FnMut(RowId)) -> Result<RowId> {
         let mut st = self.state.lock();
         let (slot, old) = self.read_record(&mut st, id)?;
         self.check_unique(&row, Some(id))?;
@@ -1495,6 +1505,7 @@ impl Table for RowTable {
         let new_id = if moves {
             self.mark_deleted(&mut st, id, slot)?;
             let (off, nslot) = self.alloc(&mut st, len as u32);
+            note(off);
             self.write_record(&mut st, off, nslot, len)?;
             off
         } else {

@@ -366,6 +366,23 @@ pub trait Table: Send + Sync {
         Ok(())
     }
     fn insert(&self, row: Row) -> Result<RowId>;
+    /// `insert`, telling `note` the new row's id before any reader can find the row
+    /// (a transaction layer records the row as its own first). The default tells it
+    /// afterwards; [`Capabilities::row_locks`] engines must tell it before.
+    fn insert_noted(&self, row: Row, note: &mut dyn FnMut(RowId)) -> Result<RowId> {
+        let id = self.insert(row)?;
+        note(id);
+        Ok(id)
+    }
+    /// `update`, telling `note` the row's new id (when it moves) before any reader can
+    /// find it there; as [`Table::insert_noted`].
+    fn update_noted(&self, id: RowId, row: Row, note: &mut dyn FnMut(RowId)) -> Result<RowId> {
+        let nid = self.update(id, row)?;
+        if nid != id {
+            note(nid);
+        }
+        Ok(nid)
+    }
     /// Put a deleted row back where it was (rolling back its delete); `Ok(false)` when
     /// the engine cannot, and the caller inserts it anew.
     fn restore(&self, _id: RowId, _row: Row) -> Result<bool> {

@@ -550,23 +550,17 @@ impl Table for MvccTable {
             return self.inner.insert(row);
         };
         self.lock_keys(&ctx, &txn, &self.row_keys(&row, None))?;
-        self.versions.begin_op(txn.id);
-        let r = self.inner.insert(row);
-        if let Ok(id) = r {
-            self.versions.record(&txn, id, None);
-        }
-        self.versions.end_op(txn.id);
-        r
+        self.bracket(&txn, || {
+            self.inner
+                .insert_noted(row, &mut |id| self.versions.record(&txn, id, None))
+        })
     }
 
     fn restore(&self, id: RowId, row: Row) -> Result<bool> {
         let Some((_, txn)) = writer() else {
             return self.inner.restore(id, row);
         };
-        self.versions.begin_op(txn.id);
-        let r = self.inner.restore(id, row);
-        self.versions.end_op(txn.id);
-        r
+        self.bracket(&txn, || self.inner.restore(id, row))
     }
 
     fn lock_row(&self, id: RowId, row: Row, exclusive: bool) -> Result<Option<(RowId, Row)>> {
@@ -609,16 +603,12 @@ impl Table for MvccTable {
             }
         }
         self.lock_keys(&ctx, &txn, &keys)?;
-        self.versions.begin_op(txn.id);
+        // The earlier version is recorded before the engine changes the row.
         self.versions.record(&txn, id, Some(old));
-        let r = self.inner.update(id, row);
-        if let Ok(nid) = r {
-            if nid != id {
-                self.versions.record(&txn, nid, None);
-            }
-        }
-        self.versions.end_op(txn.id);
-        r
+        self.bracket(&txn, || {
+            self.inner
+                .update_noted(id, row, &mut |nid| self.versions.record(&txn, nid, None))
+        })
     }
 
     fn delete(&self, id: RowId) -> Result<()> {
@@ -631,11 +621,8 @@ impl Table for MvccTable {
             .pop()
             .ok_or_else(|| Error::internal("row to delete is missing"))?;
         self.lock_keys(&ctx, &txn, &self.row_keys(&old, Some(id)))?;
-        self.versions.begin_op(txn.id);
         self.versions.record(&txn, id, Some(old));
-        let r = self.inner.delete(id);
-        self.versions.end_op(txn.id);
-        r
+        self.bracket(&txn, || self.inner.delete(id))
     }
 
     fn truncate(&self) -> Result<()> {
@@ -662,6 +649,19 @@ impl Table for MvccTable {
 }
 
 impl MvccTable {
+    /// An engine write. A row-locking engine tells new ids before readers can find
+    /// them and earlier versions are recorded before it writes, so readers need not
+    /// wait for it; for other engines readers wait until the write is over.
+    fn bracket<T>(&self, txn: &Txn, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        if self.row_locks {
+            return f();
+        }
+        self.versions.begin_op(txn.id);
+        let r = f();
+        self.versions.end_op(txn.id);
+        r
+    }
+
     /// An answer the engine computes from its newest rows, when the snapshot sees
     /// exactly those; None otherwise (the caller then reads the rows).
     fn unless_hidden<T>(&self, f: impl FnOnce() -> Result<Option<T>>) -> Result<Option<T>> {

@@ -15,7 +15,6 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use quarry_common::Result;
-use quarry_storage_api::RowId;
 
 use crate::lock::{Interrupt, LockKey, LockManager, LockMode};
 use crate::version::Versions;
@@ -27,8 +26,8 @@ pub struct Txn {
     pub id: TxnId,
     /// 0 while open; the clock tick it ended at afterwards.
     end: AtomicU64,
-    /// Rows it left versions of, for purge.
-    touched: Mutex<Vec<(Weak<Versions>, RowId)>>,
+    /// Tables it left versions in, for purge.
+    touched: Mutex<Vec<Weak<Versions>>>,
     /// Locks it holds, released when it ends.
     held: Mutex<HashSet<LockKey>>,
 }
@@ -38,8 +37,9 @@ impl Txn {
         self.end.load(Ordering::Acquire) == 0
     }
 
-    pub(crate) fn touched(&self, v: &Arc<Versions>, id: RowId) {
-        self.touched.lock().push((Arc::downgrade(v), id));
+    /// `v` holds versions of this transaction (called once per table).
+    pub(crate) fn touched(&self, v: &Arc<Versions>) {
+        self.touched.lock().push(Arc::downgrade(v));
     }
 }
 
@@ -181,9 +181,9 @@ impl TxnManager {
             };
             let Some(txn) = txn else { break };
             let touched = std::mem::take(&mut *txn.touched.lock());
-            for (v, id) in touched {
+            for v in touched {
                 if let Some(v) = v.upgrade() {
-                    v.forget(id, txn.id);
+                    v.forget(txn.id);
                 }
             }
         }

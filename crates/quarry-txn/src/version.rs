@@ -7,11 +7,13 @@
 //! entry's previous version. Rows without a chain, or whose newest writer it sees, are
 //! read from the engine as they are.
 //!
-//! Readers look here only after the engine handed them rows, and a write is bracketed
-//! (`begin_op`/`end_op`) around its engine call with its version recorded inside: a
-//! reader first waits out the brackets of other transactions, so a row it got from the
-//! engine always has its version recorded by then. Nothing here is held across an
-//! engine call, so engines' own latches never wait on this lock.
+//! Readers look here only after the engine handed them rows, and a row's version is
+//! recorded before the engine changes it — for a new row id, from inside the engine
+//! before the row can be found (`Table::insert_noted`) — so a row a reader got from the
+//! engine always has its version recorded by then. Engines that cannot tell new ids in
+//! time bracket their writes (`begin_op`/`end_op`) and readers wait those brackets out.
+//! Nothing here is held across an engine call by a reader, so engines' own latches never
+//! wait on this lock.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
@@ -33,8 +35,8 @@ struct Version {
 pub(crate) struct VState {
     /// Chains by row id, oldest entry first.
     rows: BTreeMap<RowId, Vec<Version>>,
-    /// Writers with entries here, and how many.
-    writers: HashMap<TxnId, (Arc<Txn>, usize)>,
+    /// Writers with entries here, and the rows they are in.
+    writers: HashMap<TxnId, (Arc<Txn>, Vec<RowId>)>,
     /// Transactions inside an engine write call now.
     in_flight: Vec<TxnId>,
 }
@@ -74,15 +76,24 @@ impl VState {
         seen
     }
 
-    /// Rows in `range` whose newest version `snap` does not see, with what it sees.
+    /// Rows in `range` whose newest version `snap` does not see, with what it sees,
+    /// in id order. Only the rows of writers it does not see can be such rows.
     pub(crate) fn hidden_in(
         &self,
         snap: &Snapshot,
         range: RangeInclusive<RowId>,
     ) -> Vec<(RowId, Option<Row>)> {
-        self.rows
-            .range(range)
-            .filter_map(|(&id, _)| match self.seen(snap, id) {
+        let mut ids: Vec<RowId> = self
+            .writers
+            .values()
+            .filter(|(w, _)| !snap.sees(w))
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .filter(|id| range.contains(id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter()
+            .filter_map(|id| match self.seen(snap, id) {
                 Seen::Current => None,
                 Seen::Earlier(r) => Some((id, r)),
             })
@@ -117,31 +128,32 @@ impl Versions {
             writer: writer.clone(),
             before,
         });
+        let mut first = false;
         st.writers
             .entry(writer.id)
-            .or_insert_with(|| (writer.clone(), 0))
-            .1 += 1;
+            .or_insert_with(|| {
+                first = true;
+                (writer.clone(), Vec::new())
+            })
+            .1
+            .push(id);
         drop(st);
-        writer.touched(self, id);
+        if first {
+            writer.touched(self);
+        }
     }
 
-    /// Purge: `writer`'s entry at `id` is needed by no snapshot any more.
-    pub(crate) fn forget(&self, id: RowId, writer: TxnId) {
+    /// Purge: `writer`'s entries are needed by no snapshot any more.
+    pub(crate) fn forget(&self, writer: TxnId) {
         let mut st = self.st.lock();
-        let Some(chain) = st.rows.get_mut(&id) else {
+        let Some((_, ids)) = st.writers.remove(&writer) else {
             return;
         };
-        let before = chain.len();
-        chain.retain(|v| v.writer.id != writer);
-        let removed = before - chain.len();
-        if chain.is_empty() {
-            st.rows.remove(&id);
-        }
-        if removed > 0 {
-            if let Some(w) = st.writers.get_mut(&writer) {
-                w.1 -= removed;
-                if w.1 == 0 {
-                    st.writers.remove(&writer);
+        for id in ids {
+            if let Some(chain) = st.rows.get_mut(&id) {
+                chain.retain(|v| v.writer.id != writer);
+                if chain.is_empty() {
+                    st.rows.remove(&id);
                 }
             }
         }
