@@ -9,7 +9,8 @@
 //! Versions a writer left behind ([`crate::Versions`]) are needed only by snapshots
 //! older than its end. Purge forgets them once every live snapshot is at least that new.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -57,50 +58,84 @@ impl Snapshot {
         if writer.id == self.own {
             return true;
         }
-        let end = writer.end.load(Ordering::Acquire);
+        let end = writer.end.load(Ordering::SeqCst);
         end != 0 && end <= self.tick
     }
 }
 
+/// The live snapshots one thread took from one manager. Only that thread adds to it
+/// (its mutex is not contended); purge reads `min`, a tick no newer than any of them
+/// (0: none).
+#[derive(Default)]
+struct Slot {
+    min: AtomicU64,
+    live: Mutex<BTreeMap<u64, usize>>,
+}
+
 struct Registration {
     tick: u64,
-    mgr: Weak<TxnManager>,
+    slot: Arc<Slot>,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Some(m) = self.mgr.upgrade() {
-            let mut live = m.snapshots.lock();
-            if let Some(n) = live.get_mut(&self.tick) {
-                *n -= 1;
-                if *n == 0 {
-                    live.remove(&self.tick);
-                }
+        let mut live = self.slot.live.lock();
+        if let Some(n) = live.get_mut(&self.tick) {
+            *n -= 1;
+            if *n == 0 {
+                live.remove(&self.tick);
             }
         }
+        let min = live.keys().next().copied().unwrap_or(0);
+        self.slot.min.store(min, Ordering::SeqCst);
     }
 }
 
+thread_local! {
+    /// This thread's slot in each manager, by manager id.
+    static SLOTS: RefCell<HashMap<u64, Arc<Slot>>> = RefCell::new(HashMap::new());
+}
+
+static NEXT_MANAGER: AtomicU64 = AtomicU64::new(1);
+
 pub struct TxnManager {
-    clock: Mutex<u64>,
+    /// The tick of the last transaction end; bumped under `ending`.
+    clock: AtomicU64,
+    ending: Mutex<()>,
     next_id: AtomicU64,
-    /// Live snapshots by tick (how many at each).
-    snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Every thread's snapshot slot (dead threads' slots drop out).
+    slots: Mutex<Vec<Weak<Slot>>>,
     /// Ended transactions whose versions are not purged yet, oldest end first.
     ended: Mutex<VecDeque<Arc<Txn>>>,
     pub locks: LockManager,
-    me: Weak<TxnManager>,
+    id: u64,
 }
 
 impl TxnManager {
     pub fn new(lock_partitions: usize) -> Arc<TxnManager> {
-        Arc::new_cyclic(|me| TxnManager {
-            clock: Mutex::new(1),
+        Arc::new(TxnManager {
+            clock: AtomicU64::new(1),
+            ending: Mutex::new(()),
             next_id: AtomicU64::new(1),
-            snapshots: Mutex::new(BTreeMap::new()),
+            slots: Mutex::new(Vec::new()),
             ended: Mutex::new(VecDeque::new()),
             locks: LockManager::new(lock_partitions),
-            me: me.clone(),
+            id: NEXT_MANAGER.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    fn thread_slot(&self) -> Arc<Slot> {
+        SLOTS.with(|s| {
+            s.borrow_mut()
+                .entry(self.id)
+                .or_insert_with(|| {
+                    let slot = Arc::new(Slot::default());
+                    let mut all = self.slots.lock();
+                    all.retain(|w| w.strong_count() > 0);
+                    all.push(Arc::downgrade(&slot));
+                    slot
+                })
+                .clone()
         })
     }
 
@@ -131,41 +166,51 @@ impl TxnManager {
     /// A view of everything ended so far (and `own`'s changes), kept from purge until
     /// the last clone is dropped.
     pub fn snapshot(&self, own: TxnId) -> Snapshot {
-        let clock = self.clock.lock();
-        let tick = *clock;
-        *self.snapshots.lock().entry(tick).or_default() += 1;
-        drop(clock);
+        let slot = self.thread_slot();
+        let mut live = slot.live.lock();
+        if live.is_empty() {
+            // Published before the tick is read: a purge that misses it read the clock
+            // earlier still, so it cannot pass this snapshot's tick.
+            slot.min
+                .store(self.clock.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+        let tick = self.clock.load(Ordering::SeqCst);
+        *live.entry(tick).or_default() += 1;
+        drop(live);
         Snapshot {
             own,
             tick,
-            _reg: Arc::new(Registration {
-                tick,
-                mgr: self.me.clone(),
-            }),
+            _reg: Arc::new(Registration { tick, slot }),
         }
     }
 
     /// `txn` committed or finished rolling back: later snapshots see the tables' rows as
-    /// they are now. Then purge what no snapshot needs any more.
+    /// they are now; its locks go. Then purge what no snapshot needs any more.
     pub fn end(&self, txn: &Arc<Txn>) {
         {
-            let mut clock = self.clock.lock();
-            *clock += 1;
-            txn.end.store(*clock, Ordering::Release);
+            let _one = self.ending.lock();
+            let tick = self.clock.load(Ordering::SeqCst) + 1;
+            txn.end.store(tick, Ordering::SeqCst);
+            self.clock.store(tick, Ordering::SeqCst);
         }
         let held: Vec<LockKey> = txn.held.lock().drain().collect();
         self.locks.release(txn.id, &held);
         if !txn.touched.lock().is_empty() {
             self.ended.lock().push_back(txn.clone());
+            self.purge();
         }
-        self.purge();
     }
 
     /// The oldest tick a live snapshot holds (or the clock when none does).
     pub fn horizon(&self) -> u64 {
-        let clock = self.clock.lock();
-        let oldest = self.snapshots.lock().keys().next().copied();
-        oldest.unwrap_or(*clock)
+        let clock = self.clock.load(Ordering::SeqCst);
+        let mut all = self.slots.lock();
+        all.retain(|w| w.strong_count() > 0);
+        all.iter()
+            .filter_map(Weak::upgrade)
+            .map(|s| s.min.load(Ordering::SeqCst))
+            .filter(|&m| m != 0)
+            .fold(clock, u64::min)
     }
 
     /// Forget versions of transactions that ended at or before every live snapshot.

@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -45,6 +46,10 @@ pub(crate) struct VState {
 pub struct Versions {
     st: Mutex<VState>,
     settled: Condvar,
+    /// Writers with entries plus writes in flight, published (under `st`) before any
+    /// row they concern can be read: 0 means every engine row is what every snapshot
+    /// sees, without taking the lock.
+    busy: AtomicUsize,
 }
 
 /// What a snapshot sees at a row id.
@@ -102,9 +107,21 @@ impl VState {
 }
 
 impl Versions {
+    /// No row here has an earlier version and no write is in flight (see `busy`).
+    pub(crate) fn quiet(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) == 0
+    }
+
+    fn publish(&self, st: &VState) {
+        self.busy
+            .store(st.writers.len() + st.in_flight.len(), Ordering::SeqCst);
+    }
+
     /// A transaction is about to change rows through the engine.
     pub fn begin_op(&self, txn: TxnId) {
-        self.st.lock().in_flight.push(txn);
+        let mut st = self.st.lock();
+        st.in_flight.push(txn);
+        self.publish(&st);
     }
 
     pub fn end_op(&self, txn: TxnId) {
@@ -112,6 +129,7 @@ impl Versions {
         if let Some(i) = st.in_flight.iter().position(|&t| t == txn) {
             st.in_flight.swap_remove(i);
         }
+        self.publish(&st);
         drop(st);
         self.settled.notify_all();
     }
@@ -137,6 +155,7 @@ impl Versions {
             })
             .1
             .push(id);
+        self.publish(&st);
         drop(st);
         if first {
             writer.touched(self);
@@ -149,6 +168,7 @@ impl Versions {
         let Some((_, ids)) = st.writers.remove(&writer) else {
             return;
         };
+        self.publish(&st);
         for id in ids {
             if let Some(chain) = st.rows.get_mut(&id) {
                 chain.retain(|v| v.writer.id != writer);
