@@ -91,7 +91,9 @@ pub struct Database {
     pub(crate) globals: RwLock<HashMap<String, Value>>,
     next_conn: AtomicU64,
     pub(crate) processes: Mutex<HashMap<u64, Arc<ProcessInfo>>>,
-    pub(crate) status: Mutex<HashMap<&'static str, u64>>,
+    /// Statements run (`Questions`): an atomic, as every statement of every session
+    /// bumps it.
+    pub(crate) questions: AtomicU64,
     pub(crate) wal: Arc<quarry_storage::Wal>,
     pool: Arc<quarry_storage::BufferPool>,
     log_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -261,7 +263,7 @@ impl Database {
             globals: RwLock::new(globals),
             next_conn: AtomicU64::new(1),
             processes: Mutex::new(HashMap::new()),
-            status: Mutex::new(HashMap::new()),
+            questions: AtomicU64::new(0),
             log_thread: Mutex::new(Some(wal.start_background(Some(pool.clone())))),
             wal,
             pool,
@@ -317,10 +319,6 @@ impl Database {
 
     pub fn uptime_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
-    }
-
-    pub fn count(&self, what: &'static str) {
-        *self.status.lock().entry(what).or_default() += 1;
     }
 
     /// A connection id for a client that has not logged in yet (sent in the greeting).

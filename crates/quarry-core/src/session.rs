@@ -618,7 +618,9 @@ impl Session {
         }
         *self.info.command.lock() = "Sleep".into();
         *self.info.info.lock() = None;
-        self.db.count("Questions");
+        self.db
+            .questions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         r
     }
 
@@ -1433,8 +1435,14 @@ impl Session {
                 ] {
                     all.push((k.into(), v));
                 }
-                for (k, v) in self.db.status.lock().iter() {
-                    all.push((k.to_string(), *v));
+                let locks = &self.db.txns.locks.stats;
+                for (k, v) in [
+                    ("Questions", get(&self.db.questions)),
+                    ("Innodb_row_lock_waits", get(&locks.waits)),
+                    ("Innodb_deadlocks", get(&locks.deadlocks)),
+                    ("Quarry_lock_wait_timeouts", get(&locks.timeouts)),
+                ] {
+                    all.push((k.into(), v));
                 }
                 all.sort();
                 let rows = all

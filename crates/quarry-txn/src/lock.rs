@@ -14,6 +14,7 @@
 //! yet) can only make a cycle look real a moment early; the victim retries.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -104,6 +105,18 @@ pub struct LockManager {
     parts: Vec<Partition>,
     /// Wait-for graph: a waiting transaction → the holders in its way.
     waits: Mutex<HashMap<TxnId, Vec<TxnId>>>,
+    pub stats: LockStats,
+}
+
+/// Counts since start, for SHOW STATUS (InnoDB's names where it has them).
+#[derive(Default)]
+pub struct LockStats {
+    /// Requests that had to wait (counted once each).
+    pub waits: AtomicU64,
+    /// Requests refused with 1213.
+    pub deadlocks: AtomicU64,
+    /// Requests refused with 1205.
+    pub timeouts: AtomicU64,
 }
 
 /// What a waiting request gives up on besides its timeout (KILL).
@@ -125,6 +138,7 @@ impl LockManager {
                 })
                 .collect(),
             waits: Mutex::new(HashMap::new()),
+            stats: LockStats::default(),
         }
     }
 
@@ -150,6 +164,7 @@ impl LockManager {
         let deadline = Instant::now() + timeout;
         let part = self.part(&key);
         let mut locks = part.locks.lock();
+        let mut waited = false;
         loop {
             let e = locks.entry(key).or_default();
             let mine = e.granted.iter().position(|&(t, _)| t == txn);
@@ -180,11 +195,16 @@ impl LockManager {
                     if e.granted.is_empty() && e.waiting == 0 {
                         locks.remove(&key);
                     }
+                    self.stats.deadlocks.fetch_add(1, Ordering::Relaxed);
                     return Err(Error::new(
                         1213,
                         "Deadlock found when trying to get lock; try restarting transaction",
                     ));
                 }
+            }
+            if !waited {
+                waited = true;
+                self.stats.waits.fetch_add(1, Ordering::Relaxed);
             }
             e.waiting += 1;
             let slice = (Instant::now() + Duration::from_millis(100)).min(deadline);
@@ -201,6 +221,7 @@ impl LockManager {
                 return Err(if killed {
                     Error::query_interrupted()
                 } else {
+                    self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
                     Error::lock_wait_timeout()
                 });
             }
@@ -294,6 +315,9 @@ mod tests {
         m.release(1, &[t]);
         m.release(2, &[t]);
         assert!(m.is_empty());
+        assert_eq!(m.stats.timeouts.load(Ordering::Relaxed), 2);
+        assert_eq!(m.stats.waits.load(Ordering::Relaxed), 2);
+        assert_eq!(m.stats.deadlocks.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -339,6 +363,12 @@ mod tests {
         assert!(first.join().unwrap().unwrap());
         m.release(1, &[a, b]);
         assert!(m.is_empty());
+        assert_eq!(m.stats.deadlocks.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            m.stats.waits.load(Ordering::Relaxed),
+            1,
+            "the victim never waited"
+        );
     }
 
     #[test]
