@@ -140,6 +140,39 @@ for s in oltp_read_write oltp_read_only oltp_write_only oltp_point_select oltp_i
   check "sysbench $s (2 threads)" sysbench_script "$s" 2
 done
 
+# 1 000 idle clients: once idle past quarry_idle_thread_timeout_ms (2 s) they hold no
+# server thread, memory stays bounded, and every one still answers.
+idle_connections() {
+  $M -e 'SET GLOBAL max_connections = 1100' &&
+  python3 - "$PORT" "$PID" <<'PY'
+import os, sys, time, pymysql
+port, pid = int(sys.argv[1]), sys.argv[2]
+def threads(): return len(os.listdir(f"/proc/{pid}/task"))
+def rss():
+    return int([l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0].split()[1])
+time.sleep(3)
+t0, r0 = threads(), rss()
+conns = [pymysql.connect(host="127.0.0.1", port=port, user="root") for _ in range(1000)]
+for c in conns:
+    c.cursor().execute("SELECT 1")
+busy = threads()
+deadline = time.time() + 20
+while threads() > t0 + 5 and time.time() < deadline:
+    time.sleep(0.2)
+t1, r1 = threads(), rss()
+per = (r1 - r0) / 1000
+print(f"     1 000 idle connections: server threads {t0} -> {busy} while they spoke -> {t1} idle; RSS +{per:.0f} KiB per connection")
+assert t1 <= t0 + 5, "idle connections keep threads"
+assert per < 256, "memory per idle connection"
+for c in conns:
+    cur = c.cursor(); cur.execute("SELECT 1"); assert cur.fetchone() == (1,)
+for c in conns:
+    c.close()
+PY
+  $M -e 'SET GLOBAL max_connections = 151'
+}
+check "1 000 idle connections hold no threads and all answer" idle_connections
+
 # A malformed packet closes that connection only; the server keeps serving.
 malformed() {
   python3 - "$PORT" <<'PY'

@@ -216,6 +216,11 @@ fn is_ddl(stmt: &Stmt) -> bool {
 }
 
 impl Session {
+    /// A variable this session set for itself (`SET SESSION`), if it did.
+    pub fn session_value(&self, name: &str) -> Option<&Value> {
+        self.vars.get(name)
+    }
+
     pub(crate) fn new(db: Arc<Database>, info: Arc<ProcessInfo>) -> Session {
         let seed = info.id.wrapping_mul(0x9E3779B97F4A7C15) ^ DateTime::now().to_micros() as u64;
         Session {

@@ -17,6 +17,7 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("character_set_database", s("utf8mb4")),
         ("character_set_results", s("utf8mb4")),
         ("character_set_server", s("utf8mb4")),
+        ("connect_timeout", i(10)),
         ("collation_connection", s("utf8mb4_general_ci")),
         ("collation_database", s("utf8mb4_general_ci")),
         ("collation_server", s("utf8mb4_general_ci")),
@@ -36,6 +37,9 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("net_write_timeout", i(60)),
         ("performance_schema", i(0)),
         ("port", i(3306)),
+        // A connection idle this long gives its thread back until it speaks again
+        // (0: it keeps its thread).
+        ("quarry_idle_thread_timeout_ms", i(2000)),
         ("quarry_sort_buffer_size", i(64 * 1024 * 1024)),
         ("quarry_join_buffer_size", i(128 * 1024 * 1024)),
         ("read_buffer_size", i(128 * 1024)),

@@ -6,6 +6,7 @@
 //! response (DEPS.md: 16k → 44k queries/s on loopback).
 
 use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
 
 use sha1::{Digest, Sha1};
 
@@ -50,12 +51,33 @@ pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
 pub const MAX_PACKET: usize = 0xff_ffff;
 
 /// Packet framing over a stream, with a response buffer flushed once per response.
+///
+/// Input is read in chunks into `inbuf` (one `read` usually brings a whole command). A
+/// stream with a read timeout may time out between reads: before the first byte of a
+/// command that means the client is idle ([`Conn::read_command`] says so); inside a
+/// packet the read goes on until `patience` has passed without a byte.
 pub struct Conn<S> {
     pub stream: S,
     pub seq: u8,
     out: Vec<u8>,
+    /// Received bytes not consumed yet are `inbuf[start..end]`.
+    inbuf: Vec<u8>,
+    start: usize,
+    end: usize,
     /// Largest incoming (reassembled) packet accepted.
     pub max_packet: usize,
+    /// How long a packet may stall once begun before the read fails.
+    pub patience: Duration,
+}
+
+const READ_CHUNK: usize = 16 * 1024;
+const OUT_CAPACITY: usize = 16 * 1024;
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 impl<S: Read + Write> Conn<S> {
@@ -63,9 +85,116 @@ impl<S: Read + Write> Conn<S> {
         Conn {
             stream,
             seq: 0,
-            out: Vec::with_capacity(16 * 1024),
+            out: Vec::with_capacity(OUT_CAPACITY),
+            inbuf: Vec::new(),
+            start: 0,
+            end: 0,
             max_packet: 16 << 20,
+            patience: Duration::from_secs(28800),
         }
+    }
+
+    /// The next command, or None when the stream's read timeout passed before any of it
+    /// arrived: the client is idle.
+    pub fn read_command(&mut self) -> io::Result<Option<Vec<u8>>> {
+        if self.start == self.end {
+            match self.fill() {
+                Ok(()) => {}
+                Err(e) if timed_out(&e) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        self.read_packet().map(Some)
+    }
+
+    /// Give back the buffers' memory while nothing is pending (an idle connection).
+    pub fn shrink(&mut self) {
+        if self.start == self.end {
+            self.inbuf = Vec::new();
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.out.is_empty() {
+            self.out = Vec::new();
+        }
+    }
+
+    /// Read once into `inbuf` (at least one byte, or an error; end of stream is
+    /// UnexpectedEof).
+    fn fill(&mut self) -> io::Result<()> {
+        if self.inbuf.is_empty() {
+            self.inbuf = vec![0; READ_CHUNK];
+        }
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.inbuf.len() {
+            self.inbuf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        loop {
+            match self.stream.read(&mut self.inbuf[self.end..]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// `fill`, waiting through read timeouts up to `patience`.
+    fn fill_patiently(&mut self) -> io::Result<()> {
+        let mut stalled: Option<Instant> = None;
+        loop {
+            match self.fill() {
+                Err(e) if timed_out(&e) => {
+                    let since = *stalled.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= self.patience {
+                        return Err(e);
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Fill `buf` from what is buffered and then from the stream.
+    fn read_exactly(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        let mut at = 0;
+        let mut stalled: Option<Instant> = None;
+        while at < buf.len() {
+            if self.start == self.end {
+                if buf.len() - at >= READ_CHUNK {
+                    // Large payloads go straight to their place.
+                    match self.stream.read(&mut buf[at..]) {
+                        Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                        Ok(n) => {
+                            at += n;
+                            stalled = None;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) if timed_out(&e) => {
+                            let since = *stalled.get_or_insert_with(Instant::now);
+                            if since.elapsed() >= self.patience {
+                                return Err(e);
+                            }
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    continue;
+                }
+                self.fill_patiently()?;
+            }
+            let n = (self.end - self.start).min(buf.len() - at);
+            buf[at..at + n].copy_from_slice(&self.inbuf[self.start..self.start + n]);
+            self.start += n;
+            at += n;
+        }
+        Ok(())
     }
 
     /// Read one logical packet (joining 16 MiB continuation frames). Err(InvalidData) when
@@ -74,7 +203,7 @@ impl<S: Read + Write> Conn<S> {
         let mut payload = Vec::new();
         loop {
             let mut h = [0u8; 4];
-            self.stream.read_exact(&mut h)?;
+            self.read_exactly(&mut h)?;
             let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
             self.seq = h[3].wrapping_add(1);
             if payload.len() + len > self.max_packet {
@@ -85,7 +214,7 @@ impl<S: Read + Write> Conn<S> {
             }
             let start = payload.len();
             payload.resize(start + len, 0);
-            self.stream.read_exact(&mut payload[start..])?;
+            self.read_exactly(&mut payload[start..])?;
             if len < MAX_PACKET {
                 return Ok(payload);
             }
@@ -113,6 +242,10 @@ impl<S: Read + Write> Conn<S> {
         if !self.out.is_empty() {
             self.stream.write_all(&self.out)?;
             self.out.clear();
+            // A large result's buffer is not kept for the session's life.
+            if self.out.capacity() > 64 * OUT_CAPACITY {
+                self.out = Vec::with_capacity(OUT_CAPACITY);
+            }
         }
         self.stream.flush()
     }
@@ -382,6 +515,81 @@ mod tests {
         let mut rd = Conn::new(std::io::Cursor::new(out));
         rd.max_packet = 32 << 20;
         assert_eq!(rd.read_packet().unwrap().len(), MAX_PACKET + 10);
+    }
+
+    /// A stream that delivers scripted pieces, a `None` piece being a read timeout.
+    struct Trickle(std::collections::VecDeque<Option<Vec<u8>>>);
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.pop_front() {
+                None => Ok(0),
+                Some(None) => Err(io::ErrorKind::WouldBlock.into()),
+                Some(Some(mut piece)) => {
+                    let n = piece.len().min(buf.len());
+                    buf[..n].copy_from_slice(&piece[..n]);
+                    if n < piece.len() {
+                        self.0.push_front(Some(piece.split_off(n)));
+                    }
+                    Ok(n)
+                }
+            }
+        }
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn framed(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut p = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        p.push(seq);
+        p.extend_from_slice(payload);
+        p
+    }
+
+    #[test]
+    fn read_timeouts_mean_idle_between_commands_and_wait_inside_one() {
+        let big = vec![9u8; 3 * READ_CHUNK + 5];
+        let mut two = framed(0, b"\x03SELECT 1");
+        two.extend(framed(0, b"\x0e"));
+        let whole_big = framed(0, &big);
+        let pieces = vec![
+            None, // idle before the first command
+            Some(two),
+            None,
+            Some(whole_big[..2].to_vec()), // half a header, then a stall
+            None,
+            None,
+            Some(whole_big[2..READ_CHUNK].to_vec()),
+            None,
+            Some(whole_big[READ_CHUNK..].to_vec()),
+        ];
+        let mut c = Conn::new(Trickle(pieces.into_iter().collect()));
+        assert_eq!(c.read_command().unwrap(), None);
+        assert_eq!(c.read_command().unwrap().unwrap(), b"\x03SELECT 1");
+        // The second packet came in the same read: no wait, no idle.
+        assert_eq!(c.read_command().unwrap().unwrap(), b"\x0e");
+        assert_eq!(c.read_command().unwrap(), None);
+        assert_eq!(c.read_command().unwrap().unwrap(), big);
+        c.shrink();
+        let e = c.read_command().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+
+        // A packet stalled past its patience fails instead of waiting forever.
+        let mut c = Conn::new(Trickle(
+            [Some(framed(0, b"abc")[..5].to_vec()), None, None]
+                .into_iter()
+                .collect(),
+        ));
+        c.patience = Duration::ZERO;
+        let e = c.read_command().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The MySQL server: accepts connections and runs each one's commands on a core `Session`.
 //!
-//! One thread per connection (bounded by `max_connections`); commands are read, executed
-//! and answered with one buffered write. Any malformed packet ends only that connection.
+//! A thread per busy connection (connections bounded by `max_connections`); commands are
+//! read, executed and answered with one buffered write. A connection idle for
+//! `quarry_idle_thread_timeout_ms` waits without a thread ([`park`]). Any malformed packet ends
+//! only that connection.
 //! Must not touch: SQL semantics (core), file formats (engines).
 
 use std::collections::HashMap;
@@ -17,11 +19,15 @@ use quarry_common::{Decimal, Error, Result, TypeKind, Value};
 use quarry_core::{Database, OutColumn, Output, Prepared, Session};
 use quarry_protocol::*;
 
+mod park;
+use park::Parking;
+
 pub struct Server {
     db: Arc<Database>,
     listener: TcpListener,
     stop: Arc<AtomicBool>,
     active: Arc<AtomicUsize>,
+    parking: Arc<Parking>,
 }
 
 impl Server {
@@ -32,6 +38,7 @@ impl Server {
             listener,
             stop: Arc::new(AtomicBool::new(false)),
             active: Arc::new(AtomicUsize::new(0)),
+            parking: Arc::new(Parking::new()?),
         })
     }
 
@@ -66,10 +73,30 @@ impl Server {
                 }
             })
         };
+        let waker = {
+            let (parking, stop) = (self.parking.clone(), self.stop.clone());
+            std::thread::Builder::new()
+                .name("parking".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        for client in parking.wake(Duration::from_millis(100)) {
+                            resume(client, parking.clone());
+                        }
+                    }
+                    parking.close_all();
+                })?
+        };
         let result = self.accept_loop();
         watcher_done.store(true, Ordering::Relaxed);
         let _ = watcher.join();
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = waker.join();
         result
+    }
+
+    /// Connections waiting without a thread now.
+    pub fn parked(&self) -> usize {
+        self.parking.len()
     }
 
     fn accept_loop(&self) -> io::Result<()> {
@@ -94,12 +121,17 @@ impl Server {
                         let _ = c.flush();
                         continue;
                     }
-                    std::thread::Builder::new()
+                    let slot = ConnSlot(active);
+                    let parking = self.parking.clone();
+                    // Out of threads: the connection is closed (the closure dropped) and
+                    // the server goes on serving the others.
+                    let _ = std::thread::Builder::new()
                         .name(format!("conn-{peer}"))
                         .spawn(move || {
-                            let _ = handle(db, stream, peer);
-                            active.fetch_sub(1, Ordering::SeqCst);
-                        })?;
+                            if let Ok(Some(client)) = login(db, stream, peer, slot) {
+                                serve(client, parking);
+                            }
+                        });
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // Out of descriptors or a connection reset before accept: keep serving.
@@ -185,6 +217,17 @@ struct Stmt {
     long_data: HashMap<usize, Vec<u8>>,
 }
 
+/// One counted connection (toward `max_connections`) until dropped.
+struct ConnSlot(Arc<AtomicUsize>);
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Everything a connection keeps between commands; it moves between threads when the
+/// connection is parked and resumed.
 struct Client {
     session: Session,
     scramble: [u8; 20],
@@ -193,11 +236,41 @@ struct Client {
     caps: u32,
     stmts: HashMap<u32, Stmt>,
     next_stmt: u32,
+    /// The global `wait_timeout` when the client logged in (as MySQL, a later SET GLOBAL
+    /// is for later connections; SET SESSION wins).
+    wait_timeout: Duration,
+    _slot: ConnSlot,
 }
 
-fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(28800)))?;
+fn global_secs(db: &Database, name: &str, default: u64) -> Duration {
+    let v = db
+        .global(name)
+        .map(|v| v.to_i64())
+        .unwrap_or(default as i64);
+    Duration::from_secs(v.max(1) as u64)
+}
+
+/// The handshake: a logged-in client, or None when refused (the error is sent).
+fn login(
+    db: Arc<Database>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    slot: ConnSlot,
+) -> io::Result<Option<Client>> {
+    let idle_ms = db
+        .global("quarry_idle_thread_timeout_ms")
+        .map(|v| v.to_i64())
+        .unwrap_or(0);
+    // The socket's read timeout is how a serving thread notices its client went idle;
+    // without parking, reads wait up to wait_timeout.
+    let wait_timeout = global_secs(&db, "wait_timeout", 28800);
+    stream.set_read_timeout(Some(if idle_ms > 0 {
+        Duration::from_millis(idle_ms as u64)
+    } else {
+        wait_timeout
+    }))?;
     let mut conn = Conn::new(stream);
+    conn.patience = global_secs(&db, "connect_timeout", 10);
     let scramble = scramble();
     let conn_id = db.reserve_connection_id();
     conn.push(&handshake(
@@ -210,7 +283,7 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
     let pkt = conn.read_packet()?;
     let Some(resp) = parse_handshake_response(&pkt) else {
         conn.push(&err_packet(1043, "08S01", "Bad handshake"));
-        return conn.flush();
+        return conn.flush().map(|()| None);
     };
     let host = peer.ip().to_string();
     let mut auth = resp.auth.clone();
@@ -241,7 +314,7 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
             if auth.is_empty() { "NO" } else { "YES" }
         );
         conn.push(&err_packet(1045, "28000", &msg));
-        return conn.flush();
+        return conn.flush().map(|()| None);
     }
     let session = db.session_with_id(conn_id, &resp.user, &host);
     let mut client = Client {
@@ -252,11 +325,13 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
         next_stmt: 1,
         scramble,
         host,
+        wait_timeout,
+        _slot: slot,
     };
     if let Some(d) = &resp.database {
         if let Err(e) = client.session.use_db(d) {
             client.send_err(&e);
-            return client.conn.flush();
+            return client.conn.flush().map(|()| None);
         }
     }
     client.conn.push(&ok_packet(0, 0, client.status(), 0, ""));
@@ -265,27 +340,49 @@ fn handle(db: Arc<Database>, stream: TcpStream, peer: SocketAddr) -> io::Result<
         .global("max_allowed_packet")
         .map(|v| v.to_i64().max(1024) as usize)
         .unwrap_or(16 << 20);
+    client.conn.patience = wait_timeout;
+    Ok(Some(client))
+}
+
+/// A parked client spoke: serve it on a thread of its own again.
+fn resume(client: Client, parking: Arc<Parking>) {
+    let name = format!("conn-{}", client.session.info.id);
+    // Without a thread the connection cannot be served: dropping it closes it.
+    let _ = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || serve(client, parking));
+}
+
+/// Answer commands until the client quits, breaks the protocol or goes idle (then it is
+/// parked and this thread ends).
+fn serve(mut client: Client, parking: Arc<Parking>) {
     loop {
         if client.session.info.kill_connection.load(Ordering::Relaxed) {
-            return Ok(());
+            return;
         }
-        let pkt = match client.conn.read_packet() {
-            Ok(p) => p,
+        let pkt = match client.conn.read_command() {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                let wait_timeout = match client.session.session_value("wait_timeout") {
+                    Some(v) => Duration::from_secs(v.to_i64().max(1) as u64),
+                    None => client.wait_timeout,
+                };
+                parking.park(client, wait_timeout);
+                return;
+            }
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                client.conn.seq = client.conn.seq.wrapping_add(0);
                 client.send_err(&Error::packet_too_large());
                 let _ = client.conn.flush();
-                return Ok(());
+                return;
             }
-            Err(e) => return Err(e),
+            Err(_) => return,
         };
         let Some((&cmd, body)) = pkt.split_first() else {
-            return Ok(());
+            return;
         };
         let keep = client.command(cmd, body);
-        client.conn.flush()?;
-        if !keep {
-            return Ok(());
+        if client.conn.flush().is_err() || !keep {
+            return;
         }
     }
 }

@@ -1,5 +1,7 @@
-//! Many connections at once: 1 000 idle ones do not stop 64 busy ones, every idle one
-//! still answers afterwards, and a connection past `max_connections` gets 1040.
+//! Many connections at once: 1 000 idle ones do not stop 64 busy ones and hold no thread
+//! each, every idle one still answers afterwards, and a connection past
+//! `max_connections` gets 1040. An idle (parked) connection keeps its transaction, can
+//! be killed, and is closed after `wait_timeout`.
 
 mod common;
 
@@ -7,6 +9,8 @@ use common::Raw;
 use quarry_core::quarry_common::Value;
 use quarry_core::Database;
 use quarry_server::Server;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 #[test]
 fn a_thousand_idle_connections_beside_sixty_four_busy_ones() {
@@ -14,10 +18,14 @@ fn a_thousand_idle_connections_beside_sixty_four_busy_ones() {
     let _ = std::fs::remove_dir_all(&dir);
     let db = Database::open(&dir).unwrap();
     db.set_global("max_connections", Value::Int(1080));
-    let server = Server::bind(db.clone(), "127.0.0.1:0").unwrap();
+    db.set_global("quarry_idle_thread_timeout_ms", Value::Int(200));
+    let server = Arc::new(Server::bind(db.clone(), "127.0.0.1:0").unwrap());
     let port = server.local_addr().unwrap().port();
     let stop = server.stop_handle();
-    let th = std::thread::spawn(move || server.run());
+    let th = {
+        let server = server.clone();
+        std::thread::spawn(move || server.run())
+    };
 
     let mut admin = Raw::login(port);
     assert_eq!(admin.query_rows(b"CREATE DATABASE d"), Ok(vec![]));
@@ -29,7 +37,21 @@ fn a_thousand_idle_connections_beside_sixty_four_busy_ones() {
     let insert = format!("INSERT INTO d.t VALUES {}", values.join(","));
     assert_eq!(admin.query_rows(insert.as_bytes()), Ok(vec![]));
 
+    let (threads0, rss0) = (threads(), rss_kib());
     let mut idle: Vec<Raw> = (0..1000).map(|_| Raw::login(port)).collect();
+    // Idle past quarry_idle_thread_timeout_ms, they wait without threads.
+    wait_until(|| server.parked() >= 1000);
+    let (threads1, rss1) = (threads(), rss_kib());
+    assert!(
+        threads1 < threads0 + 20,
+        "{threads0} threads before the idle connections, {threads1} after"
+    );
+    // Memory is measured on the release server by the client suite (this process's
+    // allocator keeps what the exited threads' arenas held).
+    eprintln!(
+        "1 000 idle connections: {threads0} -> {threads1} threads, RSS +{} KiB",
+        rss1.saturating_sub(rss0)
+    );
 
     // 64 busy sessions, each updating its own row and reading it back.
     let busy: Vec<_> = (0..64)
@@ -90,4 +112,91 @@ fn a_thousand_idle_connections_beside_sixty_four_busy_ones() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     th.join().unwrap().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_parked_connection_keeps_its_transaction_and_can_be_killed_or_time_out() {
+    let dir = std::env::temp_dir().join(format!("quarry-park-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Database::open(&dir).unwrap();
+    db.set_global("quarry_idle_thread_timeout_ms", Value::Int(100));
+    let server = Arc::new(Server::bind(db.clone(), "127.0.0.1:0").unwrap());
+    let port = server.local_addr().unwrap().port();
+    let stop = server.stop_handle();
+    let th = {
+        let server = server.clone();
+        std::thread::spawn(move || server.run())
+    };
+    let mut other = Raw::login(port);
+    other.query_rows(b"CREATE DATABASE test").unwrap();
+    other
+        .query_rows(b"CREATE TABLE test.t (id INT PRIMARY KEY, v INT)")
+        .unwrap();
+    other
+        .query_rows(b"INSERT INTO test.t VALUES (1, 0)")
+        .unwrap();
+
+    // A transaction open across the wait: its change stays invisible to others, its row
+    // lock held, and it commits when the client comes back on a new thread.
+    let mut a = Raw::login(port);
+    a.query_rows(b"BEGIN").unwrap();
+    a.query_rows(b"UPDATE test.t SET v = 1 WHERE id = 1")
+        .unwrap();
+    wait_until(|| server.parked() >= 2);
+    let v = |c: &mut Raw, sql: &[u8]| c.query_rows(sql).map(|r| r[0][1..].to_vec());
+    assert_eq!(v(&mut other, b"SELECT v FROM test.t"), Ok(b"0".to_vec()));
+    other
+        .query_rows(b"SET SESSION innodb_lock_wait_timeout = 1")
+        .unwrap();
+    assert_eq!(
+        other.query_rows(b"SELECT v FROM test.t WHERE id = 1 FOR UPDATE"),
+        Err(1205)
+    );
+    a.query_rows(b"COMMIT").unwrap();
+    assert_eq!(v(&mut other, b"SELECT v FROM test.t"), Ok(b"1".to_vec()));
+
+    // KILL closes a parked connection at once.
+    let id = a.query_rows(b"SELECT CONNECTION_ID()").unwrap();
+    let id = String::from_utf8_lossy(&id[0][1..]).to_string();
+    wait_until(|| server.parked() >= 1);
+    other.query_rows(format!("KILL {id}").as_bytes()).unwrap();
+    assert_eq!(a.read(), None, "the killed connection is closed");
+
+    // wait_timeout closes one idle that long.
+    other.query_rows(b"SET GLOBAL wait_timeout = 1").unwrap();
+    let mut b = Raw::login(port);
+    let t0 = Instant::now();
+    assert_eq!(b.read(), None, "closed after wait_timeout");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
+    // The others go on.
+    assert_eq!(other.query_rows(b"SELECT 1").map(|r| r.len()), Ok(1));
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    th.join().unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn wait_until(done: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "timed out waiting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+fn rss_kib() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
