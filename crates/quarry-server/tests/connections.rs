@@ -14,18 +14,8 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn a_thousand_idle_connections_beside_sixty_four_busy_ones() {
-    let dir = std::env::temp_dir().join(format!("quarry-conns-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir).unwrap();
-    db.set_global("max_connections", Value::Int(1080));
-    db.set_global("quarry_idle_thread_timeout_ms", Value::Int(200));
-    let server = Arc::new(Server::bind(db.clone(), "127.0.0.1:0").unwrap());
-    let port = server.local_addr().unwrap().port();
-    let stop = server.stop_handle();
-    let th = {
-        let server = server.clone();
-        std::thread::spawn(move || server.run())
-    };
+    let running = Running::start("conns", &[("max_connections", 1080), (IDLE_MS, 200)]);
+    let (server, port) = (&running.server, running.port);
 
     let mut admin = Raw::login(port);
     assert_eq!(admin.query_rows(b"CREATE DATABASE d"), Ok(vec![]));
@@ -109,24 +99,13 @@ fn a_thousand_idle_connections_beside_sixty_four_busy_ones() {
 
     drop(idle);
     drop(extra);
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    th.join().unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    running.stop();
 }
 
 #[test]
 fn a_parked_connection_keeps_its_transaction_and_can_be_killed_or_time_out() {
-    let dir = std::env::temp_dir().join(format!("quarry-park-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let db = Database::open(&dir).unwrap();
-    db.set_global("quarry_idle_thread_timeout_ms", Value::Int(100));
-    let server = Arc::new(Server::bind(db.clone(), "127.0.0.1:0").unwrap());
-    let port = server.local_addr().unwrap().port();
-    let stop = server.stop_handle();
-    let th = {
-        let server = server.clone();
-        std::thread::spawn(move || server.run())
-    };
+    let running = Running::start("park", &[(IDLE_MS, 100)]);
+    let (server, port) = (&running.server, running.port);
     let mut other = Raw::login(port);
     other.query_rows(b"CREATE DATABASE test").unwrap();
     other
@@ -175,9 +154,55 @@ fn a_parked_connection_keeps_its_transaction_and_can_be_killed_or_time_out() {
     // The others go on.
     assert_eq!(other.query_rows(b"SELECT 1").map(|r| r.len()), Ok(1));
 
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    th.join().unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    running.stop();
+}
+
+const IDLE_MS: &str = "quarry_idle_thread_timeout_ms";
+
+/// A server on an ephemeral port in a fresh datadir, with some globals set.
+struct Running {
+    server: Arc<Server>,
+    port: u16,
+    dir: std::path::PathBuf,
+    thread: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    fn start(name: &str, globals: &[(&str, i64)]) -> Running {
+        let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = Database::open(&dir).unwrap();
+        for &(k, v) in globals {
+            db.set_global(k, Value::Int(v));
+        }
+        let server = Arc::new(Server::bind(db, "127.0.0.1:0").unwrap());
+        let port = server.local_addr().unwrap().port();
+        let thread = {
+            let server = server.clone();
+            std::thread::spawn(move || server.run())
+        };
+        Running {
+            server,
+            port,
+            dir,
+            thread,
+        }
+    }
+
+    fn stop(self) {
+        let Running {
+            server,
+            dir,
+            thread,
+            ..
+        } = self;
+        server
+            .stop_handle()
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        thread.join().unwrap().unwrap();
+        drop(server); // closes the database before its directory goes
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 fn wait_until(done: impl Fn() -> bool) {
