@@ -94,6 +94,7 @@ pub struct Database {
     /// Statements run (`Questions`): an atomic, as every statement of every session
     /// bumps it.
     pub(crate) questions: AtomicU64,
+    vars_generation: AtomicU64,
     pub(crate) wal: Arc<quarry_storage::Wal>,
     pool: Arc<quarry_storage::BufferPool>,
     log_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -264,6 +265,7 @@ impl Database {
             next_conn: AtomicU64::new(1),
             processes: Mutex::new(HashMap::new()),
             questions: AtomicU64::new(0),
+            vars_generation: AtomicU64::new(0),
             log_thread: Mutex::new(Some(wal.start_background(Some(pool.clone())))),
             wal,
             pool,
@@ -305,6 +307,12 @@ impl Database {
             _ => {}
         }
         self.globals.write().insert(name.to_string(), v);
+        self.vars_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Bumped by every SET GLOBAL: sessions re-read what they cache of the variables.
+    pub(crate) fn vars_generation(&self) -> u64 {
+        self.vars_generation.load(Ordering::Acquire)
     }
 
     /// Write every change the log holds to its file and record a checkpoint.

@@ -94,6 +94,9 @@ pub struct Session {
     pub info: Arc<ProcessInfo>,
     savepoints: Vec<(String, usize)>,
     rand: Cell<u64>,
+    /// Variables every statement consults, read once per change of them: with the
+    /// `Database::vars_generation` they were read at (a session SET clears it).
+    settings: Cell<Option<(u64, Settings)>>,
 }
 
 fn text(name: &str, width: u32) -> OutColumn {
@@ -215,6 +218,26 @@ fn is_ddl(stmt: &Stmt) -> bool {
         || matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    RepeatableRead,
+    ReadCommitted,
+    ReadUncommitted,
+}
+
+/// What every statement reads from the variables (see `Session::settings`).
+#[derive(Clone, Copy)]
+struct Settings {
+    strict: bool,
+    lock_timeout: Duration,
+    isolation: Isolation,
+    read_buffer: usize,
+    agg_buffer: usize,
+    join_buffer: usize,
+    sort_buffer: usize,
+    pushdown: bool,
+}
+
 impl Session {
     /// A variable this session set for itself (`SET SESSION`), if it did.
     pub fn session_value(&self, name: &str) -> Option<&Value> {
@@ -242,6 +265,7 @@ impl Session {
             info,
             savepoints: vec![],
             rand: Cell::new(seed | 1),
+            settings: Cell::new(None),
         }
     }
 
@@ -260,18 +284,56 @@ impl Session {
         self.info.id
     }
 
-    fn strict(&self) -> bool {
-        self.sys_var("sql_mode")
-            .map(|m| m.as_str_lossy().to_ascii_uppercase().contains("STRICT"))
-            .unwrap_or(true)
+    /// The statement-wide settings, re-read only after a SET.
+    fn settings(&self) -> Settings {
+        let generation = self.db.vars_generation();
+        if let Some((g, st)) = self.settings.get() {
+            if g == generation {
+                return st;
+            }
+        }
+        let st = self.read_settings();
+        self.settings.set(Some((generation, st)));
+        st
+    }
+
+    fn read_settings(&self) -> Settings {
+        let size = |name: &str, min: i64, max: i64, default: usize| {
+            self.sys_var(name)
+                .map(|v| v.to_i64().clamp(min, max) as usize)
+                .unwrap_or(default)
+        };
+        let text = |name: &str| {
+            self.sys_var(name)
+                .map(|v| v.as_str_lossy().to_ascii_uppercase())
+                .ok()
+        };
+        Settings {
+            strict: text("sql_mode").is_none_or(|m| m.contains("STRICT")),
+            lock_timeout: Duration::from_secs(size("innodb_lock_wait_timeout", 1, 86400, 50) as u64),
+            isolation: match text("transaction_isolation").as_deref() {
+                Some("READ-COMMITTED") => Isolation::ReadCommitted,
+                Some("READ-UNCOMMITTED") => Isolation::ReadUncommitted,
+                _ => Isolation::RepeatableRead,
+            },
+            read_buffer: size("read_buffer_size", 256, 1 << 30, 128 << 10),
+            agg_buffer: size("tmp_table_size", 1024, 1 << 40, 16 << 20),
+            join_buffer: size("quarry_join_buffer_size", 1024, 1 << 40, 128 << 20),
+            sort_buffer: size("quarry_sort_buffer_size", 1024, 1 << 40, 64 << 20),
+            pushdown: self
+                .sys_var("optimizer_switch")
+                .map(|v| quarry_executor::pushdown::enabled(&v.as_str_lossy()))
+                .unwrap_or(true),
+        }
     }
 
     fn lock_timeout(&self) -> Duration {
-        Duration::from_secs(
-            self.sys_var("innodb_lock_wait_timeout")
-                .map(|v| v.to_i64().clamp(1, 86400) as u64)
-                .unwrap_or(50),
-        )
+        self.settings().lock_timeout
+    }
+
+    /// A session variable changed: statement settings are read again.
+    fn vars_changed(&self) {
+        self.settings.set(None);
     }
 
     /// Run `f` with an executor context outside any statement (start-up work).
@@ -339,13 +401,10 @@ impl Session {
     ) -> quarry_txn::Context {
         let txn = (self.in_txn || write || read_lock.is_some()).then(|| self.begin_txn());
         let own = txn.as_ref().map_or(0, |t| t.id);
-        let iso = self
-            .sys_var("transaction_isolation")
-            .map(|v| v.as_str_lossy().to_ascii_uppercase())
-            .unwrap_or_default();
-        let snap = if write || read_lock.is_some() || iso == "READ-COMMITTED" {
+        let iso = self.settings().isolation;
+        let snap = if write || read_lock.is_some() || iso == Isolation::ReadCommitted {
             Some(self.db.txns.snapshot(own))
-        } else if iso == "READ-UNCOMMITTED" {
+        } else if iso == Isolation::ReadUncommitted {
             None
         } else if self.in_txn {
             let db = &self.db;
@@ -443,6 +502,7 @@ impl Session {
     pub fn reset(&mut self) {
         let _ = self.rollback();
         self.vars.clear();
+        self.vars_changed();
         self.user_vars.clear();
         self.warnings.clear();
         self.last_insert_id.set(0);
@@ -686,19 +746,13 @@ impl Session {
         })
     }
 
-    /// A byte-size variable's value, kept within `min..=max` (`default` if unreadable).
-    fn size_var(&self, name: &str, min: i64, max: i64, default: usize) -> usize {
-        self.sys_var(name)
-            .map(|v| v.to_i64().clamp(min, max) as usize)
-            .unwrap_or(default)
-    }
-
     fn exec_ctx<T>(
         &self,
         params: Vec<Value>,
         sink: &StmtSink,
         f: impl FnOnce(&ExecCtx) -> Result<T>,
     ) -> Result<T> {
+        let st = self.settings();
         let ctx = ExecCtx {
             catalog: &self.db.catalog,
             db: self.current_db.clone(),
@@ -711,16 +765,13 @@ impl Session {
             rand_state: Cell::new(self.rand.get()),
             warnings: RefCell::new(vec![]),
             undo: RefCell::new(vec![]),
-            strict: self.strict(),
-            read_buffer: self.size_var("read_buffer_size", 256, 1 << 30, 128 << 10),
+            strict: st.strict,
+            read_buffer: st.read_buffer,
             killed: &self.info.killed,
-            agg_buffer: self.size_var("tmp_table_size", 1024, 1 << 40, 16 << 20),
-            join_buffer: self.size_var("quarry_join_buffer_size", 1024, 1 << 40, 128 << 20),
-            pushdown: self
-                .sys_var("optimizer_switch")
-                .map(|v| quarry_executor::pushdown::enabled(&v.as_str_lossy()))
-                .unwrap_or(true),
-            sort_buffer: self.size_var("quarry_sort_buffer_size", 1024, 1 << 40, 64 << 20),
+            agg_buffer: st.agg_buffer,
+            join_buffer: st.join_buffer,
+            pushdown: st.pushdown,
+            sort_buffer: st.sort_buffer,
             profile: RefCell::new(None),
         };
         let r = f(&ctx);
@@ -1606,6 +1657,7 @@ impl Session {
                     self.db.set_global(n, v.clone());
                 } else {
                     self.vars.insert(n.to_string(), v.clone());
+                    self.vars_changed();
                 }
             }
         }
@@ -1669,6 +1721,7 @@ impl Session {
                     (true, Some((_, v))) => self.db.set_global(&n, v),
                     (false, Some(_)) => {
                         self.vars.remove(&n);
+                        self.vars_changed();
                     }
                 }
                 continue;
@@ -1713,6 +1766,7 @@ impl Session {
                 self.db.set_global(&n, v);
             } else {
                 self.vars.insert(n, v);
+                self.vars_changed();
             }
         }
         Ok(Output::ok(0))
