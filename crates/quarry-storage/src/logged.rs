@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use quarry_common::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Pending bytes past which a writer forces the log and writes them out itself.
@@ -24,6 +25,13 @@ pub(crate) struct LoggedInner {
     fno: u32,
     wal: Option<Arc<Wal>>,
     pend: Mutex<Pending>,
+    /// Bumped before and after every change of the file (pending extents written out,
+    /// a cut), each made under `pend` so it is odd exactly while one runs: a read runs
+    /// its pread outside `pend` and keeps the result only if the count did not move. A
+    /// thread preempted in pread so stalls no one.
+    file_writes: AtomicU64,
+    /// `Pending::len`, readable without `pend`.
+    len: AtomicU64,
 }
 
 #[derive(Default)]
@@ -143,6 +151,8 @@ impl LoggedFile {
                 len,
                 ..Default::default()
             }),
+            file_writes: AtomicU64::new(0),
+            len: AtomicU64::new(len),
         });
         if let Some(w) = wal {
             w.attach(&inner);
@@ -164,14 +174,29 @@ impl LoggedFile {
 
     /// Read from `off`; returns how many bytes the file has there (short at its end).
     pub fn read_at(&self, buf: &mut [u8], off: u64) -> Result<usize> {
-        let p = self.inner.pend.lock();
+        let inner = &*self.inner;
+        let before = inner.file_writes.load(Ordering::Acquire);
+        let len = inner.len.load(Ordering::Acquire);
+        if before.is_multiple_of(2) && off < len {
+            let n = buf.len().min((len - off) as usize);
+            let got = read_full(inner.file.as_ref(), &mut buf[..n], off)
+                .map_err(|e| io(&inner.path, e))?;
+            let p = inner.pend.lock();
+            // The file as read is the file now: pending bytes (including any added
+            // meanwhile) go over it, as they would have under the lock.
+            if inner.file_writes.load(Ordering::Acquire) == before && p.len == len {
+                buf[got..n].fill(0);
+                p.overlay(&mut buf[..n], off);
+                return Ok(n);
+            }
+        }
+        let p = inner.pend.lock();
         if off >= p.len {
             return Ok(0);
         }
         let n = buf.len().min((p.len - off) as usize);
         let buf = &mut buf[..n];
-        let got =
-            read_full(self.inner.file.as_ref(), buf, off).map_err(|e| io(&self.inner.path, e))?;
+        let got = read_full(inner.file.as_ref(), buf, off).map_err(|e| io(&inner.path, e))?;
         buf[got..].fill(0);
         p.overlay(buf, off);
         Ok(n)
@@ -204,9 +229,12 @@ impl LoggedFile {
 
     fn write_logged(&self, data: &[u8], off: u64, undo_image: Option<&[u8]>) -> Result<()> {
         let Some(wal) = &self.inner.wal else {
-            let r = self.inner.file.write_at(data, off);
             let mut p = self.inner.pend.lock();
+            self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
+            let r = self.inner.file.write_at(data, off);
+            self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
             p.len = p.len.max(off + data.len() as u64);
+            self.inner.len.store(p.len, Ordering::Release);
             return r.map_err(|e| io(&self.inner.path, e));
         };
         let mut p = self.inner.pend.lock();
@@ -239,6 +267,7 @@ impl LoggedFile {
         p.put(off, data);
         p.max_lsn = p.max_lsn.max(lsn);
         p.len = p.len.max(off + data.len() as u64);
+        self.inner.len.store(p.len, Ordering::Release);
         let over = p.bytes > PENDING_LIMIT;
         drop(p);
         if over {
@@ -256,13 +285,16 @@ impl LoggedFile {
         }
         p.cut(len);
         p.len = len;
+        self.inner.len.store(len, Ordering::Release);
         drop(p);
         // Extents below `len` written first, then the cut: all covered by the log now.
         self.inner.write_out(true)?;
-        self.inner
-            .file
-            .set_len(len)
-            .map_err(|e| io(&self.inner.path, e))
+        // Under `pend` like every other change of the file (see `file_writes`).
+        let _p = self.inner.pend.lock();
+        self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
+        let cut = self.inner.file.set_len(len);
+        self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
+        cut.map_err(|e| io(&self.inner.path, e))
     }
 
     /// Write out what the log covers and fsync the file.
@@ -301,9 +333,13 @@ impl LoggedInner {
                 wal.flush_to(p.max_lsn, true)?;
             }
         }
-        for (off, v) in &p.ext {
-            self.file.write_at(v, *off).map_err(|e| io(&self.path, e))?;
-        }
+        self.file_writes.fetch_add(1, Ordering::AcqRel);
+        let written = p
+            .ext
+            .iter()
+            .try_for_each(|(off, v)| self.file.write_at(v, *off));
+        self.file_writes.fetch_add(1, Ordering::AcqRel);
+        written.map_err(|e| io(&self.path, e))?;
         p.ext.clear();
         p.bytes = 0;
         Ok(false)

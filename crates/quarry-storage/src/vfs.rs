@@ -119,6 +119,7 @@ pub struct SimFile {
     /// Inject failures: writes fail with ENOSPC while set.
     full: Arc<std::sync::atomic::AtomicBool>,
     sync_delay_us: Arc<std::sync::atomic::AtomicU64>,
+    read_delay_us: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl VFile for SimFile {
@@ -130,6 +131,14 @@ impl VFile for SimFile {
         }
         let n = buf.len().min(st.data.len() - off);
         buf[..n].copy_from_slice(&st.data[off..off + n]);
+        drop(st);
+        let us = self
+            .read_delay_us
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if us > 0 {
+            // A reader preempted after the copy: the file may change before it returns.
+            std::thread::sleep(std::time::Duration::from_micros(us));
+        }
         Ok(n)
     }
     fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
@@ -174,6 +183,7 @@ pub struct SimFs {
     files: Mutex<HashMap<PathBuf, Arc<SimFile>>>,
     full: Arc<std::sync::atomic::AtomicBool>,
     sync_delay_us: Arc<std::sync::atomic::AtomicU64>,
+    read_delay_us: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl SimFs {
@@ -189,6 +199,12 @@ impl SimFs {
     /// Every fsync takes `d` (a disk's flush latency).
     pub fn set_sync_delay(&self, d: std::time::Duration) {
         self.sync_delay_us
+            .store(d.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Every read takes `d` after it has copied the data.
+    pub fn set_read_delay(&self, d: std::time::Duration) {
+        self.read_delay_us
             .store(d.as_micros() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
@@ -254,6 +270,7 @@ impl Vfs for SimFs {
             st: Mutex::default(),
             full: self.full.clone(),
             sync_delay_us: self.sync_delay_us.clone(),
+            read_delay_us: self.read_delay_us.clone(),
         });
         files.insert(path.to_path_buf(), f.clone());
         Ok(f)
