@@ -239,6 +239,9 @@ struct Client {
     /// The global `wait_timeout` when the client logged in (as MySQL, a later SET GLOBAL
     /// is for later connections; SET SESSION wins).
     wait_timeout: Duration,
+    /// Whether going idle parks the connection (else its read timeout is wait_timeout,
+    /// which closes it).
+    parks: bool,
     _slot: ConnSlot,
 }
 
@@ -326,6 +329,7 @@ fn login(
         scramble,
         host,
         wait_timeout,
+        parks: idle_ms > 0,
         _slot: slot,
     };
     if let Some(d) = &resp.database {
@@ -362,6 +366,7 @@ fn serve(mut client: Client, parking: Arc<Parking>) {
         }
         let pkt = match client.conn.read_command() {
             Ok(Some(p)) => p,
+            Ok(None) if !client.parks => return,
             Ok(None) => {
                 let wait_timeout = match client.session.session_value("wait_timeout") {
                     Some(v) => Duration::from_secs(v.to_i64().max(1) as u64),

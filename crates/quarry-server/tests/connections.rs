@@ -157,6 +157,21 @@ fn a_parked_connection_keeps_its_transaction_and_can_be_killed_or_time_out() {
     running.stop();
 }
 
+#[test]
+fn without_parking_wait_timeout_still_closes_an_idle_connection() {
+    let running = Running::start("noparks", &[(IDLE_MS, 0), ("wait_timeout", 1)]);
+    let mut c = Raw::login(running.port);
+    let t0 = Instant::now();
+    assert_eq!(c.read(), None, "closed after wait_timeout");
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_millis(1600),
+        "{waited:?}"
+    );
+    assert_eq!(running.server.parked(), 0);
+    running.stop();
+}
+
 const IDLE_MS: &str = "quarry_idle_thread_timeout_ms";
 
 /// A server on an ephemeral port in a fresh datadir, with some globals set.
