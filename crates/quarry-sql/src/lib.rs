@@ -140,75 +140,66 @@ pub fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (the parser does not know it): the snapshot
-/// is taken when the transaction starts anyway, so the clause is dropped.
-fn drop_consistent_snapshot(sql: &str) -> std::borrow::Cow<'_, str> {
-    if !sql.to_ascii_uppercase().contains("CONSISTENT") {
+/// Rewrite each occurrence of the word sequence `phrase` (any case, any whitespace
+/// between): `replace` gets the token indexes of its words and of the token after the
+/// phrase, and edits the tokens' texts. `sql` comes back as it was when it cannot hold
+/// `phrase` (its last word is looked for first, without tokenizing).
+fn rewrite_phrase<'a>(
+    sql: &'a str,
+    phrase: &[&str],
+    replace: impl Fn(&[usize], Option<(usize, &Token)>, &mut [String]),
+) -> std::borrow::Cow<'a, str> {
+    let last = phrase[phrase.len() - 1].as_bytes();
+    if !sql
+        .as_bytes()
+        .windows(last.len())
+        .any(|w| w.eq_ignore_ascii_case(last))
+    {
         return std::borrow::Cow::Borrowed(sql);
     }
     let Ok(toks) = Tokenizer::new(&dialect(), sql).tokenize() else {
         return std::borrow::Cow::Borrowed(sql);
     };
-    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.value.eq_ignore_ascii_case(w));
-    let words: Vec<usize> = (0..toks.len())
-        .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
-        .collect();
-    let mut skip = vec![false; toks.len()];
-    for w in words.windows(5) {
-        let [a, b, c, d, e] = [w[0], w[1], w[2], w[3], w[4]];
-        if word(&toks[a], "START")
-            && word(&toks[b], "TRANSACTION")
-            && word(&toks[c], "WITH")
-            && word(&toks[d], "CONSISTENT")
-            && word(&toks[e], "SNAPSHOT")
-        {
-            for s in skip.iter_mut().take(e + 1).skip(c) {
-                *s = true;
-            }
-            // A following `, READ ONLY` keeps its comma as the first mode's separator.
-            if let Some(&n) = words.iter().find(|&&i| i > e) {
-                if matches!(toks[n], Token::Comma) {
-                    skip[n] = true;
-                }
-            }
-        }
-    }
-    let out: String = toks
-        .iter()
-        .zip(&skip)
-        .filter(|(_, s)| !**s)
-        .map(|(t, _)| t.to_string())
-        .collect();
-    std::borrow::Cow::Owned(out)
-}
-
-/// MySQL's `LOCK IN SHARE MODE` is `FOR SHARE` (which `sqlparser` parses).
-fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
-    if !sql.to_ascii_uppercase().contains("SHARE") {
-        return std::borrow::Cow::Borrowed(sql);
-    }
-    let Ok(toks) = Tokenizer::new(&dialect(), sql).tokenize() else {
-        return std::borrow::Cow::Borrowed(sql);
-    };
-    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.value.eq_ignore_ascii_case(w));
     let words: Vec<usize> = (0..toks.len())
         .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
         .collect();
     let mut out: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
-    for w in words.windows(4) {
-        let [a, b, c, d] = [w[0], w[1], w[2], w[3]];
-        if word(&toks[a], "LOCK")
-            && word(&toks[b], "IN")
-            && word(&toks[c], "SHARE")
-            && word(&toks[d], "MODE")
-        {
-            for s in out.iter_mut().take(d + 1).skip(a) {
-                s.clear();
-            }
-            out[a] = "FOR SHARE".into();
+    for (at, w) in words.windows(phrase.len()).enumerate() {
+        let is_phrase = w
+            .iter()
+            .zip(phrase)
+            .all(|(&i, p)| matches!(&toks[i], Token::Word(x) if x.value.eq_ignore_ascii_case(p)));
+        if is_phrase {
+            let next = words.get(at + phrase.len()).map(|&n| (n, &toks[n]));
+            replace(w, next, &mut out);
         }
     }
     std::borrow::Cow::Owned(out.concat())
+}
+
+/// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (the parser does not know it): the snapshot
+/// is taken when the transaction starts anyway, so the clause is dropped.
+fn drop_consistent_snapshot(sql: &str) -> std::borrow::Cow<'_, str> {
+    let phrase = ["START", "TRANSACTION", "WITH", "CONSISTENT", "SNAPSHOT"];
+    rewrite_phrase(sql, &phrase, |w, next, out| {
+        for s in &mut out[w[2]..=w[4]] {
+            s.clear();
+        }
+        // A following `, READ ONLY` keeps its comma as the first mode's separator.
+        if let Some((n, Token::Comma)) = next {
+            out[n].clear();
+        }
+    })
+}
+
+/// MySQL's `LOCK IN SHARE MODE` is `FOR SHARE` (which `sqlparser` parses).
+fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
+    rewrite_phrase(sql, &["LOCK", "IN", "SHARE", "MODE"], |w, _, out| {
+        for s in &mut out[w[0]..=w[3]] {
+            s.clear();
+        }
+        out[w[0]] = "FOR SHARE".into();
+    })
 }
 
 fn dialect() -> MySqlDialect {
