@@ -43,7 +43,7 @@ mod sidecol;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -628,11 +628,16 @@ impl RowTable {
         }
         let end = st.wbuf_start + st.wbuf.len() as u64;
         let starts = st.wbuf_recs.partition_point(|&r| r < end);
-        let mut undo = st.wbuf.clone();
-        for &r in &st.wbuf_recs[..starts] {
-            undo[(r - st.wbuf_start) as usize] = DELETED;
+        if Wal::thread_txn() == 0 {
+            // Nothing to undo: no undo image to build.
+            self.file.write_at(&st.wbuf, st.wbuf_start)?;
+        } else {
+            let mut undo = st.wbuf.clone();
+            for &r in &st.wbuf_recs[..starts] {
+                undo[(r - st.wbuf_start) as usize] = DELETED;
+            }
+            self.file.write_at_undo(&st.wbuf, st.wbuf_start, &undo)?;
         }
-        self.file.write_at_undo(&st.wbuf, st.wbuf_start, &undo)?;
         st.wbuf_recs.drain(..starts);
         HandlerCounters::add(&self.counters.io_write_calls, 1);
         HandlerCounters::add(&self.counters.io_write_bytes, st.wbuf.len() as u64);
@@ -1311,17 +1316,7 @@ impl Table for RowTable {
         let Some((lo, hi)) = self.byte_bounds(ix, lo, hi) else {
             return Some(false);
         };
-        let above = match &lo {
-            Bound::Included(b) => entry >= b.as_slice(),
-            Bound::Excluded(b) => entry > b.as_slice(),
-            Bound::Unbounded => true,
-        };
-        let below = match &hi {
-            Bound::Included(b) => entry <= b.as_slice(),
-            Bound::Excluded(b) => entry < b.as_slice(),
-            Bound::Unbounded => true,
-        };
-        Some(above && below)
+        Some((as_slice_bound(&lo), as_slice_bound(&hi)).contains(entry))
     }
 
     fn index_covers(&self, index: usize) -> Vec<bool> {
@@ -1549,7 +1544,6 @@ impl Table for RowTable {
         let mut st = self.state.lock();
         self.mark_dirty(&mut st)?;
         st.wbuf.clear();
-        st.wbuf_recs.clear();
         for (tree, pending) in self.trees.iter().zip(st.pending.iter_mut()) {
             tree.clear()?;
             pending.clear();

@@ -241,8 +241,8 @@ impl LoggedFile {
         let old_len = p.len;
         // The replaced bytes are only needed to undo an open transaction.
         let in_txn = wal.in_txn();
-        let undo = match undo_image {
-            Some(u) if in_txn => u.to_vec(),
+        let undo: std::borrow::Cow<[u8]> = match undo_image {
+            Some(u) if in_txn => u.into(),
             None if in_txn && off < old_len => {
                 let n = data.len().min((old_len - off) as usize);
                 let mut u = vec![0u8; n];
@@ -250,9 +250,9 @@ impl LoggedFile {
                     .map_err(|e| io(&self.inner.path, e))?;
                 u[got..].fill(0);
                 p.overlay(&mut u, off);
-                u
+                u.into()
             }
-            _ => Vec::new(),
+            _ => (&[][..]).into(),
         };
         let old = match (in_txn, undo_image) {
             (false, _) => u64::MAX,
