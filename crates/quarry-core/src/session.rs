@@ -331,8 +331,12 @@ impl Session {
         self.settings().lock_timeout
     }
 
-    /// A session variable changed: statement settings are read again.
-    fn vars_changed(&self) {
+    /// Set (`Some`) or drop a session variable; statement settings are read again.
+    fn set_session_var(&mut self, name: String, v: Option<Value>) {
+        match v {
+            Some(v) => self.vars.insert(name, v),
+            None => self.vars.remove(&name),
+        };
         self.settings.set(None);
     }
 
@@ -502,7 +506,7 @@ impl Session {
     pub fn reset(&mut self) {
         let _ = self.rollback();
         self.vars.clear();
-        self.vars_changed();
+        self.settings.set(None);
         self.user_vars.clear();
         self.warnings.clear();
         self.last_insert_id.set(0);
@@ -635,7 +639,7 @@ impl Session {
             quarry_storage::Wal::set_thread_txn(0);
             r
         };
-        let r = match r {
+        let mut r = match r {
             Ok((out, ctx_undo, warns)) => {
                 self.undo.extend(ctx_undo);
                 for (code, msg) in warns {
@@ -657,21 +661,18 @@ impl Session {
                 Err(e)
             }
         };
-        let mut r = r;
-        if !self.in_txn && !txn_control {
-            if r.is_err() {
-                let _ = self.rollback_to(0);
-            }
+        if !self.in_txn {
+            // An autocommit statement's failure was undone above (from `mark`, 0 here).
             self.undo.clear();
-            let lsn = self.end_txn(r.is_ok());
-            self.release();
-            if let Err(e) = self.db.wal.wait_commit(lsn) {
-                if r.is_ok() {
-                    r = Err(e);
+            if !txn_control {
+                let lsn = self.end_txn(r.is_ok());
+                self.release();
+                if let Err(e) = self.db.wal.wait_commit(lsn) {
+                    if r.is_ok() {
+                        r = Err(e);
+                    }
                 }
             }
-        } else if !self.in_txn {
-            self.undo.clear();
         }
         match &r {
             Ok(Output::Ok { affected, .. }) => self.row_count = *affected as i64,
@@ -1656,8 +1657,7 @@ impl Session {
                 if global {
                     self.db.set_global(n, v.clone());
                 } else {
-                    self.vars.insert(n.to_string(), v.clone());
-                    self.vars_changed();
+                    self.set_session_var(n.to_string(), Some(v.clone()));
                 }
             }
         }
@@ -1720,8 +1720,7 @@ impl Session {
                     (_, None) => return Err(Error::unknown_system_variable(&n)),
                     (true, Some((_, v))) => self.db.set_global(&n, v),
                     (false, Some(_)) => {
-                        self.vars.remove(&n);
-                        self.vars_changed();
+                        self.set_session_var(n, None);
                     }
                 }
                 continue;
@@ -1765,8 +1764,7 @@ impl Session {
             if global {
                 self.db.set_global(&n, v);
             } else {
-                self.vars.insert(n, v);
-                self.vars_changed();
+                self.set_session_var(n, Some(v));
             }
         }
         Ok(Output::ok(0))
