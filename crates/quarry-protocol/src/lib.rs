@@ -80,6 +80,25 @@ fn timed_out(e: &io::Error) -> bool {
     )
 }
 
+/// One read of at least a byte (end of stream is UnexpectedEof), waiting through read
+/// timeouts until `patience` has passed without one.
+fn read_some(stream: &mut impl Read, buf: &mut [u8], patience: Duration) -> io::Result<usize> {
+    let mut stalled: Option<Instant> = None;
+    loop {
+        match stream.read(buf) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if timed_out(&e) => {
+                if stalled.get_or_insert_with(Instant::now).elapsed() >= patience {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 impl<S: Read + Write> Conn<S> {
     pub fn new(stream: S) -> Conn<S> {
         Conn {
@@ -98,7 +117,7 @@ impl<S: Read + Write> Conn<S> {
     /// arrived: the client is idle.
     pub fn read_command(&mut self) -> io::Result<Option<Vec<u8>>> {
         if self.start == self.end {
-            match self.fill() {
+            match self.fill(Duration::ZERO) {
                 Ok(()) => {}
                 Err(e) if timed_out(&e) => return Ok(None),
                 Err(e) => return Err(e),
@@ -120,8 +139,8 @@ impl<S: Read + Write> Conn<S> {
     }
 
     /// Read once into `inbuf` (at least one byte, or an error; end of stream is
-    /// UnexpectedEof).
-    fn fill(&mut self) -> io::Result<()> {
+    /// UnexpectedEof), waiting through read timeouts up to `patience`.
+    fn fill(&mut self, patience: Duration) -> io::Result<()> {
         if self.inbuf.is_empty() {
             self.inbuf = vec![0; READ_CHUNK];
         }
@@ -133,61 +152,21 @@ impl<S: Read + Write> Conn<S> {
             self.end -= self.start;
             self.start = 0;
         }
-        loop {
-            match self.stream.read(&mut self.inbuf[self.end..]) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// `fill`, waiting through read timeouts up to `patience`.
-    fn fill_patiently(&mut self) -> io::Result<()> {
-        let mut stalled: Option<Instant> = None;
-        loop {
-            match self.fill() {
-                Err(e) if timed_out(&e) => {
-                    let since = *stalled.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= self.patience {
-                        return Err(e);
-                    }
-                }
-                r => return r,
-            }
-        }
+        self.end += read_some(&mut self.stream, &mut self.inbuf[self.end..], patience)?;
+        Ok(())
     }
 
     /// Fill `buf` from what is buffered and then from the stream.
     fn read_exactly(&mut self, buf: &mut [u8]) -> io::Result<()> {
         let mut at = 0;
-        let mut stalled: Option<Instant> = None;
         while at < buf.len() {
             if self.start == self.end {
                 if buf.len() - at >= READ_CHUNK {
                     // Large payloads go straight to their place.
-                    match self.stream.read(&mut buf[at..]) {
-                        Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                        Ok(n) => {
-                            at += n;
-                            stalled = None;
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) if timed_out(&e) => {
-                            let since = *stalled.get_or_insert_with(Instant::now);
-                            if since.elapsed() >= self.patience {
-                                return Err(e);
-                            }
-                        }
-                        Err(e) => return Err(e),
-                    }
+                    at += read_some(&mut self.stream, &mut buf[at..], self.patience)?;
                     continue;
                 }
-                self.fill_patiently()?;
+                self.fill(self.patience)?;
             }
             let n = (self.end - self.start).min(buf.len() - at);
             buf[at..at + n].copy_from_slice(&self.inbuf[self.start..self.start + n]);
