@@ -765,9 +765,11 @@ impl Wal {
         if old != 0 {
             self.app.lock().active.remove(&old);
             let new = self.begin_txn();
-            if self.held.lock().remove(&old) {
-                self.held.lock().insert(new);
+            let mut held = self.held.lock();
+            if held.remove(&old) {
+                held.insert(new);
             }
+            drop(held);
             THREAD_TXN.set(new);
         }
         self.flush_to(end, true)

@@ -143,12 +143,16 @@ impl LockManager {
     }
 
     fn part(&self, key: &LockKey) -> &Partition {
+        &self.parts[self.part_index(key)]
+    }
+
+    fn part_index(&self, key: &LockKey) -> usize {
         let h = key
             .table
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .rotate_left(17)
             ^ key.row.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-        &self.parts[(h >> 32) as usize % self.parts.len()]
+        (h >> 32) as usize % self.parts.len()
     }
 
     /// Take `key` in `mode` for `txn`, waiting up to `timeout`. Returns whether the lock
@@ -228,19 +232,16 @@ impl LockManager {
         }
     }
 
-    /// Release `txn`'s locks on `keys` (all it took) and wake their waiters.
+    /// Release `txn`'s locks on `keys` (all it took) and wake their waiters; each
+    /// partition is locked once.
     pub fn release(&self, txn: TxnId, keys: &[LockKey]) {
-        let mut by_part: HashMap<usize, Vec<LockKey>> = HashMap::new();
-        for k in keys {
-            let p = self.part(k) as *const Partition as usize;
-            by_part.entry(p).or_default().push(*k);
-        }
-        for part in &self.parts {
-            let Some(keys) = by_part.get(&(part as *const Partition as usize)) else {
-                continue;
-            };
+        let mut by_part: Vec<(usize, LockKey)> =
+            keys.iter().map(|k| (self.part_index(k), *k)).collect();
+        by_part.sort_unstable_by_key(|&(p, _)| p);
+        for run in by_part.chunk_by(|a, b| a.0 == b.0) {
+            let part = &self.parts[run[0].0];
             let mut locks = part.locks.lock();
-            for k in keys {
+            for (_, k) in run {
                 if let Some(e) = locks.get_mut(k) {
                     e.granted.retain(|&(t, _)| t != txn);
                     if e.granted.is_empty() && e.waiting == 0 {
