@@ -34,6 +34,7 @@
 //!
 //! Must not touch: SQL, sessions, transactions (undo is done above through this API).
 
+mod check;
 mod chunk;
 mod group;
 mod meta;
@@ -1712,47 +1713,7 @@ impl Table for ColumnTable {
     }
 
     fn check(&self) -> Result<Vec<String>> {
-        let snap = self.snapshot()?;
-        let mut problems = vec![];
-        let mut rows = 0u64;
-        for (seg, del) in snap.segs.iter().zip(&snap.dels) {
-            for c in 0..self.schema.columns.len() {
-                match self.chunk(seg, c) {
-                    Ok(ch) => {
-                        let nulls = (0..ch.rows).filter(|&i| ch.is_null(i)).count() as u32;
-                        if nulls != seg.chunks[c].zone.nulls {
-                            problems.push(format!(
-                                "column {}: zone map counts {} NULLs, the chunk holds {nulls}",
-                                self.schema.columns[c].name, seg.chunks[c].zone.nulls
-                            ));
-                        }
-                    }
-                    Err(e) => problems.push(e.message),
-                }
-            }
-            rows += seg.rows as u64 - del.count as u64;
-        }
-        rows += snap.delta.len() as u64;
-        let st = self.lock()?;
-        if rows != st.live {
-            problems.push(format!("{} rows counted, {} recorded", rows, st.live));
-        }
-        for (ix, map) in self.schema.indexes.iter().zip(&st.unique) {
-            if let Some(map) = map {
-                for (k, id) in map {
-                    let ok = self
-                        .row_at(&st, *id)
-                        .ok()
-                        .and_then(|r| unique_key(ix, &r))
-                        .is_some_and(|rk| &rk == k);
-                    if !ok {
-                        problems.push(format!("unique key {} points at a wrong row", ix.name));
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(problems)
+        self.check_all()
     }
 }
 
