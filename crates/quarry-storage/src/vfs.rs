@@ -19,6 +19,9 @@ pub trait VFile: Send + Sync {
     fn sync(&self) -> io::Result<()>;
     fn set_len(&self, len: u64) -> io::Result<()>;
     fn len(&self) -> io::Result<u64>;
+    /// Give the file disk space for its first `len` bytes, growing it (with zeros) to at
+    /// least `len`: later writes below `len` cannot fail for lack of space.
+    fn allocate(&self, len: u64) -> io::Result<()>;
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -69,6 +72,42 @@ impl VFile for RealFile {
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
     }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let have = self.len()?;
+        if len <= have {
+            return Ok(());
+        }
+        // SAFETY: fallocate on a descriptor this file owns; no memory is passed.
+        #[allow(unsafe_code)]
+        let r = unsafe {
+            libc::fallocate(
+                self.0.as_raw_fd(),
+                0,
+                have as libc::off_t,
+                (len - have) as libc::off_t,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if !matches!(
+            e.raw_os_error(),
+            Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)
+        ) {
+            return Err(e);
+        }
+        // A file system without fallocate: written zeros take their blocks just as well.
+        let zeros = vec![0u8; 1 << 20];
+        let mut at = have;
+        while at < len {
+            let n = (len - at).min(zeros.len() as u64) as usize;
+            self.0.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
 }
 
 impl Vfs for RealFs {
@@ -116,7 +155,8 @@ struct SimState {
 #[derive(Default)]
 pub struct SimFile {
     st: Mutex<SimState>,
-    /// Inject failures: writes fail with ENOSPC while set.
+    /// Inject failures: while set, a write or allocation that grows the file fails with
+    /// ENOSPC (a full disk has no new blocks; writes inside a file's blocks still work).
     full: Arc<std::sync::atomic::AtomicBool>,
     sync_delay_us: Arc<std::sync::atomic::AtomicU64>,
     read_delay_us: Arc<std::sync::atomic::AtomicU64>,
@@ -142,11 +182,11 @@ impl VFile for SimFile {
         Ok(n)
     }
     fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
-        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(io::Error::from_raw_os_error(28));
-        }
         let mut st = self.st.lock();
         let end = off as usize + buf.len();
+        if end > st.data.len() && self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(28));
+        }
         if st.data.len() < end {
             st.data.resize(end, 0);
         }
@@ -175,6 +215,18 @@ impl VFile for SimFile {
     fn len(&self) -> io::Result<u64> {
         Ok(self.st.lock().data.len() as u64)
     }
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        let mut st = self.st.lock();
+        if len as usize <= st.data.len() {
+            return Ok(());
+        }
+        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(28));
+        }
+        st.data.resize(len as usize, 0);
+        st.unsynced.push((len, None));
+        Ok(())
+    }
 }
 
 /// Files in memory with a crash that loses or tears unsynced writes.
@@ -191,7 +243,8 @@ impl SimFs {
         Arc::new(SimFs::default())
     }
 
-    /// Every write fails with "no space left on device" while `full`.
+    /// While `full`, every write or allocation that grows a file fails with "no space
+    /// left on device".
     pub fn set_full(&self, full: bool) {
         self.full.store(full, std::sync::atomic::Ordering::SeqCst);
     }

@@ -68,6 +68,9 @@ const FIRST_LSN: Lsn = 16;
 const HDR: usize = 17;
 /// Appenders write the log buffer out themselves past this size.
 const BUFFER_LIMIT: usize = 16 << 20;
+/// Disk space is reserved for the log this far ahead of the COMMIT that needs it (less
+/// when the disk has less), so most commits find it already there.
+const RESERVE_STEP: u64 = 1 << 20;
 const CONTROL_MAGIC: &[u8; 8] = b"QRYWALC1";
 
 const T_WRITE: u8 = 1;
@@ -154,6 +157,9 @@ struct Appender {
     /// Open transactions and the LSN of each one's first record (0: none yet).
     active: HashMap<TxnId, Lsn>,
     next_txn: TxnId,
+    /// Buffer size at which an appender next tries to write the buffer out (0: at
+    /// BUFFER_LIMIT).
+    retry_at: usize,
 }
 
 impl Appender {
@@ -188,6 +194,10 @@ struct SegWriter {
     unsynced_at: Lsn,
     /// Segments before the current one that still need an fsync.
     stale: Vec<Arc<dyn VFile>>,
+    /// Bytes of the current segment with disk space allocated (`reserve`).
+    allocated: u64,
+    /// Segments created ahead of the stream by `reserve`: (start, file, bytes allocated).
+    ahead: std::collections::VecDeque<(Lsn, Arc<dyn VFile>, u64)>,
 }
 
 #[derive(Clone, Default)]
@@ -230,6 +240,9 @@ pub struct Wal {
     /// Transactions ended in the log but still open for the engines.
     held: Mutex<HashSet<TxnId>>,
     last_checkpoint: AtomicU64,
+    /// The stream up to here has disk space allocated in its segments: writing it cannot
+    /// fail for lack of space (only an I/O error can fail it).
+    reserved: AtomicU64,
     control_seq: AtomicU64,
     stop: AtomicBool,
     pub stats: WalStats,
@@ -418,6 +431,7 @@ impl Wal {
                 start: FIRST_LSN,
                 active: HashMap::new(),
                 next_txn: 1,
+                retry_at: 0,
             }),
             flush: Mutex::new(FlushState {
                 flushing: false,
@@ -432,6 +446,8 @@ impl Wal {
                 unsynced: Vec::new(),
                 unsynced_at: FIRST_LSN,
                 stale: Vec::new(),
+                allocated: 0,
+                ahead: Default::default(),
             }),
             registry: Mutex::new(Registry::default()),
             files: Mutex::new(Vec::new()),
@@ -441,6 +457,7 @@ impl Wal {
             checkpointing: Mutex::new(()),
             held: Mutex::new(HashSet::new()),
             last_checkpoint: AtomicU64::new(0),
+            reserved: AtomicU64::new(0),
             control_seq: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             stats: WalStats::default(),
@@ -490,42 +507,65 @@ impl Wal {
     /// `outside`: the record belongs to no transaction (file records, checkpoints),
     /// whatever transaction is open.
     fn append_at(&self, ty: u8, outside: bool, parts: &[&[u8]]) -> (Lsn, Lsn) {
+        let mut a = self.app.lock();
+        let txn = if outside { 0 } else { THREAD_TXN.get() };
+        let (lsn, end) = self.append_locked(&mut a, ty, txn, parts);
+        // After a failed write (a full disk) the next try waits for another
+        // BUFFER_LIMIT of records, not the next record.
+        let big = a.bytes.len() > BUFFER_LIMIT.max(a.retry_at);
+        if big {
+            a.retry_at = a.bytes.len() + BUFFER_LIMIT;
+        }
+        drop(a);
+        if big && self.flush_to(end, false).is_ok() {
+            self.app.lock().retry_at = 0;
+        }
+        (lsn, end)
+    }
+
+    fn append_locked(&self, a: &mut Appender, ty: u8, txn: TxnId, parts: &[&[u8]]) -> (Lsn, Lsn) {
         let len = HDR + parts.iter().map(|p| p.len()).sum::<usize>();
-        let end;
-        let big;
-        let lsn;
-        {
-            let mut a = self.app.lock();
-            let txn = if outside { 0 } else { THREAD_TXN.get() };
-            lsn = a.next_lsn();
-            if txn != 0 {
-                let first = a.active.entry(txn).or_insert(0);
-                if *first == 0 {
-                    *first = lsn;
-                }
+        let lsn = a.next_lsn();
+        if txn != 0 {
+            let first = a.active.entry(txn).or_insert(0);
+            if *first == 0 {
+                *first = lsn;
             }
-            let mut crc = crc32c::crc32c(&[ty]);
-            crc = crc32c::crc32c_append(crc, &txn.to_le_bytes());
-            for p in parts {
-                crc = crc32c::crc32c_append(crc, p);
-            }
-            a.bytes.reserve(len);
-            a.bytes.extend_from_slice(&(len as u32).to_le_bytes());
-            a.bytes.extend_from_slice(&crc.to_le_bytes());
-            a.bytes.push(ty);
-            a.bytes.extend_from_slice(&txn.to_le_bytes());
-            for p in parts {
-                a.bytes.extend_from_slice(p);
-            }
-            end = a.next_lsn();
-            big = a.bytes.len() > BUFFER_LIMIT;
+        }
+        let mut crc = crc32c::crc32c(&[ty]);
+        crc = crc32c::crc32c_append(crc, &txn.to_le_bytes());
+        for p in parts {
+            crc = crc32c::crc32c_append(crc, p);
+        }
+        a.bytes.reserve(len);
+        a.bytes.extend_from_slice(&(len as u32).to_le_bytes());
+        a.bytes.extend_from_slice(&crc.to_le_bytes());
+        a.bytes.push(ty);
+        a.bytes.extend_from_slice(&txn.to_le_bytes());
+        for p in parts {
+            a.bytes.extend_from_slice(p);
         }
         self.stats.records.fetch_add(1, Ordering::Relaxed);
         self.stats.bytes.fetch_add(len as u64, Ordering::Relaxed);
-        if big {
-            let _ = self.flush_to(end, false);
+        (lsn, a.next_lsn())
+    }
+
+    /// Append a record that ends a transaction (`ty`: COMMIT, or TRUNCATE with `body`)
+    /// only where the log has disk space for it and everything before it: once appended,
+    /// a COMMIT is durable at the next flush unless the machine fails, so running out of
+    /// space must happen before it, where the transaction can still be rolled back. An
+    /// error means nothing was appended.
+    fn append_end(&self, ty: u8, txn: TxnId, body: &[u8]) -> Result<Lsn> {
+        let len = (HDR + body.len()) as u64;
+        loop {
+            let want = self.app.lock().next_lsn() + len;
+            self.reserve(want)?;
+            let mut a = self.app.lock();
+            if a.next_lsn() + len <= self.reserved.load(Ordering::Acquire) {
+                return Ok(self.append_locked(&mut a, ty, txn, &[body]).1);
+            }
+            // Others appended meanwhile past the space reserved: reserve again.
         }
-        (lsn, end)
     }
 
     /// Log bytes written at `off` of file `fno`. `undo` is what they replace below
@@ -701,37 +741,43 @@ impl Wal {
     /// Commit this thread's transaction: a COMMIT record, made durable as the flush
     /// policy says; then logged files write out what the log now covers.
     pub fn commit(&self) -> Result<()> {
-        let lsn = self.commit_no_wait();
+        let lsn = self.commit_no_wait()?;
         self.wait_commit(lsn)
     }
 
     /// Append the COMMIT record of this thread's transaction and close it without
     /// waiting for the log: the caller may release its locks and then `wait_commit`
     /// (group commit — later records queue behind this COMMIT, so they can never be
-    /// durable first). None when the transaction wrote nothing.
-    pub fn commit_no_wait(&self) -> Option<Lsn> {
-        let end = self.end_txn(T_COMMIT);
+    /// durable first). None when the transaction wrote nothing. An error (the log has no
+    /// disk space for the COMMIT) leaves the transaction open and this thread working
+    /// for it: the caller rolls it back.
+    pub fn commit_no_wait(&self) -> Result<Option<Lsn>> {
+        let end = self.end_txn(T_COMMIT)?;
         if end.is_some() {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
         }
-        end
+        Ok(end)
     }
 
     /// Close this thread's transaction, with a `ty` record (COMMIT, ABORT) if it wrote.
-    fn end_txn(&self, ty: u8) -> Option<Lsn> {
-        let txn = THREAD_TXN.replace(0);
+    fn end_txn(&self, ty: u8) -> Result<Option<Lsn>> {
+        let txn = THREAD_TXN.get();
         if txn == 0 {
-            return None;
+            return Ok(None);
         }
         let wrote = self.app.lock().active.get(&txn).is_some_and(|&l| l != 0);
-        let end = wrote.then(|| {
-            THREAD_TXN.set(txn);
-            let end = self.append(ty, &[]);
-            THREAD_TXN.set(0);
-            end
-        });
+        let end = if !wrote {
+            None
+        } else if ty == T_COMMIT {
+            Some(self.append_end(ty, txn, &[])?)
+        } else {
+            // An ABORT follows compensations that restored everything: it needs no
+            // space guarantee (unwritten, recovery undoes the transaction anyway).
+            Some(self.append(ty, &[]))
+        };
+        THREAD_TXN.set(0);
         self.app.lock().active.remove(&txn);
-        end
+        Ok(end)
     }
 
     /// Wait until a commit at `lsn` is as durable as the flush policy asks.
@@ -744,13 +790,16 @@ impl Wal {
             FlushPolicy::WriteAtCommit => self.flush_to(end, false)?,
             FlushPolicy::EverySecond => {}
         }
-        self.write_out_ready()
+        // The commit stands whatever happens here: a data file that cannot take its
+        // writes now (a full disk) keeps them pending, and the log holds them meanwhile.
+        let _ = self.write_out_ready();
+        Ok(())
     }
 
     /// Roll back is done by the caller's compensating changes; this closes this
     /// thread's transaction so recovery does not reverse it a second time.
     pub fn abort(&self) {
-        self.end_txn(T_ABORT);
+        let _ = self.end_txn(T_ABORT);
     }
 
     /// Truncate file `fno` to `len` as the commit of this thread's transaction (TRUNCATE
@@ -760,8 +809,8 @@ impl Wal {
     pub(crate) fn truncate_and_commit(&self, fno: u32, len: u64) -> Result<()> {
         let mut body = fno.to_le_bytes().to_vec();
         body.extend_from_slice(&len.to_le_bytes());
-        let end = self.append(T_TRUNCATE, &[&body]);
         let old = THREAD_TXN.get();
+        let end = self.append_end(T_TRUNCATE, old, &body)?;
         if old != 0 {
             self.app.lock().active.remove(&old);
             let new = self.begin_txn();
@@ -800,23 +849,29 @@ impl Wal {
             }
             f.flushing = true;
             drop(f);
-            let r = self.flush_once(sync);
+            let (written, durable, err) = self.flush_once(sync);
             let mut f = self.flush.lock();
             f.flushing = false;
-            if let Ok((written, durable)) = &r {
-                f.written = f.written.max(*written);
-                if let Some(d) = durable {
-                    f.durable = f.durable.max(*d);
-                }
+            f.written = f.written.max(written);
+            if let Some(d) = durable {
+                f.durable = f.durable.max(d);
             }
+            let have = if sync { f.durable } else { f.written };
             self.flushed.notify_all();
             drop(f);
-            r?;
+            // A failure past `lsn` (bytes without reserved space) is not this caller's.
+            match err {
+                Some(e) if have < lsn => return Err(e),
+                _ => {}
+            }
         }
     }
 
-    /// Write everything appended so far; fsync when `sync`. Returns (written, durable).
-    fn flush_once(&self, sync: bool) -> Result<(Lsn, Option<Lsn>)> {
+    /// Write everything appended so far; fsync when `sync`. Returns how far the log is
+    /// now written and made durable, and what stopped it short of the end. The space
+    /// reserved for COMMITs is written first: a failure past it never holds back a
+    /// commit inside it.
+    fn flush_once(&self, sync: bool) -> (Lsn, Option<Lsn>, Option<Error>) {
         let mut w = self.writer.lock();
         let (bytes, start) = {
             let mut a = self.app.lock();
@@ -825,21 +880,95 @@ impl Wal {
             a.start = start + bytes.len() as u64;
             (bytes, start)
         };
-        if let Err(e) = self.write_segments(&mut w, &bytes, start) {
-            // Nothing is lost: the bytes go back in front of what was appended since.
+        let reserved = self.reserved.load(Ordering::Acquire);
+        let safe = (reserved.saturating_sub(start) as usize).min(bytes.len());
+        let mut done = 0;
+        let mut err = None;
+        for part in [&bytes[..safe], &bytes[safe..]] {
+            match self.write_segments(&mut w, part, start + done as u64) {
+                Ok(()) => done += part.len(),
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        if done < bytes.len() {
+            // Nothing is lost: the unwritten bytes go back in front of what was appended
+            // since.
             let mut a = self.app.lock();
             let mut b = bytes;
+            b.drain(..done);
             b.extend_from_slice(&a.bytes);
             a.bytes = b;
-            a.start = start;
-            return Err(e);
+            a.start = start + done as u64;
         }
-        let end = start + bytes.len() as u64;
-        if !sync {
-            return Ok((end, None));
+        let end = start + done as u64;
+        if !sync || (done == 0 && w.unsynced.is_empty()) {
+            return (end, None, err);
         }
-        self.sync_segments(&mut w)?;
-        Ok((end, Some(end)))
+        match self.sync_segments(&mut w) {
+            Ok(()) => (end, Some(end), err),
+            Err(e) => (end, None, Some(e)),
+        }
+    }
+
+    /// Disk space in the segments for the stream up to `upto` (and a step beyond when
+    /// the disk has it), so that writing it cannot fail for lack of space.
+    fn reserve(&self, upto: Lsn) -> Result<()> {
+        if upto <= self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut w = self.writer.lock();
+        if w.file.is_none() {
+            // Only before `open` has written its first checkpoint.
+            return Ok(());
+        }
+        let step = (segment_bytes() / 8).clamp(4096, RESERVE_STEP);
+        match self.allocate_to(&mut w, upto + step) {
+            Err(e) if e.code == 1021 => self.allocate_to(&mut w, upto),
+            r => r,
+        }
+    }
+
+    fn allocate_to(&self, w: &mut SegWriter, upto: Lsn) -> Result<()> {
+        let seg = segment_bytes();
+        let want = upto.min(w.start + seg) - w.start;
+        if want > w.allocated.max(w.len) {
+            let f = w.file.as_ref().unwrap();
+            f.allocate(want)
+                .map_err(|e| io(&self.dir.join(segment_name(w.start)), e))?;
+            w.allocated = want;
+        }
+        let mut next = w.start + seg;
+        let mut i = 0;
+        while next < upto {
+            if i == w.ahead.len() {
+                let p = self.dir.join(segment_name(next));
+                let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
+                self.vfs.sync_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
+                w.ahead.push_back((next, f, 0));
+            }
+            let (s, f, alloc) = &mut w.ahead[i];
+            let want = (upto - *s).min(seg);
+            if want > *alloc {
+                f.allocate(want)
+                    .map_err(|e| io(&self.dir.join(segment_name(*s)), e))?;
+                *alloc = want;
+            }
+            next += seg;
+            i += 1;
+        }
+        // Reserved: the allocated prefix of the stream without a gap.
+        let mut covered = w.start + w.allocated.max(w.len);
+        for (s, _, alloc) in &w.ahead {
+            if *s != covered {
+                break;
+            }
+            covered = s + alloc;
+        }
+        self.reserved.fetch_max(covered, Ordering::AcqRel);
+        Ok(())
     }
 
     fn write_segments(&self, w: &mut SegWriter, bytes: &[u8], start: Lsn) -> Result<()> {
@@ -847,14 +976,22 @@ impl Wal {
         while at < bytes.len() {
             if w.file.is_none() || w.len >= segment_bytes() {
                 let seg_start = start + at as u64;
-                let p = self.dir.join(segment_name(seg_start));
-                let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
-                self.vfs.sync_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
+                let (f, allocated) = match w.ahead.pop_front() {
+                    Some((s, f, alloc)) if s == seg_start => (f, alloc),
+                    _ => {
+                        w.ahead.clear();
+                        let p = self.dir.join(segment_name(seg_start));
+                        let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
+                        self.vfs.sync_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
+                        (f, 0)
+                    }
+                };
                 if let Some(old) = w.file.replace(f) {
                     w.stale.push(old);
                 }
                 w.start = seg_start;
                 w.len = 0;
+                w.allocated = allocated;
             }
             let n = ((segment_bytes() - w.len) as usize).min(bytes.len() - at);
             let f = w.file.clone().unwrap();
@@ -1284,7 +1421,9 @@ impl Wal {
         w.file = Some(f);
         w.start = start;
         w.len = end - start;
+        w.allocated = w.len;
         w.unsynced_at = end;
+        self.reserved.store(end, Ordering::Release);
         Ok(())
     }
 }

@@ -221,31 +221,64 @@ fn btree_pages_recover_to_the_committed_keys() {
 
 #[test]
 fn a_full_disk_fails_the_commit_and_loses_nothing_once_space_returns() {
-    let fs = SimFs::new();
-    let path = root().join("db/full.qrd");
-    let wal = open(&fs);
-    let f = LoggedFile::open(&path, Some(&wal), true).unwrap();
-    wal.begin();
-    f.write_at(b"committed", 0).unwrap();
-    wal.commit().unwrap();
-    fs.set_full(true);
-    wal.begin();
-    f.write_at(b"+more", 9).unwrap();
-    let e = wal.commit().unwrap_err();
-    assert_eq!(e.code, 1021, "{}", e.message);
-    fs.set_full(false);
-    // The next commit writes what the failed one could not.
-    wal.begin();
-    f.write_at(b"!", 14).unwrap();
-    wal.commit().unwrap();
-    std::mem::forget(f);
-    drop(wal);
-    fs.crash(5);
-    let wal = open(&fs);
-    let f = LoggedFile::open(&path, Some(&wal), true).unwrap();
-    let mut got = vec![0u8; f.len() as usize];
-    f.read_exact_at(&mut got, 0).unwrap();
-    assert_eq!(&got, b"committed+more!");
+    // A COMMIT is appended only where the log has disk space for it: a commit refused
+    // for space leaves its transaction open and unfinished (never durable later), so the
+    // error it returned is the truth. Earlier, a refused COMMIT stayed in the log buffer
+    // and reached the disk once space returned: reported failed, yet committed.
+    for seed in 0..6u64 {
+        let fs = SimFs::new();
+        let path = root().join("db/full.qrd");
+        let wal = open(&fs);
+        let f = LoggedFile::open(&path, Some(&wal), true).unwrap();
+        wal.begin();
+        f.write_at(b"committed", 0).unwrap();
+        wal.commit().unwrap();
+        fs.set_full(true);
+        // A small commit fits in the space reserved ahead: it succeeds on a full disk.
+        wal.begin();
+        f.write_at(b"!", 9).unwrap();
+        wal.commit().unwrap();
+        // One larger than what is left of the reservation cannot commit.
+        wal.begin();
+        let big = vec![b'+'; 50_000];
+        let dead = vec![b'-'; 50_000];
+        f.write_at_undo(&big, 10, &dead).unwrap();
+        let e = wal.commit().unwrap_err();
+        assert_eq!(e.code, 1021, "{}", e.message);
+        assert!(wal.in_txn(), "the refused transaction stays open");
+        if seed % 2 == 0 {
+            // Rolled back by compensation, as a session does, then closed.
+            f.write_at(&dead, 10).unwrap();
+            wal.abort();
+        }
+        fs.set_full(false);
+        if seed % 3 == 0 {
+            // Space returns and others commit after it.
+            Wal::set_thread_txn(0);
+            wal.begin();
+            f.write_at(b"?", 50_010).unwrap();
+            wal.commit().unwrap();
+        }
+        Wal::set_thread_txn(0);
+        std::mem::forget(f);
+        drop(wal);
+        fs.crash(seed);
+        let wal = open(&fs);
+        let f = LoggedFile::open(&path, Some(&wal), true).unwrap();
+        let mut got = vec![0u8; f.len() as usize];
+        f.read_exact_at(&mut got, 0).unwrap();
+        let mut want = b"committed!".to_vec();
+        if seed % 3 == 0 {
+            want.extend_from_slice(&dead);
+            want.push(b'?');
+        } else if seed % 2 == 0 {
+            // The compensation may or may not have reached the disk: undone either way.
+            if got.len() > want.len() {
+                want.extend_from_slice(&dead);
+            }
+        }
+        assert_eq!(got, want, "seed {seed}");
+    }
 }
 
 #[test]
@@ -269,7 +302,7 @@ fn group_commit_shares_fsyncs_and_checkpoints_bound_the_log() {
                         wal.begin();
                         f.write_at(&i.to_le_bytes(), i * 8).unwrap();
                         // Commit record appended under the gate; durability waited outside.
-                        wal.commit_no_wait()
+                        wal.commit_no_wait().unwrap()
                     };
                     wal.wait_commit(lsn).unwrap();
                 }
@@ -651,7 +684,7 @@ fn reads_never_see_a_record_older_than_one_written_before_them_nor_a_torn_one() 
             f.write_at(&[v as u8; LEN], b * LEN as u64).unwrap();
             // As a server commits: the transaction is over (readers may see it) before
             // its bytes move from the pending extents to the file.
-            let lsn = wal.commit_no_wait();
+            let lsn = wal.commit_no_wait().unwrap();
             published[b as usize].store(v, Ordering::Release);
             std::thread::sleep(std::time::Duration::from_micros(next() % 50));
             wal.wait_commit(lsn).unwrap();

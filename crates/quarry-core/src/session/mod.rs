@@ -16,6 +16,8 @@ use quarry_executor::{Binder, ExecCtx, OutColumn, SessionInfo, Undo};
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::Stmt;
 
+mod txn;
+
 use crate::vars::normalise;
 use crate::{Database, ProcessInfo};
 
@@ -345,163 +347,6 @@ impl Session {
         self.exec_ctx(vec![], &RefCell::new(None), f)
     }
 
-    // ---------------------------------------------------------------- locking
-
-    /// The database-wide lock works as a metadata lock: statements share it (a
-    /// transaction keeps it to its end), DDL takes it alone.
-    fn acquire(&mut self, exclusive: bool) -> Result<()> {
-        match (self.held, exclusive) {
-            (Held::Exclusive, _) | (Held::Shared, false) => Ok(()),
-            (Held::Shared, true) => {
-                self.db.lock.unlock_shared();
-                self.held = Held::None;
-                self.acquire(true)
-            }
-            (Held::None, true) => {
-                self.db
-                    .lock
-                    .lock_exclusive(self.info.id, self.lock_timeout())?;
-                self.held = Held::Exclusive;
-                Ok(())
-            }
-            (Held::None, false) => {
-                self.db.lock.lock_shared(self.lock_timeout())?;
-                self.held = Held::Shared;
-                Ok(())
-            }
-        }
-    }
-
-    fn release(&mut self) {
-        match self.held {
-            Held::Shared => self.db.lock.unlock_shared(),
-            Held::Exclusive => self.db.lock.unlock_exclusive(self.info.id),
-            Held::None => {}
-        }
-        self.held = Held::None;
-    }
-
-    // ---------------------------------------------------------------- transactions
-
-    /// The open transaction, begun now if there is none (and its log id set for this
-    /// thread's writes).
-    fn begin_txn(&mut self) -> Arc<quarry_txn::Txn> {
-        if self.wal_txn == 0 {
-            self.wal_txn = self.db.wal.begin_txn();
-            // Slots it frees stay parked until readers see it ended too.
-            self.db.wal.hold(self.wal_txn);
-        }
-        quarry_storage::Wal::set_thread_txn(self.wal_txn);
-        self.txn.get_or_insert_with(|| self.db.txns.begin()).clone()
-    }
-
-    /// What the statement's table calls work under: its transaction, the snapshot it
-    /// reads (`write`: the newest committed rows, as InnoDB's current read) and how its
-    /// lock waits end.
-    fn txn_context(
-        &mut self,
-        write: bool,
-        read_lock: Option<quarry_txn::LockMode>,
-    ) -> quarry_txn::Context {
-        let txn = (self.in_txn || write || read_lock.is_some()).then(|| self.begin_txn());
-        let own = txn.as_ref().map_or(0, |t| t.id);
-        let iso = self.settings().isolation;
-        let snap = if write || read_lock.is_some() || iso == Isolation::ReadCommitted {
-            Some(self.db.txns.snapshot(own))
-        } else if iso == Isolation::ReadUncommitted {
-            None
-        } else if self.in_txn {
-            let db = &self.db;
-            Some(
-                self.txn_snap
-                    .get_or_insert_with(|| db.txns.snapshot(own))
-                    .clone(),
-            )
-        } else {
-            Some(self.db.txns.snapshot(own))
-        };
-        let info = self.info.clone();
-        quarry_txn::Context {
-            mgr: self.db.txns.clone(),
-            txn,
-            snap,
-            read_lock,
-            current_read: write,
-            lock_timeout: self.lock_timeout(),
-            killed: Some(Box::new(move || info.killed.load(Ordering::Relaxed))),
-        }
-    }
-
-    /// Undo the changes after `mark`, as the transaction (its locks cover them).
-    fn rollback_to(&mut self, mark: usize) -> Result<()> {
-        let ops: Vec<Undo> = self.undo.drain(mark..).collect();
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let ctx = quarry_txn::Context {
-            mgr: self.db.txns.clone(),
-            txn: self.txn.clone(),
-            snap: None,
-            read_lock: None,
-            current_read: true,
-            lock_timeout: self.lock_timeout(),
-            killed: None,
-        };
-        let _g = quarry_txn::enter(ctx);
-        quarry_storage::Wal::set_thread_txn(self.wal_txn);
-        undo_ops(ops)
-    }
-
-    /// The COMMIT record goes into the log, the transaction's changes become visible
-    /// and its locks are released; then the fsync is waited for, so the next writers'
-    /// work overlaps it and one fsync serves several commits (their records queue
-    /// behind ours, so they are never durable first).
-    pub fn commit(&mut self) -> Result<()> {
-        self.undo.clear();
-        self.savepoints.clear();
-        self.in_txn = false;
-        self.txn_read_only = false;
-        let lsn = self.end_txn(true);
-        self.release();
-        self.db.wal.wait_commit(lsn)
-    }
-
-    pub fn rollback(&mut self) -> Result<()> {
-        let r = self.rollback_to(0);
-        self.savepoints.clear();
-        self.in_txn = false;
-        self.txn_read_only = false;
-        self.end_txn(false);
-        self.release();
-        r
-    }
-
-    /// Close the transaction in the log and in the transaction table; returns the LSN
-    /// a commit must wait for.
-    fn end_txn(&mut self, commit: bool) -> Option<u64> {
-        let wal_txn = self.wal_txn;
-        let lsn = if self.wal_txn != 0 {
-            quarry_storage::Wal::set_thread_txn(self.wal_txn);
-            self.wal_txn = 0;
-            if commit {
-                self.db.wal.commit_no_wait()
-            } else {
-                // Compensations already restored the data; ABORT tells recovery so.
-                self.db.wal.abort();
-                None
-            }
-        } else {
-            None
-        };
-        quarry_storage::Wal::set_thread_txn(0);
-        if let Some(t) = self.txn.take() {
-            self.db.txns.end(&t);
-        }
-        self.db.wal.release(wal_txn);
-        self.txn_snap = None;
-        lsn
-    }
-
     /// COM_RESET_CONNECTION / COM_CHANGE_USER: roll back and forget session state.
     pub fn reset(&mut self) {
         let _ = self.rollback();
@@ -663,9 +508,20 @@ impl Session {
         };
         if !self.in_txn {
             // An autocommit statement's failure was undone above (from `mark`, 0 here).
-            self.undo.clear();
             if !txn_control {
-                let lsn = self.end_txn(r.is_ok());
+                let lsn = match self.end_txn(r.is_ok()) {
+                    Ok(lsn) => lsn,
+                    Err(e) => {
+                        // No log space for the COMMIT: the statement changes nothing.
+                        let _ = self.rollback_to(0);
+                        let _ = self.end_txn(false);
+                        self.warnings.clear();
+                        self.warnings
+                            .push(("Error".into(), e.code, e.message.clone()));
+                        r = Err(e);
+                        None
+                    }
+                };
                 self.release();
                 if let Err(e) = self.db.wal.wait_commit(lsn) {
                     if r.is_ok() {
@@ -673,6 +529,7 @@ impl Session {
                     }
                 }
             }
+            self.undo.clear();
         }
         match &r {
             Ok(Output::Ok { affected, .. }) => self.row_count = *affected as i64,
@@ -2253,7 +2110,13 @@ impl Session {
         *tmp_entry.auto_inc.lock() = *entry.auto_inc.lock();
         // The copy is committed before the switch: once the journal names the new table,
         // its rows must survive a crash.
-        let lsn = self.db.wal.commit_no_wait();
+        let lsn = match self.db.wal.commit_no_wait() {
+            Ok(lsn) => lsn,
+            Err(e) => {
+                let _ = self.db.catalog.drop_table(db, &tmp);
+                return Err(e);
+            }
+        };
         self.db.wal.wait_commit(lsn)?;
         self.db.wal.begin();
         let name = entry.def.name.clone();
@@ -2463,36 +2326,6 @@ fn redefine_column(
             .collect(),
     };
     def.columns[i] = quarry_catalog::ddl_column(&cd)?.0;
-    Ok(())
-}
-
-/// Undo operations newest-first, following rows that moved when re-inserted.
-fn undo_ops(ops: Vec<Undo>) -> Result<()> {
-    let mut moved: HashMap<(usize, u64), u64> = HashMap::new();
-    let key =
-        |e: &Arc<quarry_catalog::TableEntry>, id: u64| (Arc::as_ptr(e) as *const () as usize, id);
-    for op in ops.into_iter().rev() {
-        match op {
-            Undo::Inserted(e, ids) => {
-                for id in ids.rev() {
-                    let id = *moved.get(&key(&e, id)).unwrap_or(&id);
-                    e.handle.delete(id)?;
-                }
-            }
-            Undo::Deleted(e, id, row) => {
-                if !e.handle.restore(id, row.clone())? {
-                    e.handle.insert(row)?;
-                }
-            }
-            Undo::Updated(e, id, old) => {
-                let cur = *moved.get(&key(&e, id)).unwrap_or(&id);
-                let nid = e.handle.update(cur, old)?;
-                if nid != id {
-                    moved.insert(key(&e, id), nid);
-                }
-            }
-        }
-    }
     Ok(())
 }
 
