@@ -190,10 +190,12 @@ fn index_columns(
                     },
                     _ => None,
                 };
-                (
-                    f.name.to_string(),
-                    n.ok_or_else(|| Error::syntax_near(&f.to_string()))?,
-                )
+                // `pad`(20) parses as a call of `pad`: the column is the name's identifier.
+                let column = match f.name.0.as_slice() {
+                    [ast::ObjectNamePart::Identifier(i)] => i.value.clone(),
+                    _ => return Err(Error::syntax_near(&f.to_string())),
+                };
+                (column, n.ok_or_else(|| Error::syntax_near(&f.to_string()))?)
             }
             other => return Err(Error::syntax_near(&other.to_string())),
         };

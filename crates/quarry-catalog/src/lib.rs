@@ -15,6 +15,7 @@
 //! Must not touch: row data (engines own it), sessions, execution.
 
 mod ddl;
+mod deffile;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use quarry_storage_api::{
 };
 
 pub use ddl::{column_def as ddl_column, sql_type, table_def_from_ast};
+use deffile::{def_text, read_def, read_view, view_text};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DefaultValue {
@@ -172,6 +174,9 @@ struct Databases {
     dbs: BTreeMap<String, BTreeMap<String, Arc<TableEntry>>>,
     /// View name → (column names, SELECT text), per database.
     views: BTreeMap<String, BTreeMap<String, ViewDef>>,
+    /// Tables and views whose definition file could not be read, per database, with the
+    /// error every use of the name gets; DROP removes their files.
+    offline: BTreeMap<String, BTreeMap<String, Error>>,
 }
 
 /// A stored view: optional column names and the defining SELECT.
@@ -180,8 +185,6 @@ pub struct ViewDef {
     pub columns: Vec<String>,
     pub sql: String,
 }
-
-const VIEW_HEADER: &str = "QUARRY-VIEW-DEF 1";
 
 pub struct Catalog {
     datadir: PathBuf,
@@ -196,8 +199,6 @@ pub struct Catalog {
     open_problems: Mutex<Vec<String>>,
 }
 
-const DEF_HEADER: &str = "QUARRY-TABLE-DEF 1";
-
 fn valid_name(name: &str) -> Result<()> {
     if name.is_empty()
         || name.len() > 64
@@ -209,38 +210,6 @@ fn valid_name(name: &str) -> Result<()> {
         return Err(Error::new(1103, format!("Incorrect table name '{name}'")));
     }
     Ok(())
-}
-
-/// A definition file (table or view): after its header line, the second line and the
-/// rest.
-fn read_headed(file: &Path, header: &str) -> Result<(String, String)> {
-    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file.display(), e))?;
-    let mut lines = text.splitn(3, '\n');
-    if lines.next() != Some(header) {
-        return Err(Error::new(
-            1033,
-            format!("Incorrect information in file: '{}'", file.display()),
-        ));
-    }
-    let second = lines.next().unwrap_or("").to_string();
-    Ok((second, lines.next().unwrap_or("").to_string()))
-}
-
-/// A table definition file: the definition and its row format.
-fn read_def(file: &Path) -> Result<(TableDef, RowFormat)> {
-    let (fmt_line, sql) = read_headed(file, DEF_HEADER)?;
-    let row_format = match fmt_line.strip_prefix("row_format=") {
-        Some("FIXED") => RowFormat::Fixed,
-        _ => RowFormat::Dynamic,
-    };
-    let stmt = quarry_sql::parse_one(&sql)?;
-    let quarry_sql::Stmt::Ast(ast) = stmt else {
-        return Err(Error::corrupt(file.display()));
-    };
-    let quarry_sql::ast::Statement::CreateTable(ct) = *ast else {
-        return Err(Error::corrupt(file.display()));
-    };
-    Ok((table_def_from_ast(&ct)?, row_format))
 }
 
 /// A table whose files could not be opened: every use fails with the error the open
@@ -435,6 +404,7 @@ impl Catalog {
         let rd = std::fs::read_dir(datadir).map_err(|e| Error::io(datadir.display(), e))?;
         let mut dbs = BTreeMap::new();
         let mut views = BTreeMap::new();
+        let mut offline = BTreeMap::new();
         for ent in rd.flatten() {
             let p = ent.path();
             let Some(name) = p.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
@@ -445,44 +415,50 @@ impl Catalog {
             }
             let mut tables = BTreeMap::new();
             let mut dviews = BTreeMap::new();
+            let mut doffline = BTreeMap::new();
             for tf in std::fs::read_dir(&p)
                 .map_err(|e| Error::io(p.display(), e))?
                 .flatten()
             {
                 let tp = tf.path();
-                if tp.extension().and_then(|e| e.to_str()) == Some("qview") {
-                    let (cols, sql) = read_headed(&tp, VIEW_HEADER)?;
-                    let columns = if cols.is_empty() {
-                        vec![]
-                    } else {
-                        cols.split('\t').map(str::to_string).collect()
-                    };
-                    let name = tp
-                        .file_stem()
-                        .and_then(|n| n.to_str())
-                        .unwrap_or_default()
-                        .to_string();
-                    dviews.insert(
-                        name,
-                        ViewDef {
-                            columns,
-                            sql: sql.trim_end().to_string(),
-                        },
-                    );
-                    continue;
+                let stem = tp
+                    .file_stem()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_string();
+                // One bad definition must not keep the others (or the server) from
+                // opening: it is reported, and the name answers with the error until the
+                // table or view is dropped.
+                let bad = |e: Error, dbs_offline: &mut BTreeMap<String, Error>| {
+                    cat.open_problems
+                        .lock()
+                        .push(format!("{name}.{stem}: {}", e.message));
+                    dbs_offline.insert(stem.clone(), e);
+                };
+                match tp.extension().and_then(|e| e.to_str()) {
+                    Some("qview") => match read_view(&tp, datadir) {
+                        Ok(v) => {
+                            dviews.insert(stem.clone(), v);
+                        }
+                        Err(e) => bad(e, &mut doffline),
+                    },
+                    Some("qdef") => match cat.load_table(&name, &tp) {
+                        Ok(entry) => {
+                            tables.insert(entry.def.name.clone(), Arc::new(entry));
+                        }
+                        Err(e) => bad(e, &mut doffline),
+                    },
+                    _ => {}
                 }
-                if tp.extension().and_then(|e| e.to_str()) != Some("qdef") {
-                    continue;
-                }
-                let entry = cat.load_table(&name, &tp)?;
-                tables.insert(entry.def.name.clone(), Arc::new(entry));
             }
             views.insert(name.clone(), dviews);
+            offline.insert(name.clone(), doffline);
             dbs.insert(name, tables);
         }
         let mut st = cat.state.write();
         st.dbs = dbs;
         st.views = views;
+        st.offline = offline;
         drop(st);
         Ok(cat)
     }
@@ -509,7 +485,7 @@ impl Catalog {
     }
 
     fn load_table(&self, db: &str, file: &Path) -> Result<TableEntry> {
-        let (def, row_format) = read_def(file)?;
+        let (def, row_format) = read_def(file, &self.datadir)?;
         let (engine, _) = self
             .engines
             .resolve(&def.engine)
@@ -546,12 +522,7 @@ impl Catalog {
         let dir = self.datadir.join(db);
         let tmp = dir.join(format!("{}.qdef.tmp", def.name));
         let fin = dir.join(format!("{}.qdef", def.name));
-        let fmt = match row_format {
-            RowFormat::Fixed => "FIXED",
-            RowFormat::Dynamic => "DYNAMIC",
-        };
-        let text = format!("{DEF_HEADER}\nrow_format={fmt}\n{}\n", def.create_sql(None));
-        std::fs::write(&tmp, text).map_err(|e| Error::io(tmp.display(), e))?;
+        std::fs::write(&tmp, def_text(def, row_format)).map_err(|e| Error::io(tmp.display(), e))?;
         std::fs::File::open(&tmp)
             .and_then(|f| f.sync_all())
             .map_err(|e| Error::io(tmp.display(), e))?;
@@ -594,7 +565,7 @@ impl Catalog {
                 Err(Error::drop_missing_database(db))
             };
         };
-        let n = tables.len();
+        let n = tables.len() + st.offline.remove(db).map_or(0, |o| o.len());
         st.views.remove(db);
         for t in tables.values() {
             t.engine.drop_table(&t.path(&self.datadir))?;
@@ -629,6 +600,7 @@ impl Catalog {
             return Err(Error::unknown_database(db));
         }
         if st.dbs[db].contains_key(name)
+            || st.offline.get(db).is_some_and(|o| o.contains_key(name))
             || (!or_replace && st.views.get(db).is_some_and(|v| v.contains_key(name)))
         {
             return Err(Error::table_exists(name));
@@ -636,11 +608,7 @@ impl Catalog {
         let dir = self.datadir.join(db);
         let tmp = dir.join(format!("{name}.qview.tmp"));
         let fin = dir.join(format!("{name}.qview"));
-        std::fs::write(
-            &tmp,
-            format!("{VIEW_HEADER}\n{}\n{}\n", view.columns.join("\t"), view.sql),
-        )
-        .map_err(|e| Error::io(tmp.display(), e))?;
+        std::fs::write(&tmp, view_text(&view)).map_err(|e| Error::io(tmp.display(), e))?;
         std::fs::rename(&tmp, &fin).map_err(|e| Error::io(fin.display(), e))?;
         st.views
             .entry(db.to_string())
@@ -675,18 +643,70 @@ impl Catalog {
             .dbs
             .get(db)
             .ok_or_else(|| Error::no_such_table(db, name))?;
-        tables
-            .get(name)
+        if let Some(t) = tables.get(name) {
+            return Ok(t.clone());
+        }
+        Err(st
+            .offline
+            .get(db)
+            .and_then(|o| o.get(name))
             .cloned()
-            .ok_or_else(|| Error::no_such_table(db, name))
+            .unwrap_or_else(|| Error::no_such_table(db, name)))
     }
 
+    /// A table, view or unreadable definition of that name exists.
     pub fn table_exists(&self, db: &str, name: &str) -> bool {
+        let st = self.state.read();
+        st.dbs.get(db).is_some_and(|t| t.contains_key(name))
+            || st.offline.get(db).is_some_and(|t| t.contains_key(name))
+    }
+
+    /// Names in `db` whose definition file could not be read (listed, unusable).
+    pub fn offline(&self, db: &str) -> Vec<String> {
         self.state
             .read()
-            .dbs
+            .offline
             .get(db)
-            .is_some_and(|t| t.contains_key(name))
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Drop a name whose definition could not be read: its definition file and every
+    /// file the engines keep under that name. False if there is no such name with a
+    /// definition file of that kind (`view`: `.qview`, else `.qdef`).
+    pub fn drop_offline(&self, db: &str, name: &str, view: bool) -> Result<bool> {
+        let mut st = self.state_mut();
+        let dir = self.datadir.join(db);
+        let file = dir.join(format!("{name}.{}", if view { "qview" } else { "qdef" }));
+        if !file.exists()
+            || st
+                .offline
+                .get_mut(db)
+                .and_then(|o| o.remove(name))
+                .is_none()
+        {
+            return Ok(false);
+        }
+        let ours = |f: &std::ffi::OsStr| {
+            f.to_str()
+                .and_then(|f| f.strip_prefix(name))
+                .is_some_and(|rest| rest.starts_with('.'))
+        };
+        for ent in std::fs::read_dir(&dir)
+            .map_err(|e| Error::io(dir.display(), e))?
+            .flatten()
+        {
+            if ours(&ent.file_name()) {
+                let p = ent.path();
+                let r = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+                r.map_err(|e| Error::io(p.display(), e))?;
+            }
+        }
+        Ok(true)
     }
 
     /// Resolve `ENGINE=` (None = default InnoDB).
@@ -700,6 +720,13 @@ impl Catalog {
     pub fn create_table(&self, db: &str, mut def: TableDef) -> Result<Arc<TableEntry>> {
         valid_name(&def.name)?;
         let mut st = self.state_mut();
+        if st
+            .offline
+            .get(db)
+            .is_some_and(|o| o.contains_key(&def.name))
+        {
+            return Err(Error::table_exists(&def.name));
+        }
         let tables = st
             .dbs
             .get_mut(db)
@@ -949,7 +976,7 @@ impl Catalog {
                         if !from_def.exists() {
                             continue;
                         }
-                        let (mut def, row_format) = read_def(&from_def)?;
+                        let (mut def, row_format) = read_def(&from_def, &self.datadir)?;
                         let (engine, _) = self
                             .engines
                             .resolve(&def.engine)
@@ -988,7 +1015,7 @@ impl Catalog {
     /// Remove a table's definition and files (startup work, before tables are open).
     fn drop_files(&self, db: &str, name: &str) -> Result<()> {
         let def_file = self.datadir.join(db).join(format!("{name}.qdef"));
-        let Ok((def, _)) = read_def(&def_file) else {
+        let Ok((def, _)) = read_def(&def_file, &self.datadir) else {
             return Ok(());
         };
         std::fs::remove_file(&def_file).map_err(|e| Error::io(def_file.display(), e))?;

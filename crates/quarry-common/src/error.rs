@@ -31,7 +31,7 @@ impl Error {
             1046 => "3D000",
             1049 | 1064 | 1102 | 1103 | 1149 | 1286 => "42000",
             1050 => "42S01",
-            1051 | 1109 | 1146 => "42S02",
+            1051 | 1109 | 1146 | 4092 => "42S02",
             1054 | 1060 => "42S21",
             1062 | 1022 => "23000",
             1048 | 1364 => "23000",
@@ -80,6 +80,16 @@ impl Error {
         Error::new(
             1030,
             format!("Got error {e} from storage engine ({context})"),
+        )
+    }
+    pub fn unknown_view(names: &str) -> Error {
+        Error::new(4092, format!("Unknown VIEW: '{names}'"))
+    }
+    /// A definition file that cannot be read (`file` as MariaDB names it: `./db/t.frm`).
+    pub fn incorrect_file(file: impl fmt::Display, why: &str) -> Error {
+        Error::new(
+            1033,
+            format!("Incorrect information in file: '{file}' ({why})"),
         )
     }
     pub fn corrupt(what: impl fmt::Display) -> Error {

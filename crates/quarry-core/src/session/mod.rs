@@ -1197,6 +1197,14 @@ impl Session {
                         .into_iter()
                         .map(|(n, _)| (n, "VIEW")),
                 );
+                // Unreadable definitions are listed (using them gives their error).
+                names.extend(
+                    self.db
+                        .catalog
+                        .offline(&db)
+                        .into_iter()
+                        .map(|n| (n, "BASE TABLE")),
+                );
                 names.sort();
                 let rows = names
                     .into_iter()
@@ -1638,6 +1646,9 @@ impl Session {
                 let mut missing = vec![];
                 for n in names {
                     let (db, t) = self.split_name(n)?;
+                    if self.db.catalog.drop_offline(&db, &t, false)? {
+                        continue;
+                    }
                     if !self.db.catalog.table_exists(&db, &t) {
                         missing.push(format!("{db}.{t}"));
                         continue;
@@ -1678,17 +1689,19 @@ impl Session {
                 let mut missing = vec![];
                 for n in names {
                     let (db, v) = self.split_name(n)?;
-                    if !self.db.catalog.drop_view(&db, &v)? {
+                    if !self.db.catalog.drop_view(&db, &v)?
+                        && !self.db.catalog.drop_offline(&db, &v, true)?
+                    {
                         missing.push(format!("{db}.{v}"));
                     }
                 }
                 if !missing.is_empty() {
                     if !if_exists {
-                        return Err(Error::unknown_table(&missing.join(",")));
+                        return Err(Error::unknown_view(&missing.join(",")));
                     }
                     for m in missing {
-                        self.warnings
-                            .push(("Note".into(), 4092, format!("Unknown VIEW: '{m}'")));
+                        let e = Error::unknown_view(&m);
+                        self.warnings.push(("Note".into(), e.code, e.message));
                     }
                 }
                 Ok(Output::ok(0))

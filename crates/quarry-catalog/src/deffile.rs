@@ -1,0 +1,79 @@
+//! Definition files: `<db>/<t>.qdef` (a table) and `<db>/<v>.qview` (a view), their text
+//! and how they are read back. A file that cannot be read is the error 1033 of its name
+//! (as MariaDB answers for a damaged `.frm`); the detail goes to the startup report.
+//!
+//! ```text
+//! .qdef   QUARRY-TABLE-DEF 1 / row_format=FIXED|DYNAMIC / CREATE TABLE … (canonical)
+//! .qview  QUARRY-VIEW-DEF 1 / column names, tab-separated (may be empty) / SELECT …
+//! ```
+
+use std::path::Path;
+
+use quarry_common::{Error, Result};
+use quarry_storage_api::RowFormat;
+
+use crate::{table_def_from_ast, TableDef, ViewDef};
+
+const DEF_HEADER: &str = "QUARRY-TABLE-DEF 1";
+const VIEW_HEADER: &str = "QUARRY-VIEW-DEF 1";
+
+pub(crate) fn def_text(def: &TableDef, row_format: RowFormat) -> String {
+    let fmt = match row_format {
+        RowFormat::Fixed => "FIXED",
+        RowFormat::Dynamic => "DYNAMIC",
+    };
+    format!("{DEF_HEADER}\nrow_format={fmt}\n{}\n", def.create_sql(None))
+}
+
+pub(crate) fn view_text(view: &ViewDef) -> String {
+    format!("{VIEW_HEADER}\n{}\n{}\n", view.columns.join("\t"), view.sql)
+}
+
+/// 1033 for `file`, named relative to the datadir; `why` says what is wrong with it.
+fn incorrect(file: &Path, datadir: &Path, why: &str) -> Error {
+    let name = file.strip_prefix(datadir).unwrap_or(file);
+    Error::incorrect_file(format!("./{}", name.display()), why)
+}
+
+/// A definition file's second line and the rest, after its header line.
+fn read_headed(file: &Path, datadir: &Path, header: &str) -> Result<(String, String)> {
+    let bytes = std::fs::read(file).map_err(|e| Error::io(file.display(), e))?;
+    let text = String::from_utf8(bytes).map_err(|_| incorrect(file, datadir, "not UTF-8"))?;
+    let mut lines = text.splitn(3, '\n');
+    if lines.next() != Some(header) {
+        return Err(incorrect(file, datadir, "unknown header"));
+    }
+    let second = lines.next().unwrap_or("").to_string();
+    Ok((second, lines.next().unwrap_or("").to_string()))
+}
+
+/// A table definition file: the definition and its row format.
+pub(crate) fn read_def(file: &Path, datadir: &Path) -> Result<(TableDef, RowFormat)> {
+    let (fmt_line, sql) = read_headed(file, datadir, DEF_HEADER)?;
+    let row_format = match fmt_line.strip_prefix("row_format=") {
+        Some("FIXED") => RowFormat::Fixed,
+        _ => RowFormat::Dynamic,
+    };
+    let bad = |e: Error| incorrect(file, datadir, &e.message);
+    let stmt = quarry_sql::parse_one(&sql).map_err(bad)?;
+    let quarry_sql::Stmt::Ast(ast) = stmt else {
+        return Err(incorrect(file, datadir, "not a CREATE TABLE"));
+    };
+    let quarry_sql::ast::Statement::CreateTable(ct) = *ast else {
+        return Err(incorrect(file, datadir, "not a CREATE TABLE"));
+    };
+    Ok((table_def_from_ast(&ct).map_err(bad)?, row_format))
+}
+
+pub(crate) fn read_view(file: &Path, datadir: &Path) -> Result<ViewDef> {
+    let (cols, sql) = read_headed(file, datadir, VIEW_HEADER)?;
+    let columns = if cols.is_empty() {
+        vec![]
+    } else {
+        cols.split('\t').map(str::to_string).collect()
+    };
+    Ok(ViewDef {
+        columns,
+        sql: sql.trim_end().to_string(),
+    })
+}
