@@ -47,7 +47,7 @@ def start(binary, datadir, port, log):
 
 
 def log_bytes(datadir):
-    d = os.path.join(datadir, "wal")
+    d = os.path.join(datadir, "#wal")
     return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".log"))
 
 

@@ -539,7 +539,11 @@ impl Catalog {
     }
 
     pub fn create_database(&self, db: &str, if_not_exists: bool) -> Result<bool> {
-        valid_name(db)?;
+        // `#…` and `.…` folders are the server's own (the log, temporary tables) and are
+        // not read as databases at open.
+        if db.starts_with(['#', '.']) || valid_name(db).is_err() {
+            return Err(Error::incorrect_db_name(db));
+        }
         let mut st = self.state_mut();
         if st.dbs.contains_key(db) {
             return if if_not_exists {

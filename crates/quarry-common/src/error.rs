@@ -29,7 +29,7 @@ impl Error {
             1040 => "08004",
             1045 => "28000",
             1046 => "3D000",
-            1049 | 1064 | 1102 | 1103 | 1149 | 1286 => "42000",
+            1044 | 1049 | 1064 | 1102 | 1103 | 1149 | 1286 => "42000",
             1050 => "42S01",
             1051 | 1109 | 1146 | 4092 => "42S02",
             1054 | 1060 => "42S21",
@@ -81,6 +81,15 @@ impl Error {
             1030,
             format!("Got error {e} from storage engine ({context})"),
         )
+    }
+    pub fn db_access_denied(user: &str, host: &str, db: &str) -> Error {
+        Error::new(
+            1044,
+            format!("Access denied for user '{user}'@'{host}' to database '{db}'"),
+        )
+    }
+    pub fn incorrect_db_name(db: &str) -> Error {
+        Error::new(1102, format!("Incorrect database name '{db}'"))
     }
     pub fn unknown_view(names: &str) -> Error {
         Error::new(4092, format!("Unknown VIEW: '{names}'"))

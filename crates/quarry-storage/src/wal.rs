@@ -3,8 +3,8 @@
 //! reach its file, and a transaction is committed when its COMMIT record is durable.
 //!
 //! ```text
-//!  <datadir>/wal/<start LSN, 16 hex>.log   segments of one byte stream (LSN = position)
-//!  <datadir>/wal/control                   two slots: the LSN of the last CHECKPOINT record
+//!  <datadir>/#wal/<start LSN, 16 hex>.log  segments of one byte stream (LSN = position)
+//!  <datadir>/#wal/control                  two slots: the LSN of the last CHECKPOINT record
 //!
 //!  record: len u32 │ crc32c u32 (of the rest) │ type u8 │ txn u64 │ body
 //!    WRITE     fno u32, off u64, n u32, redo[n], old_len u64, m u32, undo[m]
@@ -63,6 +63,9 @@ fn segment_bytes() -> u64 {
         n => n,
     }
 }
+/// The log's folder in the datadir. A leading `#` keeps it apart from databases (the
+/// catalog neither lists nor creates such names), as MySQL's `#innodb_redo`.
+pub const LOG_DIR: &str = "#wal";
 /// The first LSN of a new log (0 means "none").
 const FIRST_LSN: Lsn = 16;
 const HDR: usize = 17;
@@ -418,9 +421,16 @@ impl<'a> LogReader<'a> {
 }
 
 impl Wal {
-    /// Open the log under `<root>/wal`, recovering the files it covers first.
+    /// Open the log under `<root>/#wal`, recovering the files it covers first.
     pub fn open(root: &Path, vfs: Arc<dyn Vfs>) -> Result<(Arc<Wal>, Recovery)> {
-        let dir = root.join("wal");
+        let dir = root.join(LOG_DIR);
+        // Datadirs of layout 1 kept the log in `wal/`, where a database of that name
+        // belongs: it moves once, before anything reads it.
+        let old = root.join("wal");
+        if !vfs.exists(&dir.join("control")) && vfs.exists(&old.join("control")) {
+            vfs.rename(&old, &dir).map_err(|e| io(&old, e))?;
+            vfs.sync_dir(root).map_err(|e| io(root, e))?;
+        }
         vfs.create_dir_all(&dir).map_err(|e| io(&dir, e))?;
         let wal = Arc::new(Wal {
             root: root.to_path_buf(),

@@ -6,7 +6,7 @@ use crate::pool::{diff_ranges, BufferPool};
 use crate::vfs::{SimFs, Vfs};
 use crate::wal::{FlushPolicy, LoggedFile, Wal};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 fn root() -> PathBuf {
@@ -333,7 +333,7 @@ fn group_commit_shares_fsyncs_and_checkpoints_bound_the_log() {
 }
 
 fn count_segments(fs: &Arc<SimFs>) -> usize {
-    fs.list(Path::new("/sim/data/wal"))
+    fs.list(&root().join(crate::wal::LOG_DIR))
         .unwrap()
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "log"))

@@ -1050,6 +1050,7 @@ impl Session {
                 ..
             } => {
                 let name = quarry_executor::bind::object_name(db_name).join(".");
+                self.refuse_system_schema(&name)?;
                 let created = self.db.catalog.create_database(&name, *if_not_exists)?;
                 if !created {
                     self.warnings.push((
@@ -1672,6 +1673,7 @@ impl Session {
             }
             ast::ObjectType::Schema | ast::ObjectType::Database => {
                 let name = quarry_executor::bind::object_name(&names[0]).join(".");
+                self.refuse_system_schema(&name)?;
                 let n = self.db.catalog.drop_database(&name, if_exists)?;
                 if n.is_none() {
                     self.warnings.push((
@@ -1711,6 +1713,18 @@ impl Session {
             )),
             other => Err(Error::unsupported(format!("DROP {other}"))),
         }
+    }
+
+    /// `information_schema` is the server's: nobody creates or drops it (1044, as MariaDB).
+    fn refuse_system_schema(&self, db: &str) -> Result<()> {
+        if db.eq_ignore_ascii_case("information_schema") {
+            return Err(Error::db_access_denied(
+                &self.info.user,
+                &self.info.host,
+                "information_schema",
+            ));
+        }
+        Ok(())
     }
 
     fn create_table(
