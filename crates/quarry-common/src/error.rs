@@ -91,6 +91,25 @@ impl Error {
     pub fn incorrect_db_name(db: &str) -> Error {
         Error::new(1102, format!("Incorrect database name '{db}'"))
     }
+    /// Expressions or queries nested past what a statement's stack holds.
+    pub fn too_deep(limit: usize) -> Error {
+        Error::new(
+            1436,
+            format!(
+                "Thread stack overrun: expressions and queries nest at most {limit} levels \
+                 deep (a chain of operators or UNIONs counts a level each)"
+            ),
+        )
+    }
+    pub fn view_recursion(db: &str, view: &str) -> Error {
+        Error::new(1462, format!("`{db}`.`{view}` contains view recursion"))
+    }
+    pub fn too_many_tables(limit: usize) -> Error {
+        Error::new(
+            1116,
+            format!("Too many tables; MariaDB can only use {limit} tables in a join"),
+        )
+    }
     pub fn unknown_view(names: &str) -> Error {
         Error::new(4092, format!("Unknown VIEW: '{names}'"))
     }

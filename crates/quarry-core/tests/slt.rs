@@ -248,6 +248,19 @@ fn run_file(path: &Path, engine: &str, tally: &mut Tally) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Run `f` on a thread with a server connection's stack, so statements need not grow
+/// one of their own (as they do on a test thread's small stack).
+fn statement_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(quarry_core::STATEMENT_STACK + (4 << 20))
+            .spawn_scoped(s, f)
+            .unwrap()
+            .join()
+            .unwrap()
+    })
+}
+
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = vec![];
     if let Ok(rd) = std::fs::read_dir(dir) {
@@ -284,7 +297,7 @@ fn project_files_pass(engine: &str) {
             eprintln!("{name} with {engine} tables: skipped ({why})");
             continue;
         }
-        run_file(&f, engine, &mut t);
+        statement_stack(|| run_file(&f, engine, &mut t));
     }
     for f in &t.failures {
         eprintln!("{f}");
@@ -344,7 +357,7 @@ fn shared_corpus(engine: &str) {
             continue;
         }
         let mut t = Tally::default();
-        run_file(&f, engine, &mut t);
+        statement_stack(|| run_file(&f, engine, &mut t));
         eprintln!(
             "{}: {} passed, {} failed, {} skipped",
             f.display(),

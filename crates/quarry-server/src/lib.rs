@@ -1,6 +1,7 @@
 //! The MySQL server: accepts connections and runs each one's commands on a core `Session`.
 //!
-//! A thread per busy connection (connections bounded by `max_connections`); commands are
+//! A thread per busy connection (connections bounded by `max_connections`; threads are
+//! reused, [`workers`]); commands are
 //! read, executed and answered with one buffered write. A connection idle for
 //! `quarry_idle_thread_timeout_ms` waits without a thread ([`park`]). Any malformed packet ends
 //! only that connection.
@@ -20,6 +21,7 @@ use quarry_core::{Database, OutColumn, Output, Prepared, Session};
 use quarry_protocol::*;
 
 mod park;
+mod workers;
 use park::Parking;
 
 pub struct Server {
@@ -125,13 +127,11 @@ impl Server {
                     let parking = self.parking.clone();
                     // Out of threads: the connection is closed (the closure dropped) and
                     // the server goes on serving the others.
-                    let _ = std::thread::Builder::new()
-                        .name(format!("conn-{peer}"))
-                        .spawn(move || {
-                            if let Ok(Some(client)) = login(db, stream, peer, slot) {
-                                serve(client, parking);
-                            }
-                        });
+                    let _ = workers::run(move || {
+                        if let Ok(Some(client)) = login(db, stream, peer, slot) {
+                            serve(client, parking);
+                        }
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // Out of descriptors or a connection reset before accept: keep serving.
@@ -348,13 +348,10 @@ fn login(
     Ok(Some(client))
 }
 
-/// A parked client spoke: serve it on a thread of its own again.
+/// A parked client spoke: serve it on a thread again.
 fn resume(client: Client, parking: Arc<Parking>) {
-    let name = format!("conn-{}", client.session.info.id);
     // Without a thread the connection cannot be served: dropping it closes it.
-    let _ = std::thread::Builder::new()
-        .name(name)
-        .spawn(move || serve(client, parking));
+    let _ = workers::run(move || serve(client, parking));
 }
 
 /// Answer commands until the client quits, breaks the protocol or goes idle (then it is

@@ -9,7 +9,7 @@
 use quarry_common::{Error, Result};
 use sqlparser::ast::Statement as AstStatement;
 use sqlparser::dialect::MySqlDialect;
-use sqlparser::parser::Parser;
+use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer, Word};
 
 pub use sqlparser::ast;
@@ -218,12 +218,22 @@ pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
     if let Some(s) = predispatch(trimmed)? {
         return Ok(vec![s]);
     }
-    match Parser::parse_sql(&dialect(), &sql) {
+    let parsed = Parser::new(&dialect())
+        .with_recursion_limit(MAX_PARSE_NESTING)
+        .try_with_sql(&sql)
+        .and_then(|mut p| p.parse_statements());
+    match parsed {
         Ok(stmts) if stmts.is_empty() => Err(Error::new(1065, "Query was empty")),
         Ok(stmts) => Ok(stmts.into_iter().map(|s| Stmt::Ast(Box::new(s))).collect()),
+        Err(ParserError::RecursionLimitExceeded) => Err(Error::too_deep(MAX_PARSE_NESTING)),
         Err(e) => Err(parse_error(&sql, &e.to_string())),
     }
 }
+
+/// Parentheses, subqueries and function calls nested in one another, as the parser
+/// counts them (each one several of its calls deep; MariaDB takes 1 000 parentheses).
+/// Statements are parsed on a stack sized for this (`quarry_core::STATEMENT_STACK`).
+pub const MAX_PARSE_NESTING: usize = 2500;
 
 /// Parse a statement that must be a single one (prepared statements).
 pub fn parse_one(sql: &str) -> Result<Stmt> {

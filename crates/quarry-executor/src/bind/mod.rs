@@ -15,6 +15,8 @@ use quarry_sql::ast::{self, BinaryOperator as B, Expr as A, SelectItem, SetExpr,
 use crate::expr::{BinOp, Expr, SubQuery, UnOp};
 use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 
+mod view;
+
 #[derive(Debug, Clone)]
 pub struct ScopeCol {
     pub table: String,
@@ -35,7 +37,20 @@ pub struct Binder<'a> {
     aggs: Option<Vec<Agg>>,
     /// Level index where each outer column reference was found (for correlation).
     found_levels: Vec<usize>,
+    /// Expressions and query bodies being bound, one inside another (`MAX_NESTING`).
+    depth: usize,
+    /// Views being expanded, outermost first (a name seen twice is a cycle).
+    views: Vec<(String, String)>,
+    /// The view a CREATE VIEW defines: its name is not a view while its SELECT is checked.
+    pub defining_view: Option<(String, String)>,
 }
+
+/// How deeply expressions and query bodies (a chain of `UNION`s, a chain of binary
+/// operators) may nest: deeper ones are refused with 1436 before anything else walks
+/// them. Statements run on a stack sized for this (`quarry_core::STATEMENT_STACK`).
+pub const MAX_NESTING: usize = 4000;
+/// Tables one FROM clause may join (MariaDB's limit; 1116 past it).
+pub const MAX_JOIN_TABLES: usize = 61;
 
 fn ident_name(i: &ast::Ident) -> String {
     i.value.clone()
@@ -105,7 +120,24 @@ impl<'a> Binder<'a> {
             param_count: 0,
             aggs: None,
             found_levels: vec![],
+            depth: 0,
+            views: vec![],
+            defining_view: None,
         }
+    }
+
+    /// One level deeper (`leave` when done): an error past `MAX_NESTING`.
+    fn enter(&mut self) -> Result<()> {
+        if self.depth >= MAX_NESTING {
+            return Err(Error::too_deep(MAX_NESTING));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn leave<T>(&mut self, r: T) -> T {
+        self.depth -= 1;
+        r
     }
 
     pub fn push_scope(&mut self, cols: Vec<ScopeCol>) {
@@ -167,6 +199,12 @@ impl<'a> Binder<'a> {
     // ---------------------------------------------------------------- queries
 
     pub fn bind_query(&mut self, q: &ast::Query) -> Result<SelectPlan> {
+        self.enter()?;
+        let r = self.bind_query_nested(q);
+        self.leave(r)
+    }
+
+    fn bind_query_nested(&mut self, q: &ast::Query) -> Result<SelectPlan> {
         if q.with.is_some() {
             return Err(Error::unsupported("WITH"));
         }
@@ -264,6 +302,12 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_set_expr(&mut self, s: &SetExpr) -> Result<SelectPlan> {
+        self.enter()?;
+        let r = self.bind_set_expr_nested(s);
+        self.leave(r)
+    }
+
+    fn bind_set_expr_nested(&mut self, s: &SetExpr) -> Result<SelectPlan> {
         match s {
             SetExpr::Select(sel) => self.bind_select(sel, &[], None, 0),
             SetExpr::Query(q) => self.bind_query(q),
@@ -343,6 +387,10 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Plan, Vec<ScopeCol>)> {
+        let tables: usize = from.iter().map(|t| 1 + t.joins.len()).sum();
+        if tables > MAX_JOIN_TABLES {
+            return Err(Error::too_many_tables(MAX_JOIN_TABLES));
+        }
         let mut acc: Option<(Plan, Vec<ScopeCol>)> = None;
         for twj in from {
             let (mut plan, mut cols) = self.bind_factor(&twj.relation)?;
@@ -537,54 +585,6 @@ impl<'a> Binder<'a> {
             } => self.bind_from(std::slice::from_ref(table_with_joins)),
             other => Err(Error::unsupported(other.to_string())),
         }
-    }
-
-    /// A view is bound as a derived table from its stored SELECT.
-    fn bind_view(
-        &mut self,
-        name: &ast::ObjectName,
-        alias: Option<String>,
-        not_found: Error,
-    ) -> Result<(Plan, Vec<ScopeCol>)> {
-        let parts = object_name(name);
-        let (db, v) = match parts.as_slice() {
-            [v] => (self.db.clone().ok_or_else(Error::no_database)?, v.clone()),
-            [d, v] => (d.clone(), v.clone()),
-            _ => return Err(not_found),
-        };
-        let Some(view) = self.catalog.view(&db, &v) else {
-            return Err(not_found);
-        };
-        let stmt = quarry_sql::parse_one(&view.sql)?;
-        let quarry_sql::Stmt::Ast(ast) = stmt else {
-            return Err(Error::corrupt(&v));
-        };
-        let ast::Statement::Query(q) = *ast else {
-            return Err(Error::corrupt(&v));
-        };
-        let saved = std::mem::take(&mut self.levels);
-        let saved_db = self.db.replace(db);
-        let r = self.bind_query(&q);
-        self.levels = saved;
-        self.db = saved_db;
-        let sp = r?;
-        let alias = alias.unwrap_or(v);
-        let cols = sp
-            .columns
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut c)| {
-                if let Some(n) = view.columns.get(i) {
-                    c.name = n.clone();
-                }
-                c.table = alias.clone();
-                ScopeCol {
-                    table: alias.clone(),
-                    col: c,
-                }
-            })
-            .collect();
-        Ok((sp.plan, cols))
     }
 
     fn bind_select(
@@ -1054,6 +1054,12 @@ impl<'a> Binder<'a> {
     }
 
     pub fn bind_expr(&mut self, e: &A) -> Result<Expr> {
+        self.enter()?;
+        let r = self.bind_expr_nested(e);
+        self.leave(r)
+    }
+
+    fn bind_expr_nested(&mut self, e: &A) -> Result<Expr> {
         Ok(match e {
             A::Identifier(i) if i.quote_style.is_none() && i.value.starts_with("@@") => {
                 Expr::SysVar(i.value.clone())
