@@ -92,10 +92,23 @@ impl Decimal {
             }
         }
     }
+    /// The nearest double (a decimal literal written by a dump must come back as the
+    /// double it was printed from).
     pub fn to_f64(self) -> f64 {
-        self.mantissa as f64 / pow10(self.scale) as f64
+        // Both exact as doubles: one division, correctly rounded.
+        if self.mantissa.unsigned_abs() <= 1 << 53 && self.scale <= 22 {
+            return self.mantissa as f64 / pow10(self.scale) as f64;
+        }
+        self.to_string().parse().unwrap_or(f64::NAN)
     }
+    /// `v` rounded half away from zero at `scale`, from the shortest decimal that reads
+    /// back as `v` (as MariaDB converts: 0.285 → 0.29 at scale 2, not 0.28).
     pub fn from_f64(v: f64, scale: u8) -> Decimal {
+        if v.is_finite() && v.abs() < 1e37 {
+            if let Some(d) = Decimal::parse(&format!("{v}")) {
+                return d.rescale(scale);
+            }
+        }
         Decimal {
             mantissa: (v * pow10(scale) as f64).round() as i128,
             scale,
@@ -311,6 +324,47 @@ impl DateTime {
             hour: (rem / 3600) as u8,
             minute: (rem / 60 % 60) as u8,
             second: (rem % 60) as u8,
+            micro,
+        }
+    }
+    /// The 64-bit form the engines store: microseconds since 0000-01-01 for a real date
+    /// and time (`to_micros`); one with a zero part (`0000-00-00 …`, `2024-00-15 …`, which
+    /// MariaDB keeps outside NO_ZERO_IN_DATE) as `-(1 + its fields packed)`, a range no
+    /// real value uses (they are ≥ 0). Such values sort before every real one there.
+    pub fn to_stored(&self) -> i64 {
+        let d = self.date;
+        if d.month != 0 && d.day != 0 {
+            return self.to_micros();
+        }
+        let packed = ((((d.year as i64 * 13 + d.month as i64) * 32 + d.day as i64) * 24
+            + self.hour as i64)
+            * 60
+            + self.minute as i64)
+            * 60
+            + self.second as i64;
+        -(1 + packed * 1_000_000 + self.micro as i64)
+    }
+    pub fn from_stored(v: i64) -> DateTime {
+        if v >= 0 {
+            return DateTime::from_micros(v);
+        }
+        let p = -(v + 1);
+        let (mut f, micro) = (p / 1_000_000, (p % 1_000_000) as u32);
+        let mut take = |n: i64| {
+            let x = f % n;
+            f /= n;
+            x as u8
+        };
+        let (second, minute, hour, day, month) = (take(60), take(60), take(24), take(32), take(13));
+        DateTime {
+            date: Date {
+                year: f as u16,
+                month,
+                day,
+            },
+            hour,
+            minute,
+            second,
             micro,
         }
     }
@@ -834,6 +888,16 @@ fn str_to_i64(s: &str) -> i64 {
 }
 
 /// Format a double the way MySQL prints it (shortest round-trip, `%g`-like for extremes).
+/// A FLOAT column's value as MariaDB prints it: six significant digits, then the
+/// shortest form (52.14 where the double holding the float is 52.13999938964844).
+pub fn format_float(d: f64) -> String {
+    if !d.is_finite() || d == 0.0 {
+        return format_double(d);
+    }
+    let six: f64 = format!("{d:.5e}").parse().unwrap_or(d);
+    format_double(six)
+}
+
 pub fn format_double(d: f64) -> String {
     if d.is_nan() {
         return "NaN".into();
@@ -1022,5 +1086,53 @@ mod tests {
         assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
         assert_eq!(format_double(1e20), "1e20");
         assert_eq!(format_double(2.5), "2.5");
+    }
+
+    /// Expected strings are MariaDB 10.11's for the same values.
+    #[test]
+    fn floats_print_and_decimals_convert_as_mariadb_does() {
+        let f = |x: f32| format_float(x as f64);
+        assert_eq!(f(52.14), "52.14");
+        assert_eq!(f(1.234_567_9), "1.23457");
+        assert_eq!(f(123_456_789.0), "123457000");
+        assert_eq!(f(0.000_012_345_678), "0.0000123457");
+        assert_eq!(f(1e15), "1e15");
+        assert_eq!(f(16_777_217.0), "16777200");
+        assert_eq!(f(-0.5), "-0.5");
+        // A decimal literal is the nearest double (it used to lose its 16th digit).
+        let d = Decimal::parse("928304.6130449439").unwrap();
+        assert_eq!(d.to_f64(), 928_304.613_044_943_9);
+        assert_eq!(format_double(d.to_f64()), "928304.6130449439");
+        let big = Decimal::parse("123456789012345678901234.5678901234").unwrap();
+        assert_eq!(big.to_f64(), 123_456_789_012_345_678_901_234.567_890_123_4);
+        assert_eq!(Decimal::from_f64(0.285, 2).to_string(), "0.29");
+        assert_eq!(Decimal::from_f64(2.675, 2).to_string(), "2.68");
+        assert_eq!(Decimal::from_f64(0.285f32 as f64, 2).to_string(), "0.28");
+    }
+
+    #[test]
+    fn zero_dates_survive_the_stored_form() {
+        let at = |y, m, d, h, mi, s, us| DateTime {
+            date: Date {
+                year: y,
+                month: m,
+                day: d,
+            },
+            hour: h,
+            minute: mi,
+            second: s,
+            micro: us,
+        };
+        for dt in [
+            at(0, 0, 0, 0, 0, 0, 0),
+            at(2024, 0, 15, 10, 11, 12, 999_999),
+            at(9999, 12, 0, 23, 59, 59, 1),
+            at(0, 1, 1, 0, 0, 0, 0),
+            at(2024, 2, 29, 1, 2, 3, 4),
+        ] {
+            assert_eq!(DateTime::from_stored(dt.to_stored()), dt, "{dt:?}");
+        }
+        assert!(at(0, 0, 0, 0, 0, 0, 0).to_stored() < 0);
+        assert_eq!(at(0, 1, 1, 0, 0, 0, 0).to_stored(), 0);
     }
 }

@@ -89,7 +89,7 @@ impl Phys {
                 });
                 ((d.year as i64) << 9) | ((d.month as i64) << 5) | d.day as i64
             }
-            Phys::DateTime => v.to_datetime().map(|d| d.to_micros()).unwrap_or(0),
+            Phys::DateTime => v.to_datetime().map(|d| d.to_stored()).unwrap_or(0),
             Phys::Double | Phys::Str | Phys::Bytes => return None,
         })
     }
@@ -104,7 +104,7 @@ impl Phys {
                 month: ((i >> 5) & 15) as u8,
                 day: (i & 31) as u8,
             }),
-            Phys::DateTime => Value::DateTime(DateTime::from_micros(i)),
+            Phys::DateTime => Value::DateTime(DateTime::from_stored(i)),
             Phys::Double => Value::Double(f64::from_bits(i as u64)),
             Phys::Str | Phys::Bytes => Value::Null,
         }

@@ -135,7 +135,7 @@ pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &[Value], out: &mut
                 out.push(d.day);
             }
             TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Time => {
-                let us = v.to_datetime().map(|d| d.to_micros()).unwrap_or(0);
+                let us = v.to_datetime().map(|d| d.to_stored()).unwrap_or(0);
                 out.extend_from_slice(&us.to_le_bytes());
             }
             _ => {
@@ -223,7 +223,7 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
             }
             TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Time => {
                 let us = i64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
-                Value::DateTime(DateTime::from_micros(us))
+                Value::DateTime(DateTime::from_stored(us))
             }
             _ => {
                 let bytes = if fixed && !matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob) {

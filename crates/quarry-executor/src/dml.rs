@@ -298,17 +298,39 @@ fn default_for(col: &ColumnDef, ctx: &ExecCtx) -> Result<Value> {
                 Err(Error::no_default(&col.name))
             } else {
                 ctx.warn(1364, Error::no_default(&col.name).message);
-                Ok(match col.ty.kind {
-                    k if SqlType::new(k).is_numeric() => Value::Int(0),
-                    TypeKind::Date => Value::Date(Date {
-                        year: 0,
-                        month: 0,
-                        day: 0,
-                    }),
-                    _ => Value::Str(String::new()),
-                })
+                Ok(implicit_default(col))
             }
         }
+    }
+}
+
+/// What a NOT NULL column without a default holds when it must hold something: zero,
+/// the zero date, the empty string.
+fn implicit_default(col: &ColumnDef) -> Value {
+    let zero_date = Date {
+        year: 0,
+        month: 0,
+        day: 0,
+    };
+    match col.ty.kind {
+        k if SqlType::new(k).is_numeric() => Value::Int(0),
+        TypeKind::Date => Value::Date(zero_date),
+        TypeKind::DateTime | TypeKind::Timestamp => {
+            Value::DateTime(quarry_common::value::DateTime::from_date(zero_date))
+        }
+        _ => Value::Str(String::new()),
+    }
+}
+
+/// The value existing rows take for a column ALTER TABLE adds: its default; a NOT NULL
+/// column without one takes its type's implicit default, even in strict mode (MariaDB);
+/// an AUTO_INCREMENT column NULL (numbered as the rows are copied).
+pub fn added_column_value(col: &ColumnDef, ctx: &ExecCtx) -> Result<Value> {
+    match &col.default {
+        DefaultValue::None if !col.nullable && !col.auto_increment => {
+            coerce(implicit_default(col), col, 0, ctx)
+        }
+        _ => default_for(col, ctx),
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quarry_common::types::flags;
-use quarry_common::value::{Date, DateTime};
+use quarry_common::value::{format_float, Date, DateTime};
 use quarry_common::{Decimal, Error, Result, TypeKind, Value};
 use quarry_core::{Database, OutColumn, Output, Prepared, Session};
 use quarry_protocol::*;
@@ -480,10 +480,15 @@ impl Client {
                     if binary {
                         encode_binary_row(&mut buf, &columns, r);
                     } else {
-                        for v in r {
-                            match v.to_wire_bytes() {
-                                None => buf.push(0xfb),
-                                Some(b) => put_lenenc_str(&mut buf, &b),
+                        for (v, c) in r.iter().zip(&columns) {
+                            match v {
+                                Value::Null => buf.push(0xfb),
+                                Value::Double(d) if c.ty.kind == TypeKind::Float => {
+                                    put_lenenc_str(&mut buf, format_float(*d).as_bytes())
+                                }
+                                _ => {
+                                    put_lenenc_str(&mut buf, &v.to_wire_bytes().unwrap_or_default())
+                                }
                             }
                         }
                     }
@@ -801,16 +806,25 @@ fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> 
                 } else {
                     0
                 };
-                if t == 10 {
-                    Value::Date(date)
-                } else {
-                    Value::DateTime(DateTime {
-                        date,
-                        hour: g(4),
-                        minute: g(5),
-                        second: g(6),
-                        micro,
-                    })
+                let dt = DateTime {
+                    date,
+                    hour: g(4),
+                    minute: g(5),
+                    second: g(6),
+                    micro,
+                };
+                let valid = date.is_valid()
+                    && dt.hour < 24
+                    && dt.minute < 60
+                    && dt.second < 60
+                    && micro < 1_000_000;
+                match (valid, t == 10) {
+                    (true, true) => Value::Date(date),
+                    (true, false) => Value::DateTime(dt),
+                    // As text, so the statement judges it as the text protocol would
+                    // (1292 in strict mode) instead of storing an impossible date.
+                    (false, true) => Value::Str(date.to_string()),
+                    (false, false) => Value::Str(dt.fmt_with_scale(6)),
                 }
             }
             11 => {

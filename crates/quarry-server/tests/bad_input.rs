@@ -123,3 +123,66 @@ fn hostile_clients_do_not_hurt_others() {
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A DATE sent as a binary-protocol parameter is judged as the same date in text would
+/// be: an impossible one is 1292 in strict mode (it used to be stored as 2024-13-40).
+#[test]
+fn binary_protocol_dates_are_validated_like_text() {
+    let dir = std::env::temp_dir().join(format!("quarry-bin-dates-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Database::open(&dir).unwrap();
+    let server = Server::bind(db.clone(), "127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let stop = server.stop_handle();
+    let th = std::thread::spawn(move || server.run());
+
+    let mut c = Raw::login(port);
+    assert_eq!(c.query_rows(b"CREATE DATABASE d"), Ok(vec![]));
+    assert_eq!(
+        c.query_rows(b"CREATE TABLE d.t (d DATE, dt DATETIME)"),
+        Ok(vec![])
+    );
+    c.send(0, b"\x16INSERT INTO d.t VALUES (?, ?)");
+    let (_, prep) = c.read().unwrap();
+    assert_eq!(prep[0], 0);
+    let id = u32::from_le_bytes(prep[1..5].try_into().unwrap());
+    // two parameter definitions + EOF
+    for _ in 0..3 {
+        c.read().unwrap();
+    }
+    let exec = |c: &mut Raw, date: [u8; 4], time: [u8; 3]| {
+        let mut p = vec![0x17];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.extend_from_slice(&[0, 1, 0, 0, 0]); // flags, iteration count
+        p.extend_from_slice(&[0, 1, 10, 0, 12, 0]); // NULL bitmap, types bound: DATE, DATETIME
+        p.push(4);
+        p.extend_from_slice(&date);
+        p.push(7);
+        p.extend_from_slice(&date);
+        p.extend_from_slice(&time);
+        c.send(0, &p);
+        c.read().map(|(_, p)| err_code(&p))
+    };
+    let y = 2024u16.to_le_bytes();
+    assert_eq!(exec(&mut c, [y[0], y[1], 2, 29], [23, 59, 59]), Some(None));
+    assert_eq!(
+        exec(&mut c, [y[0], y[1], 13, 40], [1, 2, 3]),
+        Some(Some(1292))
+    );
+    assert_eq!(
+        exec(&mut c, [y[0], y[1], 2, 30], [1, 2, 3]),
+        Some(Some(1292))
+    );
+    assert_eq!(
+        exec(&mut c, [y[0], y[1], 1, 1], [24, 0, 0]),
+        Some(Some(1292))
+    );
+    let rows = c.query_rows(b"SELECT d, dt FROM d.t").unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].windows(10).any(|w| w == b"2024-02-29"));
+
+    stop.store(true, Ordering::SeqCst);
+    th.join().unwrap().unwrap();
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use quarry_core::quarry_common::{TypeKind, Value};
 use quarry_core::{parse_size, Database, Options, Output};
 
 // Loads and scans allocate and free millions of small values a second, across threads;
@@ -293,7 +294,13 @@ fn print_output(out: &Output, secs: f64, warnings: usize) {
                 .iter()
                 .map(|r| {
                     r.iter()
-                        .map(|v| v.to_text().unwrap_or_else(|| "NULL".into()))
+                        .zip(columns.iter())
+                        .map(|(v, c)| match v {
+                            Value::Double(d) if c.ty.kind == TypeKind::Float => {
+                                quarry_core::quarry_common::value::format_float(*d)
+                            }
+                            _ => v.to_text().unwrap_or_else(|| "NULL".into()),
+                        })
                         .collect()
                 })
                 .collect();

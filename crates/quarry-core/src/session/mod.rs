@@ -2328,13 +2328,24 @@ impl Session {
             }
         }
         if def != entry.def {
+            // Existing rows take each added column's default (MariaDB's rule).
+            let added: Vec<Value> = self.with_ctx(|ctx| {
+                def.columns
+                    .iter()
+                    .zip(&source)
+                    .map(|(c, s)| match s {
+                        Some(_) => Ok(Value::Null),
+                        None => quarry_executor::dml::added_column_value(c, ctx),
+                    })
+                    .collect()
+            })?;
             let ctx_map = move |old: Row| -> Row {
                 source
                     .iter()
-                    .map(|s| s.map(|i| old[i].clone()).unwrap_or(Value::Null))
+                    .zip(&added)
+                    .map(|(s, v)| s.map(|i| old[i].clone()).unwrap_or_else(|| v.clone()))
                     .collect()
             };
-            // Columns added without a value take their default: mark them for default filling.
             self.change_table(&db, &entry, def.clone(), Some(&ctx_map), sink)?;
         }
         if let Some((to_db, to)) = rename_to {
