@@ -102,16 +102,40 @@ impl Decimal {
         self.to_string().parse().unwrap_or(f64::NAN)
     }
     /// `v` rounded half away from zero at `scale`, from the shortest decimal that reads
-    /// back as `v` (as MariaDB converts: 0.285 → 0.29 at scale 2, not 0.28).
-    pub fn from_f64(v: f64, scale: u8) -> Decimal {
-        if v.is_finite() && v.abs() < 1e37 {
+    /// back as `v` (as MariaDB converts: 0.285 → 0.29 at scale 2, not 0.28); None when
+    /// the mantissa would not fit.
+    pub fn try_from_f64(v: f64, scale: u8) -> Option<Decimal> {
+        if !v.is_finite() {
+            return None;
+        }
+        if v.abs() < 1e37 {
             if let Some(d) = Decimal::parse(&format!("{v}")) {
-                return d.rescale(scale);
+                return d.checked_rescale(scale);
             }
         }
-        Decimal {
-            mantissa: (v * pow10(scale) as f64).round() as i128,
+        let m = (v * pow10(scale) as f64).round();
+        (m.abs() < 1.7e38).then_some(Decimal {
+            mantissa: m as i128,
             scale,
+        })
+    }
+    /// As `try_from_f64`, saturating where the mantissa would not fit (for uses where
+    /// only the order matters; storing goes through the checked form).
+    pub fn from_f64(v: f64, scale: u8) -> Decimal {
+        Decimal::try_from_f64(v, scale).unwrap_or(Decimal {
+            mantissa: if v < 0.0 { i128::MIN + 1 } else { i128::MAX },
+            scale,
+        })
+    }
+    /// `rescale`, or None where more fractional digits overflow the mantissa.
+    pub fn checked_rescale(self, scale: u8) -> Option<Decimal> {
+        if scale >= self.scale {
+            Some(Decimal {
+                mantissa: self.mantissa.checked_mul(pow10(scale - self.scale))?,
+                scale,
+            })
+        } else {
+            Some(self.rescale(scale))
         }
     }
     /// Integer value, rounded half away from zero (MySQL's decimal → int rule).
@@ -149,8 +173,8 @@ impl Decimal {
     }
     pub fn checked_add(self, o: Decimal) -> Option<Decimal> {
         let s = self.scale.max(o.scale);
-        let a = self.rescale(s);
-        let b = o.rescale(s);
+        let a = self.checked_rescale(s)?;
+        let b = o.checked_rescale(s)?;
         Some(Decimal {
             mantissa: a.mantissa.checked_add(b.mantissa)?,
             scale: s,
@@ -671,6 +695,20 @@ impl Value {
                 } else {
                     f as i64
                 }
+            }
+        }
+    }
+
+    /// The value as a decimal, or None where it holds more digits than a decimal can.
+    pub fn try_to_decimal(&self) -> Option<Decimal> {
+        match self {
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => Some(self.to_decimal()),
+            Value::Str(s) => {
+                Decimal::parse(s).or_else(|| Decimal::try_from_f64(parse_number_prefix(s).0, 6))
+            }
+            other => {
+                let f = other.to_f64();
+                Decimal::try_from_f64(f, if f.fract() == 0.0 { 0 } else { 10 })
             }
         }
     }

@@ -102,19 +102,34 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
         TypeKind::Decimal => {
             let d = match &v {
                 Value::Str(s) => match Decimal::parse(s) {
-                    Some(d) => d,
+                    Some(d) => Some(d),
                     None => {
                         let (f, whole) = parse_number_prefix(s);
                         if !whole {
                             bad("decimal", &v)?;
                         }
-                        Decimal::from_f64(f, ty.scale)
+                        Decimal::try_from_f64(f, ty.scale)
                     }
                 },
-                other => other.to_decimal(),
+                other => other.try_to_decimal(),
             };
-            let d = d.rescale(ty.scale);
             let max_int = ty.len.saturating_sub(ty.scale as u32);
+            // More digits than a decimal holds (38) is out of range, never a wrapped or
+            // saturated number.
+            let Some(d) = d.and_then(|d| d.checked_rescale(ty.scale)) else {
+                out_of_range()?;
+                let limit =
+                    quarry_common::value::pow10((max_int + ty.scale as u32).min(38) as u8) - 1;
+                let neg = v.to_f64() < 0.0;
+                let m = if ty.unsigned && neg {
+                    0
+                } else if neg {
+                    -limit
+                } else {
+                    limit
+                };
+                return Ok(Value::Decimal(Decimal::new(m, ty.scale)));
+            };
             if d.int_digits() > max_int || (ty.unsigned && d.mantissa < 0) {
                 out_of_range()?;
                 let limit =
