@@ -222,6 +222,26 @@ impl Error {
     pub fn query_interrupted() -> Error {
         Error::new(1317, "Query execution was interrupted")
     }
+    /// `max_statement_time` ran out (MariaDB's code).
+    pub fn statement_timeout() -> Error {
+        Error::new(
+            1969,
+            "Query execution was interrupted (max_statement_time exceeded)",
+        )
+    }
+    /// A `MAX_EXECUTION_TIME(ms)` hint ran out (MySQL's code; MariaDB has no such hint).
+    pub fn execution_time_exceeded() -> Error {
+        Error::new(
+            3024,
+            "Query execution was interrupted, maximum statement execution time exceeded",
+        )
+    }
+    pub fn record_too_long(limit: usize) -> Error {
+        Error::new(
+            1153,
+            format!("Got a record bigger than 'max_allowed_packet' ({limit}) bytes"),
+        )
+    }
     pub fn lock_wait_timeout() -> Error {
         Error::new(
             1205,

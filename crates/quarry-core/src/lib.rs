@@ -57,6 +57,8 @@ pub struct ProcessInfo {
     pub started: Mutex<std::time::Instant>,
     pub killed: AtomicBool,
     pub kill_connection: AtomicBool,
+    /// Tells whether the client closed its connection (set by the server).
+    pub client_gone: std::sync::OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
     /// A long statement's stage and rows done of total (SHOW PROCESSLIST's State and
     /// Progress, the shell's progress line).
     pub progress: Mutex<Option<Progress>>,
@@ -355,6 +357,7 @@ impl Database {
             started: Mutex::new(std::time::Instant::now()),
             killed: AtomicBool::new(false),
             kill_connection: AtomicBool::new(false),
+            client_gone: std::sync::OnceLock::new(),
             progress: Mutex::new(None),
         });
         self.processes.lock().insert(id, info.clone());

@@ -31,6 +31,8 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("license", s("Apache-2.0")),
         ("lower_case_table_names", i(0)),
         ("max_allowed_packet", i(16 * 1024 * 1024)),
+        // Seconds a statement may run (0: no limit), as MariaDB; fractions allowed.
+        ("max_statement_time", Value::Double(0.0)),
         ("max_connections", i(151)),
         ("max_heap_table_size", i(16 * 1024 * 1024)),
         ("net_buffer_length", i(16384)),

@@ -1163,6 +1163,9 @@ struct StreamRecords<'a> {
     ld: &'a quarry_sql::LoadData,
     /// Bytes read per window (LOAD_WINDOW; tests use tiny ones).
     window: usize,
+    /// The longest record taken (`max_allowed_packet`): input without line terminators
+    /// (`/dev/zero`) is an error, not a buffer growing without end.
+    max_record: usize,
     carry: Vec<u8>,
     eof: bool,
     ready: std::collections::VecDeque<Vec<Option<String>>>,
@@ -1199,6 +1202,9 @@ impl StreamRecords<'_> {
             } else {
                 match buf.windows(lt.len()).rposition(|w| w == lt) {
                     Some(p) => p + lt.len(),
+                    None if buf.len() > self.max_record => {
+                        return Err(Error::record_too_long(self.max_record));
+                    }
                     None => {
                         // One record longer than a window: read on.
                         self.carry = buf;
@@ -1278,6 +1284,7 @@ pub fn load_data_from(
         input,
         ld,
         window: LOAD_WINDOW,
+        max_record: ctx.max_packet,
         carry: Vec::new(),
         eof: false,
         ready: Default::default(),
@@ -1297,6 +1304,9 @@ pub fn load_data_from(
     let iter = rows.map(|row| {
         let (fields, read) = row?;
         n += 1;
+        if n.is_multiple_of(1024) {
+            ctx.check_killed()?;
+        }
         if n.is_multiple_of(65536) {
             progress(read);
         }
@@ -1465,6 +1475,7 @@ mod load_tests {
                 input: &mut input,
                 ld: &ld,
                 window,
+                max_record: usize::MAX,
                 carry: Vec::new(),
                 eof: false,
                 ready: Default::default(),

@@ -35,7 +35,40 @@ pub trait SessionInfo {
     /// How far a long statement is (`done` of `total` rows at `stage`), for SHOW
     /// PROCESSLIST and the shell's progress line; it lasts until the statement ends.
     fn progress(&self, _stage: &'static str, _done: u64, _total: u64) {}
+    /// The client closed its connection: the statement has no one to answer.
+    fn client_gone(&self) -> bool {
+        false
+    }
 }
+
+/// When a statement's time is up, and the error it then gets.
+pub type Deadline = Option<(std::time::Instant, fn() -> Error)>;
+
+/// Why a statement must stop now, checked between batches and every `TICKS` units of
+/// work in loops that can run long without reading a batch (joins, aggregation).
+pub struct Interrupt<'a> {
+    /// KILL QUERY / KILL.
+    pub killed: &'a std::sync::atomic::AtomicBool,
+    pub deadline: Deadline,
+    pub ticks: Cell<u32>,
+    /// When the client's connection was last looked at.
+    pub peeked: Cell<Option<std::time::Instant>>,
+}
+
+impl<'a> Interrupt<'a> {
+    pub fn new(killed: &'a std::sync::atomic::AtomicBool, deadline: Deadline) -> Interrupt<'a> {
+        Interrupt {
+            killed,
+            deadline,
+            ticks: Cell::new(0),
+            peeked: Cell::new(None),
+        }
+    }
+}
+
+const TICKS: u32 = 4096;
+/// How often a running statement looks at its client's connection.
+const PEEK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// One write, remembered so a transaction or a failed statement can be undone.
 #[derive(Clone)]
@@ -61,7 +94,9 @@ pub struct ExecCtx<'a> {
     pub undo: RefCell<Vec<Undo>>,
     pub strict: bool,
     pub read_buffer: usize,
-    pub killed: &'a std::sync::atomic::AtomicBool,
+    pub interrupt: Interrupt<'a>,
+    /// The longest record LOAD DATA takes (`max_allowed_packet`).
+    pub max_packet: usize,
     /// Bytes a sort may hold in memory before spilling runs to temporary files.
     pub sort_buffer: usize,
     /// Bytes of groups a hash aggregation keeps in memory before partitioning to files.
@@ -93,9 +128,39 @@ impl ExecCtx<'_> {
             w.push((code, msg.into()));
         }
     }
-    fn check_killed(&self) -> Result<()> {
-        if self.killed.load(std::sync::atomic::Ordering::Relaxed) {
+    /// An error when the statement must stop: KILL, its time is up, or its client left.
+    pub fn check_killed(&self) -> Result<()> {
+        let i = &self.interrupt;
+        if i.killed.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(Error::query_interrupted());
+        }
+        let now = std::time::Instant::now();
+        if let Some((at, err)) = i.deadline {
+            if now >= at {
+                return Err(err());
+            }
+        }
+        if i.peeked
+            .get()
+            .is_none_or(|t| now.duration_since(t) >= PEEK_EVERY)
+        {
+            i.peeked.set(Some(now));
+            if self.session.client_gone() {
+                i.killed.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(Error::query_interrupted());
+            }
+        }
+        Ok(())
+    }
+
+    /// One unit of work (a joined pair, an aggregated row): every `TICKS` of them the
+    /// statement checks whether it must stop.
+    #[inline]
+    pub fn tick(&self) -> Result<()> {
+        let n = self.interrupt.ticks.get().wrapping_add(1);
+        self.interrupt.ticks.set(n);
+        if n.is_multiple_of(TICKS) {
+            return self.check_killed();
         }
         Ok(())
     }
@@ -1161,6 +1226,7 @@ fn join_pair(
     ctx: &ExecCtx,
     out: &mut Vec<Row>,
 ) -> Result<bool> {
+    ctx.tick()?;
     let mut row = Vec::with_capacity(l.len() + r.len());
     row.extend_from_slice(l);
     row.extend_from_slice(r);
@@ -1231,6 +1297,7 @@ fn hash_join(
     let mut spilled = 0u64;
     right(&mut |b| {
         for r in b {
+            ctx.tick()?;
             if keyed && !key_of(j.right_keys, &r, ctx, &mut k)? {
                 continue;
             }
@@ -1361,6 +1428,7 @@ fn aggregate(
     let mut k = Vec::new();
     feed(&mut |b| {
         for r in b {
+            ctx.tick()?;
             k.clear();
             let mut gv = Vec::with_capacity(group.len());
             for g in group {

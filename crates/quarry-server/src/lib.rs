@@ -320,6 +320,7 @@ fn login(
         return conn.flush().map(|()| None);
     }
     let session = db.session_with_id(conn_id, &resp.user, &host);
+    watch_client(&session, &conn.stream);
     let mut client = Client {
         session,
         conn,
@@ -346,6 +347,43 @@ fn login(
         .unwrap_or(16 << 20);
     client.conn.patience = wait_timeout;
     Ok(Some(client))
+}
+
+/// Let the session's running statements see that the client closed its connection (a
+/// statement whose client has gone stops, as if killed).
+fn watch_client(session: &Session, stream: &TcpStream) {
+    let Ok(s) = stream.try_clone() else {
+        return;
+    };
+    let _ = session
+        .info
+        .client_gone
+        .set(Box::new(move || peer_closed(&s)));
+}
+
+/// The peer closed (or reset) the connection; data waiting or nothing yet is alive.
+fn peer_closed(s: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut b = [0u8; 1];
+    // SAFETY: a one-byte peek into a local buffer on a descriptor `s` owns; MSG_DONTWAIT
+    // makes this call alone non-blocking without changing the socket's flags.
+    #[allow(unsafe_code)]
+    let n = unsafe {
+        libc::recv(
+            s.as_raw_fd(),
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n == 0 {
+        return true;
+    }
+    n < 0
+        && matches!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::ECONNRESET) | Some(libc::ENOTCONN) | Some(libc::EPIPE)
+        )
 }
 
 /// A parked client spoke: serve it on a thread again.
@@ -560,6 +598,7 @@ impl Client {
                     return false;
                 }
                 self.session = db.session(&user, &self.host);
+                watch_client(&self.session, &self.conn.stream);
                 self.stmts.clear();
                 if let Some(d) = dbname {
                     if let Err(e) = self.session.use_db(&d) {

@@ -5,11 +5,7 @@
 
 mod common;
 
-use common::Raw;
-use quarry_core::quarry_common::Value;
-use quarry_core::Database;
-use quarry_server::Server;
-use std::sync::Arc;
+use common::{wait_until, Raw, Running};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -175,59 +171,6 @@ fn without_parking_wait_timeout_still_closes_an_idle_connection() {
 const IDLE_MS: &str = "quarry_idle_thread_timeout_ms";
 
 /// A server on an ephemeral port in a fresh datadir, with some globals set.
-struct Running {
-    server: Arc<Server>,
-    port: u16,
-    dir: std::path::PathBuf,
-    thread: std::thread::JoinHandle<std::io::Result<()>>,
-}
-
-impl Running {
-    fn start(name: &str, globals: &[(&str, i64)]) -> Running {
-        let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let db = Database::open(&dir).unwrap();
-        for &(k, v) in globals {
-            db.set_global(k, Value::Int(v));
-        }
-        let server = Arc::new(Server::bind(db, "127.0.0.1:0").unwrap());
-        let port = server.local_addr().unwrap().port();
-        let thread = {
-            let server = server.clone();
-            std::thread::spawn(move || server.run())
-        };
-        Running {
-            server,
-            port,
-            dir,
-            thread,
-        }
-    }
-
-    fn stop(self) {
-        let Running {
-            server,
-            dir,
-            thread,
-            ..
-        } = self;
-        server
-            .stop_handle()
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        thread.join().unwrap().unwrap();
-        drop(server); // closes the database before its directory goes
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
-
-fn wait_until(done: impl Fn() -> bool) {
-    let t0 = Instant::now();
-    while !done() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "timed out waiting");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").unwrap().count()
 }

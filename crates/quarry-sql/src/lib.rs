@@ -235,6 +235,19 @@ pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
 /// Statements are parsed on a stack sized for this (`quarry_core::STATEMENT_STACK`).
 pub const MAX_PARSE_NESTING: usize = 2500;
 
+/// The milliseconds of a MySQL optimizer hint `/*+ … MAX_EXECUTION_TIME(ms) … */` in
+/// `sql`, if it has one.
+pub fn max_execution_time_hint(sql: &str) -> Option<u64> {
+    let at = sql.find("/*+")?;
+    let body = &sql[at + 3..];
+    let body = &body[..body.find("*/")?];
+    let upper = body.to_ascii_uppercase();
+    let p = upper.find("MAX_EXECUTION_TIME")?;
+    let rest = upper[p + "MAX_EXECUTION_TIME".len()..].trim_start();
+    let rest = rest.strip_prefix('(')?;
+    rest[..rest.find(')')?].trim().parse().ok()
+}
+
 /// Parse a statement that must be a single one (prepared statements).
 pub fn parse_one(sql: &str) -> Result<Stmt> {
     let mut v = parse(sql)?;

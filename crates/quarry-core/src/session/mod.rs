@@ -118,6 +118,8 @@ pub struct Session {
     pub info: Arc<ProcessInfo>,
     savepoints: Vec<(String, usize)>,
     rand: Cell<u64>,
+    /// When the running statement's time is up, and its error.
+    deadline: Cell<quarry_executor::exec::Deadline>,
     /// Variables every statement consults, read once per change of them: with the
     /// `Database::vars_generation` they were read at (a session SET clears it).
     settings: Cell<Option<(u64, Settings)>>,
@@ -142,6 +144,9 @@ impl SessionInfo for Session {
             total,
             unit: "rows",
         });
+    }
+    fn client_gone(&self) -> bool {
+        self.info.client_gone.get().is_some_and(|gone| gone())
     }
     fn sys_var(&self, name: &str) -> Result<Value> {
         let (n, global) = normalise(name);
@@ -253,6 +258,9 @@ enum Isolation {
 #[derive(Clone, Copy)]
 struct Settings {
     strict: bool,
+    /// `max_statement_time` (0: none).
+    statement_time: Option<Duration>,
+    max_packet: usize,
     lock_timeout: Duration,
     isolation: Isolation,
     read_buffer: usize,
@@ -289,6 +297,7 @@ impl Session {
             info,
             savepoints: vec![],
             rand: Cell::new(seed | 1),
+            deadline: Cell::new(None),
             settings: Cell::new(None),
         }
     }
@@ -332,8 +341,15 @@ impl Session {
                 .map(|v| v.as_str_lossy().to_ascii_uppercase())
                 .ok()
         };
+        let secs = self
+            .sys_var("max_statement_time")
+            .map(|v| v.to_f64())
+            .unwrap_or(0.0);
         Settings {
             strict: text("sql_mode").is_none_or(|m| m.contains("STRICT")),
+            statement_time: (secs > 0.0 && secs.is_finite())
+                .then(|| Duration::from_secs_f64(secs.min(31_536_000.0))),
+            max_packet: size("max_allowed_packet", 1024, 1 << 30, 16 << 20),
             lock_timeout: Duration::from_secs(size("innodb_lock_wait_timeout", 1, 86400, 50) as u64),
             isolation: match text("transaction_isolation").as_deref() {
                 Some("READ-COMMITTED") => Isolation::ReadCommitted,
@@ -349,6 +365,24 @@ impl Session {
                 .map(|v| quarry_executor::pushdown::enabled(&v.as_str_lossy()))
                 .unwrap_or(true),
         }
+    }
+
+    /// When this statement's time is up: a SELECT's `MAX_EXECUTION_TIME(ms)` hint (as
+    /// MySQL), else `max_statement_time` (as MariaDB).
+    fn statement_deadline(&self, stmt: &Stmt, sql: &str) -> quarry_executor::exec::Deadline {
+        let now = std::time::Instant::now();
+        let select = matches!(stmt, Stmt::Ast(s) if matches!(**s, S::Query(_)));
+        if let Some(ms) = select
+            .then(|| quarry_sql::max_execution_time_hint(sql))
+            .flatten()
+        {
+            if ms > 0 {
+                let e: fn() -> Error = Error::execution_time_exceeded;
+                return Some((now + Duration::from_millis(ms), e));
+            }
+        }
+        let e: fn() -> Error = Error::statement_timeout;
+        self.settings().statement_time.map(|d| (now + d, e))
     }
 
     fn lock_timeout(&self) -> Duration {
@@ -473,6 +507,7 @@ impl Session {
         cache: Option<&PlanCache>,
     ) -> Result<Output> {
         self.info.killed.store(false, Ordering::Relaxed);
+        self.deadline.set(self.statement_deadline(stmt, sql));
         *self.info.command.lock() = "Query".into();
         *self.info.info.lock() = Some(sql.chars().take(100).collect());
         *self.info.started.lock() = std::time::Instant::now();
@@ -656,7 +691,11 @@ impl Session {
             undo: RefCell::new(vec![]),
             strict: st.strict,
             read_buffer: st.read_buffer,
-            killed: &self.info.killed,
+            interrupt: quarry_executor::exec::Interrupt::new(
+                &self.info.killed,
+                self.deadline.get(),
+            ),
+            max_packet: st.max_packet,
             agg_buffer: st.agg_buffer,
             join_buffer: st.join_buffer,
             pushdown: st.pushdown,

@@ -4,7 +4,12 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quarry_core::quarry_common::Value;
+use quarry_core::Database;
+use quarry_server::Server;
 
 pub struct Raw {
     pub s: TcpStream,
@@ -78,5 +83,59 @@ impl Raw {
                 _ => rows.push(p),
             }
         }
+    }
+}
+
+/// A server on an ephemeral port over a fresh datadir, with some globals set.
+pub struct Running {
+    pub server: Arc<Server>,
+    pub port: u16,
+    dir: std::path::PathBuf,
+    thread: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    pub fn start(name: &str, globals: &[(&str, i64)]) -> Running {
+        let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = Database::open(&dir).unwrap();
+        for &(k, v) in globals {
+            db.set_global(k, Value::Int(v));
+        }
+        let server = Arc::new(Server::bind(db, "127.0.0.1:0").unwrap());
+        let port = server.local_addr().unwrap().port();
+        let thread = {
+            let server = server.clone();
+            std::thread::spawn(move || server.run())
+        };
+        Running {
+            server,
+            port,
+            dir,
+            thread,
+        }
+    }
+
+    pub fn stop(self) {
+        let Running {
+            server,
+            dir,
+            thread,
+            ..
+        } = self;
+        server
+            .stop_handle()
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        thread.join().unwrap().unwrap();
+        drop(server); // closes the database before its directory goes
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+pub fn wait_until(done: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "timed out waiting");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
