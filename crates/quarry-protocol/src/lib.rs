@@ -68,6 +68,9 @@ pub struct Conn<S> {
     pub max_packet: usize,
     /// How long a packet may stall once begun before the read fails.
     pub patience: Duration,
+    /// No read waits past this (the handshake's `connect_timeout`, however slowly the
+    /// bytes trickle in).
+    pub deadline: Option<Instant>,
 }
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -82,9 +85,17 @@ fn timed_out(e: &io::Error) -> bool {
 
 /// One read of at least a byte (end of stream is UnexpectedEof), waiting through read
 /// timeouts until `patience` has passed without one.
-fn read_some(stream: &mut impl Read, buf: &mut [u8], patience: Duration) -> io::Result<usize> {
+fn read_some(
+    stream: &mut impl Read,
+    buf: &mut [u8],
+    patience: Duration,
+    deadline: Option<Instant>,
+) -> io::Result<usize> {
     let mut stalled: Option<Instant> = None;
     loop {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
         match stream.read(buf) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => return Ok(n),
@@ -110,6 +121,7 @@ impl<S: Read + Write> Conn<S> {
             end: 0,
             max_packet: 16 << 20,
             patience: Duration::from_secs(28800),
+            deadline: None,
         }
     }
 
@@ -152,7 +164,12 @@ impl<S: Read + Write> Conn<S> {
             self.end -= self.start;
             self.start = 0;
         }
-        self.end += read_some(&mut self.stream, &mut self.inbuf[self.end..], patience)?;
+        self.end += read_some(
+            &mut self.stream,
+            &mut self.inbuf[self.end..],
+            patience,
+            self.deadline,
+        )?;
         Ok(())
     }
 
@@ -163,7 +180,12 @@ impl<S: Read + Write> Conn<S> {
             if self.start == self.end {
                 if buf.len() - at >= READ_CHUNK {
                     // Large payloads go straight to their place.
-                    at += read_some(&mut self.stream, &mut buf[at..], self.patience)?;
+                    at += read_some(
+                        &mut self.stream,
+                        &mut buf[at..],
+                        self.patience,
+                        self.deadline,
+                    )?;
                     continue;
                 }
                 self.fill(self.patience)?;

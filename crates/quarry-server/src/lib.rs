@@ -20,15 +20,20 @@ use quarry_common::{Decimal, Error, Result, TypeKind, Value};
 use quarry_core::{Database, OutColumn, Output, Prepared, Session};
 use quarry_protocol::*;
 
+mod admission;
 mod park;
 mod workers;
+use admission::{max_connections, ConnSlot, Handshake, Handshakes};
 use park::Parking;
 
 pub struct Server {
     db: Arc<Database>,
     listener: TcpListener,
     stop: Arc<AtomicBool>,
+    /// Logged-in connections (at most `max_connections`).
     active: Arc<AtomicUsize>,
+    /// Connections still in their handshake (at most `max_connections` more).
+    handshakes: Arc<Handshakes>,
     parking: Arc<Parking>,
 }
 
@@ -40,6 +45,7 @@ impl Server {
             listener,
             stop: Arc::new(AtomicBool::new(false)),
             active: Arc::new(AtomicUsize::new(0)),
+            handshakes: Arc::new(Handshakes::default()),
             parking: Arc::new(Parking::new()?),
         })
     }
@@ -112,23 +118,22 @@ impl Server {
                     let _ = stream.set_nodelay(true);
                     let db = self.db.clone();
                     let active = self.active.clone();
-                    let max = db
-                        .global("max_connections")
-                        .map(|v| v.to_i64().max(1) as usize)
-                        .unwrap_or(151);
-                    if active.fetch_add(1, Ordering::SeqCst) >= max {
-                        active.fetch_sub(1, Ordering::SeqCst);
+                    let max = max_connections(&db);
+                    if active.load(Ordering::SeqCst) >= max {
+                        // As MariaDB: the error instead of the greeting.
                         let mut c = Conn::new(stream);
                         c.push(&err_packet(1040, "08004", "Too many connections"));
                         let _ = c.flush();
                         continue;
                     }
-                    let slot = ConnSlot(active);
+                    let Some(handshake) = self.handshakes.begin(&stream, max) else {
+                        continue;
+                    };
                     let parking = self.parking.clone();
                     // Out of threads: the connection is closed (the closure dropped) and
                     // the server goes on serving the others.
                     let _ = workers::run(move || {
-                        if let Ok(Some(client)) = login(db, stream, peer, slot) {
+                        if let Ok(Some(client)) = login(db, stream, peer, handshake, active) {
                             serve(client, parking);
                         }
                     });
@@ -218,14 +223,6 @@ struct Stmt {
 }
 
 /// One counted connection (toward `max_connections`) until dropped.
-struct ConnSlot(Arc<AtomicUsize>);
-
-impl Drop for ConnSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// Everything a connection keeps between commands; it moves between threads when the
 /// connection is parked and resumed.
 struct Client {
@@ -258,22 +255,20 @@ fn login(
     db: Arc<Database>,
     stream: TcpStream,
     peer: SocketAddr,
-    slot: ConnSlot,
+    place: Handshake,
+    active: Arc<AtomicUsize>,
 ) -> io::Result<Option<Client>> {
     let idle_ms = db
         .global("quarry_idle_thread_timeout_ms")
         .map(|v| v.to_i64())
         .unwrap_or(0);
-    // The socket's read timeout is how a serving thread notices its client went idle;
-    // without parking, reads wait up to wait_timeout.
     let wait_timeout = global_secs(&db, "wait_timeout", 28800);
-    stream.set_read_timeout(Some(if idle_ms > 0 {
-        Duration::from_millis(idle_ms as u64)
-    } else {
-        wait_timeout
-    }))?;
+    // connect_timeout bounds the whole handshake, however slowly its bytes come.
+    let connect_timeout = global_secs(&db, "connect_timeout", 10);
+    stream.set_read_timeout(Some(connect_timeout.min(Duration::from_secs(1))))?;
     let mut conn = Conn::new(stream);
-    conn.patience = global_secs(&db, "connect_timeout", 10);
+    conn.patience = connect_timeout;
+    conn.deadline = Some(std::time::Instant::now() + connect_timeout);
     let scramble = scramble();
     let conn_id = db.reserve_connection_id();
     conn.push(&handshake(
@@ -319,6 +314,19 @@ fn login(
         conn.push(&err_packet(1045, "28000", &msg));
         return conn.flush().map(|()| None);
     }
+    let Some(slot) = ConnSlot::take(&active, max_connections(&db)) else {
+        conn.push(&err_packet(1040, "08004", "Too many connections"));
+        return conn.flush().map(|()| None);
+    };
+    // Logged in: the socket's read timeout is how a serving thread notices its client
+    // went idle; without parking, reads wait up to wait_timeout.
+    conn.deadline = None;
+    conn.stream.set_read_timeout(Some(if idle_ms > 0 {
+        Duration::from_millis(idle_ms as u64)
+    } else {
+        wait_timeout
+    }))?;
+    drop(place);
     let session = db.session_with_id(conn_id, &resp.user, &host);
     watch_client(&session, &conn.stream);
     let mut client = Client {

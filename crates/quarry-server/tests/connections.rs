@@ -183,3 +183,53 @@ fn rss_kib() -> usize {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
 }
+
+/// Clients that open a handshake and trickle a byte now and then (slowloris) used to hold
+/// every slot: 1040 for everyone for as long as they kept going. connect_timeout now
+/// bounds the whole handshake, handshakes do not take logged-in sessions' slots, and a
+/// ready client takes the place of the oldest unfinished handshake.
+#[test]
+fn slow_handshakes_do_not_lock_anyone_out() {
+    use std::io::{Read, Write};
+    let running = Running::start(
+        "slow-handshakes",
+        &[("max_connections", 10), ("connect_timeout", 2)],
+    );
+    let port = running.port;
+    let mut slow: Vec<std::net::TcpStream> = (0..12)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let mut greeting = [0u8; 512];
+            let _ = s.read(&mut greeting).unwrap();
+            s
+        })
+        .collect();
+    let t0 = Instant::now();
+    let mut good = Raw::login(port);
+    assert_eq!(good.query_rows(b"SELECT 1"), Ok(vec![b"\x011".to_vec()]));
+    // Trickling keeps no handshake alive past connect_timeout.
+    let closed = |s: &mut std::net::TcpStream| {
+        s.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 64];
+        let r = s.read(&mut b);
+        s.set_nonblocking(false).unwrap();
+        match r {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    };
+    let mut open = slow.len();
+    while open > 0 && t0.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(300));
+        open = 0;
+        for s in &mut slow {
+            let _ = s.write_all(&[1]);
+            if !closed(s) {
+                open += 1;
+            }
+        }
+    }
+    assert_eq!(open, 0, "handshakes outlived connect_timeout");
+    assert_eq!(good.query_rows(b"SELECT 1"), Ok(vec![b"\x011".to_vec()]));
+    running.stop();
+}
