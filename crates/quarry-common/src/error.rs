@@ -29,7 +29,7 @@ impl Error {
             1040 => "08004",
             1045 => "28000",
             1046 => "3D000",
-            1044 | 1049 | 1064 | 1102 | 1103 | 1149 | 1286 => "42000",
+            1044 | 1049 | 1064 | 1102 | 1103 | 1115 | 1149 | 1286 => "42000",
             1050 => "42S01",
             1051 | 1109 | 1146 | 4092 => "42S02",
             1054 | 1060 => "42S21",
@@ -70,7 +70,11 @@ impl Error {
     pub fn internal(msg: impl fmt::Display) -> Error {
         Error::new(1105, format!("Unknown error: {msg}"))
     }
+    /// An I/O failure on `context` (a file, or what was being read). A path is named by
+    /// its last two parts (`./db/t.qrd`, as MariaDB names `./db/t.frm`): messages go to
+    /// clients, who have no business with the server's directories.
     pub fn io(context: impl fmt::Display, e: std::io::Error) -> Error {
+        let context = short_path(&context.to_string());
         if e.raw_os_error() == Some(28) {
             return Error::new(
                 1021,
@@ -110,6 +114,9 @@ impl Error {
             format!("Too many tables; MariaDB can only use {limit} tables in a join"),
         )
     }
+    pub fn unknown_charset(name: &str) -> Error {
+        Error::new(1115, format!("Unknown character set: '{name}'"))
+    }
     pub fn unknown_view(names: &str) -> Error {
         Error::new(4092, format!("Unknown VIEW: '{names}'"))
     }
@@ -121,6 +128,7 @@ impl Error {
         )
     }
     pub fn corrupt(what: impl fmt::Display) -> Error {
+        let what = shorten_paths(&what.to_string());
         Error::new(
             1034,
             format!("Index for table '{what}' is corrupt; try to repair it"),
@@ -276,4 +284,52 @@ macro_rules! bail {
     ($e:expr) => {
         return Err($e)
     };
+}
+
+/// Every absolute path in `s` by its last two parts.
+fn shorten_paths(s: &str) -> String {
+    s.split(' ')
+        .map(|w| {
+            let lead = w.len() - w.trim_start_matches(['(', '\'']).len();
+            if w[lead..].starts_with('/') {
+                format!("{}{}", &w[..lead], short_path(&w[lead..]))
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn short_path(s: &str) -> String {
+    if !s.starts_with('/') {
+        return s.to_string();
+    }
+    let parts: Vec<&str> = s.rsplit('/').filter(|p| !p.is_empty()).take(2).collect();
+    let tail: Vec<&str> = parts.into_iter().rev().collect();
+    format!("./{}", tail.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_do_not_show_server_paths() {
+        let e = Error::io(
+            "/var/lib/quarry/data/shop/items.qrd",
+            std::io::Error::from_raw_os_error(28),
+        );
+        assert_eq!(e.code, 1021);
+        assert!(e.message.contains("(./shop/items.qrd)"), "{}", e.message);
+        assert!(!e.message.contains("/var/lib"), "{}", e.message);
+        let e = Error::corrupt("/srv/q/d/t.cols: chunk of column a has 3 rows, its segment 4");
+        assert_eq!(
+            e.message,
+            "Index for table './d/t.cols: chunk of column a has 3 rows, its segment 4' is \
+             corrupt; try to repair it"
+        );
+        let e = Error::io("LOAD DATA input", std::io::Error::from_raw_os_error(5));
+        assert!(e.message.contains("(LOAD DATA input)"), "{}", e.message);
+    }
 }

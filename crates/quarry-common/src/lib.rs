@@ -5,6 +5,7 @@
 //! Must not touch: sockets, SQL text, and files other than the unnamed spill files of
 //! [`temp_file`] (shared by the executor's sorts and the storage layer's index builds).
 
+pub mod charset;
 pub mod error;
 pub mod types;
 pub mod value;

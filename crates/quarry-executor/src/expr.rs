@@ -302,18 +302,11 @@ impl Expr {
                 match op {
                     UnOp::Not => Value::from_bool(!v.truth().unwrap_or(false)),
                     UnOp::Neg => match v {
-                        Value::Int(i) => match i.checked_neg() {
-                            Some(n) => Value::Int(n),
-                            None => {
-                                return Err(Error::bigint_out_of_range(
-                                    "BIGINT",
-                                    &format!("-({i})"),
-                                ))
-                            }
-                        },
+                        Value::Int(i) => crate::bind::negate_int(i),
                         Value::UInt(u) if u <= i64::MAX as u64 + 1 => {
                             Value::Int((u as i128).wrapping_neg() as i64)
                         }
+                        Value::UInt(u) => Value::Decimal(Decimal::new(-(u as i128), 0)),
                         Value::Decimal(d) => Value::Decimal(Decimal::new(-d.mantissa, d.scale)),
                         other => Value::Double(-other.to_f64()),
                     },

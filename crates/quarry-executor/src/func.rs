@@ -641,7 +641,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 || (matches!(v(0), Value::Str(t) if t.trim().len() <= 10));
             let r = add_interval(d, n, &unit)?;
             match r {
-                None => Value::Null,
+                None => {
+                    ctx.warn(1441, "Datetime function: datetime field overflow");
+                    Value::Null
+                }
                 Some(r)
                     if is_date
                         && matches!(
@@ -726,24 +729,27 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
     })
 }
 
+/// `d` moved by `n` units; None past the dates MariaDB computes (0001-01-01 to 9999-12-31
+/// by days and seconds, 0000-01 to 9999-12 by months), however large `n` is.
 fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
-    let us = match unit {
-        "MICROSECOND" => n,
-        "SECOND" => n * 1_000_000,
-        "MINUTE" => n * 60_000_000,
-        "HOUR" => n * 3_600_000_000,
-        "DAY" => n * 86_400_000_000,
-        "WEEK" => n * 7 * 86_400_000_000,
+    let per: i64 = match unit {
+        "MICROSECOND" => 1,
+        "SECOND" => 1_000_000,
+        "MINUTE" => 60_000_000,
+        "HOUR" => 3_600_000_000,
+        "DAY" => 86_400_000_000,
+        "WEEK" => 7 * 86_400_000_000,
         "MONTH" | "QUARTER" | "YEAR" => {
             let months = match unit {
-                "MONTH" => n,
-                "QUARTER" => n * 3,
-                _ => n * 12,
+                "MONTH" => Some(n),
+                "QUARTER" => n.checked_mul(3),
+                _ => n.checked_mul(12),
             };
-            let total = d.date.year as i64 * 12 + (d.date.month as i64 - 1) + months;
-            if !(0..=9999 * 12 + 11).contains(&total) {
+            let total = months
+                .and_then(|m| (d.date.year as i64 * 12 + (d.date.month as i64 - 1)).checked_add(m));
+            let Some(total) = total.filter(|t| (0..=9999 * 12 + 11).contains(t)) else {
                 return Ok(None);
-            }
+            };
             let (y, m) = ((total / 12) as u16, (total % 12 + 1) as u8);
             let day = d.date.day.min(Date::days_in_month(y, m));
             return Ok(Some(DateTime {
@@ -757,12 +763,26 @@ fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
         }
         other => return Err(Error::syntax_near(other)),
     };
-    let r = DateTime::from_micros(d.to_micros() + us);
-    Ok(if r.date.year == 0 || r.date.year > 9999 {
-        None
-    } else {
-        Some(r)
+    let first = DateTime::from_date(Date {
+        year: 1,
+        month: 1,
+        day: 1,
     })
+    .to_micros();
+    let last = DateTime::from_date(Date {
+        year: 9999,
+        month: 12,
+        day: 31,
+    })
+    .to_micros()
+        + 86_400_000_000
+        - 1;
+    let moved = n
+        .checked_mul(per)
+        .and_then(|us| d.to_micros().checked_add(us));
+    Ok(moved
+        .filter(|us| d.date.year > 0 && (first..=last).contains(us))
+        .map(DateTime::from_micros))
 }
 
 fn date_format(d: &DateTime, fmt: &str) -> String {

@@ -192,28 +192,39 @@ impl<'a> Sorter<'a> {
 
     fn spill(&mut self) -> Result<()> {
         self.sort_run();
-        let mut f = quarry_common::temp_file("sort")?;
-        {
-            let mut w = BufWriter::with_capacity(128 * 1024, &mut f);
-            let mut rec = Vec::new();
-            for (k, r) in self.rows.drain(..) {
-                rec.clear();
-                rec.extend_from_slice(&((k.len() + r.len()) as u32).to_le_bytes());
-                k.iter()
-                    .chain(r.iter())
-                    .for_each(|v| put_value(v, &mut rec));
-                w.write_all(&(rec.len() as u32).to_le_bytes())
-                    .map_err(|e| Error::io("sort run", e))?;
-                w.write_all(&rec).map_err(|e| Error::io("sort run", e))?;
-            }
-            w.flush().map_err(|e| Error::io("sort run", e))?;
-        }
-        f.seek(SeekFrom::Start(0))
-            .map_err(|e| Error::io("sort run", e))?;
+        let rows = std::mem::take(&mut self.rows);
+        let f = write_run(rows.into_iter().map(Ok))?;
         self.runs.push(f);
         self.used = 0;
         HandlerCounters::add(&self.counters.sort_spills, 1);
+        if self.runs.len() >= MERGE_FANIN {
+            // Never more than MERGE_FANIN runs open: merge them into one (a pass).
+            let mut readers = self.readers()?;
+            let desc = self.desc.clone();
+            let merged = write_run(std::iter::from_fn(|| {
+                next_in_order(&mut readers, &desc).transpose()
+            }))?;
+            self.runs.push(merged);
+        }
         Ok(())
+    }
+
+    /// A reader at the first row of each run (the runs are taken).
+    fn readers(&mut self) -> Result<Vec<RunReader>> {
+        let nkeys = self.desc.len();
+        self.runs
+            .drain(..)
+            .map(|f| {
+                let mut r = RunReader {
+                    r: BufReader::with_capacity(64 * 1024, f),
+                    buf: Vec::new(),
+                    head: None,
+                    nkeys,
+                };
+                r.advance()?;
+                Ok(r)
+            })
+            .collect()
     }
 
     /// Emit all rows in order, in batches of `batch` rows; the sink returns false to stop.
@@ -236,18 +247,7 @@ impl<'a> Sorter<'a> {
             }
             return Ok(());
         }
-        let nkeys = self.desc.len();
-        let mut readers: Vec<RunReader> = Vec::with_capacity(self.runs.len());
-        for f in self.runs.drain(..) {
-            let mut r = RunReader {
-                r: BufReader::with_capacity(64 * 1024, f),
-                buf: Vec::new(),
-                head: None,
-                nkeys,
-            };
-            r.advance()?;
-            readers.push(r);
-        }
+        let mut readers = self.readers()?;
         let mut mem = self.rows.into_iter().peekable();
         let mut out = Vec::with_capacity(batch);
         loop {
@@ -290,6 +290,54 @@ impl<'a> Sorter<'a> {
         }
         Ok(())
     }
+}
+
+/// Runs merged at once: spilling more merges them first, so a sort holds at most this
+/// many files open however small its buffer (one run per row at the smallest).
+const MERGE_FANIN: usize = 64;
+
+/// A sorted run of (keys, row) written to an unnamed temporary file, rewound.
+fn write_run(rows: impl Iterator<Item = Result<(Row, Row)>>) -> Result<File> {
+    let mut f = quarry_common::temp_file("sort")?;
+    {
+        let mut w = BufWriter::with_capacity(128 * 1024, &mut f);
+        let mut rec = Vec::new();
+        for kr in rows {
+            let (k, r) = kr?;
+            rec.clear();
+            rec.extend_from_slice(&((k.len() + r.len()) as u32).to_le_bytes());
+            k.iter()
+                .chain(r.iter())
+                .for_each(|v| put_value(v, &mut rec));
+            w.write_all(&(rec.len() as u32).to_le_bytes())
+                .map_err(|e| Error::io("sort run", e))?;
+            w.write_all(&rec).map_err(|e| Error::io("sort run", e))?;
+        }
+        w.flush().map_err(|e| Error::io("sort run", e))?;
+    }
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| Error::io("sort run", e))?;
+    Ok(f)
+}
+
+/// The smallest head among `readers`, taken (the reader moves on).
+fn next_in_order(readers: &mut [RunReader], desc: &[bool]) -> Result<Option<(Row, Row)>> {
+    let mut best: Option<usize> = None;
+    for (i, r) in readers.iter().enumerate() {
+        if let Some((k, _)) = &r.head {
+            if best.is_none_or(|b| {
+                cmp_keys(k, &readers[b].head.as_ref().unwrap().0, desc) == Ordering::Less
+            }) {
+                best = Some(i);
+            }
+        }
+    }
+    let Some(b) = best else {
+        return Ok(None);
+    };
+    let head = readers[b].head.take();
+    readers[b].advance()?;
+    Ok(head)
 }
 
 /// Rows written to an unnamed temporary file and read back in order (aggregate spill).
@@ -371,13 +419,17 @@ impl SpillReader {
 mod tests {
     use super::*;
 
+    /// With the smallest buffer every few rows are a run: runs are merged in passes, so
+    /// the files open stay few (a 1 M-row sort with a 1-byte buffer used to fail with
+    /// "Too many open files").
     #[test]
     fn spilled_sort_matches_in_memory_sort() {
         let counters = HandlerCounters::default();
-        let mut s = Sorter::new(vec![false, true], 4096, &counters);
+        let mut s = Sorter::new(vec![false, true], 1024, &counters);
         let mut expect = vec![];
         let mut x: u64 = 12345;
         for i in 0..5000i64 {
+            assert!(s.runs.len() < MERGE_FANIN);
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
@@ -398,8 +450,8 @@ mod tests {
             counters
                 .sort_spills
                 .load(std::sync::atomic::Ordering::Relaxed)
-                > 5,
-            "the test must spill"
+                > MERGE_FANIN as u64 * 2,
+            "the test must spill past a merge pass"
         );
         let mut got = vec![];
         s.finish(100, &mut |b| {

@@ -14,14 +14,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quarry_common::types::flags;
-use quarry_common::value::{format_float, Date, DateTime};
-use quarry_common::{Decimal, Error, Result, TypeKind, Value};
+use quarry_common::charset::Charset;
+use quarry_common::value::{Date, DateTime};
+use quarry_common::{Decimal, Error, Result, Value};
 use quarry_core::{Database, OutColumn, Output, Prepared, Session};
 use quarry_protocol::*;
 
 mod admission;
 mod park;
+mod results;
 mod workers;
 use admission::{max_connections, ConnSlot, Handshake, Handshakes};
 use park::Parking;
@@ -327,8 +328,12 @@ fn login(
         wait_timeout
     }))?;
     drop(place);
-    let session = db.session_with_id(conn_id, &resp.user, &host);
+    let mut session = db.session_with_id(conn_id, &resp.user, &host);
     watch_client(&session, &conn.stream);
+    // The handshake's collation names the client's character set (latin1 clients).
+    if let Some(cs) = Charset::of_collation(resp.charset).filter(|c| *c != Charset::Utf8) {
+        let _ = session.query(&format!("SET NAMES {}", cs.name()));
+    }
     let mut client = Client {
         session,
         conn,
@@ -477,77 +482,10 @@ impl Client {
         }
     }
 
-    fn send_columns(&mut self, cols: &[OutColumn]) {
-        for c in cols {
-            let mut f = c.flags | c.ty.column_flags();
-            if !c.nullable {
-                f |= flags::NOT_NULL;
-            }
-            let p = column_packet(&ColumnDef {
-                db: &c.db,
-                table: &c.table,
-                org_table: &c.org_table,
-                name: &c.name,
-                org_name: &c.org_name,
-                charset: c.ty.charset(),
-                length: c.ty.display_length(),
-                type_code: c.ty.wire_type(),
-                flags: f,
-                decimals: c.ty.decimals(),
-            });
-            self.conn.push(&p);
-        }
-    }
-
-    fn send_output(&mut self, out: Output, binary: bool, more: bool) {
-        match out {
-            Output::Ok {
-                affected,
-                last_insert_id,
-                info,
-            } => self.send_ok(
-                affected,
-                last_insert_id,
-                info.as_deref().unwrap_or(""),
-                more,
-            ),
-            Output::Rows { columns, rows } => {
-                let mut p = vec![];
-                put_lenenc_int(&mut p, columns.len() as u64);
-                self.conn.push(&p);
-                self.send_columns(&columns);
-                if self.caps & CLIENT_DEPRECATE_EOF == 0 {
-                    let st = self.status();
-                    self.conn.push(&eof_packet(st, 0));
-                }
-                let mut buf = Vec::with_capacity(256);
-                for r in &rows {
-                    buf.clear();
-                    if binary {
-                        encode_binary_row(&mut buf, &columns, r);
-                    } else {
-                        for (v, c) in r.iter().zip(&columns) {
-                            match v {
-                                Value::Null => buf.push(0xfb),
-                                Value::Double(d) if c.ty.kind == TypeKind::Float => {
-                                    put_lenenc_str(&mut buf, format_float(*d).as_bytes())
-                                }
-                                _ => {
-                                    put_lenenc_str(&mut buf, &v.to_wire_bytes().unwrap_or_default())
-                                }
-                            }
-                        }
-                    }
-                    self.conn.push(&buf);
-                }
-                self.send_eof(more);
-            }
-        }
-    }
-
     /// Handle one command; false ends the connection.
     fn command(&mut self, cmd: u8, body: &[u8]) -> bool {
-        self.conn.seq = 1;
+        // The reply's sequence id follows the command's last frame (`read_packet` set it):
+        // a command over 16 MiB came in several frames.
         match cmd {
             0x01 => return false, // COM_QUIT
             0x02 => {
@@ -673,9 +611,9 @@ impl Client {
     }
 
     fn com_query(&mut self, body: &[u8]) {
-        let sql = match std::str::from_utf8(body) {
-            Ok(s) => s.to_string(),
-            Err(_) => {
+        let sql = match self.charset("character_set_client").decode(body) {
+            Some(s) => s.into_owned(),
+            None => {
                 self.send_err(&Error::new(
                     1366,
                     "Invalid utf8mb4 character string in query",
@@ -700,7 +638,10 @@ impl Client {
     }
 
     fn stmt_prepare(&mut self, body: &[u8]) {
-        let sql = String::from_utf8_lossy(body).into_owned();
+        let sql = match self.charset("character_set_client").decode(body) {
+            Some(s) => s.into_owned(),
+            None => String::from_utf8_lossy(body).into_owned(),
+        };
         match self.session.prepare(&sql) {
             Err(e) => self.send_err(&e),
             Ok(p) => {
@@ -907,53 +848,4 @@ fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> 
         out.push(v);
     }
     Some(out)
-}
-
-/// One binary-protocol row: header, NULL bitmap (offset 2), values in their column types.
-fn encode_binary_row(buf: &mut Vec<u8>, cols: &[OutColumn], row: &[Value]) {
-    buf.push(0);
-    let nb = (cols.len() + 7 + 2) / 8;
-    let start = buf.len();
-    buf.resize(start + nb, 0);
-    for (i, (c, v)) in cols.iter().zip(row).enumerate() {
-        if v.is_null() {
-            buf[start + (i + 2) / 8] |= 1 << ((i + 2) % 8);
-            continue;
-        }
-        match c.ty.kind {
-            TypeKind::TinyInt => buf.push(v.to_i64() as u8),
-            TypeKind::SmallInt | TypeKind::Year => {
-                buf.extend_from_slice(&(v.to_i64() as u16).to_le_bytes())
-            }
-            TypeKind::MediumInt | TypeKind::Int => {
-                buf.extend_from_slice(&(v.to_i64() as u32).to_le_bytes())
-            }
-            TypeKind::BigInt => {
-                let bits = match v {
-                    Value::UInt(u) => *u,
-                    other => other.to_i64() as u64,
-                };
-                buf.extend_from_slice(&bits.to_le_bytes())
-            }
-            TypeKind::Float => buf.extend_from_slice(&(v.to_f64() as f32).to_le_bytes()),
-            TypeKind::Double => buf.extend_from_slice(&v.to_f64().to_le_bytes()),
-            TypeKind::Date | TypeKind::DateTime | TypeKind::Timestamp => match v.to_datetime() {
-                Some(dt) => {
-                    let d = dt.date;
-                    if c.ty.kind == TypeKind::Date {
-                        buf.push(4);
-                        buf.extend_from_slice(&d.year.to_le_bytes());
-                        buf.extend_from_slice(&[d.month, d.day]);
-                    } else {
-                        buf.push(11);
-                        buf.extend_from_slice(&d.year.to_le_bytes());
-                        buf.extend_from_slice(&[d.month, d.day, dt.hour, dt.minute, dt.second]);
-                        buf.extend_from_slice(&dt.micro.to_le_bytes());
-                    }
-                }
-                None => buf.push(0),
-            },
-            _ => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
-        }
-    }
 }

@@ -186,3 +186,57 @@ fn binary_protocol_dates_are_validated_like_text() {
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// SET NAMES latin1 used to be accepted and ignored, then latin1 bytes were refused as
+/// invalid utf8mb4 (1366). Now the server decodes them and answers in latin1; an
+/// unknown character set is 1115.
+#[test]
+fn latin1_clients_are_understood() {
+    let running = common::Running::start("latin1", &[]);
+    let mut c = Raw::login(running.port);
+    assert_eq!(err_code(&c.query(b"SELECT '\xe4'")), Some(1366));
+    assert_eq!(c.query_rows(b"SET NAMES latin1"), Ok(vec![]));
+    assert_eq!(
+        c.query_rows(b"SELECT '\xe4\x80', CHAR_LENGTH('\xe4\x80'), HEX('\xe4\x80')"),
+        Ok(vec![b"\x02\xe4\x80\x012\x0aC3A4E282AC".to_vec()])
+    );
+    assert_eq!(c.query_rows(b"SET NAMES koi8q"), Err(1115));
+    assert_eq!(c.query_rows(b"SET NAMES utf8mb4"), Ok(vec![]));
+    assert_eq!(
+        c.query_rows("SELECT 'ä'".as_bytes()),
+        Ok(vec!["\x02ä".as_bytes().to_vec()])
+    );
+    running.stop();
+}
+
+/// A query longer than one 16 MiB frame arrives in several; the reply's sequence ids
+/// follow the last frame's (they restarted at 1, and clients dropped the connection).
+#[test]
+fn a_query_over_16_mib_is_answered_in_sequence() {
+    let running = common::Running::start("big-query", &[("max_allowed_packet", 64 << 20)]);
+    let mut c = Raw::login(running.port);
+    let mut q = b"\x03SELECT LENGTH('".to_vec();
+    q.resize(17 << 20, b'x');
+    q.extend_from_slice(b"')");
+    let first = 0xFF_FFFF;
+    c.send(0, &q[..first]);
+    c.send(1, &q[first..]);
+    let (seq, p) = c.read().unwrap();
+    assert_eq!((seq, p[0]), (2, 1), "column count packet");
+    let mut rows = vec![];
+    loop {
+        let (_, p) = c.read().unwrap();
+        if p[0] == 0xfe && p.len() < 9 {
+            if !rows.is_empty() {
+                break;
+            }
+            continue;
+        }
+        if p[0] != 3 {
+            rows.push(p);
+        }
+    }
+    let want = ((17 << 20) - 16).to_string();
+    assert!(rows.iter().any(|r| r.ends_with(want.as_bytes())), "{want}");
+    running.stop();
+}

@@ -208,6 +208,64 @@ fn dialect() -> MySqlDialect {
 
 /// Parse one or more `;`-separated statements.
 pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
+    let parts = split_statements(sql);
+    if parts.len() > 1 {
+        // Each on its own, so statements the pre-dispatch knows work in a batch too.
+        let mut out = Vec::with_capacity(parts.len());
+        for p in parts {
+            out.extend(parse_one_text(p)?);
+        }
+        return Ok(out);
+    }
+    parse_one_text(sql)
+}
+
+/// `sql` cut at each `;` outside quotes, backquotes and comments; empty pieces dropped.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let b = sql.as_bytes();
+    let (mut out, mut start, mut i) = (vec![], 0, 0);
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == b'\\' && q != b'`' { 2 } else { 1 };
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b';' => {
+                out.push(&sql[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&sql[start.min(sql.len())..]);
+    out.retain(|p| !p.trim().is_empty());
+    if out.is_empty() {
+        out.push(sql);
+    }
+    out
+}
+
+fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     let sql = unwrap_versioned_comments(sql);
     let sql = drop_consistent_snapshot(&sql);
     let sql = share_mode_as_for_share(&sql);

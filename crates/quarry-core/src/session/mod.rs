@@ -1630,9 +1630,18 @@ impl Session {
             ast::Set::SetTransaction { modes, session, .. } => {
                 return self.set_transaction(modes, *session, set);
             }
-            ast::Set::SetNames { .. }
-            | ast::Set::SetNamesDefault {}
-            | ast::Set::SetTimeZone { .. } => return Ok(Output::ok(0)),
+            ast::Set::SetNames {
+                charset_name,
+                collation_name,
+            } => {
+                self.set_names(&charset_name.value, collation_name.as_deref())?;
+                return Ok(Output::ok(0));
+            }
+            ast::Set::SetNamesDefault {} => {
+                self.set_names("utf8mb4", None)?;
+                return Ok(Output::ok(0));
+            }
+            ast::Set::SetTimeZone { .. } => return Ok(Output::ok(0)),
             other => return Err(Error::unsupported(other.to_string())),
         }
         for (name, global_kw, expr) in assigns {
@@ -1785,6 +1794,38 @@ impl Session {
             )),
             other => Err(Error::unsupported(format!("DROP {other}"))),
         }
+    }
+
+    /// SET NAMES: the character set the client sends, the connection compares in and
+    /// results come back in (the server converts; values stay UTF-8 inside).
+    fn set_names(&mut self, name: &str, collation: Option<&str>) -> Result<()> {
+        if quarry_common::charset::Charset::named(name).is_none() {
+            return Err(Error::unknown_charset(name));
+        }
+        let lower = name.to_ascii_lowercase();
+        let shown = if lower == "utf8" {
+            "utf8mb3".into()
+        } else {
+            lower
+        };
+        let coll = collation.map_or_else(
+            || match shown.as_str() {
+                "latin1" => "latin1_swedish_ci".to_string(),
+                "binary" => "binary".into(),
+                "ascii" => "ascii_general_ci".into(),
+                cs => format!("{cs}_general_ci"),
+            },
+            |c| c.to_ascii_lowercase(),
+        );
+        for v in [
+            "character_set_client",
+            "character_set_connection",
+            "character_set_results",
+        ] {
+            self.set_session_var(v.into(), Some(Value::Str(shown.clone())));
+        }
+        self.set_session_var("collation_connection".into(), Some(Value::Str(coll)));
+        Ok(())
     }
 
     /// `information_schema` is the server's: nobody creates or drops it (1044, as MariaDB).

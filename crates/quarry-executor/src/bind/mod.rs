@@ -827,6 +827,12 @@ impl<'a> Binder<'a> {
             },
             other => other.to_string(),
         });
+        // An expression's own text names it up to 255 characters (as MariaDB cuts it).
+        let name = if alias.is_none() && name.len() > 255 {
+            name.chars().take(255).collect()
+        } else {
+            name
+        };
         match b {
             Expr::Col(i)
                 if alias.is_none() || matches!(e, A::Identifier(_) | A::CompoundIdentifier(_)) =>
@@ -1101,7 +1107,7 @@ impl<'a> Binder<'a> {
                 let x = self.bind_expr(expr)?;
                 match op {
                     ast::UnaryOperator::Minus => match x {
-                        Expr::Lit(Value::Int(i)) => Expr::Lit(Value::Int(-i)),
+                        Expr::Lit(Value::Int(i)) => Expr::Lit(negate_int(i)),
                         Expr::Lit(Value::UInt(u)) if u == i64::MAX as u64 + 1 => {
                             Expr::Lit(Value::Int(i64::MIN))
                         }
@@ -1660,6 +1666,14 @@ pub fn literal(v: &ast::Value, _b: &mut Binder) -> Result<Value> {
         ast::Value::Null => Value::Null,
         other => return Err(Error::syntax_near(&other.to_string())),
     })
+}
+
+/// `-i`: past BIGINT (`-(-9223372036854775808)`) a DECIMAL, as MariaDB answers.
+pub fn negate_int(i: i64) -> Value {
+    match i.checked_neg() {
+        Some(n) => Value::Int(n),
+        None => Value::Decimal(Decimal::new(-(i as i128), 0)),
+    }
 }
 
 /// Put a WHERE predicate as deep as it can go: scan filters, join keys, join conditions.

@@ -1,0 +1,152 @@
+//! Result sets on the wire: column definitions, then rows as text or in the binary
+//! protocol, with text in the client's `character_set_results`. Owns the encoding of
+//! values; what a statement returns is the session's.
+
+use quarry_common::charset::Charset;
+use quarry_common::types::flags;
+use quarry_common::value::format_float;
+use quarry_common::{TypeKind, Value};
+use quarry_core::{OutColumn, Output};
+use quarry_protocol::*;
+
+use crate::Client;
+
+impl Client {
+    /// A character set variable of the session (`character_set_client`, …_results).
+    pub(crate) fn charset(&self, var: &str) -> Charset {
+        let v = match self.session.session_value(var) {
+            Some(v) => v.clone(),
+            None => self.session.db.global(var).unwrap_or(Value::Null),
+        };
+        match v {
+            Value::Null => Charset::Binary,
+            v => Charset::named(&v.as_str_lossy()).unwrap_or(Charset::Utf8),
+        }
+    }
+
+    pub(crate) fn send_columns(&mut self, cols: &[OutColumn]) {
+        let cs = self.charset("character_set_results");
+        for c in cols {
+            let mut f = c.flags | c.ty.column_flags();
+            if !c.nullable {
+                f |= flags::NOT_NULL;
+            }
+            let p = column_packet(&ColumnDef {
+                db: &c.db,
+                table: &c.table,
+                org_table: &c.org_table,
+                name: &String::from_utf8_lossy(&cs.encode(&c.name)),
+                org_name: &c.org_name,
+                charset: match c.ty.charset() {
+                    45 => cs.collation_id(),
+                    other => other,
+                },
+                length: c.ty.display_length(),
+                type_code: c.ty.wire_type(),
+                flags: f,
+                decimals: c.ty.decimals(),
+            });
+            self.conn.push(&p);
+        }
+    }
+
+    pub(crate) fn send_output(&mut self, out: Output, binary: bool, more: bool) {
+        match out {
+            Output::Ok {
+                affected,
+                last_insert_id,
+                info,
+            } => self.send_ok(
+                affected,
+                last_insert_id,
+                info.as_deref().unwrap_or(""),
+                more,
+            ),
+            Output::Rows { columns, rows } => {
+                let mut p = vec![];
+                put_lenenc_int(&mut p, columns.len() as u64);
+                self.conn.push(&p);
+                self.send_columns(&columns);
+                if self.caps & CLIENT_DEPRECATE_EOF == 0 {
+                    let st = self.status();
+                    self.conn.push(&eof_packet(st, 0));
+                }
+                let cs = self.charset("character_set_results");
+                let mut buf = Vec::with_capacity(256);
+                for r in &rows {
+                    buf.clear();
+                    if binary {
+                        encode_binary_row(&mut buf, &columns, r, cs);
+                    } else {
+                        for (v, c) in r.iter().zip(&columns) {
+                            match v {
+                                Value::Null => buf.push(0xfb),
+                                Value::Double(d) if c.ty.kind == TypeKind::Float => {
+                                    put_lenenc_str(&mut buf, format_float(*d).as_bytes())
+                                }
+                                Value::Str(s) => put_lenenc_str(&mut buf, &cs.encode(s)),
+                                _ => {
+                                    put_lenenc_str(&mut buf, &v.to_wire_bytes().unwrap_or_default())
+                                }
+                            }
+                        }
+                    }
+                    self.conn.push(&buf);
+                }
+                self.send_eof(more);
+            }
+        }
+    }
+}
+
+/// One binary-protocol row: header, NULL bitmap (offset 2), values in their column types.
+fn encode_binary_row(buf: &mut Vec<u8>, cols: &[OutColumn], row: &[Value], cs: Charset) {
+    buf.push(0);
+    let nb = (cols.len() + 7 + 2) / 8;
+    let start = buf.len();
+    buf.resize(start + nb, 0);
+    for (i, (c, v)) in cols.iter().zip(row).enumerate() {
+        if v.is_null() {
+            buf[start + (i + 2) / 8] |= 1 << ((i + 2) % 8);
+            continue;
+        }
+        match c.ty.kind {
+            TypeKind::TinyInt => buf.push(v.to_i64() as u8),
+            TypeKind::SmallInt | TypeKind::Year => {
+                buf.extend_from_slice(&(v.to_i64() as u16).to_le_bytes())
+            }
+            TypeKind::MediumInt | TypeKind::Int => {
+                buf.extend_from_slice(&(v.to_i64() as u32).to_le_bytes())
+            }
+            TypeKind::BigInt => {
+                let bits = match v {
+                    Value::UInt(u) => *u,
+                    other => other.to_i64() as u64,
+                };
+                buf.extend_from_slice(&bits.to_le_bytes())
+            }
+            TypeKind::Float => buf.extend_from_slice(&(v.to_f64() as f32).to_le_bytes()),
+            TypeKind::Double => buf.extend_from_slice(&v.to_f64().to_le_bytes()),
+            TypeKind::Date | TypeKind::DateTime | TypeKind::Timestamp => match v.to_datetime() {
+                Some(dt) => {
+                    let d = dt.date;
+                    if c.ty.kind == TypeKind::Date {
+                        buf.push(4);
+                        buf.extend_from_slice(&d.year.to_le_bytes());
+                        buf.extend_from_slice(&[d.month, d.day]);
+                    } else {
+                        buf.push(11);
+                        buf.extend_from_slice(&d.year.to_le_bytes());
+                        buf.extend_from_slice(&[d.month, d.day, dt.hour, dt.minute, dt.second]);
+                        buf.extend_from_slice(&dt.micro.to_le_bytes());
+                    }
+                }
+                None => buf.push(0),
+            },
+            _ => match v {
+                Value::Str(s) => put_lenenc_str(buf, &cs.encode(s)),
+                _ => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
+            },
+        }
+    }
+}
