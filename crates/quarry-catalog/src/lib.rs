@@ -16,6 +16,7 @@
 
 mod ddl;
 mod deffile;
+mod lazy;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,8 @@ use quarry_storage_api::{
 
 pub use ddl::{column_def as ddl_column, sql_type, table_def_from_ast};
 use deffile::{def_text, read_def, read_view, view_text};
+use lazy::{LazyTable, OpenCount};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DefaultValue {
@@ -117,25 +120,22 @@ impl TableDef {
 /// An engine's table as transactions use it: read through snapshots, written under
 /// locks ([`quarry_txn::MvccTable`]). A handle gets fresh versions and its own lock
 /// names: handles are replaced only by DDL, which runs when no transaction is open.
-fn transactional(handle: Arc<dyn Table>) -> Arc<dyn Table> {
-    static NEXT_LOCK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let id = NEXT_LOCK_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Arc::new(quarry_txn::MvccTable::new(
-        handle,
-        Arc::new(quarry_txn::Versions::default()),
-        id,
-    ))
-}
-
-/// One open table: its definition, engine handle and auto-increment counter.
+/// A table the catalog knows: its definition, engine handle (opened at first use,
+/// `lazy`) and auto-increment counter.
 pub struct TableEntry {
     pub db: String,
     pub def: TableDef,
     pub handle: Arc<dyn Table>,
     pub engine: Arc<dyn Engine>,
     pub row_format: RowFormat,
+    /// The next auto-increment value, once `auto_inc_known` (found from the rows at the
+    /// first use that needs it, not when the datadir opens).
     pub auto_inc: Mutex<u64>,
+    pub auto_inc_known: AtomicBool,
     pub create_time: std::time::SystemTime,
+    /// The catalog's use clock at this table's last lookup (which open table to close).
+    last_used: AtomicU64,
+    lazy: Arc<LazyTable>,
 }
 
 impl std::fmt::Debug for TableEntry {
@@ -155,17 +155,51 @@ impl TableEntry {
         TablePath::new(&datadir.join(&self.db), &self.def.name)
     }
 
-    /// The same table under a new handle and definition (after a rename or index change).
-    fn reopened(&self, db: &str, handle: Arc<dyn Table>, def: TableDef) -> TableEntry {
+    fn new(
+        db: &str,
+        def: TableDef,
+        lazy: LazyTable,
+        engine: Arc<dyn Engine>,
+        row_format: RowFormat,
+        create_time: std::time::SystemTime,
+        auto_inc_known: bool,
+    ) -> TableEntry {
+        let lazy = Arc::new(lazy);
         TableEntry {
             db: db.to_string(),
-            auto_inc: Mutex::new(*self.auto_inc.lock()),
-            handle: transactional(handle),
-            engine: self.engine.clone(),
-            row_format: self.row_format,
-            create_time: self.create_time,
+            auto_inc: Mutex::new(def.auto_increment_start.max(1)),
+            auto_inc_known: AtomicBool::new(auto_inc_known),
+            handle: lazy.clone(),
+            lazy,
+            engine,
+            row_format,
+            create_time,
+            last_used: AtomicU64::new(0),
             def,
         }
+    }
+
+    /// The same table under a new handle and definition (after a rename or index change).
+    fn reopened(&self, db: &str, lazy: LazyTable, def: TableDef) -> TableEntry {
+        let e = TableEntry::new(
+            db,
+            def,
+            lazy,
+            self.engine.clone(),
+            self.row_format,
+            self.create_time,
+            self.auto_inc_known.load(Ordering::Acquire),
+        );
+        *e.auto_inc.lock() = *self.auto_inc.lock();
+        e
+    }
+
+    /// This table closed: an entry whose handle opens the files again at its next use.
+    fn closed(&self) -> TableEntry {
+        let e = self.reopened(&self.db, self.lazy.closed_copy(), self.def.clone());
+        e.last_used
+            .store(self.last_used.load(Ordering::Relaxed), Ordering::Relaxed);
+        e
     }
 }
 
@@ -195,9 +229,17 @@ pub struct Catalog {
     generation: std::sync::atomic::AtomicU64,
     /// Decides the physical row format from the requested one (engine policy).
     row_format_policy: fn(Option<RowFormat>, &TableSchema) -> RowFormat,
-    /// Tables that could not be opened, with why (reported at startup).
+    /// Definitions that could not be read, with why (reported at startup).
     open_problems: Mutex<Vec<String>>,
+    /// Tables open now, and how many may stay open while idle (`table_open_cache`).
+    open_tables: OpenCount,
+    open_limit: AtomicUsize,
+    /// Ticks once per table lookup: a table's last lookup orders which to close first.
+    use_clock: AtomicU64,
 }
+
+/// MariaDB's default `table_open_cache`.
+pub const TABLE_OPEN_CACHE: usize = 2000;
 
 fn valid_name(name: &str) -> Result<()> {
     if name.is_empty()
@@ -210,71 +252,6 @@ fn valid_name(name: &str) -> Result<()> {
         return Err(Error::new(1103, format!("Incorrect table name '{name}'")));
     }
     Ok(())
-}
-
-/// A table whose files could not be opened: every use fails with the error the open
-/// gave; CHECK TABLE reports it; DROP TABLE removes its files.
-struct Unavailable {
-    schema: TableSchema,
-    error: Error,
-}
-
-impl Table for Unavailable {
-    fn schema(&self) -> &TableSchema {
-        &self.schema
-    }
-    fn scan(
-        &self,
-        _req: &quarry_storage_api::ScanRequest,
-    ) -> Result<Box<dyn quarry_storage_api::Cursor + '_>> {
-        Err(self.error.clone())
-    }
-    fn fetch(&self, _ids: &[quarry_storage_api::RowId]) -> Result<Vec<quarry_common::Row>> {
-        Err(self.error.clone())
-    }
-    fn index_scan(
-        &self,
-        _scan: &quarry_storage_api::IndexScan,
-        _visit: &mut dyn FnMut(&quarry_storage_api::IndexEntry) -> Result<bool>,
-    ) -> Result<()> {
-        Err(self.error.clone())
-    }
-    fn count(&self, _req: &quarry_storage_api::ScanRequest) -> Result<Option<u64>> {
-        Err(self.error.clone())
-    }
-    fn insert(&self, _row: quarry_common::Row) -> Result<quarry_storage_api::RowId> {
-        Err(self.error.clone())
-    }
-    fn update(
-        &self,
-        _id: quarry_storage_api::RowId,
-        _row: quarry_common::Row,
-    ) -> Result<quarry_storage_api::RowId> {
-        Err(self.error.clone())
-    }
-    fn delete(&self, _id: quarry_storage_api::RowId) -> Result<()> {
-        Err(self.error.clone())
-    }
-    fn truncate(&self) -> Result<()> {
-        Err(self.error.clone())
-    }
-    fn flush(&self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&self) -> Result<()> {
-        Ok(())
-    }
-    fn stats(&self) -> quarry_storage_api::TableStats {
-        quarry_storage_api::TableStats {
-            rows: quarry_storage_api::Stat::Exact(0),
-            data_bytes: 0,
-            free_bytes: 0,
-            avg_row_bytes: 0,
-        }
-    }
-    fn check(&self) -> Result<Vec<String>> {
-        Ok(vec![self.error.message.clone()])
-    }
 }
 
 /// One step of a DDL statement's switch (see [`Catalog::apply_ddl`]).
@@ -399,6 +376,9 @@ impl Catalog {
             generation: std::sync::atomic::AtomicU64::new(0),
             row_format_policy,
             open_problems: Mutex::new(Vec::new()),
+            open_tables: OpenCount::default(),
+            open_limit: AtomicUsize::new(TABLE_OPEN_CACHE),
+            use_clock: AtomicU64::new(0),
         };
         cat.finish_interrupted_ddl()?;
         let rd = std::fs::read_dir(datadir).map_err(|e| Error::io(datadir.display(), e))?;
@@ -484,6 +464,7 @@ impl Catalog {
         &self.datadir
     }
 
+    /// A table by its definition file; its own files are opened at its first use.
     fn load_table(&self, db: &str, file: &Path) -> Result<TableEntry> {
         let (def, row_format) = read_def(file, &self.datadir)?;
         let (engine, _) = self
@@ -491,31 +472,87 @@ impl Catalog {
             .resolve(&def.engine)
             .ok_or_else(|| Error::unknown_engine(&def.engine))?;
         let path = TablePath::new(&self.datadir.join(db), &def.name);
-        // One damaged table must not keep the others (or the server) from opening: it
-        // stays listed and answers every use with the error until repaired or dropped.
-        let handle = match engine.open(&path, &def.schema(row_format), self.counters.clone()) {
-            Ok(h) => transactional(h),
-            Err(e) => {
-                self.open_problems
-                    .lock()
-                    .push(format!("table {db}.{}: {}", def.name, e.message));
-                Arc::new(Unavailable {
-                    schema: def.schema(row_format),
-                    error: e,
-                })
-            }
-        };
-        Ok(TableEntry {
-            db: db.to_string(),
-            auto_inc: Mutex::new(def.auto_increment_start.max(1)),
-            handle,
+        let lazy = LazyTable::closed(
+            engine.clone(),
+            path,
+            def.schema(row_format),
+            self.counters.clone(),
+            self.open_tables.clone(),
+        );
+        let create_time = std::fs::metadata(file)
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::SystemTime::now());
+        Ok(TableEntry::new(
+            db,
+            def,
+            lazy,
             engine,
             row_format,
-            create_time: std::fs::metadata(file)
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::SystemTime::now()),
-            def,
-        })
+            create_time,
+            false,
+        ))
+    }
+
+    /// A handle over a table just opened by DDL.
+    fn opened(
+        &self,
+        handle: Arc<dyn Table>,
+        engine: &Arc<dyn Engine>,
+        path: TablePath,
+    ) -> LazyTable {
+        LazyTable::opened(
+            handle,
+            engine.clone(),
+            path,
+            self.counters.clone(),
+            self.open_tables.clone(),
+        )
+    }
+
+    /// How many tables may stay open while idle (`table_open_cache`).
+    pub fn set_open_limit(&self, n: usize) {
+        self.open_limit.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Tables whose files are open now.
+    pub fn open_tables(&self) -> usize {
+        self.open_tables.load(Ordering::Relaxed)
+    }
+
+    /// Close idle tables, least recently used first, until a tenth fewer than the limit
+    /// are open. Idle: neither the entry nor its handle is held outside the catalog (no
+    /// statement, plan, transaction or cursor uses it). The closed entries are dropped
+    /// under the lock, so their files are closed before anyone can open them again.
+    fn close_idle(&self) {
+        let limit = self.open_limit.load(Ordering::Relaxed);
+        let target = limit - limit / 10;
+        let mut st = self.state.write();
+        let mut idle: Vec<(u64, String, String)> = vec![];
+        for (db, tables) in &st.dbs {
+            for (name, e) in tables {
+                if e.lazy.is_open() && Arc::strong_count(e) == 1 && Arc::strong_count(&e.lazy) == 2
+                {
+                    idle.push((
+                        e.last_used.load(Ordering::Relaxed),
+                        db.clone(),
+                        name.clone(),
+                    ));
+                }
+            }
+        }
+        idle.sort_unstable();
+        let mut closed = vec![];
+        for (_, db, name) in idle {
+            if self.open_tables.load(Ordering::SeqCst) - closed.len() <= target {
+                break;
+            }
+            let tables = st.dbs.get_mut(&db).expect("listed above");
+            let old = tables.get(&name).expect("listed above").clone();
+            tables.insert(name, Arc::new(old.closed()));
+            closed.push(old);
+        }
+        drop(closed);
+        drop(st);
     }
 
     fn write_def(&self, db: &str, def: &TableDef, row_format: RowFormat) -> Result<()> {
@@ -642,12 +679,17 @@ impl Catalog {
     }
 
     pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableEntry>> {
+        if self.open_tables.load(Ordering::Relaxed) > self.open_limit.load(Ordering::Relaxed) {
+            self.close_idle();
+        }
         let st = self.state.read();
         let tables = st
             .dbs
             .get(db)
             .ok_or_else(|| Error::no_such_table(db, name))?;
         if let Some(t) = tables.get(name) {
+            let tick = self.use_clock.fetch_add(1, Ordering::Relaxed);
+            t.last_used.store(tick, Ordering::Relaxed);
             return Ok(t.clone());
         }
         Err(st
@@ -750,22 +792,22 @@ impl Catalog {
         let _ = engine.drop_table(&path);
         engine.create(&path, &def.schema(row_format))?;
         let handle = match engine.open(&path, &def.schema(row_format), self.counters.clone()) {
-            Ok(h) => transactional(h),
+            Ok(h) => self.opened(h, &engine, path),
             Err(e) => {
                 let _ = engine.drop_table(&path);
                 return Err(e);
             }
         };
         self.write_def(db, &def, row_format)?;
-        let entry = Arc::new(TableEntry {
-            db: db.to_string(),
-            auto_inc: Mutex::new(def.auto_increment_start.max(1)),
+        let entry = Arc::new(TableEntry::new(
+            db,
+            def,
             handle,
             engine,
             row_format,
-            create_time: std::time::SystemTime::now(),
-            def,
-        });
+            std::time::SystemTime::now(),
+            true,
+        ));
         tables.insert(entry.def.name.clone(), entry.clone());
         Ok(entry)
     }
@@ -815,6 +857,7 @@ impl Catalog {
             &def.schema(entry.row_format),
             self.counters.clone(),
         )?;
+        let handle = self.opened(handle, &entry.engine, new_path);
         let new_entry = Arc::new(entry.reopened(to_db, handle, def));
         st.dbs
             .get_mut(to_db)
@@ -866,6 +909,7 @@ impl Catalog {
             entry
                 .engine
                 .open(&path, &def.schema(entry.row_format), self.counters.clone())?;
+        let handle = self.opened(handle, &entry.engine, path);
         let new_entry = Arc::new(entry.reopened(db, handle, def));
         tables.insert(name.to_string(), new_entry);
         result

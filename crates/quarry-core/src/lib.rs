@@ -276,18 +276,7 @@ impl Database {
             _lockfile: lockfile,
             started: std::time::Instant::now(),
         });
-        db.init_auto_increment()?;
         Ok(db)
-    }
-
-    fn init_auto_increment(self: &Arc<Self>) -> Result<()> {
-        let s = self.session("root", "localhost");
-        for dbname in self.catalog.databases() {
-            for t in self.catalog.tables(&dbname)? {
-                s.with_ctx(|ctx| quarry_executor::dml::init_auto_inc(&t, ctx))?;
-            }
-        }
-        Ok(())
     }
 
     pub fn datadir(&self) -> &Path {
@@ -306,6 +295,7 @@ impl Database {
             "innodb_log_file_size" => self
                 .wal
                 .set_checkpoint_bytes(v.to_i64().max(1 << 20) as u64),
+            "table_open_cache" => self.catalog.set_open_limit(v.to_i64().max(1) as usize),
             _ => {}
         }
         self.globals.write().insert(name.to_string(), v);

@@ -31,6 +31,8 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("license", s("Apache-2.0")),
         ("lower_case_table_names", i(0)),
         ("max_allowed_packet", i(16 * 1024 * 1024)),
+        // Idle tables kept open at the most (the catalog closes the least recently used).
+        ("table_open_cache", i(quarry_catalog::TABLE_OPEN_CACHE as i64)),
         // Seconds a statement may run (0: no limit), as MariaDB; fractions allowed.
         ("max_statement_time", Value::Double(0.0)),
         ("max_connections", i(151)),

@@ -227,8 +227,9 @@ fn a_table_that_cannot_open_is_reported_not_fatal() {
         .unwrap();
     f.write_all_at(&[0xAB; 64], 100).unwrap();
     drop(f);
+    // Tables open at their first use: the damage shows there, not at startup.
     let db = quarry_core::Database::open(&dir).unwrap();
-    assert_eq!(db.catalog.open_problems().len(), 1);
+    assert_eq!(db.catalog.open_tables(), 0);
     let mut s = db.session("root", "localhost");
     s.query("USE d").unwrap();
     assert_eq!(

@@ -350,10 +350,16 @@ pub fn added_column_value(col: &ColumnDef, ctx: &ExecCtx) -> Result<Value> {
 }
 
 /// Fill auto-increment: NULL or 0 means "next value" (sysbench's `VALUES (0, …)`).
-fn assign_auto_inc(entry: &TableEntry, row: &mut Row, first_id: &mut Option<u64>) -> Result<()> {
+fn assign_auto_inc(
+    entry: &TableEntry,
+    row: &mut Row,
+    first_id: &mut Option<u64>,
+    ctx: &ExecCtx,
+) -> Result<()> {
     let Some(ai) = entry.def.auto_increment_column() else {
         return Ok(());
     };
+    ensure_auto_inc(entry, ctx)?;
     let mut next = entry.auto_inc.lock();
     let given = match &row[ai] {
         Value::Null => None,
@@ -393,20 +399,64 @@ fn coerce_auto(n: u64, col: &ColumnDef) -> Value {
     }
 }
 
-/// Auto-increment counters start after the largest stored value.
-pub fn init_auto_inc(entry: &TableEntry, ctx: &ExecCtx) -> Result<()> {
+/// The auto-increment counter continues after the largest stored value: found the first
+/// time it is needed (the datadir opens without reading every table), from the end of
+/// an index that starts with the column, else by a scan.
+pub fn ensure_auto_inc(entry: &TableEntry, ctx: &ExecCtx) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    if entry.auto_inc_known.load(Ordering::Acquire) {
+        return Ok(());
+    }
     let Some(ai) = entry.def.auto_increment_column() else {
+        entry.auto_inc_known.store(true, Ordering::Release);
         return Ok(());
     };
-    let mut max = 0i64;
-    scan_table(entry, None, &Access::Full, ctx, &mut |_, rows| {
-        for r in rows {
-            max = max.max(r[ai].to_i64());
+    let mut max: Option<i64> = None;
+    let ascending = entry
+        .def
+        .indexes
+        .iter()
+        .position(|ix| ix.columns[0] == ai && ix.prefix[0] == 0 && !ix.desc[0]);
+    if let Some(index) = ascending.filter(|_| entry.index_access()) {
+        let mut exact = true;
+        entry.handle.index_scan(
+            &quarry_storage_api::IndexScan {
+                index,
+                lo: std::ops::Bound::Unbounded,
+                hi: std::ops::Bound::Unbounded,
+                reverse: true,
+                keys: true,
+                after: None,
+            },
+            &mut |e| {
+                match e.keys.first() {
+                    Some(Some(Value::Null)) => return Ok(true),
+                    Some(Some(v)) => max = Some(v.to_i64()),
+                    _ => exact = false,
+                }
+                Ok(false)
+            },
+        )?;
+        if !exact {
+            max = None;
         }
-        Ok(true)
-    })?;
+    }
+    let max = match max {
+        Some(m) => m,
+        None => {
+            let mut m = 0i64;
+            scan_table(entry, None, &Access::Full, ctx, &mut |_, rows| {
+                for r in rows {
+                    m = m.max(r[ai].to_i64());
+                }
+                Ok(true)
+            })?;
+            m
+        }
+    };
     let mut n = entry.auto_inc.lock();
-    *n = (*n).max(max as u64 + 1);
+    *n = (*n).max(max.max(0) as u64 + 1);
+    entry.auto_inc_known.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -477,7 +527,7 @@ pub fn insert_rows(
             };
             row.push(v);
         }
-        assign_auto_inc(entry, &mut row, &mut first_id)?;
+        assign_auto_inc(entry, &mut row, &mut first_id, ctx)?;
         records += 1;
         // Only a unique key can refuse the row; then it is needed again.
         let inserted = if may_conflict {

@@ -1203,6 +1203,9 @@ impl Session {
                     let entry = self.db.catalog.table(&db, &name)?;
                     entry.handle.truncate()?;
                     *entry.auto_inc.lock() = entry.def.auto_increment_start.max(1);
+                    entry
+                        .auto_inc_known
+                        .store(true, std::sync::atomic::Ordering::Release);
                 }
                 Ok(Output::ok(0))
             }
@@ -1315,6 +1318,7 @@ impl Session {
             } => {
                 let (db, t) = self.split_name(obj_name)?;
                 let e = self.db.catalog.table(&db, &t)?;
+                self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(&e, ctx))?;
                 let next = *e.auto_inc.lock();
                 let sql = e
                     .def
@@ -1416,6 +1420,7 @@ impl Session {
                     self.db.processes.lock().len() as u64,
                 ));
                 all.push(("Uptime".into(), self.db.uptime_secs()));
+                all.push(("Open_tables".into(), self.db.catalog.open_tables() as u64));
                 // The write-ahead log, under InnoDB's names where it has them.
                 let log = self.db.log_stats();
                 let get =
@@ -2069,10 +2074,13 @@ impl Session {
                 Value::Int(0),
                 Value::Int(0),
                 Value::Int(st.free_bytes as i64),
-                t.def
-                    .auto_increment_column()
-                    .map(|_| Value::Int(*t.auto_inc.lock() as i64))
-                    .unwrap_or(Value::Null),
+                match t.def.auto_increment_column() {
+                    Some(_) => {
+                        self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(&t, ctx))?;
+                        Value::Int(*t.auto_inc.lock() as i64)
+                    }
+                    None => Value::Null,
+                },
                 Value::DateTime(DateTime::from_micros(epoch + created)),
                 Value::Null,
                 Value::Null,
@@ -2247,6 +2255,7 @@ impl Session {
             let _ = self.db.catalog.drop_table(db, &tmp);
             return Err(e);
         }
+        self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(entry, ctx))?;
         *tmp_entry.auto_inc.lock() = *entry.auto_inc.lock();
         // The copy is committed before the switch: once the journal names the new table,
         // its rows must survive a crash.
