@@ -809,6 +809,10 @@ impl Catalog {
             true,
         ));
         tables.insert(entry.def.name.clone(), entry.clone());
+        drop(st);
+        if self.open_tables.load(Ordering::Relaxed) > self.open_limit.load(Ordering::Relaxed) {
+            self.close_idle();
+        }
         Ok(entry)
     }
 
