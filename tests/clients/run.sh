@@ -232,6 +232,13 @@ config() {
 }
 check "config file and --version" config
 
+# A full disk (a small tmpfs): refused statements change nothing, nothing acknowledged is
+# lost once space returns (skipped where a tmpfs cannot be mounted).
+full_disk() {
+  python3 tests/clients/full_disk.py "$BIN"
+}
+check "full disk: refused statements change nothing" full_disk
+
 # kill -9 during a concurrent write workload, restart, check every acknowledged commit and
 # that no transaction is partly visible (the dedicated 50-cycle run: tests/crash/REPORT.md).
 crash_loop() {

@@ -8,8 +8,14 @@ server at a random moment, restart, and checks that
     group has all of its rows or none — its rows are spread over a row table and a
     column table, so a transaction spans both engines),
   * CHECK TABLE passes and index reads agree with full scans,
-  * DDL is atomic: a table being rebuilt (ALTER TABLE), re-indexed or renamed at the
-    kill has its old or its new shape, all of its rows, and no temporary table is left.
+  * DDL is atomic: a table being rebuilt (ALTER TABLE), re-indexed (plain, DESC and
+    prefix keys) or renamed at the kill has its old or its new shape, all of its rows,
+    added columns hold their default in every row, and no temporary table is left,
+  * bulk statements are atomic: each LOAD DATA LOCAL and INSERT … SELECT of 100 000 rows
+    (into a row table with two keys and into a column table) and each bulk DELETE left
+    all of its rows or none; acknowledged ones all of them,
+  * tables of every column type created, filled and dropped, on both engines, are there
+    with their row as written once acknowledged, or not there.
 
 usage: crash_loop.py BIN --cycles N [--workers W] [--report FILE] [--seed S]
 Exit status 0 when every cycle passed.
@@ -123,13 +129,15 @@ def ddl_worker(port, model, stop, seed):
             if col in extra:
                 sql, extra2 = f"ALTER TABLE {name} DROP COLUMN {col}", extra - {col}
             else:
-                sql, extra2 = f"ALTER TABLE {name} ADD COLUMN {col} INT DEFAULT 7", extra | {col}
+                nn = rnd.choice(["", " NOT NULL"])
+                sql, extra2 = f"ALTER TABLE {name} ADD COLUMN {col} INT{nn} DEFAULT 7", extra | {col}
             target = (name, extra2, indexed)
         elif op < 0.6:
             if indexed:
                 sql = f"DROP INDEX iv ON {name}"
             else:
-                sql = f"CREATE INDEX iv ON {name} (v, id)"
+                key = rnd.choice(["v, id", "v DESC, id", "s(3), v", "id DESC"])
+                sql = f"CREATE INDEX iv ON {name} ({key})"
             target = (name, extra, not indexed)
         elif op < 0.8:
             other = "dd2" if name == "dd" else "dd"
@@ -164,7 +172,7 @@ def verify_ddl(cur, model):
         return problems + [f"DDL table: found {present}"]
     name = present[0]
     cur.execute(f"SHOW COLUMNS FROM crash.{name}")
-    cols = {r[0] for r in cur.fetchall()} - {"id", "v"}
+    cols = {r[0] for r in cur.fetchall()} - {"id", "v", "s"}
     cur.execute(f"SHOW INDEX FROM crash.{name}")
     indexed = any(r[2] == "iv" for r in cur.fetchall())
     got = shape(name, cols, indexed)
@@ -178,6 +186,10 @@ def verify_ddl(cur, model):
     n, sid, sv = cur.fetchone()
     if n != DD_ROWS or int(sid) != DD_ROWS * (DD_ROWS - 1) // 2 or int(sv) != 3 * DD_ROWS:
         problems.append(f"DDL table rows: {n}, sum(id) {sid}, sum(v) {sv}")
+    for col in cols:
+        cur.execute(f"SELECT count(*) FROM crash.{name} WHERE {col} = 7")
+        if cur.fetchone()[0] != DD_ROWS:
+            problems.append(f"added column {col} does not hold its default in every row")
     cur.execute(f"CHECK TABLE crash.{name}")
     r = cur.fetchall()
     if not r or r[-1][3] != "OK":
@@ -186,6 +198,205 @@ def verify_ddl(cur, model):
     with model.lock:
         model.name, model.extra, model.indexed = name, set(cols), indexed
         model.pending = None
+    return problems
+
+
+BULK_ROWS = 100_000
+BULK_TABLES = ("blk", "cblk")  # a row table with two keys and a column table
+
+
+class BulkModel:
+    """Bulk statements: batch -> table, as acknowledged or in flight."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.acked = {}      # batch -> table (all rows present)
+        self.deleted = set() # batches whose delete was acknowledged
+        self.unknown = {}    # batch -> table (an in-flight load or delete: all or none)
+        self.next = 0
+        self.acked_statements = 0
+        self.interrupted = 0  # in flight at a kill: checked all-or-none
+
+
+def bulk_worker(port, model, stop, seed, workdir):
+    rnd = random.Random(seed)
+    try:
+        c = pymysql.connect(host="127.0.0.1", port=port, user="root", database="crash",
+                            autocommit=True, local_infile=True, read_timeout=120)
+    except Exception:
+        return
+    cur = c.cursor()
+    while not stop.is_set():
+        # Bulk statements lock their table and make DDL wait: not back to back.
+        time.sleep(rnd.uniform(0.0, 0.5))
+        with model.lock:
+            live = [b for b in model.acked if b not in model.unknown]
+            model.next += 1
+            b = model.next
+        try:
+            if len(live) >= 4 or (live and rnd.random() < 0.2):
+                old = rnd.choice(live)
+                with model.lock:
+                    t = model.acked[old]
+                    model.unknown[old] = t
+                cur.execute(f"DELETE FROM {t} WHERE batch = %s", (old,))
+                with model.lock:
+                    del model.acked[old]
+                    del model.unknown[old]
+                    model.deleted.add(old)
+                    model.acked_statements += 1
+                continue
+            t = rnd.choice(BULK_TABLES)
+            with model.lock:
+                model.unknown[b] = t
+            if rnd.random() < 0.5:
+                path = os.path.join(workdir, f"bulk-{b}.tsv")
+                with open(path, "w") as f:
+                    f.write("".join(f"{b * BULK_ROWS + i}\t{b}\t{i % 97}\tp{i}\n"
+                                    for i in range(BULK_ROWS)))
+                cur.execute(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE {t} (id, batch, k, pad)")
+                os.unlink(path)
+            else:
+                cur.execute(f"INSERT INTO {t} (id, batch, k, pad) "
+                            f"SELECT id + {b * BULK_ROWS}, {b}, k, pad FROM src")
+            with model.lock:
+                model.acked[b] = t
+                del model.unknown[b]
+                model.acked_statements += 1
+        except Exception as e:
+            if os.environ.get("CRASH_DEBUG"):
+                print(f"bulk worker: {e!r}", file=sys.stderr)
+            return
+
+
+def verify_bulk(cur, model):
+    problems = []
+    present = {}
+    for t in BULK_TABLES:
+        cur.execute(f"SELECT batch, count(*), count(DISTINCT id) FROM crash.{t} GROUP BY batch")
+        for b, n, d in cur.fetchall():
+            if n != BULK_ROWS or d != BULK_ROWS:
+                problems.append(f"bulk batch {b} in {t}: {n} rows ({d} ids), want all {BULK_ROWS} or none")
+            present[b] = t
+        cur.execute(f"CHECK TABLE crash.{t}")
+        r = cur.fetchall()
+        if not r or r[-1][3] != "OK":
+            problems.append(f"CHECK TABLE {t}: {r}")
+    cur.execute("SELECT count(*) FROM crash.blk")
+    full = cur.fetchone()[0]
+    cur.execute("SELECT count(*) FROM crash.blk WHERE k >= 0")
+    if cur.fetchone()[0] != full:
+        problems.append("blk: index count differs from scan count")
+    with model.lock:
+        for b, t in model.acked.items():
+            if b not in present and b not in model.unknown:
+                problems.append(f"acknowledged bulk batch {b} ({t}) lost")
+        for b in model.deleted:
+            if b in present:
+                problems.append(f"acknowledged delete of bulk batch {b} undone")
+        for b in list(model.unknown):
+            model.interrupted += 1
+            if b in present:
+                model.acked[b] = present[b]
+            else:
+                model.acked.pop(b, None)
+                model.deleted.add(b)
+            del model.unknown[b]
+    return problems
+
+
+TYPES = ("i TINYINT, si SMALLINT, mi MEDIUMINT, ii INT, b BIGINT UNSIGNED, d DECIMAL(20,6), "
+         "f FLOAT, db DOUBLE, dt DATE, tm DATETIME(6), ts TIMESTAMP NULL, y YEAR, c CHAR(5), "
+         "vc VARCHAR(100), tx TEXT, bl BLOB, vb VARBINARY(10), bt BINARY(4)")
+
+
+def type_row(n):
+    return (f"(-5, {n % 30000}, -70000, {n}, 18446744073709551615, -12345.678901, 1.5, "
+            f"2.25e100, '2024-02-29', '2024-01-02 03:04:05.123456', '2001-02-03 04:05:06', "
+            f"2024, 'ab', 'v\u00e4r{n}', REPEAT('t', {n % 2000}), X'00FF10', X'0102', X'61626364')")
+
+
+class TypesModel:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.tables = {}   # name -> expected row (a tuple read back after writing) or None
+        self.unknown = set()
+        self.expected = None
+        self.n = 0
+
+
+def types_worker(port, model, stop, seed):
+    rnd = random.Random(seed)
+    try:
+        c = connect(port, db="crash")
+    except Exception:
+        return
+    cur = c.cursor()
+    while not stop.is_set():
+        # DDL waits for every open transaction (a database-wide metadata lock).
+        time.sleep(rnd.uniform(0.1, 0.4))
+        with model.lock:
+            model.n += 1
+            n = model.n
+            have = [t for t in model.tables if t not in model.unknown]
+        try:
+            if len(have) >= 3:
+                t = rnd.choice(have)
+                with model.lock:
+                    model.unknown.add(t)
+                cur.execute(f"DROP TABLE {t}")
+                with model.lock:
+                    del model.tables[t]
+                    model.unknown.discard(t)
+                continue
+            t = f"ty{n}"
+            eng = rnd.choice(["InnoDB", "MyISAM", "COLUMN"])
+            with model.lock:
+                model.unknown.add(t)
+            cur.execute(f"CREATE TABLE {t} (k INT PRIMARY KEY, {TYPES}) ENGINE={eng}")
+            with model.lock:
+                model.tables[t] = None
+            cur.execute(f"INSERT INTO {t} VALUES ({n}, " + type_row(n)[1:])
+            cur.execute(f"SELECT * FROM {t}")
+            row = cur.fetchone()
+            with model.lock:
+                model.tables[t] = row
+                model.unknown.discard(t)
+        except Exception as e:
+            if os.environ.get("CRASH_DEBUG"):
+                print(f"types worker: {e!r}", file=sys.stderr)
+            return
+
+
+def verify_types(cur, model):
+    problems = []
+    cur.execute("SHOW TABLES FROM crash LIKE 'ty%'")
+    present = {r[0] for r in cur.fetchall()}
+    with model.lock:
+        for t, row in list(model.tables.items()):
+            if t not in present:
+                if t not in model.unknown:
+                    problems.append(f"acknowledged table {t} lost")
+                del model.tables[t]
+                continue
+            cur.execute(f"SELECT * FROM crash.{t}")
+            rows = cur.fetchall()
+            if row is not None and t not in model.unknown and list(rows) != [row]:
+                problems.append(f"table {t}: {rows!r:.200} instead of {row!r:.200}")
+            if len(rows) > 1:
+                problems.append(f"table {t}: {len(rows)} rows")
+            cur.execute(f"CHECK TABLE crash.{t}")
+            r = cur.fetchall()
+            if not r or r[-1][3] != "OK":
+                problems.append(f"CHECK TABLE {t}: {r}")
+        for t in present - set(model.tables):
+            if t not in model.unknown:
+                problems.append(f"dropped table {t} is back")
+            # An unacknowledged CREATE or DROP may have happened: keep what is there.
+            cur.execute(f"SELECT * FROM crash.{t}")
+            rows = cur.fetchall()
+            model.tables[t] = rows[0] if rows else None
+        model.unknown.clear()
     return problems
 
 
@@ -284,11 +495,13 @@ def worker(w, port, model, stop, seed):
             return
 
 
-def verify(port, model, cycle, ddl):
+def verify(port, model, cycle, ddl, bulk, types):
     problems = []
     c = connect(port)
     cur = c.cursor()
     problems += verify_ddl(cur, ddl)
+    problems += verify_bulk(cur, bulk)
+    problems += verify_types(cur, types)
     cur.execute("SELECT count(*), sum(bal) FROM crash.acct")
     n, total = cur.fetchone()
     if n != ACCOUNTS or int(total) != ACCOUNTS * START_BALANCE:
@@ -379,11 +592,25 @@ def main():
                 "part INT NOT NULL, payload VARCHAR(200), KEY (worker, seq))")
     cur.execute("CREATE TABLE crash.clog (id BIGINT PRIMARY KEY, worker INT NOT NULL, seq INT NOT NULL, "
                 "part INT NOT NULL, payload VARCHAR(200)) ENGINE=COLUMN")
-    cur.execute("CREATE TABLE crash.dd (id INT PRIMARY KEY, v INT NOT NULL)")
-    cur.execute("INSERT INTO crash.dd VALUES " + ",".join(f"({i}, 3)" for i in range(DD_ROWS)))
+    cur.execute("CREATE TABLE crash.dd (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))")
+    cur.execute("INSERT INTO crash.dd VALUES " + ",".join(f"({i}, 3, 'str{i}')" for i in range(DD_ROWS)))
+    cur.execute("CREATE TABLE crash.src (id INT PRIMARY KEY, k INT NOT NULL, pad VARCHAR(40))")
+    src = os.path.join(work, "src.tsv")
+    with open(src, "w") as f:
+        f.write("".join(f"{i}\t{i % 97}\tp{i}\n" for i in range(BULK_ROWS)))
+    c.close()
+    c = pymysql.connect(host="127.0.0.1", port=srv.port, user="root", autocommit=True,
+                        local_infile=True)
+    cur = c.cursor()
+    cur.execute(f"LOAD DATA LOCAL INFILE '{src}' INTO TABLE crash.src")
+    for t, eng in zip(BULK_TABLES, ("InnoDB", "COLUMN")):
+        cur.execute(f"CREATE TABLE crash.{t} (id BIGINT PRIMARY KEY, batch INT NOT NULL, "
+                    f"k INT NOT NULL, pad VARCHAR(40), KEY (batch), KEY (k)) ENGINE={eng}")
     c.close()
     model = Model()
     ddl = DdlModel()
+    bulk = BulkModel()
+    types = TypesModel()
     lines = []
     failed = 0
     print(f"crash loop: {args.cycles} cycles, {args.workers} workers, seed {args.seed}, dir {work}")
@@ -392,21 +619,24 @@ def main():
         threads = [threading.Thread(target=worker, args=(
             w + cycle * 100, srv.port, model, stop, rnd.random())) for w in range(args.workers)]
         threads.append(threading.Thread(target=ddl_worker, args=(srv.port, ddl, stop, rnd.random())))
+        threads.append(threading.Thread(target=bulk_worker, args=(srv.port, bulk, stop, rnd.random(), work)))
+        threads.append(threading.Thread(target=types_worker, args=(srv.port, types, stop, rnd.random())))
         before = model.acked_commits
+        bulk_before = bulk.acked_statements
         ddl_before = ddl.acked
         for t in threads:
             t.start()
-        time.sleep(rnd.uniform(0.3, 2.5))
+        time.sleep(rnd.uniform(0.5, 5.0))
         srv.kill9()
         stop.set()
         for t in threads:
             t.join()
         up = srv.start()
-        problems, rows = verify(srv.port, model, cycle, ddl)
+        problems, rows = verify(srv.port, model, cycle, ddl, bulk, types)
         acked = model.acked_commits - before
         status = "ok" if not problems else "FAIL"
         line = (f"cycle {cycle:3}: {status}  acknowledged commits {acked:5}  DDL {ddl.acked - ddl_before:3}"
-                f"  rows {rows:6}  restart {up:5.2f} s")
+                f"  bulk {bulk.acked_statements - bulk_before:2}  rows {rows:6}  restart {up:5.2f} s")
         print(line, flush=True)
         lines.append(line)
         for p in problems[:20]:
@@ -417,7 +647,8 @@ def main():
     srv.stop()
     recov = [ln for ln in open(log) if "recovery" in ln]
     summary = (f"{args.cycles - failed}/{args.cycles} cycles passed, {model.acked_commits} acknowledged "
-               f"commits and {ddl.acked} DDL statements, none lost or half done"
+               f"commits, {ddl.acked} DDL statements and {bulk.acked_statements} bulk statements "
+               f"of {BULK_ROWS} rows ({bulk.interrupted} more killed mid-way), none lost or half done"
                if not failed else f"{failed} of {args.cycles} cycles FAILED")
     print(summary)
     if args.report:

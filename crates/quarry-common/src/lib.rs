@@ -7,6 +7,7 @@
 
 pub mod charset;
 pub mod error;
+pub mod fuzz;
 pub mod types;
 pub mod value;
 

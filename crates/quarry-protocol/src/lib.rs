@@ -611,3 +611,65 @@ mod tests {
         assert_eq!(native_password_token(b"secret", &[1; 20]).len(), 20);
     }
 }
+
+/// What clients send, as hostile clients may send it: packet framing over a byte stream
+/// and handshake responses never panic the reader (errors end that connection only).
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use quarry_common::fuzz::{mutate, run};
+
+    fn good_handshake() -> Vec<u8> {
+        let mut p = (0x0000_0200u32 | 0x0000_8000 | 0x0008_0000 | 0x0000_0008)
+            .to_le_bytes()
+            .to_vec();
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(b"root\0");
+        p.push(20);
+        p.extend_from_slice(&[7; 20]);
+        p.extend_from_slice(b"db\0mysql_native_password\0");
+        p
+    }
+
+    #[test]
+    fn handshake_responses_never_panic() {
+        let good = good_handshake();
+        run(
+            "handshake response",
+            5000,
+            |rng| mutate(rng, &good),
+            |input| {
+                let _ = parse_handshake_response(input);
+            },
+        );
+    }
+
+    #[test]
+    fn packet_framing_never_panics() {
+        let mut frames = vec![];
+        for len in [0usize, 1, 5, 300] {
+            frames.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+            frames.push(0);
+            frames.extend(std::iter::repeat_n(3u8, len));
+        }
+        run(
+            "packet framing",
+            5000,
+            |rng| mutate(rng, &frames),
+            |input| {
+                let mut c = Conn::new(std::io::Cursor::new(input.to_vec()));
+                c.max_packet = 1 << 16;
+                c.patience = std::time::Duration::ZERO;
+                for _ in 0..8 {
+                    if c.read_packet().is_err() {
+                        break;
+                    }
+                }
+                let mut r = Reader::new(input);
+                while r.lenenc_bytes().is_some() {}
+            },
+        );
+    }
+}
