@@ -239,6 +239,13 @@ full_disk() {
 }
 check "full disk: refused statements change nothing" full_disk
 
+# Statements that crashed the server, outran KILL or grew it by gigabytes, under a 3 GiB
+# address-space limit: each ends with an answer or a clear error, the server answers after.
+queries_of_death() {
+  python3 tests/clients/queries_of_death.py "$BIN"
+}
+check "queries of death: the server survives each" queries_of_death
+
 # kill -9 during a concurrent write workload, restart, check every acknowledged commit and
 # that no transaction is partly visible (the dedicated 50-cycle run: tests/crash/REPORT.md).
 crash_loop() {

@@ -361,7 +361,9 @@ mod fuzz {
                 month: 2,
                 day: 29,
             }),
-            Value::DateTime(quarry_common::DateTime::from_micros(rng.next_u64() as i64 >> 8)),
+            Value::DateTime(quarry_common::DateTime::from_micros(
+                rng.next_u64() as i64 >> 8,
+            )),
             Value::Double(f64::from_bits(rng.next_u64())),
             if rng.chance(3) {
                 Value::Null

@@ -108,6 +108,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             if null_in {
                 return Ok(Value::Null);
             }
+            let len: usize = vals.iter().map(|x| x.as_str_lossy().len()).sum();
+            if over_packet("concat", len, ctx) {
+                return Ok(Value::Null);
+            }
             Value::Str(vals.iter().map(s).collect())
         }
         "CONCAT_WS" => {
@@ -115,6 +119,13 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 return Ok(Value::Null);
             }
             let sep = s(v(0));
+            let len: usize = vals[1..]
+                .iter()
+                .map(|x| x.as_str_lossy().len() + sep.len())
+                .sum();
+            if over_packet("concat_ws", len, ctx) {
+                return Ok(Value::Null);
+            }
             Value::Str(
                 vals[1..]
                     .iter()
@@ -207,14 +218,20 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         }
         "REVERSE" => Value::Str(s(v(0)).chars().rev().collect()),
         "REPEAT" => {
-            let n = v(1).to_i64().clamp(0, 16 << 20) as usize;
+            let n = v(1).to_i64().max(0) as usize;
             let base = s(v(0));
-            if base.len().saturating_mul(n) > 64 << 20 {
+            if over_packet("repeat", base.len().saturating_mul(n), ctx) {
                 return Ok(Value::Null);
             }
             Value::Str(base.repeat(n))
         }
-        "SPACE" => Value::Str(" ".repeat(v(0).to_i64().clamp(0, 1 << 20) as usize)),
+        "SPACE" => {
+            let n = v(0).to_i64().max(0) as usize;
+            if over_packet("space", n, ctx) {
+                return Ok(Value::Null);
+            }
+            Value::Str(" ".repeat(n))
+        }
         "ASCII" | "ORD" => Value::Int(s(v(0)).bytes().next().map(|b| b as i64).unwrap_or(0)),
         "CHAR" => Value::Str(
             vals.iter()
@@ -321,7 +338,13 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             if from.is_empty() {
                 v(0).clone()
             } else {
-                Value::Str(s(v(0)).replace(&from, &s(v(2))))
+                let (hay, to) = (s(v(0)), s(v(2)));
+                let grow = to.len().saturating_sub(from.len());
+                let len = hay.len() + hay.matches(from.as_str()).count().saturating_mul(grow);
+                if over_packet("replace", len, ctx) {
+                    return Ok(Value::Null);
+                }
+                Value::Str(hay.replace(&from, &to))
             }
         }
         "LPAD" | "RPAD" => {
@@ -330,8 +353,18 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             if n < 0 {
                 return Ok(Value::Null);
             }
-            let n = (n as usize).min(1 << 24);
+            let n = n as usize;
             let pad: Vec<char> = s(v(2)).chars().collect();
+            let widest = pad
+                .iter()
+                .chain(&t)
+                .map(|c| c.len_utf8())
+                .max()
+                .unwrap_or(1);
+            if n > t.len() && over_packet(&name.to_ascii_lowercase(), n.saturating_mul(widest), ctx)
+            {
+                return Ok(Value::Null);
+            }
             if t.len() >= n {
                 return Ok(Value::Str(t[..n].iter().collect()));
             }
@@ -727,6 +760,22 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         }
         _ => return Err(Error::unknown_function(name)),
     })
+}
+
+/// A string result past `max_allowed_packet`: NULL with warning 1301 (as MariaDB), before
+/// it is built — a statement must not hold gigabytes for one value.
+fn over_packet(func: &str, len: usize, ctx: &ExecCtx) -> bool {
+    if len <= ctx.max_packet {
+        return false;
+    }
+    ctx.warn(
+        1301,
+        format!(
+            "Result of {func}() was larger than max_allowed_packet ({}) - truncated",
+            ctx.max_packet
+        ),
+    );
+    true
 }
 
 /// `d` moved by `n` units; None past the dates MariaDB computes (0001-01-01 to 9999-12-31

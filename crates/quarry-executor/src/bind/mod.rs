@@ -822,10 +822,12 @@ impl<'a> Binder<'a> {
                 .join("."),
             A::CompoundIdentifier(v) => v.last().map(|i| i.value.clone()).unwrap_or_default(),
             A::Value(v) => match &v.value {
-                ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
-                other => other.to_string(),
+                ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                    s.chars().take(256).collect()
+                }
+                other => bounded_text(other),
             },
-            other => other.to_string(),
+            other => bounded_text(other),
         });
         // An expression's own text names it up to 255 characters (as MariaDB cuts it).
         let name = if alias.is_none() && name.len() > 255 {
@@ -1666,6 +1668,25 @@ pub fn literal(v: &ast::Value, _b: &mut Binder) -> Result<Value> {
         ast::Value::Null => Value::Null,
         other => return Err(Error::syntax_near(&other.to_string())),
     })
+}
+
+/// The first 256 characters of `x`'s text (a name is cut at 255): writing the text of a
+/// 100 MB expression whole only to cut it would cost its size again.
+fn bounded_text(x: &impl std::fmt::Display) -> String {
+    struct Capped(String);
+    impl std::fmt::Write for Capped {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let room = 256usize.saturating_sub(self.0.chars().count());
+            self.0.extend(s.chars().take(room));
+            if self.0.chars().count() >= 256 {
+                return Err(std::fmt::Error);
+            }
+            Ok(())
+        }
+    }
+    let mut c = Capped(String::new());
+    let _ = std::fmt::write(&mut c, format_args!("{x}"));
+    c.0
 }
 
 /// `-i`: past BIGINT (`-(-9223372036854775808)`) a DECIMAL, as MariaDB answers.
