@@ -931,7 +931,9 @@ impl Wal {
         }
         let mut w = self.writer.lock();
         if w.file.is_none() {
-            // Only before `open` has written its first checkpoint.
+            // Only before `open` has written its first checkpoint: nothing to reserve in
+            // yet (and a caller must not wait for a reservation that cannot come).
+            self.reserved.fetch_max(upto, Ordering::AcqRel);
             return Ok(());
         }
         let step = (segment_bytes() / 8).clamp(4096, RESERVE_STEP);
