@@ -67,7 +67,7 @@ fn layout_1_opens_and_its_log_moves_out_of_the_database_names() {
     let facts = rows(&mut s, "SELECT count(*), sum(amount) FROM facts");
     assert_eq!(
         facts[0].iter().map(|v| v.to_string()).collect::<Vec<_>>(),
-        ["503", "410610"]
+        ["503", "364524"]
     );
     assert_eq!(
         rows(&mut s, "SELECT a, b FROM fixed ORDER BY a"),
