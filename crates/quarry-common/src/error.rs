@@ -227,6 +227,13 @@ impl Error {
     pub fn packet_too_large() -> Error {
         Error::new(1153, "Got a packet bigger than 'max_allowed_packet' bytes")
     }
+    /// LOAD DATA LOCAL when the client did not offer its files (or there is no client).
+    pub fn local_infile_refused() -> Error {
+        Error::new(
+            1148,
+            "The used command is not allowed with this MariaDB version",
+        )
+    }
     pub fn query_interrupted() -> Error {
         Error::new(1317, "Query execution was interrupted")
     }

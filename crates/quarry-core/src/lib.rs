@@ -29,7 +29,7 @@ use quarry_storage_api::EngineRegistry;
 
 pub use quarry_common;
 pub use quarry_executor::OutColumn;
-pub use session::{Output, Prepared, Session, STATEMENT_STACK};
+pub use session::{Output, Prepared, RowSink, Session, STATEMENT_STACK};
 
 /// Where LOAD DATA LOCAL gets the client's file: a reader over it, consumed as the rows
 /// are parsed (the server reads the client's packets as they come). A closure returning

@@ -65,6 +65,7 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("version_compile_machine", s("x86_64")),
         ("version_compile_os", s("Linux")),
         ("wait_timeout", i(28800)),
+        ("net_write_timeout", i(60)),
         ("warning_count", i(0)),
         ("error_count", i(0)),
         ("init_connect", s("")),

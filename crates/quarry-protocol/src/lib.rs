@@ -71,6 +71,9 @@ pub struct Conn<S> {
     /// No read waits past this (the handshake's `connect_timeout`, however slowly the
     /// bytes trickle in).
     pub deadline: Option<Instant>,
+    /// A write failed (the client went away, or stalled past the write timeout) with some
+    /// of a packet perhaps sent: nothing more can be written in sequence.
+    broken: bool,
 }
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -122,6 +125,7 @@ impl<S: Read + Write> Conn<S> {
             max_packet: 16 << 20,
             patience: Duration::from_secs(28800),
             deadline: None,
+            broken: false,
         }
     }
 
@@ -239,9 +243,22 @@ impl<S: Read + Write> Conn<S> {
         }
     }
 
+    /// Bytes pushed and not yet written.
+    pub fn buffered(&self) -> usize {
+        self.out.len()
+    }
+
     pub fn flush(&mut self) -> io::Result<()> {
+        if self.broken {
+            self.out.clear();
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
         if !self.out.is_empty() {
-            self.stream.write_all(&self.out)?;
+            if let Err(e) = self.stream.write_all(&self.out) {
+                self.broken = true;
+                self.out = Vec::new();
+                return Err(e);
+            }
             self.out.clear();
             // A large result's buffer is not kept for the session's life.
             if self.out.capacity() > 64 * OUT_CAPACITY {

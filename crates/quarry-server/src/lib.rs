@@ -160,10 +160,7 @@ struct LocalFiles<'c> {
 impl quarry_core::LocalInfile for LocalFiles<'_> {
     fn open(&mut self, name: &str) -> Result<Box<dyn io::Read + '_>> {
         if !self.allowed {
-            return Err(Error::new(
-                1148,
-                "The used command is not allowed with this MariaDB version",
-            ));
+            return Err(Error::local_infile_refused());
         }
         let mut p = vec![0xfb];
         p.extend_from_slice(name.as_bytes());
@@ -237,6 +234,9 @@ struct Client {
     /// The global `wait_timeout` when the client logged in (as MySQL, a later SET GLOBAL
     /// is for later connections; SET SESSION wins).
     wait_timeout: Duration,
+    /// The socket's write timeout now (`net_write_timeout`: a client that stops reading
+    /// a result that long loses its connection, and its statement stops).
+    write_timeout: Duration,
     /// Whether going idle parks the connection (else its read timeout is wait_timeout,
     /// which closes it).
     parks: bool,
@@ -264,6 +264,7 @@ fn login(
         .map(|v| v.to_i64())
         .unwrap_or(0);
     let wait_timeout = global_secs(&db, "wait_timeout", 28800);
+    let write_timeout = global_secs(&db, "net_write_timeout", 60);
     // connect_timeout bounds the whole handshake, however slowly its bytes come.
     let connect_timeout = global_secs(&db, "connect_timeout", 10);
     stream.set_read_timeout(Some(connect_timeout.min(Duration::from_secs(1))))?;
@@ -327,6 +328,7 @@ fn login(
     } else {
         wait_timeout
     }))?;
+    conn.stream.set_write_timeout(Some(write_timeout))?;
     drop(place);
     let mut session = db.session_with_id(conn_id, &resp.user, &host);
     watch_client(&session, &conn.stream);
@@ -343,6 +345,7 @@ fn login(
         scramble,
         host,
         wait_timeout,
+        write_timeout,
         parks: idle_ms > 0,
         _slot: slot,
     };
@@ -441,6 +444,18 @@ fn serve(mut client: Client, parking: Arc<Parking>) {
 }
 
 impl Client {
+    /// A session's `SET net_write_timeout` (Connector/J raises it for streamed results)
+    /// takes effect at its next result set.
+    fn apply_write_timeout(&mut self) {
+        let Some(v) = self.session.session_value("net_write_timeout") else {
+            return;
+        };
+        let want = Duration::from_secs(v.to_i64().max(1) as u64);
+        if want != self.write_timeout && self.conn.stream.set_write_timeout(Some(want)).is_ok() {
+            self.write_timeout = want;
+        }
+    }
+
     fn status(&self) -> u16 {
         let mut s = 0;
         if self.session.autocommit() {
@@ -623,6 +638,18 @@ impl Client {
                 return;
             }
         };
+        if Session::streams(&sql) {
+            // Rows go out as they are produced: a result set is never held whole.
+            self.apply_write_timeout();
+            let (status, cs) = (self.status(), self.charset("character_set_results"));
+            let mut out = results::Streamer::new(&mut self.conn, self.caps, status, cs, false);
+            let res = self.session.query_streamed(&sql, &mut out);
+            match res {
+                Ok(o) => self.send_output(o, false, false),
+                Err(e) => self.send_err(&e),
+            }
+            return;
+        }
         let mut loader = LocalFiles {
             conn: &mut self.conn,
             allowed: self.caps & CLIENT_LOCAL_FILES != 0,
@@ -708,7 +735,12 @@ impl Client {
         };
         st.long_data.clear();
         let st = self.stmts.remove(&id).unwrap();
-        let res = self.session.execute(&st.prepared, params);
+        self.apply_write_timeout();
+        let (status, cs) = (self.status(), self.charset("character_set_results"));
+        let mut out = results::Streamer::new(&mut self.conn, self.caps, status, cs, true);
+        let res = self
+            .session
+            .execute_streamed(&st.prepared, params, &mut out);
         self.stmts.insert(id, st);
         match res {
             Ok(out) => self.send_output(out, true, false),

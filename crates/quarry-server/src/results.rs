@@ -6,8 +6,9 @@ use quarry_common::charset::Charset;
 use quarry_common::types::flags;
 use quarry_common::value::format_float;
 use quarry_common::{TypeKind, Value};
-use quarry_core::{OutColumn, Output};
+use quarry_core::{OutColumn, Output, RowSink};
 use quarry_protocol::*;
+use std::net::TcpStream;
 
 use crate::Client;
 
@@ -26,28 +27,7 @@ impl Client {
 
     pub(crate) fn send_columns(&mut self, cols: &[OutColumn]) {
         let cs = self.charset("character_set_results");
-        for c in cols {
-            let mut f = c.flags | c.ty.column_flags();
-            if !c.nullable {
-                f |= flags::NOT_NULL;
-            }
-            let p = column_packet(&ColumnDef {
-                db: &c.db,
-                table: &c.table,
-                org_table: &c.org_table,
-                name: &String::from_utf8_lossy(&cs.encode(&c.name)),
-                org_name: &c.org_name,
-                charset: match c.ty.charset() {
-                    45 => cs.collation_id(),
-                    other => other,
-                },
-                length: c.ty.display_length(),
-                type_code: c.ty.wire_type(),
-                flags: f,
-                decimals: c.ty.decimals(),
-            });
-            self.conn.push(&p);
-        }
+        push_columns(&mut self.conn, cols, cs);
     }
 
     pub(crate) fn send_output(&mut self, out: Output, binary: bool, more: bool) {
@@ -74,28 +54,123 @@ impl Client {
                 let cs = self.charset("character_set_results");
                 let mut buf = Vec::with_capacity(256);
                 for r in &rows {
-                    buf.clear();
-                    if binary {
-                        encode_binary_row(&mut buf, &columns, r, cs);
-                    } else {
-                        for (v, c) in r.iter().zip(&columns) {
-                            match v {
-                                Value::Null => buf.push(0xfb),
-                                Value::Double(d) if c.ty.kind == TypeKind::Float => {
-                                    put_lenenc_str(&mut buf, format_float(*d).as_bytes())
-                                }
-                                Value::Str(s) => put_lenenc_str(&mut buf, &cs.encode(s)),
-                                _ => {
-                                    put_lenenc_str(&mut buf, &v.to_wire_bytes().unwrap_or_default())
-                                }
-                            }
-                        }
-                    }
+                    encode_row(&mut buf, &columns, r, cs, binary);
                     self.conn.push(&buf);
                 }
                 self.send_eof(more);
             }
+            // The rows went out as they came (`Streamer`): only the end is left.
+            Output::Streamed { .. } => self.send_eof(more),
         }
+    }
+}
+
+fn push_columns(conn: &mut Conn<TcpStream>, cols: &[OutColumn], cs: Charset) {
+    for c in cols {
+        let mut f = c.flags | c.ty.column_flags();
+        if !c.nullable {
+            f |= flags::NOT_NULL;
+        }
+        let p = column_packet(&ColumnDef {
+            db: &c.db,
+            table: &c.table,
+            org_table: &c.org_table,
+            name: &String::from_utf8_lossy(&cs.encode(&c.name)),
+            org_name: &c.org_name,
+            charset: match c.ty.charset() {
+                45 => cs.collation_id(),
+                other => other,
+            },
+            length: c.ty.display_length(),
+            type_code: c.ty.wire_type(),
+            flags: f,
+            decimals: c.ty.decimals(),
+        });
+        conn.push(&p);
+    }
+}
+
+/// One row's packet payload into `buf` (cleared first), as text or binary protocol.
+fn encode_row(buf: &mut Vec<u8>, columns: &[OutColumn], r: &[Value], cs: Charset, binary: bool) {
+    buf.clear();
+    if binary {
+        encode_binary_row(buf, columns, r, cs);
+        return;
+    }
+    for (v, c) in r.iter().zip(columns) {
+        match v {
+            Value::Null => buf.push(0xfb),
+            Value::Double(d) if c.ty.kind == TypeKind::Float => {
+                put_lenenc_str(buf, format_float(*d).as_bytes())
+            }
+            Value::Str(s) => put_lenenc_str(buf, &cs.encode(s)),
+            _ => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
+        }
+    }
+}
+
+/// Written to the socket once this much is buffered: a result set is sent as it is
+/// produced, never held whole.
+const STREAM_CHUNK: usize = 256 << 10;
+
+/// A result set going to the client batch by batch while the statement runs (the
+/// session's [`RowSink`]); the final EOF is sent by the caller once the statement ended.
+pub(crate) struct Streamer<'a> {
+    pub conn: &'a mut Conn<TcpStream>,
+    pub caps: u32,
+    /// Status flags for the EOF after the column definitions.
+    pub status: u16,
+    pub cs: Charset,
+    pub binary: bool,
+    columns: Vec<OutColumn>,
+    buf: Vec<u8>,
+}
+
+impl<'a> Streamer<'a> {
+    pub(crate) fn new(
+        conn: &'a mut Conn<TcpStream>,
+        caps: u32,
+        status: u16,
+        cs: Charset,
+        binary: bool,
+    ) -> Streamer<'a> {
+        Streamer {
+            conn,
+            caps,
+            status,
+            cs,
+            binary,
+            columns: vec![],
+            buf: Vec::with_capacity(256),
+        }
+    }
+}
+
+impl RowSink for Streamer<'_> {
+    fn columns(&mut self, cols: &[OutColumn]) -> quarry_common::Result<()> {
+        let mut p = vec![];
+        put_lenenc_int(&mut p, cols.len() as u64);
+        self.conn.push(&p);
+        push_columns(self.conn, cols, self.cs);
+        if self.caps & CLIENT_DEPRECATE_EOF == 0 {
+            self.conn.push(&eof_packet(self.status, 0));
+        }
+        self.columns = cols.to_vec();
+        Ok(())
+    }
+
+    fn rows(&mut self, rows: Vec<quarry_common::Row>) -> quarry_common::Result<()> {
+        for r in &rows {
+            encode_row(&mut self.buf, &self.columns, r, self.cs, self.binary);
+            self.conn.push(&self.buf);
+        }
+        if self.conn.buffered() >= STREAM_CHUNK {
+            // The client is gone (or stalled past its timeouts): stop the statement.
+            self.conn
+                .flush()
+                .map_err(|_| quarry_common::Error::query_interrupted())?;
+        }
+        Ok(())
     }
 }
 

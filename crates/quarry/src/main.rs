@@ -276,6 +276,9 @@ fn print_output(out: &Output, secs: f64, warnings: usize) {
         String::new()
     };
     match out {
+        // The shell collects results (`Session::query`); streamed ones are printed as
+        // they came by whoever streamed them.
+        Output::Streamed { rows } => println!("{rows} rows{w} ({secs:.2} sec)"),
         Output::Ok { affected, info, .. } => {
             println!(
                 "Query OK, {affected} row{} affected{w} ({secs:.2} sec)",

@@ -30,6 +30,8 @@ pub enum Output {
         columns: Vec<OutColumn>,
         rows: Vec<Row>,
     },
+    /// A result set already handed to the caller's [`RowSink`] batch by batch.
+    Streamed { rows: u64 },
     Ok {
         affected: u64,
         last_insert_id: u64,
@@ -77,6 +79,15 @@ pub const STATEMENT_STACK: usize = 64 << 20;
 /// Run `f` with at least `STATEMENT_STACK` (less a margin) of stack left.
 pub(crate) fn on_statement_stack<T>(f: impl FnOnce() -> T) -> T {
     stacker::maybe_grow(STATEMENT_STACK - (8 << 20), STATEMENT_STACK, f)
+}
+
+/// Where a streamed result set goes as it is produced (the server: to the socket), so a
+/// statement holds one batch of rows, not its whole result.
+pub trait RowSink {
+    /// The result set's columns, before any row.
+    fn columns(&mut self, cols: &[OutColumn]) -> Result<()>;
+    /// The next rows. An error (the client went away) stops the statement.
+    fn rows(&mut self, rows: Vec<Row>) -> Result<()>;
 }
 
 /// A bound SELECT and what it was bound against.
@@ -432,6 +443,32 @@ impl Session {
         })
     }
 
+    /// Whether `sql` can go through `query_streamed`: one statement, not LOAD DATA (which
+    /// reads from the client while it runs).
+    pub fn streams(sql: &str) -> bool {
+        let parts = quarry_sql::split_statements(sql);
+        parts.len() == 1
+            && !parts[0]
+                .trim_start()
+                .get(..4)
+                .is_some_and(|w| w.eq_ignore_ascii_case("LOAD"))
+    }
+
+    /// Run one statement whose result rows go to `out` as they are produced (a SELECT;
+    /// other statements return their output as `query_with` does). A text of several
+    /// statements, and LOAD DATA, go through `query_with`.
+    pub fn query_streamed(&mut self, sql: &str, out: &mut dyn RowSink) -> Result<Output> {
+        let mut no_local = refuse_local_infile;
+        on_statement_stack(|| {
+            let mut stmts = quarry_sql::parse(sql)?;
+            if stmts.len() != 1 {
+                return Err(Error::internal("query_streamed takes one statement"));
+            }
+            let s = stmts.pop().expect("one");
+            self.run_cached(&s, vec![], sql, &mut no_local, None, Some(out))
+        })
+    }
+
     pub fn query(&mut self, sql: &str) -> Result<Vec<Output>> {
         /// LOAD DATA LOCAL in the embedded API: the "client" is this process.
         struct Files;
@@ -474,17 +511,31 @@ impl Session {
     }
 
     pub fn execute(&mut self, p: &Prepared, params: Vec<Value>) -> Result<Output> {
+        self.execute_into(p, params, None)
+    }
+
+    /// `execute` with the result rows going to `out` as they are produced.
+    pub fn execute_streamed(
+        &mut self,
+        p: &Prepared,
+        params: Vec<Value>,
+        out: &mut dyn RowSink,
+    ) -> Result<Output> {
+        self.execute_into(p, params, Some(out))
+    }
+
+    fn execute_into(
+        &mut self,
+        p: &Prepared,
+        params: Vec<Value>,
+        out: Option<&mut dyn RowSink>,
+    ) -> Result<Output> {
         if params.len() != p.params {
             return Err(Error::new(1210, "Incorrect arguments to EXECUTE"));
         }
-        let mut no_local = |_: &str| -> Result<Vec<u8>> {
-            Err(Error::new(
-                1148,
-                "The used command is not allowed with this MariaDB version",
-            ))
-        };
+        let mut no_local = refuse_local_infile;
         on_statement_stack(|| {
-            self.run_cached(&p.stmt, params, &p.sql, &mut no_local, Some(&p.plan))
+            self.run_cached(&p.stmt, params, &p.sql, &mut no_local, Some(&p.plan), out)
         })
     }
 
@@ -495,7 +546,7 @@ impl Session {
         sql: &str,
         load_local: &mut dyn crate::LocalInfile,
     ) -> Result<Output> {
-        self.run_cached(stmt, params, sql, load_local, None)
+        self.run_cached(stmt, params, sql, load_local, None, None)
     }
 
     fn run_cached(
@@ -505,6 +556,7 @@ impl Session {
         sql: &str,
         load_local: &mut dyn crate::LocalInfile,
         cache: Option<&PlanCache>,
+        mut out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         self.info.killed.store(false, Ordering::Relaxed);
         self.deadline.set(self.statement_deadline(stmt, sql));
@@ -533,18 +585,18 @@ impl Session {
             let e = Error::new(1792, "Cannot execute statement in a READ ONLY transaction.");
             Err((e, vec![]))
         } else if txn_control {
-            self.dispatch(stmt, params, load_local, cache)
+            self.dispatch(stmt, params, load_local, cache, out.take())
         } else if exclusive {
             // DDL runs alone, on the engines' tables directly, in its own log transaction.
             self.begin_txn();
-            let r = self.dispatch(stmt, params, load_local, cache);
+            let r = self.dispatch(stmt, params, load_local, cache, out.take());
             self.wal_txn = quarry_storage::Wal::thread_txn();
             r
         } else {
             let write = !is_read_only(stmt);
             let ctx = self.txn_context(write, read_lock(stmt));
             let _g = quarry_txn::enter(ctx);
-            let r = self.dispatch(stmt, params, load_local, cache);
+            let r = self.dispatch(stmt, params, load_local, cache, out.take());
             // TRUNCATE commits and goes on in a new log transaction.
             self.wal_txn = quarry_storage::Wal::thread_txn();
             quarry_storage::Wal::set_thread_txn(0);
@@ -603,6 +655,10 @@ impl Session {
                 self.row_count = -1;
                 self.found_rows = rows.len() as u64;
             }
+            Ok(Output::Streamed { rows }) => {
+                self.row_count = -1;
+                self.found_rows = *rows;
+            }
             Err(_) => self.row_count = -1,
         }
         *self.info.command.lock() = "Sleep".into();
@@ -620,15 +676,16 @@ impl Session {
         params: Vec<Value>,
         load_local: &mut dyn crate::LocalInfile,
         cache: Option<&PlanCache>,
+        out: Option<&mut dyn RowSink>,
     ) -> std::result::Result<(Output, Vec<Undo>, Vec<(u16, String)>), (Error, Vec<Undo>)> {
         // Statements that use the executor context collect undo and warnings there.
         let cell: StmtSink = RefCell::new(None);
         let res = match (cache, stmt) {
             (Some(cache), Stmt::Ast(s)) if matches!(&**s, S::Query(_)) => {
                 let S::Query(q) = &**s else { unreachable!() };
-                self.run_prepared_query(q, params, cache, &cell)
+                self.run_prepared_query(q, params, cache, &cell, out)
             }
-            _ => self.dispatch_inner(stmt, params, load_local, &cell),
+            _ => self.dispatch_inner(stmt, params, load_local, &cell, out),
         };
         let (undo, warns) = cell.into_inner().unwrap_or_default();
         match res {
@@ -644,6 +701,7 @@ impl Session {
         params: Vec<Value>,
         cache: &PlanCache,
         sink: &StmtSink,
+        out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         let generation = self.db.catalog.generation();
         let stale = cache
@@ -661,13 +719,7 @@ impl Session {
         }
         let cached = cache.borrow();
         let sp = &cached.as_ref().expect("bound above").plan;
-        self.exec_ctx(params, sink, |ctx| {
-            let rows = collect(&sp.plan, ctx)?;
-            Ok(Output::Rows {
-                columns: sp.columns.clone(),
-                rows,
-            })
-        })
+        self.exec_ctx(params, sink, |ctx| result_set(sp, ctx, out))
     }
 
     fn exec_ctx<T>(
@@ -731,6 +783,7 @@ impl Session {
         params: Vec<Value>,
         load_local: &mut dyn crate::LocalInfile,
         sink: &StmtSink,
+        out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         let s = match stmt {
             Stmt::Ast(s) => s,
@@ -994,11 +1047,7 @@ impl Session {
                 self.exec_ctx(params, sink, |ctx| {
                     let mut b = Binder::new(&self.db.catalog, cur);
                     let sp = b.bind_query(q)?;
-                    let rows = collect(&sp.plan, ctx)?;
-                    Ok(Output::Rows {
-                        columns: sp.columns,
-                        rows,
-                    })
+                    result_set(&sp, ctx, out)
                 })
             }
             S::Insert(ins) => {
@@ -2460,6 +2509,33 @@ impl Drop for Session {
         let _ = self.rollback();
         self.db.processes.lock().remove(&self.info.id);
     }
+}
+
+/// LOAD DATA LOCAL where the caller has no client files to give.
+fn refuse_local_infile(_: &str) -> Result<Vec<u8>> {
+    Err(Error::local_infile_refused())
+}
+
+/// A SELECT's result: collected, or passed to `out` batch by batch as it is produced.
+fn result_set(
+    sp: &quarry_executor::SelectPlan,
+    ctx: &ExecCtx,
+    out: Option<&mut dyn RowSink>,
+) -> Result<Output> {
+    let Some(out) = out else {
+        return Ok(Output::Rows {
+            columns: sp.columns.clone(),
+            rows: collect(&sp.plan, ctx)?,
+        });
+    };
+    out.columns(&sp.columns)?;
+    let mut n = 0u64;
+    quarry_executor::exec::run(&sp.plan, ctx, &mut |batch| {
+        n += batch.len() as u64;
+        out.rows(batch)?;
+        Ok(true)
+    })?;
+    Ok(Output::Streamed { rows: n })
 }
 
 /// MODIFY / CHANGE COLUMN: replace a column's definition (values are converted on copy).
