@@ -197,6 +197,19 @@ impl Error {
             format!("Data too long for column '{col}' at row {row}"),
         )
     }
+    /// A date or time column given text that is no date or time (1292, as MariaDB).
+    pub fn incorrect_temporal(kind: &str, value: &str, col: &str, row: usize) -> Error {
+        Error::new(
+            1292,
+            format!("Incorrect {kind} value: '{value}' for column `{col}` at row {row}"),
+        )
+    }
+    pub fn data_truncated(col: &str, row: usize) -> Error {
+        Error::new(
+            1265,
+            format!("Data truncated for column '{col}' at row {row}"),
+        )
+    }
     pub fn incorrect_value(kind: &str, value: &str, col: &str, row: usize) -> Error {
         Error::new(
             1366,

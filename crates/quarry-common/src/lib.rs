@@ -8,6 +8,7 @@
 pub mod charset;
 pub mod error;
 pub mod fuzz;
+pub mod time;
 pub mod types;
 pub mod value;
 

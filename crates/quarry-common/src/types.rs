@@ -101,6 +101,7 @@ impl SqlType {
     pub const NULL: SqlType = SqlType::new(TypeKind::Null);
     pub const DATE: SqlType = SqlType::new(TypeKind::Date);
     pub const DATETIME: SqlType = SqlType::new(TypeKind::DateTime);
+    pub const TIME: SqlType = SqlType::new(TypeKind::Time);
     pub fn varchar(len: u32) -> SqlType {
         SqlType {
             kind: TypeKind::VarChar,
@@ -237,7 +238,13 @@ impl SqlType {
                     0
                 }
             }
-            Time => 10,
+            Time => {
+                10 + if self.scale > 0 {
+                    self.scale as u32 + 1
+                } else {
+                    0
+                }
+            }
             Null => 0,
         }
     }
@@ -299,6 +306,15 @@ impl fmt::Display for SqlType {
             Text => "text",
             Blob => "blob",
             Date => "date",
+            // Fractional digits are part of the type (definition files are this text).
+            DateTime | Timestamp | Time if self.scale > 0 => {
+                let base = match self.kind {
+                    DateTime => "datetime",
+                    Timestamp => "timestamp",
+                    _ => "time",
+                };
+                return write!(f, "{base}({})", self.scale);
+            }
             DateTime => "datetime",
             Timestamp => "timestamp",
             Time => "time",

@@ -21,6 +21,8 @@ pub enum Value {
     Bytes(Vec<u8>),
     Date(Date),
     DateTime(DateTime),
+    /// TIME: signed microseconds within ±[`crate::time::MAX_TIME`].
+    Time(i64),
 }
 
 /// Fixed-point decimal: `mantissa * 10^-scale`.
@@ -675,6 +677,10 @@ impl Value {
                     + dt.minute as u64 * 100
                     + dt.second as u64) as f64
             }
+            Value::Time(t) => {
+                let (n, f) = crate::time::time_as_number(*t);
+                n as f64 + f as f64 / 1e6
+            }
         }
     }
 
@@ -702,7 +708,9 @@ impl Value {
     /// The value as a decimal, or None where it holds more digits than a decimal can.
     pub fn try_to_decimal(&self) -> Option<Decimal> {
         match self {
-            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => Some(self.to_decimal()),
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Time(_) => {
+                Some(self.to_decimal())
+            }
             Value::Str(s) => {
                 Decimal::parse(s).or_else(|| Decimal::try_from_f64(parse_number_prefix(s).0, 6))
             }
@@ -721,6 +729,14 @@ impl Value {
                 scale: 0,
             },
             Value::Decimal(d) => *d,
+            Value::Time(t) => {
+                let (n, f) = crate::time::time_as_number(*t);
+                if f == 0 {
+                    Decimal::from_i64(n)
+                } else {
+                    Decimal::new(n as i128 * 1_000_000 + f as i128, 6)
+                }
+            }
             Value::Str(s) => {
                 Decimal::parse(s).unwrap_or_else(|| Decimal::from_f64(parse_number_prefix(s).0, 6))
             }
@@ -788,7 +804,7 @@ impl Value {
                 }
                 parse_datetime(&i.to_string())
             }
-            Value::Null => None,
+            Value::Null | Value::Time(_) => None,
         }
     }
 
@@ -816,6 +832,14 @@ impl Value {
             (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
                 return other.sql_cmp(self).map(Ordering::reverse)
             }
+            (Time(a), Time(b)) => a.cmp(b),
+            (Time(a), Str(_) | Bytes(_)) => {
+                match crate::time::parse_time_unbounded(&other.as_str_lossy()) {
+                    Some(o) => (*a as i128).cmp(&o),
+                    None => self.to_string().as_str().cmp(&*other.as_str_lossy()),
+                }
+            }
+            (Str(_) | Bytes(_), Time(_)) => return other.sql_cmp(self).map(Ordering::reverse),
             (Decimal(a), Decimal(b)) => a.cmp_dec(b),
             (Decimal(a), Int(_) | UInt(_)) => a.cmp_dec(&other.to_decimal()),
             (Int(_) | UInt(_), Decimal(b)) => self.to_decimal().cmp_dec(b),
@@ -881,6 +905,10 @@ impl Value {
                 out.push(5);
                 out.extend_from_slice(&d.to_micros().to_le_bytes());
             }
+            Value::Time(t) => {
+                out.push(6);
+                out.extend_from_slice(&t.to_le_bytes());
+            }
         }
     }
 
@@ -906,6 +934,10 @@ impl Value {
             },
             Value::Date(_) => SqlType::DATE,
             Value::DateTime(_) => SqlType::DATETIME,
+            Value::Time(t) => SqlType {
+                scale: if t % 1_000_000 != 0 { 6 } else { 0 },
+                ..SqlType::TIME
+            },
         }
     }
 }
@@ -982,6 +1014,7 @@ impl fmt::Display for Value {
             Value::Bytes(b) => f.write_str(&String::from_utf8_lossy(b)),
             Value::Date(d) => write!(f, "{d}"),
             Value::DateTime(d) => write!(f, "{d}"),
+            Value::Time(t) => f.write_str(&crate::time::format_time(*t, 0)),
         }
     }
 }

@@ -329,3 +329,73 @@ fn odd_keys_restart_and_a_damaged_definition_keeps_only_itself_offline() {
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// TIME values keep their sign, hours past 24 and fractions through a restart in every
+/// table kind, and an index on them orders and finds them (every TIME used to be stored
+/// as 0000-01-01 00:00:00).
+#[test]
+fn time_values_survive_restart_in_every_table_kind() {
+    let (dir, db) = fresh_db("time-restart");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d").unwrap();
+    let kinds = [
+        ("dyn", "ENGINE=InnoDB"),
+        ("fix", "ENGINE=MyISAM ROW_FORMAT=FIXED"),
+        ("col", "ENGINE=COLUMN"),
+    ];
+    for (t, opts) in kinds {
+        s.query(&format!(
+            "CREATE TABLE {t} (id INT PRIMARY KEY, a TIME(3), KEY (a)) {opts}; \
+             INSERT INTO {t} VALUES (1, '-838:59:59.999'), (2, '838:59:59.999'), \
+             (3, '-00:00:00.5'), (4, '1 02:03:04.125'), (5, NULL), (6, '00:00:00')"
+        ))
+        .unwrap();
+    }
+    drop(s);
+    drop(db);
+    let db = Database::open(&dir).unwrap();
+    let mut s = db.session("root", "localhost");
+    s.query("USE d").unwrap();
+    let text = |rows: Vec<Vec<Value>>| -> Vec<String> {
+        rows.into_iter()
+            .map(|r| {
+                r.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    for (t, _) in kinds {
+        assert_eq!(
+            text(rows(
+                &mut s,
+                &format!("SELECT id, a FROM {t} ORDER BY a, id")
+            )),
+            [
+                "5 NULL",
+                "1 -838:59:59.999",
+                "3 -00:00:00.5",
+                "6 00:00:00",
+                "4 26:03:04.125",
+                "2 838:59:59.999"
+            ],
+            "{t}"
+        );
+        assert_eq!(
+            text(rows(
+                &mut s,
+                &format!(
+                    "SELECT id FROM {t} WHERE a = '-0:0:0.5' OR a > '26:03:04.124' ORDER BY id"
+                )
+            )),
+            ["2", "3", "4"],
+            "{t}"
+        );
+        let check = rows(&mut s, &format!("CHECK TABLE {t}"));
+        assert_eq!(check.last().unwrap()[3], Value::Str("OK".into()), "{t}");
+    }
+    drop(s);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}

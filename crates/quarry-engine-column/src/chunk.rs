@@ -42,6 +42,8 @@ pub(crate) enum Phys {
     Date,
     /// Microseconds.
     DateTime,
+    /// TIME: signed microseconds.
+    Time,
     Str,
     Bytes,
 }
@@ -59,7 +61,8 @@ impl Phys {
             TypeKind::Float | TypeKind::Double => Phys::Double,
             TypeKind::Decimal => Phys::Decimal(ty.scale),
             TypeKind::Date => Phys::Date,
-            TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Time => Phys::DateTime,
+            TypeKind::DateTime | TypeKind::Timestamp => Phys::DateTime,
+            TypeKind::Time => Phys::Time,
             _ if ty.is_binary() => Phys::Bytes,
             _ => Phys::Str,
         }
@@ -68,7 +71,7 @@ impl Phys {
     fn int_like(self) -> bool {
         matches!(
             self,
-            Phys::Int | Phys::UInt | Phys::Decimal(_) | Phys::Date | Phys::DateTime
+            Phys::Int | Phys::UInt | Phys::Decimal(_) | Phys::Date | Phys::DateTime | Phys::Time
         )
     }
 
@@ -90,6 +93,9 @@ impl Phys {
                 ((d.year as i64) << 9) | ((d.month as i64) << 5) | d.day as i64
             }
             Phys::DateTime => v.to_datetime().map(|d| d.to_stored()).unwrap_or(0),
+            Phys::Time => quarry_common::time::value_to_time(v)
+                .map(|t| t.micros())
+                .unwrap_or(0),
             Phys::Double | Phys::Str | Phys::Bytes => return None,
         })
     }
@@ -105,6 +111,7 @@ impl Phys {
                 day: (i & 31) as u8,
             }),
             Phys::DateTime => Value::DateTime(DateTime::from_stored(i)),
+            Phys::Time => Value::Time(quarry_common::time::from_stored(i)),
             Phys::Double => Value::Double(f64::from_bits(i as u64)),
             Phys::Str | Phys::Bytes => Value::Null,
         }
@@ -1916,6 +1923,7 @@ mod fuzz {
                         day: 1 + (k % 28) as u8,
                     }),
                     Phys::DateTime => Value::DateTime(DateTime::from_micros(k * 1_000_003)),
+                    Phys::Time => Value::Time((k - 9) * 1_000_003),
                     Phys::Str => Value::Str(format!("{:05}", k % 40)),
                     Phys::Bytes => Value::Bytes(vec![k as u8; 1 + (k % 5) as usize]),
                 }
@@ -1960,6 +1968,8 @@ mod fuzz {
             Phys::DateTime,
             Phys::Str,
             Phys::Bytes,
+            // Last: FOUND names kinds by their index here.
+            Phys::Time,
         ];
         let case = |input: &[u8]| {
             let phys = kinds[input[0] as usize % kinds.len()];

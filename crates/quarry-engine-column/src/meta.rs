@@ -143,6 +143,10 @@ impl Writer {
                 self.u8(8);
                 self.u64(d.to_micros() as u64);
             }
+            Value::Time(t) => {
+                self.u8(9);
+                self.u64(*t as u64);
+            }
         }
     }
 }
@@ -198,6 +202,7 @@ impl<'a> Reader<'a> {
                 })
             }
             8 => Value::DateTime(DateTime::from_micros(self.u64()? as i64)),
+            9 => Value::Time(self.u64()? as i64),
             t => return Err(Error::corrupt(format!("column table metadata: tag {t}"))),
         })
     }

@@ -134,7 +134,13 @@ pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &[Value], out: &mut
                 out.push(d.month);
                 out.push(d.day);
             }
-            TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Time => {
+            TypeKind::Time => {
+                let us = quarry_common::time::value_to_time(v)
+                    .map(|t| t.micros())
+                    .unwrap_or(0);
+                out.extend_from_slice(&us.to_le_bytes());
+            }
+            TypeKind::DateTime | TypeKind::Timestamp => {
                 let us = v.to_datetime().map(|d| d.to_stored()).unwrap_or(0);
                 out.extend_from_slice(&us.to_le_bytes());
             }
@@ -221,7 +227,11 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
                     day: b[3],
                 })
             }
-            TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Time => {
+            TypeKind::Time => {
+                let us = i64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
+                Value::Time(quarry_common::time::from_stored(us))
+            }
+            TypeKind::DateTime | TypeKind::Timestamp => {
                 let us = i64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
                 Value::DateTime(DateTime::from_stored(us))
             }

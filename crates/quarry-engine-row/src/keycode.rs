@@ -98,6 +98,12 @@ pub fn encode_value(v: &Value, ty: &SqlType, prefix: u32, out: &mut Vec<u8>) {
             out.extend_from_slice(&[dt.date.month, dt.date.day, dt.hour, dt.minute, dt.second]);
             out.extend_from_slice(&dt.micro.to_be_bytes());
         }
+        // A TIME takes a DATETIME's 11 bytes (the width a TIME key column had before
+        // TIME was a type of its own): the sign-flipped microseconds, then zeros.
+        Value::Time(t) => {
+            out.extend_from_slice(&((*t as u64) ^ (1 << 63)).to_be_bytes());
+            out.extend_from_slice(&[0, 0, 0]);
+        }
     }
 }
 
@@ -283,6 +289,9 @@ fn decode_columns(entry: &[u8], cols: &[KeyCol], out: &mut Vec<Option<Value>>) -
                 month: b[2],
                 day: b[3],
             }),
+            Shape::DateTime if ty.kind == TypeKind::Time => {
+                Value::Time((u64::from_be_bytes(b[..8].try_into().ok()?) ^ (1 << 63)) as i64)
+            }
             Shape::DateTime => Value::DateTime(quarry_common::value::DateTime {
                 date: quarry_common::Date {
                     year: u16::from_be_bytes([b[0], b[1]]),

@@ -297,7 +297,27 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 }
             })
         }
-        TypeKind::Time => Value::Str(v.as_str_lossy().into_owned()),
+        TypeKind::Time => {
+            use quarry_common::time::{truncate_time, value_to_time, TimeParse};
+            let bad = || Error::incorrect_temporal("time", &v.as_str_lossy(), &col.name, row_no);
+            match value_to_time(&v) {
+                Some(TimeParse::Exact(t)) => Value::Time(truncate_time(t, ty.scale)),
+                Some(TimeParse::Clamped(t)) => {
+                    if ctx.strict {
+                        return Err(bad());
+                    }
+                    ctx.warn(1264, Error::out_of_range(&col.name, row_no).message);
+                    Value::Time(truncate_time(t, ty.scale))
+                }
+                None => {
+                    if ctx.strict {
+                        return Err(bad());
+                    }
+                    ctx.warn(1265, Error::data_truncated(&col.name, row_no).message);
+                    Value::Time(0)
+                }
+            }
+        }
         TypeKind::Null => Value::Null,
         _ => v,
     })
@@ -333,6 +353,7 @@ fn implicit_default(col: &ColumnDef) -> Value {
         TypeKind::DateTime | TypeKind::Timestamp => {
             Value::DateTime(quarry_common::value::DateTime::from_date(zero_date))
         }
+        TypeKind::Time => Value::Time(0),
         _ => Value::Str(String::new()),
     }
 }

@@ -137,6 +137,8 @@ impl Expr {
                     n.as_str(),
                     "RAND"
                         | "NOW"
+                        | "CURTIME"
+                        | "CURRENT_TIME"
                         | "SYSDATE"
                         | "UUID"
                         | "LAST_INSERT_ID"
@@ -670,7 +672,21 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
 pub use quarry_common::like;
 
 /// CAST / column coercion of a value to a type (lenient; strict checks live in DML).
-pub fn cast(v: Value, ty: &SqlType, _ctx: &ExecCtx) -> Result<Value> {
+pub fn cast(v: Value, ty: &SqlType, ctx: &ExecCtx) -> Result<Value> {
+    if ty.kind == TypeKind::Time && !v.is_null() {
+        // MariaDB warns when a text is no time (NULL) or past the range (clamped).
+        match quarry_common::time::value_to_time(&v) {
+            None => ctx.warn(
+                1292,
+                format!("Incorrect time value: '{}'", v.as_str_lossy()),
+            ),
+            Some(quarry_common::time::TimeParse::Clamped(_)) => ctx.warn(
+                1292,
+                format!("Truncated incorrect time value: '{}'", v.as_str_lossy()),
+            ),
+            Some(_) => {}
+        }
+    }
     cast_value(v, ty)
 }
 
@@ -725,11 +741,9 @@ pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
             Some(dt) => Value::DateTime(dt),
             None => Value::Null,
         },
-        TypeKind::Time => match v {
-            Value::DateTime(dt) => {
-                Value::Str(format!("{:02}:{:02}:{:02}", dt.hour, dt.minute, dt.second))
-            }
-            other => Value::Str(other.as_str_lossy().into_owned()),
+        TypeKind::Time => match quarry_common::time::value_to_time(&v) {
+            Some(t) => Value::Time(quarry_common::time::truncate_time(t.micros(), ty.scale)),
+            None => Value::Null,
         },
         TypeKind::Year => Value::Int(v.to_i64()),
         TypeKind::Null => Value::Null,

@@ -15,6 +15,9 @@ fn argc(name: &str, args: &[Expr], min: usize, max: usize) -> Result<()> {
 
 /// Number of arguments a function takes (min, max); None = unknown function.
 pub fn arity(name: &str) -> Option<(usize, usize)> {
+    if let Some(a) = crate::timefn::arity(name) {
+        return Some(a);
+    }
     Some(match name {
         "CONCAT" | "COALESCE" | "GREATEST" | "LEAST" | "CONCAT_WS" | "FIELD" | "ELT" => {
             (1, usize::MAX)
@@ -22,11 +25,12 @@ pub fn arity(name: &str) -> Option<(usize, usize)> {
         "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UPPER" | "UCASE"
         | "LOWER" | "LCASE" | "TRIM" | "LTRIM" | "RTRIM" | "REVERSE" | "ASCII" | "ORD"
         | "SPACE" | "HEX" | "ABS" | "CEIL" | "CEILING" | "FLOOR" | "SQRT" | "EXP" | "LN"
-        | "LOG10" | "LOG2" | "SIGN" | "DATE" | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR"
-        | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY"
-        | "ISNULL" | "QUARTER" | "MONTHNAME" | "DAYNAME" | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX"
-        | "TIME" | "RADIANS" | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS"
-        | "COT" | "BIN" | "OCT" => (1, 1),
+        | "LOG10" | "LOG2" | "SIGN" | "DATE" | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH"
+        | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY" | "ISNULL" | "QUARTER"
+        | "MONTHNAME" | "DAYNAME" | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX" | "RADIANS"
+        | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS" | "COT" | "BIN" | "OCT" => {
+            (1, 1)
+        }
         "LEFT"
         | "RIGHT"
         | "REPEAT"
@@ -49,9 +53,9 @@ pub fn arity(name: &str) -> Option<(usize, usize)> {
         | "TIMESTAMPDIFF" | "INSERT_STR" => (3, 3),
         "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
         | "UTC_TIMESTAMP" => (0, 1),
-        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "CURTIME" | "CURRENT_TIME" | "PI"
-        | "DATABASE" | "SCHEMA" | "VERSION" | "USER" | "CURRENT_USER" | "SESSION_USER"
-        | "SYSTEM_USER" | "CONNECTION_ID" | "ROW_COUNT" | "FOUND_ROWS" | "UUID" => (0, 0),
+        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "PI" | "DATABASE" | "SCHEMA" | "VERSION"
+        | "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" | "CONNECTION_ID"
+        | "ROW_COUNT" | "FOUND_ROWS" | "UUID" => (0, 0),
         "LAST_INSERT_ID" | "RAND" | "UNIX_TIMESTAMP" => (0, 1),
         "FROM_UNIXTIME" => (1, 2),
         "CHAR" => (1, usize::MAX),
@@ -101,6 +105,9 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         .iter()
         .map(|a| a.eval(row, ctx))
         .collect::<Result<_>>()?;
+    if crate::timefn::arity(name).is_some() {
+        return crate::timefn::call(name, &vals, ctx);
+    }
     let null_in = vals.iter().any(Value::is_null);
     let v = |i: usize| &vals[i];
     Ok(match name {
@@ -539,18 +546,11 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             Value::DateTime(now)
         }
         "CURDATE" | "CURRENT_DATE" | "UTC_DATE" => Value::Date(ctx.now.date),
-        "CURTIME" | "CURRENT_TIME" => Value::Str(format!(
-            "{:02}:{:02}:{:02}",
-            ctx.now.hour, ctx.now.minute, ctx.now.second
-        )),
         "DATE" => dt_or_null(v(0))
             .map(|d| Value::Date(d.date))
             .unwrap_or(Value::Null),
-        "TIME" => dt_or_null(v(0))
-            .map(|d| Value::Str(format!("{:02}:{:02}:{:02}", d.hour, d.minute, d.second)))
-            .unwrap_or(Value::Null),
-        "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK"
-        | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "QUARTER" => {
+        "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR"
+        | "TO_DAYS" | "QUARTER" => {
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);
             };
@@ -558,9 +558,6 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 "YEAR" => d.date.year as i64,
                 "MONTH" => d.date.month as i64,
                 "DAY" | "DAYOFMONTH" => d.date.day as i64,
-                "HOUR" => d.hour as i64,
-                "MINUTE" => d.minute as i64,
-                "SECOND" => d.second as i64,
                 "DAYOFWEEK" => (d.date.weekday() as i64 + 1) % 7 + 1,
                 "WEEKDAY" => d.date.weekday() as i64,
                 "DAYOFYEAR" => {

@@ -21,6 +21,7 @@ pub mod optimize;
 pub mod plan;
 pub mod pushdown;
 pub mod sort;
+pub mod timefn;
 
 pub use bind::Binder;
 pub use exec::{ExecCtx, SessionInfo, Undo};

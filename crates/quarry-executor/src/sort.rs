@@ -75,6 +75,10 @@ fn put_value(v: &Value, out: &mut Vec<u8>) {
             out.push(8);
             out.extend_from_slice(&d.to_micros().to_le_bytes());
         }
+        Value::Time(t) => {
+            out.push(9);
+            out.extend_from_slice(&t.to_le_bytes());
+        }
     }
 }
 
@@ -117,6 +121,7 @@ fn get_value(b: &[u8], pos: &mut usize) -> Result<Value> {
         8 => Value::DateTime(DateTime::from_micros(i64::from_le_bytes(
             take(b, pos, 8)?.try_into().unwrap(),
         ))),
+        9 => Value::Time(i64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
         _ => return Err(Error::internal("sort run tag")),
     })
 }

@@ -853,14 +853,17 @@ fn decode_params(r: &mut Reader, n: usize, st: &mut Stmt) -> Option<Vec<Value>> 
                 let len = r.u8()?;
                 let b = r.bytes(len as usize)?;
                 let g = |i: usize| b.get(i).copied().unwrap_or(0);
-                let days = u32::from_le_bytes([g(1), g(2), g(3), g(4)]);
-                let h = days * 24 + g(5) as u32;
+                let days = u32::from_le_bytes([g(1), g(2), g(3), g(4)]) as u64;
+                let h = days * 24 + g(5) as u64;
+                let micro = u32::from_le_bytes([g(8), g(9), g(10), g(11)]);
+                // As text, judged as the text protocol's would be (range, minutes < 60).
                 Value::Str(format!(
-                    "{}{:02}:{:02}:{:02}",
+                    "{}{:02}:{:02}:{:02}.{:06}",
                     if g(0) == 1 { "-" } else { "" },
                     h,
                     g(6),
-                    g(7)
+                    g(7),
+                    micro.min(999_999)
                 ))
             }
             0 | 246 => {

@@ -3,6 +3,7 @@
 //! values; what a statement returns is the session's.
 
 use quarry_common::charset::Charset;
+use quarry_common::time::{format_time, value_to_time};
 use quarry_common::types::flags;
 use quarry_common::value::format_float;
 use quarry_common::{TypeKind, Value};
@@ -104,6 +105,21 @@ fn encode_row(buf: &mut Vec<u8>, columns: &[OutColumn], r: &[Value], cs: Charset
                 put_lenenc_str(buf, format_float(*d).as_bytes())
             }
             Value::Str(s) => put_lenenc_str(buf, &cs.encode(s)),
+            Value::Time(t) => {
+                let scale = if c.ty.kind == TypeKind::Time {
+                    c.ty.scale
+                } else {
+                    0
+                };
+                put_lenenc_str(buf, format_time(*t, scale).as_bytes())
+            }
+            // DATETIME(n) shows n fractional digits.
+            Value::DateTime(d)
+                if c.ty.scale > 0
+                    && matches!(c.ty.kind, TypeKind::DateTime | TypeKind::Timestamp) =>
+            {
+                put_lenenc_str(buf, d.fmt_with_scale(c.ty.scale).as_bytes())
+            }
             _ => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
         }
     }
@@ -217,6 +233,26 @@ fn encode_binary_row(buf: &mut Vec<u8>, cols: &[OutColumn], row: &[Value], cs: C
                     }
                 }
                 None => buf.push(0),
+            },
+            TypeKind::Time => match value_to_time(v) {
+                Some(t) if t.micros() != 0 => {
+                    let us = t.micros();
+                    let a = us.unsigned_abs();
+                    let secs = a / 1_000_000;
+                    let micro = (a % 1_000_000) as u32;
+                    buf.push(if micro == 0 { 8 } else { 12 });
+                    buf.push((us < 0) as u8);
+                    buf.extend_from_slice(&((secs / 86_400) as u32).to_le_bytes());
+                    buf.extend_from_slice(&[
+                        (secs / 3600 % 24) as u8,
+                        (secs / 60 % 60) as u8,
+                        (secs % 60) as u8,
+                    ]);
+                    if micro != 0 {
+                        buf.extend_from_slice(&micro.to_le_bytes());
+                    }
+                }
+                _ => buf.push(0),
             },
             _ => match v {
                 Value::Str(s) => put_lenenc_str(buf, &cs.encode(s)),

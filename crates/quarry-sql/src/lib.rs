@@ -10,7 +10,7 @@ use quarry_common::{Error, Result};
 use sqlparser::ast::Statement as AstStatement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Token, Tokenizer, Word};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 pub use sqlparser::ast;
 
@@ -276,16 +276,40 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     if let Some(s) = predispatch(trimmed)? {
         return Ok(vec![s]);
     }
-    let parsed = Parser::new(&dialect())
-        .with_recursion_limit(MAX_PARSE_NESTING)
-        .try_with_sql(&sql)
-        .and_then(|mut p| p.parse_statements());
+    let parsed = Tokenizer::new(&dialect(), &sql)
+        .tokenize_with_location()
+        .map_err(|e| ParserError::TokenizerError(e.to_string()))
+        .and_then(|toks| {
+            Parser::new(&dialect())
+                .with_recursion_limit(MAX_PARSE_NESTING)
+                .with_tokens_with_locations(number_placeholders(toks))
+                .parse_statements()
+        });
     match parsed {
         Ok(stmts) if stmts.is_empty() => Err(Error::new(1065, "Query was empty")),
         Ok(stmts) => Ok(stmts.into_iter().map(|s| Stmt::Ast(Box::new(s))).collect()),
         Err(ParserError::RecursionLimitExceeded) => Err(Error::too_deep(MAX_PARSE_NESTING)),
         Err(e) => Err(parse_error(&sql, &e.to_string())),
     }
+}
+
+/// Marks a placeholder numbered by [`number_placeholders`]: `?`, this, then the number
+/// (a control character, so no placeholder a client writes looks like one).
+pub const NUMBERED_PLACEHOLDER: &str = "?\u{1f}";
+
+/// Each `?` becomes [`NUMBERED_PLACEHOLDER`] and its number, counting from 0 in the
+/// order of the text, so a statement's parameters are numbered as the client sends them
+/// whatever order the binder meets them in (it binds FROM and WHERE before the select
+/// list).
+fn number_placeholders(mut toks: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut n = 0;
+    for t in &mut toks {
+        if matches!(&t.token, Token::Placeholder(p) if p == "?") {
+            t.token = Token::Placeholder(format!("{NUMBERED_PLACEHOLDER}{n}"));
+            n += 1;
+        }
+    }
+    toks
 }
 
 /// Parentheses, subqueries and function calls nested in one another, as the parser

@@ -302,6 +302,18 @@ fn print_output(out: &Output, secs: f64, warnings: usize) {
                             Value::Double(d) if c.ty.kind == TypeKind::Float => {
                                 quarry_core::quarry_common::value::format_float(*d)
                             }
+                            Value::Time(t) if c.ty.kind == TypeKind::Time => {
+                                quarry_core::quarry_common::time::format_time(*t, c.ty.scale)
+                            }
+                            Value::DateTime(d)
+                                if c.ty.scale > 0
+                                    && matches!(
+                                        c.ty.kind,
+                                        TypeKind::DateTime | TypeKind::Timestamp
+                                    ) =>
+                            {
+                                d.fmt_with_scale(c.ty.scale)
+                            }
                             _ => v.to_text().unwrap_or_else(|| "NULL".into()),
                         })
                         .collect()

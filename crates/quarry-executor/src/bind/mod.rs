@@ -998,6 +998,25 @@ impl<'a> Binder<'a> {
                     "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "DATE" | "LAST_DAY" | "FROM_DAYS" => {
                         SqlType::DATE
                     }
+                    "TIME" | "CURTIME" | "CURRENT_TIME" | "SEC_TO_TIME" | "TIMEDIFF"
+                    | "MAKETIME" => SqlType {
+                        scale: (0..args.len())
+                            .map(|i| arg(i).scale)
+                            .max()
+                            .unwrap_or(0)
+                            .min(6),
+                        ..SqlType::TIME
+                    },
+                    "MICROSECOND" => SqlType::BIGINT,
+                    "TIME_TO_SEC" => SqlType::DOUBLE,
+                    "ADDTIME" | "SUBTIME" => match arg(0).kind {
+                        TypeKind::Time => SqlType {
+                            scale: arg(0).scale.max(arg(1).scale).min(6),
+                            ..SqlType::TIME
+                        },
+                        TypeKind::DateTime | TypeKind::Timestamp => SqlType::DATETIME,
+                        _ => SqlType::varchar(255),
+                    },
                     "DATE_ADD" | "DATE_SUB" => {
                         if arg(0).kind == TypeKind::Date {
                             SqlType::DATE
@@ -1098,9 +1117,14 @@ impl<'a> Binder<'a> {
                 self.lookup(&parts)?
             }
             A::Value(v) => match &v.value {
-                ast::Value::Placeholder(p) if p == "?" => {
-                    self.param_count += 1;
-                    Expr::Param(self.param_count - 1)
+                // quarry_sql numbers them in the order of the text.
+                ast::Value::Placeholder(p) if p.starts_with('?') => {
+                    let n = p
+                        .strip_prefix(quarry_sql::NUMBERED_PLACEHOLDER)
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .unwrap_or(self.param_count);
+                    self.param_count = self.param_count.max(n + 1);
+                    Expr::Param(n)
                 }
                 other => Expr::Lit(literal(other, self)?),
             },
@@ -1676,6 +1700,12 @@ fn bounded_text(x: &impl std::fmt::Display) -> String {
     struct Capped(String);
     impl std::fmt::Write for Capped {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            // A numbered placeholder is named as the client wrote it.
+            let s = if s.starts_with(quarry_sql::NUMBERED_PLACEHOLDER) {
+                "?"
+            } else {
+                s
+            };
             let room = 256usize.saturating_sub(self.0.chars().count());
             self.0.extend(s.chars().take(room));
             if self.0.chars().count() >= 256 {

@@ -58,6 +58,82 @@ impl Raw {
         self.send(0, &p);
         self.read().map(|(_, p)| p).unwrap_or_default()
     }
+    /// Read a result set's packets after its column count (already read, with sequence
+    /// id `seq`), checking every sequence id follows the one before; returns the row
+    /// packets and the ERR code if it ended with one.
+    fn read_rest(&mut self, columns: usize, mut seq: u8) -> (Vec<Vec<u8>>, Option<u16>) {
+        let mut next = |c: &mut Raw| {
+            let (s, p) = c.read().expect("packet");
+            seq = seq.wrapping_add(1);
+            assert_eq!(s, seq, "sequence ids run on");
+            p
+        };
+        for _ in 0..=columns {
+            next(self);
+        }
+        let mut rows = vec![];
+        loop {
+            let p = next(self);
+            match p.first() {
+                Some(0xfe) if p.len() < 9 => return (rows, None),
+                Some(0xff) => return (rows, Some(u16::from_le_bytes([p[1], p[2]]))),
+                _ => rows.push(p),
+            }
+        }
+    }
+
+    fn reply(&mut self) -> (Vec<Vec<u8>>, Option<u16>) {
+        let (seq, first) = self.read().expect("reply");
+        assert_eq!(seq, 1);
+        match first[0] {
+            0xff => (vec![], Some(u16::from_le_bytes([first[1], first[2]]))),
+            0 => (vec![], None),
+            n => self.read_rest(n as usize, seq),
+        }
+    }
+
+    /// A COM_QUERY's result set as raw row packets (sequence ids checked), or its error.
+    pub fn result_set(&mut self, sql: &[u8]) -> (Vec<Vec<u8>>, Option<u16>) {
+        let mut p = vec![3];
+        p.extend_from_slice(sql);
+        self.send(0, &p);
+        self.reply()
+    }
+
+    /// COM_STMT_PREPARE, then COM_STMT_EXECUTE with `params` (binary-protocol type code
+    /// and encoded value each); the binary rows, or the error.
+    pub fn execute(&mut self, sql: &[u8], params: &[(u8, Vec<u8>)]) -> (Vec<Vec<u8>>, Option<u16>) {
+        let mut p = vec![0x16];
+        p.extend_from_slice(sql);
+        self.send(0, &p);
+        let (_, ok) = self.read().expect("prepare reply");
+        assert_eq!(ok[0], 0, "{:?}", String::from_utf8_lossy(&ok));
+        let id = ok[1..5].to_vec();
+        let columns = u16::from_le_bytes([ok[5], ok[6]]) as usize;
+        let n = u16::from_le_bytes([ok[7], ok[8]]) as usize;
+        assert_eq!(n, params.len());
+        let defs = |k: usize| if k > 0 { k + 1 } else { 0 };
+        for _ in 0..defs(n) + defs(columns) {
+            self.read().expect("definitions");
+        }
+        let mut e = vec![0x17];
+        e.extend_from_slice(&id);
+        e.push(0); // no cursor
+        e.extend_from_slice(&1u32.to_le_bytes());
+        if n > 0 {
+            e.extend(std::iter::repeat_n(0, n.div_ceil(8))); // no NULLs
+            e.push(1); // types follow
+            for (t, _) in params {
+                e.extend_from_slice(&[*t, 0]);
+            }
+            for (_, v) in params {
+                e.extend_from_slice(v);
+            }
+        }
+        self.send(0, &e);
+        self.reply()
+    }
+
     /// Run `sql` and read its whole reply: Ok(rows, each a raw row packet) for a result
     /// set or an OK packet (no rows), Err(code) for an error packet.
     pub fn query_rows(&mut self, sql: &[u8]) -> Result<Vec<Vec<u8>>, u16> {

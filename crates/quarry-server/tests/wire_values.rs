@@ -1,0 +1,95 @@
+//! Values on the wire as MariaDB 10.11 sends them (each expected byte string is what it
+//! sent for the same statement): TIME in the text protocol at its column's fractional
+//! digits (DATETIME(n) too) and in the binary protocol's TIME layout, a binary TIME
+//! parameter with its fraction, and parameters numbered in the order of the text (the
+//! binder met WHERE's before the select list's, so `SELECT ?, id … WHERE id = ?` swapped
+//! them).
+
+mod common;
+
+use common::{Raw, Running};
+
+fn lenenc_text(row: &[u8]) -> Vec<Option<String>> {
+    let mut out = vec![];
+    let mut i = 0;
+    while i < row.len() {
+        if row[i] == 0xfb {
+            out.push(None);
+            i += 1;
+            continue;
+        }
+        let n = row[i] as usize;
+        out.push(Some(
+            String::from_utf8_lossy(&row[i + 1..i + 1 + n]).into_owned(),
+        ));
+        i += 1 + n;
+    }
+    out
+}
+
+fn lenenc(s: &str) -> Vec<u8> {
+    let mut v = vec![s.len() as u8];
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+#[test]
+fn time_values_and_parameters_on_the_wire() {
+    let running = Running::start("wire-values", &[]);
+    let mut c = Raw::login(running.port);
+    for sql in [
+        "CREATE DATABASE w",
+        "CREATE TABLE w.t (id INT PRIMARY KEY, a TIME(3), t2 TIME(2), d3 DATETIME(3))",
+        "INSERT INTO w.t VALUES (1, '-26:03:04.125', '00:00:01.5', '2024-01-01 10:00:00.5'), \
+         (2, '12:00:00', '-838:59:59', NULL)",
+    ] {
+        assert_eq!(c.query_rows(sql.as_bytes()), Ok(vec![]), "{sql}");
+    }
+
+    let (rows, err) = c.result_set(b"SELECT a, t2, d3 FROM w.t ORDER BY id");
+    assert_eq!(err, None);
+    let s = |x: &str| Some(x.to_string());
+    assert_eq!(
+        rows.iter().map(|r| lenenc_text(r)).collect::<Vec<_>>(),
+        [
+            vec![
+                s("-26:03:04.125"),
+                s("00:00:01.50"),
+                s("2024-01-01 10:00:00.500")
+            ],
+            vec![s("12:00:00.000"), s("-838:59:59.00"), None],
+        ]
+    );
+
+    let (rows, err) = c.execute(b"SELECT a, t2 FROM w.t ORDER BY id", &[]);
+    assert_eq!(err, None);
+    assert_eq!(
+        rows,
+        [
+            b"\x00\x00\x0c\x01\x01\x00\x00\x00\x02\x03\x04H\xe8\x01\x00\x0c\x00\x00\x00\x00\x00\x00\x00\x01 \xa1\x07\x00".to_vec(),
+            b"\x00\x00\x08\x00\x00\x00\x00\x00\x0c\x00\x00\x08\x01\"\x00\x00\x00\x16;;".to_vec(),
+        ]
+    );
+
+    let (rows, err) = c.execute(
+        b"SELECT ?, id FROM w.t WHERE id = ?",
+        &[(253, lenenc("x")), (253, lenenc("2"))],
+    );
+    assert_eq!(err, None);
+    assert_eq!(rows, [b"\x00\x00\x01x\x02\x00\x00\x00".to_vec()]);
+
+    let mut time = vec![12, 1, 1, 0, 0, 0, 2, 3, 4];
+    time.extend_from_slice(&125_000u32.to_le_bytes());
+    let (_, err) = c.execute(
+        b"INSERT INTO w.t (id, a) VALUES (?, ?)",
+        &[(253, lenenc("3")), (11, time)],
+    );
+    assert_eq!(err, None);
+    let (rows, _) = c.result_set(b"SELECT a FROM w.t WHERE id = 3");
+    assert_eq!(
+        rows.iter().map(|r| lenenc_text(r)).collect::<Vec<_>>(),
+        [vec![s("-26:03:04.125")]]
+    );
+    drop(c);
+    running.stop();
+}
