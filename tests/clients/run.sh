@@ -246,6 +246,13 @@ queries_of_death() {
 }
 check "queries of death: the server survives each" queries_of_death
 
+# A datadir of 100 000 tables: startup opens none of them, descriptors stay within
+# table_open_cache, and writes to them survive a restart.
+many_tables() {
+  python3 tests/clients/many_tables.py "$BIN"
+}
+check "100 000 tables: startup, bounded descriptors, restart" many_tables
+
 # kill -9 during a concurrent write workload, restart, check every acknowledged commit and
 # that no transaction is partly visible (the dedicated 50-cycle run: tests/crash/REPORT.md).
 crash_loop() {
