@@ -517,26 +517,42 @@ pub struct InsertOptions<'e> {
     pub on_dup: &'e [(usize, Expr)],
 }
 
-/// Insert complete rows (already ordered by table column, unspecified = None → default).
-pub fn insert_rows(
-    entry: &Arc<TableEntry>,
-    rows: impl Iterator<Item = Result<Vec<Option<Value>>>>,
-    opts: &InsertOptions,
-    ctx: &ExecCtx,
-) -> Result<DmlResult> {
-    let mut res = DmlResult::default();
-    let mut first_id = None;
-    let mut n = 0usize;
-    let (mut dups, mut records) = (0u64, 0u64);
-    let may_conflict = entry.def.indexes.iter().any(|ix| ix.unique);
-    for r in rows {
-        n += 1;
-        let given = r?;
-        let mut row = Vec::with_capacity(entry.def.columns.len());
-        for (col, v) in entry.def.columns.iter().zip(given) {
+/// Rows inserted one at a time, with the statement's counts: `insert_rows` feeds one from
+/// an iterator, INSERT … SELECT from its source as the source produces rows.
+pub struct Inserter<'a> {
+    entry: &'a Arc<TableEntry>,
+    opts: &'a InsertOptions<'a>,
+    res: DmlResult,
+    first_id: Option<u64>,
+    /// Rows given so far (the row number errors name).
+    n: usize,
+    dups: u64,
+    records: u64,
+    may_conflict: bool,
+}
+
+impl<'a> Inserter<'a> {
+    pub fn new(entry: &'a Arc<TableEntry>, opts: &'a InsertOptions<'a>) -> Inserter<'a> {
+        Inserter {
+            entry,
+            opts,
+            res: DmlResult::default(),
+            first_id: None,
+            n: 0,
+            dups: 0,
+            records: 0,
+            may_conflict: entry.def.indexes.iter().any(|ix| ix.unique),
+        }
+    }
+
+    /// Insert one row (`None`: the column's default).
+    pub fn push(&mut self, given: Vec<Option<Value>>, ctx: &ExecCtx) -> Result<()> {
+        self.n += 1;
+        let mut row = Vec::with_capacity(self.entry.def.columns.len());
+        for (col, v) in self.entry.def.columns.iter().zip(given) {
             let v = match v {
                 Some(v) if v.is_null() && col.auto_increment => Value::Null,
-                Some(v) => match coerce(v, col, n, ctx) {
+                Some(v) => match coerce(v, col, self.n, ctx) {
                     Ok(v) => v,
                     Err(e) if e.code == 1048 && !ctx.strict => {
                         ctx.warn(1048, e.message);
@@ -548,60 +564,65 @@ pub fn insert_rows(
             };
             row.push(v);
         }
-        assign_auto_inc(entry, &mut row, &mut first_id, ctx)?;
-        records += 1;
+        assign_auto_inc(self.entry, &mut row, &mut self.first_id, ctx)?;
+        self.records += 1;
         // Only a unique key can refuse the row; then it is needed again.
-        let inserted = if may_conflict {
-            entry.handle.insert(row.clone())
+        let inserted = if self.may_conflict {
+            self.entry.handle.insert(row.clone())
         } else {
-            entry.handle.insert(std::mem::take(&mut row))
+            self.entry.handle.insert(std::mem::take(&mut row))
         };
         match inserted {
             Ok(id) => {
-                ctx.undo_insert(entry, id);
-                res.affected += 1;
+                ctx.undo_insert(self.entry, id);
+                self.res.affected += 1;
             }
             Err(e) if e.code == 1062 => {
-                dups += 1;
-                match opts.mode {
-                    DupMode::Ignore if opts.on_dup.is_empty() => {
+                self.dups += 1;
+                match self.opts.mode {
+                    DupMode::Ignore if self.opts.on_dup.is_empty() => {
                         ctx.warn(1062, e.message);
                     }
                     DupMode::Replace => {
-                        for id in conflicts(entry, &row)? {
-                            let old = entry.handle.fetch(&[id])?.pop().unwrap();
-                            entry.handle.delete(id)?;
+                        for id in conflicts(self.entry, &row)? {
+                            let old = self.entry.handle.fetch(&[id])?.pop().unwrap();
+                            self.entry.handle.delete(id)?;
                             ctx.undo
                                 .borrow_mut()
-                                .push(Undo::Deleted(entry.clone(), id, old));
-                            res.affected += 1;
+                                .push(Undo::Deleted(self.entry.clone(), id, old));
+                            self.res.affected += 1;
                         }
-                        let id = entry.handle.insert(row)?;
-                        ctx.undo_insert(entry, id);
-                        res.affected += 1;
+                        let id = self.entry.handle.insert(row)?;
+                        ctx.undo_insert(self.entry, id);
+                        self.res.affected += 1;
                     }
-                    _ if !opts.on_dup.is_empty() => {
-                        let Some(id) = conflicts(entry, &row)?.into_iter().next() else {
+                    _ if !self.opts.on_dup.is_empty() => {
+                        let Some(id) = conflicts(self.entry, &row)?.into_iter().next() else {
                             return Err(e);
                         };
-                        let old = entry.handle.fetch(&[id])?.pop().unwrap();
+                        let old = self.entry.handle.fetch(&[id])?.pop().unwrap();
                         *ctx.insert_row.borrow_mut() = Some(row.clone());
                         let mut new = old.clone();
-                        for (c, ex) in opts.on_dup {
-                            new[*c] = coerce(ex.eval(&old, ctx)?, &entry.def.columns[*c], n, ctx)?;
+                        for (c, ex) in self.opts.on_dup {
+                            new[*c] = coerce(
+                                ex.eval(&old, ctx)?,
+                                &self.entry.def.columns[*c],
+                                self.n,
+                                ctx,
+                            )?;
                         }
                         *ctx.insert_row.borrow_mut() = None;
                         if new != old {
-                            match entry.handle.update(id, new) {
+                            match self.entry.handle.update(id, new) {
                                 Ok(nid) => {
                                     ctx.undo.borrow_mut().push(Undo::Updated(
-                                        entry.clone(),
+                                        self.entry.clone(),
                                         nid,
                                         old.clone(),
                                     ));
-                                    res.affected += 2;
+                                    self.res.affected += 2;
                                 }
-                                Err(e2) if e2.code == 1062 && opts.mode == DupMode::Ignore => {
+                                Err(e2) if e2.code == 1062 && self.opts.mode == DupMode::Ignore => {
                                     ctx.warn(1062, e2.message)
                                 }
                                 Err(e2) => return Err(e2),
@@ -613,15 +634,35 @@ pub fn insert_rows(
             }
             Err(e) => return Err(e),
         }
+        Ok(())
     }
-    res.last_insert_id = first_id;
-    if records > 1 || opts.mode != DupMode::Error {
-        res.info = Some(format!(
-            "Records: {records}  Duplicates: {dups}  Warnings: {}",
-            ctx.warnings.borrow().len()
-        ));
+
+    pub fn finish(mut self, ctx: &ExecCtx) -> DmlResult {
+        self.res.last_insert_id = self.first_id;
+        if self.records > 1 || self.opts.mode != DupMode::Error {
+            self.res.info = Some(format!(
+                "Records: {}  Duplicates: {}  Warnings: {}",
+                self.records,
+                self.dups,
+                ctx.warnings.borrow().len()
+            ));
+        }
+        self.res
     }
-    Ok(res)
+}
+
+/// Insert complete rows (already ordered by table column, unspecified = None → default).
+pub fn insert_rows(
+    entry: &Arc<TableEntry>,
+    rows: impl Iterator<Item = Result<Vec<Option<Value>>>>,
+    opts: &InsertOptions,
+    ctx: &ExecCtx,
+) -> Result<DmlResult> {
+    let mut ins = Inserter::new(entry, opts);
+    for r in rows {
+        ins.push(r?, ctx)?;
+    }
+    Ok(ins.finish(ctx))
 }
 
 fn column_targets(entry: &TableEntry, names: &[String]) -> Result<Vec<usize>> {
@@ -755,11 +796,34 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
         }
         return in_bulk(&entry, ctx, || insert_rows(&entry, rows, &opts, ctx));
     }
-    // INSERT … SELECT: read everything first (the source may be the target table).
+    // INSERT … SELECT.
     let sp = params_base.bind_query(source)?;
     if sp.columns.len() != targets.len() {
         return Err(Error::column_count_mismatch(1));
     }
+    let reads_target = params_base.tables_read.iter().any(|t| {
+        t.db.eq_ignore_ascii_case(&entry.db) && t.def.name.eq_ignore_ascii_case(&entry.def.name)
+    });
+    if !reads_target {
+        // Rows go in as the source produces them: the statement holds one batch, however
+        // large the source.
+        return in_bulk(&entry, ctx, || {
+            let mut ins = Inserter::new(&entry, &opts);
+            let mut done = 0u64;
+            crate::exec::run(&sp.plan, ctx, &mut |batch| {
+                for r in batch {
+                    if done.is_multiple_of(65536) {
+                        ctx.session.progress("inserting rows", done, 0);
+                    }
+                    done += 1;
+                    ins.push(expand(r, &targets)?, ctx)?;
+                }
+                Ok(true)
+            })?;
+            Ok(ins.finish(ctx))
+        });
+    }
+    // The source reads the target: it is read whole first, so it never sees its own rows.
     let rows = collect(&sp.plan, ctx)?;
     let total = rows.len() as u64;
     in_bulk(&entry, ctx, || {

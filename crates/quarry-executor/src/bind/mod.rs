@@ -43,6 +43,8 @@ pub struct Binder<'a> {
     views: Vec<(String, String)>,
     /// The view a CREATE VIEW defines: its name is not a view while its SELECT is checked.
     pub defining_view: Option<(String, String)>,
+    /// Every table a FROM clause bound so far names (through views and subqueries too).
+    pub tables_read: Vec<Arc<TableEntry>>,
 }
 
 /// How deeply expressions and query bodies (a chain of `UNION`s, a chain of binary
@@ -123,6 +125,7 @@ impl<'a> Binder<'a> {
             depth: 0,
             views: vec![],
             defining_view: None,
+            tables_read: vec![],
         }
     }
 
@@ -551,6 +554,7 @@ impl<'a> Binder<'a> {
                     .map(|a| a.name.value.clone())
                     .unwrap_or_else(|| entry.def.name.clone());
                 let cols = Self::table_scope(&entry, &alias);
+                self.tables_read.push(entry.clone());
                 Ok((Plan::scan_as(entry, alias), cols))
             }
             TableFactor::Derived {
