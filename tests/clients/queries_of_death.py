@@ -138,8 +138,8 @@ def main():
     ]
     # Not yet held (issue 16, item 7), so not run here: the parser copies a literal's
     # token several times (a 100 MB literal peaks near 900 MB), and a statement holds
-    # about 250 bytes in memory per row it writes until it ends (row versions,
-    # txn/version.rs, among them): an INSERT … SELECT of 6.3 M rows took the server past
+    # about 270 bytes in memory per row it writes until it ends (row versions,
+    # txn/version.rs, and undo entries): an INSERT … SELECT of 6.3 M rows took the server past
     # 3 GB, though its source is no longer collected.
     failed = 0
     for name, sql, want in cases:

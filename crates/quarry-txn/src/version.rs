@@ -138,7 +138,9 @@ impl Versions {
     /// keep the first one).
     pub fn record(self: &Arc<Self>, writer: &Arc<Txn>, id: RowId, before: Option<Row>) {
         let mut st = self.st.lock();
-        let chain = st.rows.entry(id).or_default();
+        // Most chains hold one version: a first push would reserve room for four (128
+        // bytes a row written, the largest part of a big statement's memory).
+        let chain = st.rows.entry(id).or_insert_with(|| Vec::with_capacity(1));
         if chain.last().is_some_and(|v| v.writer.id == writer.id) {
             return;
         }
