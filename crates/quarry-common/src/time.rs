@@ -130,8 +130,15 @@ pub fn value_to_time(v: &Value) -> Option<TimeParse> {
         Value::Int(i) => time_from_number(*i as i128, 0),
         Value::UInt(u) => time_from_number(*u as i128, 0),
         Value::Decimal(d) => {
+            // The fraction as microseconds without overflowing: the remainder is below
+            // 10^scale, widened or cut to six digits.
             let p = crate::value::pow10(d.scale);
-            let frac = (d.mantissa % p) * 1_000_000 / p;
+            let rem = d.mantissa % p;
+            let frac = if d.scale <= 6 {
+                rem * crate::value::pow10(6 - d.scale)
+            } else {
+                rem / crate::value::pow10(d.scale - 6)
+            };
             time_from_number(d.mantissa / p, frac as i64)
         }
         Value::Double(f) => {
@@ -266,6 +273,18 @@ mod tests {
         assert_eq!(format_time(from_stored(dt.to_stored()), 0), "03:04:05.5");
         assert_eq!(from_stored(0), 0);
         assert_eq!(from_stored(-MAX_TIME), -MAX_TIME);
+    }
+
+    #[test]
+    fn decimals_of_any_scale_read_without_overflow() {
+        use crate::Decimal;
+        let t = |m: i128, s: u8| value_to_time(&Value::Decimal(Decimal::new(m, s)));
+        assert_eq!(t(125, 2).unwrap().micros(), 1_250_000);
+        assert_eq!(t(-1_000_001, 6).unwrap().micros(), -1_000_001);
+        // 1.999…9 with 37 fractional digits: the remainder times 10^6 passes i128.
+        let huge = 2 * 10i128.pow(37) - 1;
+        assert_eq!(t(huge, 37).unwrap().micros(), 1_999_999);
+        assert_eq!(t(10i128.pow(37), 0), Some(TimeParse::Clamped(MAX_TIME)));
     }
 
     #[test]
