@@ -75,6 +75,9 @@ const PEEK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 pub enum Undo {
     /// Rows inserted at consecutive ids (a bulk load's run is one entry).
     Inserted(Arc<TableEntry>, std::ops::Range<RowId>),
+    /// Rows inserted at scattered ids, in the order they went in (a row table's records
+    /// are file offsets: 8 bytes a row here, not an entry each).
+    InsertedAt(Arc<TableEntry>, Vec<RowId>),
     /// A row deleted from its id (rollback puts it back there when the engine can).
     Deleted(Arc<TableEntry>, RowId, Row),
     Updated(Arc<TableEntry>, RowId, Row),
@@ -113,10 +116,24 @@ impl ExecCtx<'_> {
     /// Remember that `id` was inserted into `table`, extending the last run when it can.
     pub fn undo_insert(&self, table: &Arc<TableEntry>, id: RowId) {
         let mut undo = self.undo.borrow_mut();
-        if let Some(Undo::Inserted(t, run)) = undo.last_mut() {
-            if run.end == id && Arc::ptr_eq(t, table) {
-                run.end += 1;
-                return;
+        if let Some(last) = undo.last_mut() {
+            match last {
+                Undo::Inserted(t, run) if Arc::ptr_eq(t, table) => {
+                    if run.end == id {
+                        run.end += 1;
+                        return;
+                    }
+                    if run.end - run.start == 1 {
+                        let ids = vec![run.start, id];
+                        *last = Undo::InsertedAt(table.clone(), ids);
+                        return;
+                    }
+                }
+                Undo::InsertedAt(t, ids) if Arc::ptr_eq(t, table) => {
+                    ids.push(id);
+                    return;
+                }
+                _ => {}
             }
         }
         undo.push(Undo::Inserted(table.clone(), id..id + 1));

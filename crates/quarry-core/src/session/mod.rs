@@ -443,15 +443,20 @@ impl Session {
         })
     }
 
-    /// Whether `sql` can go through `query_streamed`: one statement, not LOAD DATA (which
-    /// reads from the client while it runs).
+    /// Whether `sql` goes through `query_streamed`: one statement that starts as a query
+    /// (`SELECT`, `WITH`, `(`). Anything else — LOAD DATA, which reads from the client
+    /// while it runs, and a text starting with a comment included — is collected.
     pub fn streams(sql: &str) -> bool {
         let parts = quarry_sql::split_statements(sql);
-        parts.len() == 1
-            && !parts[0]
-                .trim_start()
-                .get(..4)
-                .is_some_and(|w| w.eq_ignore_ascii_case("LOAD"))
+        if parts.len() != 1 {
+            return false;
+        }
+        let t = parts[0].trim_start();
+        let word = |w: &str| {
+            t.get(..w.len()).is_some_and(|p| p.eq_ignore_ascii_case(w))
+                && t[w.len()..].starts_with(|c: char| c.is_whitespace() || c == '(')
+        };
+        t.starts_with('(') || word("SELECT") || word("WITH")
     }
 
     /// Run one statement whose result rows go to `out` as they are produced (a SELECT;
@@ -2644,4 +2649,34 @@ fn synth_constraint(def: &TableDef, c: ast::TableConstraint) -> ast::CreateTable
     };
     ct.constraints.push(c);
     ct
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Session;
+
+    #[test]
+    fn only_lone_queries_stream() {
+        for sql in [
+            "SELECT 1",
+            "  select\n* FROM t",
+            "(SELECT 1) UNION (SELECT 2)",
+            "WITH x AS (SELECT 1) SELECT * FROM x",
+            "SELECT(1)",
+            "SELECT 1;",
+        ] {
+            assert!(Session::streams(sql), "{sql}");
+        }
+        for sql in [
+            "SELECT 1; SELECT 2",
+            "LOAD DATA LOCAL INFILE 'f' INTO TABLE t",
+            "/* dump */ LOAD DATA LOCAL INFILE 'f' INTO TABLE t",
+            "INSERT INTO t SELECT 1",
+            "SELECTED",
+            "SHOW TABLES",
+            "",
+        ] {
+            assert!(!Session::streams(sql), "{sql}");
+        }
+    }
 }

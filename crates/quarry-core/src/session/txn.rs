@@ -205,6 +205,12 @@ fn undo_ops(ops: Vec<Undo>) -> Result<()> {
                     keep(e.handle.delete(id));
                 }
             }
+            Undo::InsertedAt(e, ids) => {
+                for id in ids.into_iter().rev() {
+                    let id = *moved.get(&key(&e, id)).unwrap_or(&id);
+                    keep(e.handle.delete(id));
+                }
+            }
             Undo::Deleted(e, id, row) => match e.handle.restore(id, row.clone()) {
                 Ok(true) => {}
                 Ok(false) => keep(e.handle.insert(row).map(|_| ())),
