@@ -925,7 +925,7 @@ impl Wal {
 
     /// Disk space in the segments for the stream up to `upto` (and a step beyond when
     /// the disk has it), so that writing it cannot fail for lack of space.
-    fn reserve(&self, upto: Lsn) -> Result<()> {
+    pub(crate) fn reserve(&self, upto: Lsn) -> Result<()> {
         if upto <= self.reserved.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -945,7 +945,10 @@ impl Wal {
 
     fn allocate_to(&self, w: &mut SegWriter, upto: Lsn) -> Result<()> {
         let seg = segment_bytes();
-        let want = upto.min(w.start + seg) - w.start;
+        // `upto` may lie in a segment already written: records outside transactions
+        // (checkpoints, file records) take no reservation, and may have moved the
+        // writer on since the caller read the end of the log. Such bytes need no space.
+        let want = upto.min(w.start + seg).saturating_sub(w.start);
         if want > w.allocated.max(w.len) {
             let f = w.file.as_ref().unwrap();
             f.allocate(want)
