@@ -27,7 +27,9 @@
 //! * With the write-ahead log, `table.meta` and `delta.log` are written through it (a
 //!   merge inside a transaction commits or rolls back with it); chunks are not logged —
 //!   they are written past the ends the metadata knows and fsynced before the metadata
-//!   that names them, and bytes past those ends are cut off at open.
+//!   that names them, and bytes past those ends are cut off at open. Every file and
+//!   folder operation goes through the log's [`Vfs`] (the simulated disk in tests), and
+//!   a segment whose chunks cannot be written (a full disk) leaves its rows in the delta.
 //! * Indexes are not access paths here (the planner is told so through capabilities);
 //!   UNIQUE and PRIMARY keys are enforced through an in-memory hash of their keys, built
 //!   when the table is opened.
@@ -40,14 +42,13 @@ mod group;
 mod meta;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{File, OpenOptions};
 use std::ops::Bound;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, Value};
+use quarry_storage::vfs::{read_full, RealFs, VFile, Vfs};
 use quarry_storage::{LoggedFile, Wal};
 use quarry_storage_api::{
     Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred,
@@ -101,9 +102,21 @@ impl ColumnEngine {
         self
     }
 
+    /// The log's file system (the simulated disk in tests), else the real one.
+    fn vfs(&self) -> Arc<dyn Vfs> {
+        vfs_of(self.wal.as_ref())
+    }
+
     /// The files the log knows by name (renamed and forgotten with the table).
     fn logged_files(dir: &Path) -> [PathBuf; 2] {
         [dir.join("table.meta"), dir.join(LOGGED_DELTA)]
+    }
+}
+
+fn vfs_of(wal: Option<&Arc<Wal>>) -> Arc<dyn Vfs> {
+    match wal {
+        Some(w) => w.vfs().clone(),
+        None => Arc::new(RealFs),
     }
 }
 
@@ -142,9 +155,13 @@ impl Engine for ColumnEngine {
     }
     fn create(&self, path: &TablePath, schema: &TableSchema) -> Result<()> {
         let dir = cols_dir(path);
-        std::fs::create_dir_all(&dir).at(dir.display())?;
+        let vfs = self.vfs();
+        vfs.create_dir_all(&dir).at(dir.display())?;
         for c in &schema.columns {
-            File::create(dir.join(column_file_name(&c.name))).at(dir.display())?;
+            let f = vfs
+                .open(&dir.join(column_file_name(&c.name)), true)
+                .at(dir.display())?;
+            f.set_len(0).at(dir.display())?;
         }
         let delta = match self.wal {
             Some(_) => dir.join(LOGGED_DELTA),
@@ -155,8 +172,10 @@ impl Engine for ColumnEngine {
                 w.forget(&f)?;
             }
         }
-        File::create(delta).at(dir.display())?;
-        Meta::empty(schema.columns.len()).store(&dir)
+        vfs.open(&delta, true)
+            .and_then(|f| f.set_len(0))
+            .at(dir.display())?;
+        Meta::empty(schema.columns.len()).store(&*vfs, &dir)
     }
     fn open(
         &self,
@@ -178,7 +197,7 @@ impl Engine for ColumnEngine {
                 w.forget(&f)?;
             }
         }
-        match std::fs::remove_dir_all(cols_dir(path)) {
+        match self.vfs().remove_dir_all(&cols_dir(path)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(Error::io(cols_dir(path).display(), e))
             }
@@ -187,7 +206,8 @@ impl Engine for ColumnEngine {
     }
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()> {
         // Finishing an interrupted DDL at startup: the folder already moved.
-        if !cols_dir(from).exists() && cols_dir(to).exists() {
+        let vfs = self.vfs();
+        if !vfs.exists(&cols_dir(from)) && vfs.exists(&cols_dir(to)) {
             return Ok(());
         }
         if let Some(w) = &self.wal {
@@ -199,7 +219,8 @@ impl Engine for ColumnEngine {
                 w.rename(f, t)?;
             }
         }
-        std::fs::rename(cols_dir(from), cols_dir(to)).at(cols_dir(from).display())?;
+        vfs.rename(&cols_dir(from), &cols_dir(to))
+            .at(cols_dir(from).display())?;
         Ok(())
     }
 }
@@ -317,6 +338,9 @@ struct Encoded {
     last_id: RowId,
     /// Per column: crc32c + bytes, the bytes' length, the zone map.
     chunks: Vec<(Vec<u8>, usize, chunk::Zone)>,
+    /// The rows, back to the delta if the chunks cannot be written (they may be rows
+    /// other transactions committed).
+    source: Vec<(RowId, Row)>,
 }
 
 /// What a scan sees: the table as it was when the scan started.
@@ -361,7 +385,8 @@ pub struct ColumnTable {
     segment_rows: usize,
     schema: TableSchema,
     phys: Vec<Phys>,
-    files: Vec<File>,
+    vfs: Arc<dyn Vfs>,
+    files: Vec<Arc<dyn VFile>>,
     counters: Arc<HandlerCounters>,
     state: Mutex<State>,
     /// With the log: the metadata file, rewritten in place.
@@ -385,6 +410,7 @@ impl ColumnTable {
         segment_rows: usize,
         wal: Option<Arc<Wal>>,
     ) -> Result<ColumnTable> {
+        let vfs = vfs_of(wal.as_ref());
         let meta_file = match &wal {
             Some(w) => Some(LoggedFile::open(&dir.join("table.meta"), Some(w), false)?),
             None => None,
@@ -395,7 +421,7 @@ impl ColumnTable {
                 f.read_exact_at(&mut buf, 0)?;
                 Meta::from_stored(&buf)?
             }
-            None => Meta::load(dir)?,
+            None => Meta::load(&*vfs, dir)?,
         };
         if meta.columns as usize != schema.columns.len() {
             return Err(Error::corrupt(format!(
@@ -406,15 +432,18 @@ impl ColumnTable {
             )));
         }
         // Files of unfinished merges: other logs, a metadata file never renamed.
-        for e in std::fs::read_dir(dir).at(dir.display())?.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
+        for path in vfs.list(dir).at(dir.display())? {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let current = match wal {
                 Some(_) => LOGGED_DELTA.to_string(),
                 None => format!("delta.{}.log", meta.gen),
             };
             let stale = (name.starts_with("delta.") && name != current) || name.ends_with(".tmp");
             if stale {
-                std::fs::remove_file(e.path()).at(e.path().display())?;
+                vfs.remove(&path).at(path.display())?;
             }
         }
         // Column files: bytes past the last chunk the metadata knows are an unfinished
@@ -422,12 +451,8 @@ impl ColumnTable {
         let mut files = vec![];
         let mut col_ends = vec![];
         for (c, col) in schema.columns.iter().enumerate() {
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(dir.join(column_file_name(&col.name)))
+            let f = vfs
+                .open(&dir.join(column_file_name(&col.name)), true)
                 .at(dir.display())?;
             let end = meta
                 .segments
@@ -435,7 +460,7 @@ impl ColumnTable {
                 .map(|s| s.chunks[c].off + 4 + s.chunks[c].len as u64)
                 .max()
                 .unwrap_or(0);
-            if f.metadata().at(dir.display())?.len() < end {
+            if f.len().at(dir.display())? < end {
                 return Err(Error::corrupt(format!(
                     "{}: column file {} shorter than its chunks",
                     dir.display(),
@@ -464,6 +489,7 @@ impl ColumnTable {
             dir: dir.to_path_buf(),
             segment_rows,
             phys,
+            vfs,
             files,
             counters,
             state: Mutex::new(State {
@@ -595,9 +621,15 @@ impl ColumnTable {
     fn chunk(&self, seg: &Segment, col: usize) -> Result<Chunk> {
         let m = &seg.chunks[col];
         let mut buf = vec![0u8; m.len as usize + 4];
-        self.files[col]
-            .read_exact_at(&mut buf, m.off)
-            .at(self.dir.display())?;
+        let got = read_full(&*self.files[col], &mut buf, m.off).at(self.dir.display())?;
+        if got < buf.len() {
+            return Err(Error::corrupt(format!(
+                "{}: column {} ends inside the chunk at offset {}",
+                self.dir.display(),
+                self.schema.columns[col].name,
+                m.off
+            )));
+        }
         HandlerCounters::add(&self.counters.io_read_calls, 1);
         HandlerCounters::add(&self.counters.io_read_bytes, buf.len() as u64);
         let crc = u32::from_le_bytes(buf[..4].try_into().unwrap());
@@ -935,7 +967,16 @@ impl ColumnTable {
         st.live += 1;
         HandlerCounters::add(&self.counters.write, 1);
         if st.bulk && st.delta.len() >= self.segment_rows {
-            self.merge(st, false)?;
+            if let Err(e) = self.merge(st, false) {
+                // The segment could not be written (its rows are back in the delta): the
+                // failed insert must leave nothing, its row included.
+                if let Some(row) = Arc::make_mut(&mut st.delta).remove(&id) {
+                    self.unique_remove(st, &row, id);
+                    st.live -= 1;
+                    st.bulk_rows -= 1;
+                }
+                return Err(e);
+            }
         }
         Ok(id)
     }
@@ -963,6 +1004,9 @@ impl ColumnTable {
     fn merge(&self, st: &mut State, all: bool) -> Result<()> {
         let mut wrote = false;
         while st.delta.len() >= self.segment_rows || (all && !st.delta.is_empty()) {
+            // The segment in flight first: when it cannot be written its rows go back to
+            // the delta, and none may be held here then.
+            self.settle(st)?;
             let take = st.delta.len().min(self.segment_rows);
             let rows: Vec<(RowId, Row)> = {
                 let delta = Arc::make_mut(&mut st.delta);
@@ -974,7 +1018,6 @@ impl ColumnTable {
             };
             // A bulk load keeps parsing while its last segment is encoded (one in flight
             // bounds the memory); everything else writes the segment now.
-            self.settle(st)?;
             if st.bulk && !all {
                 let phys = &self.phys;
                 let enc = st
@@ -1021,22 +1064,27 @@ impl ColumnTable {
         }
     }
 
-    /// Write an encoded segment's chunks at the ends of the column files and add it.
+    /// Write an encoded segment's chunks at the ends of the column files and add it. When
+    /// a write fails (a full disk) the table is as before: the rows are back in the delta
+    /// and the bytes written past the ends are overwritten by the next segment (or cut
+    /// off at open).
     fn install(&self, st: &mut State, enc: Encoded) -> Result<()> {
-        let mut chunks = Vec::with_capacity(enc.chunks.len());
-        for (c, (rec, len, zone)) in enc.chunks.into_iter().enumerate() {
-            let off = st.col_ends[c];
-            self.files[c]
-                .write_all_at(&rec, off)
-                .at(self.dir.display())?;
+        for (c, (rec, _, _)) in enc.chunks.iter().enumerate() {
+            if let Err(e) = self.files[c].write_at(rec, st.col_ends[c]) {
+                Arc::make_mut(&mut st.delta).extend(enc.source);
+                return Err(Error::io(self.dir.display(), e));
+            }
             HandlerCounters::add(&self.counters.io_write_calls, 1);
             HandlerCounters::add(&self.counters.io_write_bytes, rec.len() as u64);
-            st.col_ends[c] += rec.len() as u64;
+        }
+        let mut chunks = Vec::with_capacity(enc.chunks.len());
+        for (end, (rec, len, zone)) in st.col_ends.iter_mut().zip(enc.chunks) {
             chunks.push(ChunkMeta {
-                off,
+                off: *end,
                 len: len as u32,
                 zone,
             });
+            *end += rec.len() as u64;
         }
         st.merged_upto = st.merged_upto.max(enc.last_id + 1);
         st.dels
@@ -1054,7 +1102,7 @@ impl ColumnTable {
     fn checkpoint(&self, st: &mut State) -> Result<()> {
         self.settle(st)?;
         for f in &self.files {
-            f.sync_data().at(self.dir.display())?;
+            f.sync().at(self.dir.display())?;
         }
         let gen = st.gen + 1;
         let mut buf = Vec::new();
@@ -1090,14 +1138,14 @@ impl ColumnTable {
         log.truncate_and_commit(0)?;
         log.write_at(&buf, 0)?;
         log.sync()?;
-        m.store(&self.dir)?;
+        m.store(&*self.vfs, &self.dir)?;
         let old = log_path(&self.dir, st.gen);
         st.gen = gen;
         st.log = log;
         st.log_end = buf.len() as u64;
         st.log_buf.clear();
         st.unlogged = false;
-        std::fs::remove_file(&old).at(old.display())?;
+        self.vfs.remove(&old).at(old.display())?;
         Ok(())
     }
 
@@ -1185,6 +1233,7 @@ fn encode_segment(phys: &[Phys], rows: Vec<(RowId, Row)>, cores: usize) -> Encod
             .into_iter()
             .map(|(_, rec, len, zone)| (rec, len, zone))
             .collect(),
+        source: rows,
     }
 }
 

@@ -15,6 +15,7 @@
 use std::path::Path;
 
 use quarry_common::{Date, DateTime, Decimal, Error, Result, Value};
+use quarry_storage::vfs::{read_full, Vfs};
 
 use crate::chunk::Zone;
 use crate::At;
@@ -321,25 +322,27 @@ impl Meta {
     }
 
     /// Replace the metadata file durably: the commit point of a merge.
-    pub(crate) fn store(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn store(&self, vfs: &dyn Vfs, dir: &Path) -> Result<()> {
         let tmp = dir.join("table.meta.tmp");
         let dst = dir.join("table.meta");
         {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp).at(tmp.display())?;
-            f.write_all(&self.to_bytes()).at(tmp.display())?;
-            f.sync_all().at(tmp.display())?;
+            let f = vfs.open(&tmp, true).at(tmp.display())?;
+            f.set_len(0).at(tmp.display())?;
+            f.write_at(&self.to_bytes(), 0).at(tmp.display())?;
+            f.sync().at(tmp.display())?;
         }
-        std::fs::rename(&tmp, &dst).at(dst.display())?;
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .at(dir.display())?;
+        vfs.rename(&tmp, &dst).at(dst.display())?;
+        vfs.sync_dir(dir).at(dir.display())?;
         Ok(())
     }
 
-    pub(crate) fn load(dir: &Path) -> Result<Meta> {
+    pub(crate) fn load(vfs: &dyn Vfs, dir: &Path) -> Result<Meta> {
         let path = dir.join("table.meta");
-        Meta::from_stored(&std::fs::read(&path).at(path.display())?)
+        let f = vfs.open(&path, false).at(path.display())?;
+        let mut buf = vec![0u8; f.len().at(path.display())? as usize];
+        let n = read_full(&*f, &mut buf, 0).at(path.display())?;
+        buf.truncate(n);
+        Meta::from_stored(&buf)
     }
 
     /// The bytes written in place (with the log): tag, length, metadata.

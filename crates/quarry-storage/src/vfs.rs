@@ -1,12 +1,13 @@
-//! The I/O seam: every file the write-ahead log covers (log segments, logged data files,
-//! page files) is read and written through a [`Vfs`]. [`RealFs`] is the operating
+//! The I/O seam: every file of a datadir opened with the write-ahead log (log segments,
+//! logged data files, page files, the column engine's chunk and metadata files) is read
+//! and written through a [`Vfs`]. [`RealFs`] is the operating
 //! system; [`SimFs`] keeps files in memory and can "crash": writes since a file's last
 //! sync are each kept, lost or torn at a 512-byte sector boundary, which is what a power
 //! cut may do to a real disk. Directory operations (create, rename, remove) are durable at
 //! once in the simulation; the engines fsync directories where that matters.
 
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,11 @@ pub trait Vfs: Send + Sync {
     /// Open for reading and writing, creating the file when `create`.
     fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>>;
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// A folder and everything in it (NotFound when there is no such folder).
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// A file or a whole folder.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// A file, or a folder holding something.
     fn exists(&self, path: &Path) -> bool;
     /// Files directly inside `dir`.
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
@@ -122,6 +127,9 @@ impl Vfs for RealFs {
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
+    }
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir_all(dir)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
@@ -232,7 +240,8 @@ impl VFile for SimFile {
 /// Files in memory with a crash that loses or tears unsynced writes.
 #[derive(Default)]
 pub struct SimFs {
-    files: Mutex<HashMap<PathBuf, Arc<SimFile>>>,
+    /// By path: a folder's files sort together, right after the folder's own path.
+    files: Mutex<BTreeMap<PathBuf, Arc<SimFile>>>,
     full: Arc<std::sync::atomic::AtomicBool>,
     sync_delay_us: Arc<std::sync::atomic::AtomicU64>,
     read_delay_us: Arc<std::sync::atomic::AtomicU64>,
@@ -335,16 +344,50 @@ impl Vfs for SimFs {
             .map(|_| ())
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut files = self.files.lock();
+        let under: Vec<PathBuf> = files
+            .range(dir.to_path_buf()..)
+            .take_while(|(p, _)| p.starts_with(dir))
+            .map(|(p, _)| p.clone())
+            .filter(|p| p != dir)
+            .collect();
+        if under.is_empty() {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        for p in under {
+            files.remove(&p);
+        }
+        Ok(())
+    }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut files = self.files.lock();
-        let f = files
-            .remove(from)
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        files.insert(to.to_path_buf(), f);
+        if let Some(f) = files.remove(from) {
+            files.insert(to.to_path_buf(), f);
+            return Ok(());
+        }
+        // A folder: everything under it moves.
+        let under: Vec<PathBuf> = files
+            .range(from.to_path_buf()..)
+            .take_while(|(p, _)| p.starts_with(from))
+            .map(|(p, _)| p.clone())
+            .collect();
+        if under.is_empty() {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        for p in under {
+            let f = files.remove(&p).expect("listed");
+            let rest = p.strip_prefix(from).expect("under from");
+            files.insert(to.join(rest), f);
+        }
         Ok(())
     }
     fn exists(&self, path: &Path) -> bool {
-        self.files.lock().contains_key(path)
+        self.files
+            .lock()
+            .range(path.to_path_buf()..)
+            .next()
+            .is_some_and(|(p, _)| p.starts_with(path))
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
         Ok(self
