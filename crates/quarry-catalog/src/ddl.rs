@@ -1,5 +1,6 @@
 //! CREATE TABLE AST → [`TableDef`], and back to canonical SHOW CREATE TABLE text.
 
+use quarry_common::types::LOB_BYTES;
 use quarry_common::{Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{
     self, CharacterLength, ColumnOption, CreateTable, DataType, ExactNumberInfo, Expr, IndexColumn,
@@ -88,9 +89,10 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
             }
             SqlType::varchar(len)
         }
-        D::Text | D::TinyText | D::MediumText | D::LongText | D::String(None) | D::JSON => {
-            SqlType::new(K::Text)
-        }
+        D::TinyText => SqlType::lob(K::Text, LOB_BYTES[0]),
+        D::Text | D::String(None) => SqlType::lob(K::Text, LOB_BYTES[1]),
+        D::MediumText => SqlType::lob(K::Text, LOB_BYTES[2]),
+        D::LongText | D::JSON => SqlType::lob(K::Text, LOB_BYTES[3]),
         D::Binary(l) => SqlType {
             len: l.unwrap_or(1) as u32,
             ..SqlType::new(K::Binary)
@@ -102,7 +104,21 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
             },
             ..SqlType::new(K::VarBinary)
         },
-        D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Bytea => SqlType::new(K::Blob),
+        // BLOB(n): the smallest BLOB that holds n bytes.
+        D::Blob(n) => SqlType::lob(
+            K::Blob,
+            match n {
+                None => LOB_BYTES[1],
+                Some(n) => LOB_BYTES
+                    .into_iter()
+                    .find(|&b| *n <= b as u64)
+                    .unwrap_or(LOB_BYTES[3]),
+            },
+        ),
+        D::Bytea => SqlType::lob(K::Blob, LOB_BYTES[1]),
+        D::TinyBlob => SqlType::lob(K::Blob, LOB_BYTES[0]),
+        D::MediumBlob => SqlType::lob(K::Blob, LOB_BYTES[2]),
+        D::LongBlob => SqlType::lob(K::Blob, LOB_BYTES[3]),
         D::Date => SqlType::DATE,
         D::Datetime(p) => SqlType {
             scale: p.unwrap_or(0).min(6) as u8,
@@ -120,7 +136,9 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
             let n = name.to_string().to_ascii_uppercase();
             match n.as_str() {
                 "YEAR" => SqlType::new(K::Year),
-                "MEDIUMBLOB" | "LONGBLOB" | "TINYBLOB" => SqlType::new(K::Blob),
+                "TINYBLOB" => SqlType::lob(K::Blob, LOB_BYTES[0]),
+                "MEDIUMBLOB" => SqlType::lob(K::Blob, LOB_BYTES[2]),
+                "LONGBLOB" => SqlType::lob(K::Blob, LOB_BYTES[3]),
                 "SERIAL" => SqlType {
                     unsigned: true,
                     ..SqlType::BIGINT

@@ -83,6 +83,9 @@ pub mod flags {
     pub const NUM: u16 = 32768;
 }
 
+/// The bytes TINYTEXT, TEXT, MEDIUMTEXT and LONGTEXT hold (and the BLOBs alike).
+pub const LOB_BYTES: [u32; 4] = [255, 65_535, 16_777_215, u32::MAX];
+
 pub const CHARSET_UTF8MB4: u16 = 45; // utf8mb4_general_ci
 pub const CHARSET_BINARY: u16 = 63;
 
@@ -102,6 +105,16 @@ impl SqlType {
     pub const DATE: SqlType = SqlType::new(TypeKind::Date);
     pub const DATETIME: SqlType = SqlType::new(TypeKind::DateTime);
     pub const TIME: SqlType = SqlType::new(TypeKind::Time);
+    /// TEXT or BLOB (`kind`) holding at most `bytes` (255: TINY…, 65 535, 16 777 215:
+    /// MEDIUM…, 4 294 967 295: LONG…).
+    pub const fn lob(kind: TypeKind, bytes: u32) -> SqlType {
+        SqlType {
+            kind,
+            unsigned: false,
+            len: bytes,
+            scale: 0,
+        }
+    }
     pub fn varchar(len: u32) -> SqlType {
         SqlType {
             kind: TypeKind::VarChar,
@@ -171,11 +184,18 @@ impl SqlType {
         }
     }
 
-    /// Maximum length in characters for CHAR/VARCHAR/TEXT/BLOB values.
+    /// Maximum length in characters of CHAR/VARCHAR values.
     pub fn max_chars(&self) -> u32 {
-        match self.kind {
-            TypeKind::Text | TypeKind::Blob => 65535,
-            _ => self.len,
+        self.len
+    }
+
+    /// The bytes a TEXT or BLOB type holds (a length of 0, as a computed value's type
+    /// has, counts as TEXT/BLOB's 65 535).
+    pub fn lob_bytes(&self) -> u32 {
+        if self.len == 0 {
+            LOB_BYTES[1]
+        } else {
+            self.len
         }
     }
 
@@ -228,8 +248,8 @@ impl SqlType {
             Double => 22,
             Char | VarChar => self.len * 4,
             Binary | VarBinary => self.len,
-            Text => 65535 * 4,
-            Blob => 65535,
+            Text => self.lob_bytes().saturating_mul(4),
+            Blob => self.lob_bytes(),
             Date => 10,
             DateTime | Timestamp => {
                 19 + if self.scale > 0 {
@@ -303,8 +323,14 @@ impl fmt::Display for SqlType {
             VarChar => return write!(f, "varchar({})", self.len),
             Binary => return write!(f, "binary({})", self.len),
             VarBinary => return write!(f, "varbinary({})", self.len),
-            Text => "text",
-            Blob => "blob",
+            Text | Blob => {
+                let size = ["tiny", "", "medium", "long"][LOB_BYTES
+                    .iter()
+                    .position(|&b| self.lob_bytes() <= b)
+                    .unwrap_or(3)];
+                let kind = if self.kind == Text { "text" } else { "blob" };
+                return write!(f, "{size}{kind}");
+            }
             Date => "date",
             // Fractional digits are part of the type (definition files are this text).
             DateTime | Timestamp | Time if self.scale > 0 => {

@@ -399,3 +399,66 @@ fn time_values_survive_restart_in_every_table_kind() {
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// TEXT and BLOB sizes are part of the definition file (LONGTEXT used to come back as
+/// TEXT, 64 KiB), and values past 64 KiB come back whole from every table kind.
+#[test]
+fn text_and_blob_sizes_and_long_values_survive_restart() {
+    let (dir, db) = fresh_db("lob-restart");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE d; USE d").unwrap();
+    let kinds = ["ENGINE=InnoDB", "ENGINE=MyISAM", "ENGINE=COLUMN"];
+    for (i, opts) in kinds.iter().enumerate() {
+        s.query(&format!(
+            "CREATE TABLE t{i} (id INT PRIMARY KEY, a TINYTEXT, c MEDIUMTEXT, d LONGTEXT, \
+             e TINYBLOB, h LONGBLOB) {opts}; \
+             INSERT INTO t{i} VALUES (1, 'tiny', REPEAT('c', 70000), REPEAT('d', 300000), \
+             'b', REPEAT('h', 200000))"
+        ))
+        .unwrap();
+    }
+    drop(s);
+    drop(db);
+    let db = Database::open(&dir).unwrap();
+    let mut s = db.session("root", "localhost");
+    s.query("USE d").unwrap();
+    for i in 0..kinds.len() {
+        let types: Vec<Value> = rows(&mut s, &format!("SHOW COLUMNS FROM t{i}"))
+            .into_iter()
+            .map(|r| r[1].clone())
+            .collect();
+        let want = [
+            "int(11)",
+            "tinytext",
+            "mediumtext",
+            "longtext",
+            "tinyblob",
+            "longblob",
+        ];
+        assert_eq!(types, want.map(|t| Value::Str(t.into())).to_vec(), "t{i}");
+        assert_eq!(
+            rows(
+                &mut s,
+                &format!("SELECT LENGTH(c), LENGTH(d), LENGTH(h) FROM t{i}")
+            ),
+            vec![vec![
+                Value::Int(70000),
+                Value::Int(300000),
+                Value::Int(200000)
+            ]],
+            "t{i}"
+        );
+        // The sizes hold after the restart too.
+        assert_eq!(
+            s.query(&format!(
+                "INSERT INTO t{i} (id, a) VALUES (2, REPEAT('x', 256))"
+            ))
+            .unwrap_err()
+            .code,
+            1406
+        );
+    }
+    drop(s);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -30,6 +30,22 @@ pub enum DupMode {
 }
 
 /// Convert a value for storage in `col`, applying MySQL's strict-mode rules.
+/// A value too long for `col`: refused in strict mode (1406), else cut with warning 1265
+/// — unless only spaces are cut, which neither refuses nor warns.
+fn cut_or_refuse(only_spaces: bool, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result<()> {
+    if only_spaces {
+        return Ok(());
+    }
+    if ctx.strict {
+        return Err(Error::data_too_long(&col.name, row_no));
+    }
+    ctx.warn(
+        1265,
+        format!("Data truncated for column '{}' at row {row_no}", col.name),
+    );
+    Ok(())
+}
+
 pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result<Value> {
     if v.is_null() {
         return if col.nullable {
@@ -195,19 +211,26 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 let t = s.trim_end_matches(' ').len();
                 s.truncate(t);
             }
+            if ty.kind == TypeKind::Text {
+                // TEXT types count bytes (TINYTEXT: 255 bytes, 63 four-byte characters),
+                // and cut at a character boundary.
+                let max = ty.lob_bytes() as usize;
+                if s.len() > max {
+                    let only_spaces = s.as_bytes()[max..].iter().all(|&b| b == b' ');
+                    cut_or_refuse(only_spaces, col, row_no, ctx)?;
+                    let cut = (0..=max)
+                        .rev()
+                        .find(|&i| s.is_char_boundary(i))
+                        .unwrap_or(0);
+                    s.truncate(cut);
+                }
+                return Ok(Value::Str(s));
+            }
             let max = ty.max_chars() as usize;
             // No more bytes than characters allowed: no need to count the characters.
             if s.len() > max && s.chars().count() > max {
                 let only_spaces = s.chars().skip(max).all(|c| c == ' ');
-                if ctx.strict && !only_spaces {
-                    return Err(Error::data_too_long(&col.name, row_no));
-                }
-                if !only_spaces {
-                    ctx.warn(
-                        1265,
-                        format!("Data truncated for column '{}' at row {row_no}", col.name),
-                    );
-                }
+                cut_or_refuse(only_spaces, col, row_no, ctx)?;
                 s = s.chars().take(max).collect();
             }
             Value::Str(s)
@@ -218,14 +241,12 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 other => other.as_str_lossy().into_owned().into_bytes(),
             };
             let max = if ty.kind == TypeKind::Blob {
-                65535
+                ty.lob_bytes() as usize
             } else {
                 ty.len as usize
             };
             if b.len() > max {
-                if ctx.strict {
-                    return Err(Error::data_too_long(&col.name, row_no));
-                }
+                cut_or_refuse(false, col, row_no, ctx)?;
                 b.truncate(max);
             }
             if ty.kind == TypeKind::Binary {

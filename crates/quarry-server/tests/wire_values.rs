@@ -93,3 +93,40 @@ fn time_values_and_parameters_on_the_wire() {
     drop(c);
     running.stop();
 }
+
+/// TINY/MEDIUM/LONG TEXT and BLOB columns are described with their own lengths (all
+/// were 64 KiB ones), as MariaDB 10.11 describes them to a utf8mb4 client, and keep
+/// their sizes across a restart.
+#[test]
+fn text_and_blob_sizes_on_the_wire() {
+    let running = Running::start("wire-lobs", &[]);
+    let mut c = Raw::login(running.port);
+    for sql in [
+        "CREATE DATABASE w",
+        "CREATE TABLE w.t (a TINYTEXT, b TEXT, c MEDIUMTEXT, d LONGTEXT, \
+         e TINYBLOB, f BLOB, g MEDIUMBLOB, h LONGBLOB)",
+        "INSERT INTO w.t (d, h) VALUES (REPEAT('d', 100000), REPEAT('h', 70000))",
+    ] {
+        assert_eq!(c.query_rows(sql.as_bytes()), Ok(vec![]), "{sql}");
+    }
+    let want: Vec<(String, u16, u32, u8, u16)> = [
+        ("a", 45, 1020, 16),
+        ("b", 45, 262140, 16),
+        ("c", 45, 67108860, 16),
+        ("d", 45, 4294967295, 16),
+        ("e", 63, 255, 144),
+        ("f", 63, 65535, 144),
+        ("g", 63, 16777215, 144),
+        ("h", 63, 4294967295, 144),
+    ]
+    .into_iter()
+    .map(|(n, cs, len, flags)| (n.to_string(), cs, len, 252, flags))
+    .collect();
+    assert_eq!(c.columns(b"SELECT * FROM w.t"), want);
+    let (rows, err) = c.result_set(b"SELECT LENGTH(d), LENGTH(h) FROM w.t");
+    assert_eq!(err, None);
+    assert_eq!(
+        lenenc_text(&rows[0]),
+        [Some("100000".to_string()), Some("70000".to_string())]
+    );
+}

@@ -82,6 +82,52 @@ impl Raw {
         }
     }
 
+    /// A COM_QUERY's column definitions as (name, character set, length, type, flags);
+    /// its rows are read and dropped.
+    pub fn columns(&mut self, sql: &[u8]) -> Vec<(String, u16, u32, u8, u16)> {
+        let mut p = vec![3];
+        p.extend_from_slice(sql);
+        self.send(0, &p);
+        let (_, first) = self.read().expect("reply");
+        assert!(
+            !matches!(first[0], 0 | 0xff),
+            "{:?}",
+            String::from_utf8_lossy(&first)
+        );
+        let mut out = vec![];
+        for _ in 0..first[0] {
+            let (_, d) = self.read().expect("definition");
+            // catalog, schema, table, org_table, name, org_name: short lenenc strings.
+            let mut at = 0;
+            let mut name = String::new();
+            for i in 0..6 {
+                let n = d[at] as usize;
+                if i == 4 {
+                    name = String::from_utf8_lossy(&d[at + 1..at + 1 + n]).into_owned();
+                }
+                at += 1 + n;
+            }
+            let f = &d[at + 1..];
+            out.push((
+                name,
+                u16::from_le_bytes([f[0], f[1]]),
+                u32::from_le_bytes([f[2], f[3], f[4], f[5]]),
+                f[6],
+                u16::from_le_bytes([f[7], f[8]]),
+            ));
+        }
+        let mut eofs = 0;
+        while eofs < 2 {
+            let (_, p) = self.read().expect("packet");
+            match p.first() {
+                Some(0xfe) if p.len() < 9 => eofs += 1,
+                Some(0xff) => break,
+                _ => {}
+            }
+        }
+        out
+    }
+
     fn reply(&mut self) -> (Vec<Vec<u8>>, Option<u16>) {
         let (seq, first) = self.read().expect("reply");
         assert_eq!(seq, 1);
