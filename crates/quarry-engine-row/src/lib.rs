@@ -71,6 +71,8 @@ const REC_HDR: usize = 13;
 const LIVE: u8 = 0xA1;
 const DELETED: u8 = 0xD0;
 const WRITE_BUFFER: usize = 128 * 1024;
+/// A buffer grown past this by one huge record is given back after it.
+const KEEP_BUFFER: usize = 1 << 20;
 
 /// The row engine and the buffer pool its index pages live in.
 pub struct RowEngine {
@@ -671,6 +673,9 @@ impl RowTable {
         HandlerCounters::add(&self.counters.io_write_bytes, st.wbuf.len() as u64);
         st.wbuf_start += st.wbuf.len() as u64;
         st.wbuf.clear();
+        if st.wbuf.capacity() > KEEP_BUFFER.max(st.write_buffer * 2) {
+            st.wbuf = Vec::new();
+        }
         Ok(())
     }
 
@@ -868,10 +873,18 @@ impl RowTable {
         rec.extend_from_slice(&crc32c::crc32c(&st.scratch[..payload_len]).to_le_bytes());
         rec.extend_from_slice(&st.scratch[..payload_len]);
         rec.resize(REC_HDR + slot as usize, 0);
+        if payload_len > KEEP_BUFFER {
+            // A huge value (a 100 MB LONGTEXT) must not keep its encoding's memory.
+            st.scratch = Vec::new();
+        }
         if off == st.end {
             st.wbuf_recs.push(off);
-            st.wbuf.extend_from_slice(&rec);
             st.end += rec.len() as u64;
+            if st.wbuf.is_empty() && rec.len() > st.wbuf.capacity() {
+                st.wbuf = rec;
+            } else {
+                st.wbuf.extend_from_slice(&rec);
+            }
             if !st.bulk {
                 self.flush_locked(st)?;
             } else {

@@ -66,6 +66,8 @@ fn segment_bytes() -> u64 {
 /// The log's folder in the datadir. A leading `#` keeps it apart from databases (the
 /// catalog neither lists nor creates such names), as MySQL's `#innodb_redo`.
 pub const LOG_DIR: &str = "#wal";
+/// Bytes of the written-but-unsynced copy kept allocated between fsyncs.
+const UNSYNCED_KEEP: usize = 8 << 20;
 /// The first LSN of a new log (0 means "none").
 const FIRST_LSN: Lsn = 16;
 const HDR: usize = 17;
@@ -894,13 +896,21 @@ impl Wal {
         let safe = (reserved.saturating_sub(start) as usize).min(bytes.len());
         let mut done = 0;
         let mut err = None;
+        // With nothing unsynced before them, the bytes themselves become the unsynced
+        // copy (moved, not copied: a 100 MB record is not held twice).
+        let take = w.unsynced.is_empty();
         for part in [&bytes[..safe], &bytes[safe..]] {
-            match self.write_segments(&mut w, part, start + done as u64) {
-                Ok(()) => done += part.len(),
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
+            let (wrote, e) = self.write_segments(&mut w, part, start + done as u64, !take);
+            done += wrote;
+            if e.is_some() {
+                err = e;
+                break;
+            }
+        }
+        if take && done > 0 {
+            w.unsynced_at = start;
+            if done < bytes.len() {
+                w.unsynced.extend_from_slice(&bytes[..done]);
             }
         }
         if done < bytes.len() {
@@ -912,6 +922,8 @@ impl Wal {
             b.extend_from_slice(&a.bytes);
             a.bytes = b;
             a.start = start + done as u64;
+        } else if take && done > 0 {
+            w.unsynced = bytes;
         }
         let end = start + done as u64;
         if !sync || (done == 0 && w.unsynced.is_empty()) {
@@ -986,7 +998,17 @@ impl Wal {
         Ok(())
     }
 
-    fn write_segments(&self, w: &mut SegWriter, bytes: &[u8], start: Lsn) -> Result<()> {
+    /// Write `bytes` at `start` of the stream, adding them to the unsynced copy when
+    /// `keep` (else the caller keeps them there itself). Returns how many were written
+    /// (all, unless an error stopped it): the rest is written from there next time, at
+    /// the place the writer has reached.
+    fn write_segments(
+        &self,
+        w: &mut SegWriter,
+        bytes: &[u8],
+        start: Lsn,
+        keep: bool,
+    ) -> (usize, Option<Error>) {
         let mut at = 0usize;
         while at < bytes.len() {
             if w.file.is_none() || w.len >= segment_bytes() {
@@ -996,8 +1018,14 @@ impl Wal {
                     _ => {
                         w.ahead.clear();
                         let p = self.dir.join(segment_name(seg_start));
-                        let f = self.vfs.open(&p, true).map_err(|e| io(&p, e))?;
-                        self.vfs.sync_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
+                        let opened = self.vfs.open(&p, true).map_err(|e| io(&p, e));
+                        let f = match opened.and_then(|f| {
+                            self.vfs.sync_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
+                            Ok(f)
+                        }) {
+                            Ok(f) => f,
+                            Err(e) => return (at, Some(e)),
+                        };
                         (f, 0)
                     }
                 };
@@ -1011,17 +1039,19 @@ impl Wal {
             let n = ((segment_bytes() - w.len) as usize).min(bytes.len() - at);
             let f = w.file.clone().unwrap();
             if let Err(e) = f.write_at(&bytes[at..at + n], w.len) {
-                return Err(io(&self.dir.join(segment_name(w.start)), e));
+                return (at, Some(io(&self.dir.join(segment_name(w.start)), e)));
             }
-            if w.unsynced.is_empty() {
-                w.unsynced_at = start + at as u64;
+            if keep {
+                if w.unsynced.is_empty() {
+                    w.unsynced_at = start + at as u64;
+                }
+                w.unsynced.extend_from_slice(&bytes[at..at + n]);
             }
-            w.unsynced.extend_from_slice(&bytes[at..at + n]);
             w.len += n as u64;
             at += n;
             self.stats.writes.fetch_add(1, Ordering::Relaxed);
         }
-        Ok(())
+        (at, None)
     }
 
     fn sync_segments(&self, w: &mut SegWriter) -> Result<()> {
@@ -1039,6 +1069,10 @@ impl Wal {
             Ok(()) => {
                 w.stale.clear();
                 w.unsynced.clear();
+                // A large record (a 100 MB value) must not keep its copy's memory.
+                if w.unsynced.capacity() > UNSYNCED_KEEP {
+                    w.unsynced = Vec::new();
+                }
                 Ok(())
             }
             Err(e) => {
