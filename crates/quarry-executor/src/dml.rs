@@ -29,7 +29,6 @@ pub enum DupMode {
     Replace,
 }
 
-/// Convert a value for storage in `col`, applying MySQL's strict-mode rules.
 /// A value too long for `col`: refused in strict mode (1406), else cut with warning 1265
 /// — unless only spaces are cut, which neither refuses nor warns.
 fn cut_or_refuse(only_spaces: bool, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result<()> {
@@ -46,6 +45,7 @@ fn cut_or_refuse(only_spaces: bool, col: &ColumnDef, row_no: usize, ctx: &ExecCt
     Ok(())
 }
 
+/// Convert a value for storage in `col`, applying MySQL's strict-mode rules.
 pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result<Value> {
     if v.is_null() {
         return if col.nullable {
@@ -549,7 +549,7 @@ pub struct Inserter<'a> {
     n: usize,
     dups: u64,
     records: u64,
-    may_conflict: bool,
+    keep_row: bool,
 }
 
 impl<'a> Inserter<'a> {
@@ -562,7 +562,9 @@ impl<'a> Inserter<'a> {
             n: 0,
             dups: 0,
             records: 0,
-            may_conflict: entry.def.indexes.iter().any(|ix| ix.unique),
+            // Needed again only where a duplicate is replaced or updated.
+            keep_row: entry.def.indexes.iter().any(|ix| ix.unique)
+                && (opts.mode == DupMode::Replace || !opts.on_dup.is_empty()),
         }
     }
 
@@ -587,8 +589,7 @@ impl<'a> Inserter<'a> {
         }
         assign_auto_inc(self.entry, &mut row, &mut self.first_id, ctx)?;
         self.records += 1;
-        // Only a unique key can refuse the row; then it is needed again.
-        let inserted = if self.may_conflict {
+        let inserted = if self.keep_row {
             self.entry.handle.insert(row.clone())
         } else {
             self.entry.handle.insert(std::mem::take(&mut row))
@@ -806,6 +807,9 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
             for (t, e) in targets.iter().zip(r) {
                 full[*t] = match e {
                     None => None,
+                    // Each VALUES row is evaluated once: its literals move (a 100 MB
+                    // string is not copied).
+                    Some(Expr::Lit(v)) => Some(v),
                     Some(e) => Some(e.eval(&[], ctx)?),
                 };
             }

@@ -14,6 +14,8 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 pub use sqlparser::ast;
 
+mod long_literals;
+
 /// A statement ready for binding.
 #[derive(Debug, Clone)]
 pub enum Stmt {
@@ -276,15 +278,31 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     if let Some(s) = predispatch(trimmed)? {
         return Ok(vec![s]);
     }
-    let parsed = Tokenizer::new(&dialect(), &sql)
-        .tokenize_with_location()
-        .map_err(|e| ParserError::TokenizerError(e.to_string()))
-        .and_then(|toks| {
-            Parser::new(&dialect())
-                .with_recursion_limit(MAX_PARSE_NESTING)
-                .with_tokens_with_locations(number_placeholders(toks))
-                .parse_statements()
-        });
+    let parse = |swap: bool| {
+        Tokenizer::new(&dialect(), &sql)
+            .tokenize_with_location()
+            .map_err(|e| ParserError::TokenizerError(e.to_string()))
+            .and_then(|toks| {
+                let toks = number_placeholders(toks);
+                let (toks, stash) = match swap {
+                    true => long_literals::swap_out(toks),
+                    false => (toks, long_literals::Stash::empty()),
+                };
+                let mut stmts = Parser::new(&dialect())
+                    .with_recursion_limit(MAX_PARSE_NESTING)
+                    .with_tokens_with_locations(toks)
+                    .parse_statements()?;
+                if stash.is_empty() || long_literals::swap_in(&mut stmts, stash) {
+                    Ok(Some(stmts))
+                } else {
+                    Ok(None)
+                }
+            })
+    };
+    let parsed = match parse(true) {
+        Ok(None) => parse(false).map(Option::unwrap_or_default),
+        other => other.map(Option::unwrap_or_default),
+    };
     match parsed {
         Ok(stmts) if stmts.is_empty() => Err(Error::new(1065, "Query was empty")),
         Ok(stmts) => Ok(stmts.into_iter().map(|s| Stmt::Ast(Box::new(s))).collect()),
