@@ -638,31 +638,62 @@ impl Client {
                 return;
             }
         };
-        if Session::streams(&sql) {
+        // Several statements run one at a time, each reply sent before the next starts,
+        // as MariaDB does: results are never held for the whole text, and an error stops
+        // the text there with the replies of the statements before it already sent.
+        let parts = Session::statements(&sql);
+        if parts.len() <= 1 {
+            self.run_text(&sql, false, false);
+            return;
+        }
+        let n = parts.len();
+        for (i, part) in parts.into_iter().enumerate() {
+            if !self.run_text(part, i + 1 < n, i > 0) {
+                break;
+            }
+        }
+    }
+
+    /// Run one statement's text and send its reply, flagged when another follows
+    /// (`more`); false when it failed. `after`: a statement after the first, for which a
+    /// text of nothing but comments is an empty OK, not "Query was empty".
+    fn run_text(&mut self, sql: &str, more: bool, after: bool) -> bool {
+        if Session::streams(sql) {
             // Rows go out as they are produced: a result set is never held whole.
             self.apply_write_timeout();
             let (status, cs) = (self.status(), self.charset("character_set_results"));
             let mut out = results::Streamer::new(&mut self.conn, self.caps, status, cs, false);
-            let res = self.session.query_streamed(&sql, &mut out);
-            match res {
-                Ok(o) => self.send_output(o, false, false),
-                Err(e) => self.send_err(&e),
-            }
-            return;
+            return match self.session.query_streamed(sql, &mut out) {
+                Ok(o) => {
+                    self.send_output(o, false, more);
+                    true
+                }
+                Err(e) => {
+                    self.send_err(&e);
+                    false
+                }
+            };
         }
         let mut loader = LocalFiles {
             conn: &mut self.conn,
             allowed: self.caps & CLIENT_LOCAL_FILES != 0,
         };
-        let res = self.session.query_with(&sql, &mut loader);
-        match res {
+        match self.session.query_with(sql, &mut loader) {
             Ok(outs) => {
                 let n = outs.len();
                 for (i, o) in outs.into_iter().enumerate() {
-                    self.send_output(o, false, i + 1 < n);
+                    self.send_output(o, false, more || i + 1 < n);
                 }
+                true
             }
-            Err(e) => self.send_err(&e),
+            Err(e) if e.code == 1065 && after => {
+                self.send_ok(0, 0, "", more);
+                true
+            }
+            Err(e) => {
+                self.send_err(&e);
+                false
+            }
         }
     }
 

@@ -443,6 +443,12 @@ impl Session {
         })
     }
 
+    /// The statements of a text, each as its own text (cut at `;` outside quotes and
+    /// comments; empty pieces dropped).
+    pub fn statements(sql: &str) -> Vec<&str> {
+        quarry_sql::split_statements(sql)
+    }
+
     /// Whether `sql` goes through `query_streamed`: one statement that starts as a query
     /// (`SELECT`, `WITH`, `(`). Anything else — LOAD DATA, which reads from the client
     /// while it runs, and a text starting with a comment included — is collected.

@@ -1,0 +1,77 @@
+//! Several statements in one COM_QUERY, answered as MariaDB 10.11 answers them.
+
+mod common;
+
+use common::{Raw, Running};
+
+/// Each statement's reply goes out in turn, flagged "more results" until the last, with
+/// sequence ids running on across them; an error ends the text there. The replies before
+/// the error used to be dropped (the client saw only the error, though the statements
+/// before it had run and committed), and nothing was sent until the whole text had run.
+#[test]
+fn a_multi_statement_text_replies_statement_by_statement() {
+    let running = Running::start("multi-stmt", &[]);
+    let mut c = Raw::login(running.port);
+    assert_eq!(c.query_rows(b"CREATE DATABASE m"), Ok(vec![]));
+    assert_eq!(c.query_rows(b"CREATE TABLE m.t (a INT)"), Ok(vec![]));
+
+    let mut p = vec![3];
+    p.extend_from_slice(
+        b"INSERT INTO m.t VALUES (1), (2); SELECT a FROM m.t ORDER BY a; \
+          SELECT nosuch FROM m.t; INSERT INTO m.t VALUES (3)",
+    );
+    c.send(0, &p);
+    let mut seqs = vec![];
+    let mut next = |c: &mut Raw| {
+        let (s, p) = c.read().expect("packet");
+        seqs.push(s);
+        p
+    };
+    let more = |status: &[u8]| u16::from_le_bytes([status[0], status[1]]) & 8 != 0;
+    // INSERT: OK, 2 rows, more results follow.
+    let ok = next(&mut c);
+    assert_eq!(&ok[..3], &[0, 2, 0]);
+    assert!(more(&ok[3..5]));
+    // SELECT: one column, its definition, EOF, rows 1 and 2, EOF with more results.
+    assert_eq!(next(&mut c), [1]);
+    next(&mut c);
+    assert_eq!(next(&mut c)[0], 0xfe);
+    assert_eq!(next(&mut c), b"\x011");
+    assert_eq!(next(&mut c), b"\x012");
+    let eof = next(&mut c);
+    assert_eq!(eof[0], 0xfe);
+    assert!(more(&eof[3..5]));
+    // The third fails: its error ends the reply.
+    let err = next(&mut c);
+    assert_eq!(err[0], 0xff);
+    assert_eq!(u16::from_le_bytes([err[1], err[2]]), 1054);
+    assert_eq!(seqs, (1..=seqs.len() as u8).collect::<Vec<_>>());
+
+    // The fourth never ran; the first did.
+    let rows = c.query_rows(b"SELECT count(*) FROM m.t").unwrap();
+    assert_eq!(rows, [b"\x012".to_vec()]);
+}
+
+/// A statement of nothing but a comment after the first is an empty OK, as in MariaDB
+/// (`SELECT 1; -- done` is a result set and an OK); a text of only a comment is 1065.
+#[test]
+fn a_trailing_comment_is_an_empty_result() {
+    let running = Running::start("multi-comment", &[]);
+    let mut c = Raw::login(running.port);
+    let mut p = vec![3];
+    p.extend_from_slice(b"SELECT 1; -- done");
+    c.send(0, &p);
+    let mut kinds = vec![];
+    loop {
+        let (_, p) = c.read().expect("packet");
+        kinds.push(p[0]);
+        // The OK ending the text: an OK packet whose status has no "more results".
+        if p[0] == 0 && p.len() >= 5 && u16::from_le_bytes([p[3], p[4]]) & 8 == 0 {
+            break;
+        }
+        assert_ne!(p[0], 0xff, "{:?}", String::from_utf8_lossy(&p));
+    }
+    // Column count, definition, EOF, the row, EOF, then the OK.
+    assert_eq!(kinds, [1, 3, 0xfe, 1, 0xfe, 0]);
+    assert_eq!(c.query_rows(b"-- only a comment"), Err(1065));
+}
