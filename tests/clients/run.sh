@@ -29,7 +29,12 @@ trap cleanup EXIT
 for _ in $(seq 50); do mariadb -h127.0.0.1 -P"$PORT" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
 
 passed=0; failed=0
-check() { local name=$1; shift; if "$@"; then echo "ok   $name"; passed=$((passed+1)); else echo "FAIL $name"; failed=$((failed+1)); fi; }
+# A check's own output (its figures) is printed under its ok/FAIL line, not above it.
+check() {
+  local name=$1; shift
+  if "$@" >"$WORK/check.out" 2>&1; then echo "ok   $name"; passed=$((passed+1)); else echo "FAIL $name"; failed=$((failed+1)); fi
+  cat "$WORK/check.out"
+}
 
 M="mariadb -h127.0.0.1 -P$PORT -uroot --batch"
 cli_session() {

@@ -648,7 +648,8 @@ impl Client {
         }
         let n = parts.len();
         for (i, part) in parts.into_iter().enumerate() {
-            if !self.run_text(part, i + 1 < n, i > 0) {
+            // A client that has gone stops the text (its replies cannot be written).
+            if !self.run_text(part, i + 1 < n, i > 0) || self.conn.flush().is_err() {
                 break;
             }
         }
