@@ -30,18 +30,17 @@ pub enum DupMode {
 }
 
 /// A value too long for `col`: refused in strict mode (1406), else cut with warning 1265
-/// — unless only spaces are cut, which neither refuses nor warns.
+/// — unless only spaces are cut, which is a note (1265), as in MariaDB.
 fn cut_or_refuse(only_spaces: bool, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result<()> {
+    let msg = || format!("Data truncated for column '{}' at row {row_no}", col.name);
     if only_spaces {
+        ctx.note(1265, msg());
         return Ok(());
     }
     if ctx.strict {
         return Err(Error::data_too_long(&col.name, row_no));
     }
-    ctx.warn(
-        1265,
-        format!("Data truncated for column '{}' at row {row_no}", col.name),
-    );
+    ctx.warn(1265, msg());
     Ok(())
 }
 

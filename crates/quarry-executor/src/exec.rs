@@ -70,6 +70,9 @@ const TICKS: u32 = 4096;
 /// How often a running statement looks at its client's connection.
 const PEEK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// A statement's condition for SHOW WARNINGS: level (`Warning`, `Note`), code, message.
+pub type Warning = (&'static str, u16, String);
+
 /// One write, remembered so a transaction or a failed statement can be undone.
 #[derive(Clone)]
 pub enum Undo {
@@ -93,7 +96,7 @@ pub struct ExecCtx<'a> {
     pub insert_row: RefCell<Option<Row>>,
     pub now: DateTime,
     pub rand_state: Cell<u64>,
-    pub warnings: RefCell<Vec<(u16, String)>>,
+    pub warnings: RefCell<Vec<Warning>>,
     pub undo: RefCell<Vec<Undo>>,
     pub strict: bool,
     pub read_buffer: usize,
@@ -140,9 +143,16 @@ impl ExecCtx<'_> {
     }
 
     pub fn warn(&self, code: u16, msg: impl Into<String>) {
+        self.push_warning("Warning", code, msg.into());
+    }
+    /// A condition worth telling, below a warning (SHOW WARNINGS level `Note`).
+    pub fn note(&self, code: u16, msg: impl Into<String>) {
+        self.push_warning("Note", code, msg.into());
+    }
+    fn push_warning(&self, level: &'static str, code: u16, msg: String) {
         let mut w = self.warnings.borrow_mut();
         if w.len() < 64 {
-            w.push((code, msg.into()));
+            w.push((level, code, msg));
         }
     }
     /// An error when the statement must stop: KILL, its time is up, or its client left.

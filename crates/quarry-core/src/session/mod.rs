@@ -22,7 +22,7 @@ use crate::vars::normalise;
 use crate::{Database, ProcessInfo};
 
 /// Undo records and warnings a statement's executor context leaves behind.
-type StmtSink = RefCell<Option<(Vec<Undo>, Vec<(u16, String)>)>>;
+type StmtSink = RefCell<Option<(Vec<Undo>, Vec<quarry_executor::exec::Warning>)>>;
 
 #[derive(Debug)]
 pub enum Output {
@@ -616,8 +616,8 @@ impl Session {
         let mut r = match r {
             Ok((out, ctx_undo, warns)) => {
                 self.undo.extend(ctx_undo);
-                for (code, msg) in warns {
-                    self.warnings.push(("Warning".into(), code, msg));
+                for (level, code, msg) in warns {
+                    self.warnings.push((level.into(), code, msg));
                 }
                 Ok(out)
             }
@@ -688,7 +688,10 @@ impl Session {
         load_local: &mut dyn crate::LocalInfile,
         cache: Option<&PlanCache>,
         out: Option<&mut dyn RowSink>,
-    ) -> std::result::Result<(Output, Vec<Undo>, Vec<(u16, String)>), (Error, Vec<Undo>)> {
+    ) -> std::result::Result<
+        (Output, Vec<Undo>, Vec<quarry_executor::exec::Warning>),
+        (Error, Vec<Undo>),
+    > {
         // Statements that use the executor context collect undo and warnings there.
         let cell: StmtSink = RefCell::new(None);
         let res = match (cache, stmt) {
