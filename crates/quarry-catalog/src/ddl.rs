@@ -105,16 +105,7 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
             ..SqlType::new(K::VarBinary)
         },
         // BLOB(n): the smallest BLOB that holds n bytes.
-        D::Blob(n) => SqlType::lob(
-            K::Blob,
-            match n {
-                None => LOB_BYTES[1],
-                Some(n) => LOB_BYTES
-                    .into_iter()
-                    .find(|&b| *n <= b as u64)
-                    .unwrap_or(LOB_BYTES[3]),
-            },
-        ),
+        D::Blob(n) => SqlType::lob_holding(K::Blob, n.unwrap_or(LOB_BYTES[1] as u64)),
         D::Bytea => SqlType::lob(K::Blob, LOB_BYTES[1]),
         D::TinyBlob => SqlType::lob(K::Blob, LOB_BYTES[0]),
         D::MediumBlob => SqlType::lob(K::Blob, LOB_BYTES[2]),

@@ -86,6 +86,14 @@ pub mod flags {
 /// The bytes TINYTEXT, TEXT, MEDIUMTEXT and LONGTEXT hold (and the BLOBs alike).
 pub const LOB_BYTES: [u32; 4] = [255, 65_535, 16_777_215, u32::MAX];
 
+/// Which of the four TEXT/BLOB sizes is the smallest that holds `bytes`.
+fn lob_size(bytes: u64) -> usize {
+    LOB_BYTES
+        .iter()
+        .position(|&b| bytes <= b as u64)
+        .unwrap_or(LOB_BYTES.len() - 1)
+}
+
 pub const CHARSET_UTF8MB4: u16 = 45; // utf8mb4_general_ci
 pub const CHARSET_BINARY: u16 = 63;
 
@@ -114,6 +122,10 @@ impl SqlType {
             len: bytes,
             scale: 0,
         }
+    }
+    /// The smallest TEXT or BLOB (`kind`) that holds `bytes` (`BLOB(n)`).
+    pub fn lob_holding(kind: TypeKind, bytes: u64) -> SqlType {
+        SqlType::lob(kind, LOB_BYTES[lob_size(bytes)])
     }
     pub fn varchar(len: u32) -> SqlType {
         SqlType {
@@ -182,11 +194,6 @@ impl SqlType {
         } else {
             (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
         }
-    }
-
-    /// Maximum length in characters of CHAR/VARCHAR values.
-    pub fn max_chars(&self) -> u32 {
-        self.len
     }
 
     /// The bytes a TEXT or BLOB type holds (a length of 0, as a computed value's type
@@ -324,10 +331,7 @@ impl fmt::Display for SqlType {
             Binary => return write!(f, "binary({})", self.len),
             VarBinary => return write!(f, "varbinary({})", self.len),
             Text | Blob => {
-                let size = ["tiny", "", "medium", "long"][LOB_BYTES
-                    .iter()
-                    .position(|&b| self.lob_bytes() <= b)
-                    .unwrap_or(3)];
+                let size = ["tiny", "", "medium", "long"][lob_size(self.lob_bytes() as u64)];
                 let kind = if self.kind == Text { "text" } else { "blob" };
                 return write!(f, "{size}{kind}");
             }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fresh_db, rows};
+use common::{fresh_db, reopen, rows};
 use quarry_core::quarry_common::Value;
 use quarry_core::Database;
 
@@ -353,9 +353,7 @@ fn time_values_survive_restart_in_every_table_kind() {
     }
     drop(s);
     drop(db);
-    let db = Database::open(&dir).unwrap();
-    let mut s = db.session("root", "localhost");
-    s.query("USE d").unwrap();
+    let mut s = reopen(&dir, "d");
     let text = |rows: Vec<Vec<Value>>| -> Vec<String> {
         rows.into_iter()
             .map(|r| {
@@ -396,7 +394,6 @@ fn time_values_survive_restart_in_every_table_kind() {
         assert_eq!(check.last().unwrap()[3], Value::Str("OK".into()), "{t}");
     }
     drop(s);
-    drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -419,9 +416,7 @@ fn text_and_blob_sizes_and_long_values_survive_restart() {
     }
     drop(s);
     drop(db);
-    let db = Database::open(&dir).unwrap();
-    let mut s = db.session("root", "localhost");
-    s.query("USE d").unwrap();
+    let mut s = reopen(&dir, "d");
     for i in 0..kinds.len() {
         let types: Vec<Value> = rows(&mut s, &format!("SHOW COLUMNS FROM t{i}"))
             .into_iter()
@@ -459,6 +454,5 @@ fn text_and_blob_sizes_and_long_values_survive_restart() {
         );
     }
     drop(s);
-    drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }

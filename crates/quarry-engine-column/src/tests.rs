@@ -666,6 +666,24 @@ fn crash_rounds(dir: &Path, vfs: Arc<dyn Vfs>, crash: &dyn Fn(u64), seed: u64) {
     }
 }
 
+/// A committed bulk load of the rows keyed `keys`, added to `model`.
+fn committed_load(
+    wal: &Wal,
+    t: &dyn Table,
+    keys: std::ops::Range<i64>,
+    rng: &mut Rng,
+    model: &mut BTreeMap<RowId, Row>,
+) {
+    wal.begin();
+    t.begin_bulk(1 << 16);
+    for k in keys {
+        let r = row(k, rng);
+        model.insert(t.insert(r.clone()).unwrap(), r);
+    }
+    t.end_bulk().unwrap();
+    wal.commit().unwrap();
+}
+
 /// A bulk load on a full disk (simulated) fails with 1021 when its chunks cannot be
 /// written and, rolled back as a session does, leaves the table as it was. Its first
 /// segment took committed rows from the delta: they stay, in the running table and
@@ -680,14 +698,7 @@ fn a_full_disk_fails_a_bulk_load_and_keeps_every_committed_row() {
         let (wal, _) = Wal::open(dir, fs.clone()).unwrap();
         let engine = ColumnEngine::with_segment_rows(64).with_wal(wal.clone());
         let t = open(dir, &engine, true);
-        wal.begin();
-        t.begin_bulk(1 << 16);
-        for k in 0..200 {
-            let r = row(k, &mut rng);
-            model.insert(t.insert(r.clone()).unwrap(), r);
-        }
-        t.end_bulk().unwrap();
-        wal.commit().unwrap();
+        committed_load(&wal, &*t, 0..200, &mut rng, &mut model);
         wal.begin();
         for k in 1000..1040 {
             let r = row(k, &mut rng);
@@ -722,14 +733,7 @@ fn a_full_disk_fails_a_bulk_load_and_keeps_every_committed_row() {
         fs.set_full(false);
         if seed % 2 == 0 {
             // Space is back: the next load writes its segments where the failed one began.
-            wal.begin();
-            t.begin_bulk(1 << 16);
-            for k in 3000..3150 {
-                let r = row(k, &mut rng);
-                model.insert(t.insert(r.clone()).unwrap(), r);
-            }
-            t.end_bulk().unwrap();
-            wal.commit().unwrap();
+            committed_load(&wal, &*t, 3000..3150, &mut rng, &mut model);
             agree(&*t, &model);
         }
         std::mem::forget(t);

@@ -217,15 +217,11 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 if s.len() > max {
                     let only_spaces = s.as_bytes()[max..].iter().all(|&b| b == b' ');
                     cut_or_refuse(only_spaces, col, row_no, ctx)?;
-                    let cut = (0..=max)
-                        .rev()
-                        .find(|&i| s.is_char_boundary(i))
-                        .unwrap_or(0);
-                    s.truncate(cut);
+                    s.truncate(s.floor_char_boundary(max));
                 }
                 return Ok(Value::Str(s));
             }
-            let max = ty.max_chars() as usize;
+            let max = ty.len as usize;
             // No more bytes than characters allowed: no need to count the characters.
             if s.len() > max && s.chars().count() > max {
                 let only_spaces = s.chars().skip(max).all(|c| c == ' ');

@@ -237,6 +237,20 @@ impl VFile for SimFile {
     }
 }
 
+/// The files inside folder `dir` (at any depth); NotFound when there are none.
+fn files_under(files: &BTreeMap<PathBuf, Arc<SimFile>>, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let under: Vec<PathBuf> = files
+        .range(dir.to_path_buf()..)
+        .take_while(|(p, _)| p.starts_with(dir))
+        .map(|(p, _)| p.clone())
+        .filter(|p| p != dir)
+        .collect();
+    if under.is_empty() {
+        return Err(io::Error::from(io::ErrorKind::NotFound));
+    }
+    Ok(under)
+}
+
 /// Files in memory with a crash that loses or tears unsynced writes.
 #[derive(Default)]
 pub struct SimFs {
@@ -346,16 +360,7 @@ impl Vfs for SimFs {
     }
     fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut files = self.files.lock();
-        let under: Vec<PathBuf> = files
-            .range(dir.to_path_buf()..)
-            .take_while(|(p, _)| p.starts_with(dir))
-            .map(|(p, _)| p.clone())
-            .filter(|p| p != dir)
-            .collect();
-        if under.is_empty() {
-            return Err(io::Error::from(io::ErrorKind::NotFound));
-        }
-        for p in under {
+        for p in files_under(&files, dir)? {
             files.remove(&p);
         }
         Ok(())
@@ -367,15 +372,7 @@ impl Vfs for SimFs {
             return Ok(());
         }
         // A folder: everything under it moves.
-        let under: Vec<PathBuf> = files
-            .range(from.to_path_buf()..)
-            .take_while(|(p, _)| p.starts_with(from))
-            .map(|(p, _)| p.clone())
-            .collect();
-        if under.is_empty() {
-            return Err(io::Error::from(io::ErrorKind::NotFound));
-        }
-        for p in under {
+        for p in files_under(&files, from)? {
             let f = files.remove(&p).expect("listed");
             let rest = p.strip_prefix(from).expect("under from");
             files.insert(to.join(rest), f);

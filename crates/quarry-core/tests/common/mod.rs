@@ -20,6 +20,13 @@ pub fn status(s: &mut Session, name: &str) -> i64 {
     r[0][1].to_string().parse().unwrap()
 }
 
+/// Open `dir` again (after the last session and handle were dropped), in database `db`.
+pub fn reopen(dir: &std::path::Path, db: &str) -> Session {
+    let mut s = Database::open(dir).unwrap().session("root", "localhost");
+    s.query(&format!("USE {db}")).unwrap();
+    s
+}
+
 /// A fresh datadir under the system temp dir, named for the test and the process.
 pub fn fresh_db(name: &str) -> (PathBuf, Arc<Database>) {
     let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
