@@ -307,14 +307,15 @@ def verify_bulk(cur, model):
 
 TYPES = ("i TINYINT, si SMALLINT, mi MEDIUMINT, ii INT, b BIGINT UNSIGNED, d DECIMAL(20,6), "
          "f FLOAT, db DOUBLE, dt DATE, tm DATETIME(6), ts TIMESTAMP NULL, y YEAR, c CHAR(5), "
-         "vc VARCHAR(100), tx TEXT, bl BLOB, vb VARBINARY(10), bt BINARY(4), t3 TIME(3)")
+         "vc VARCHAR(100), tx TEXT, bl BLOB, vb VARBINARY(10), bt BINARY(4), t3 TIME(3), "
+         "dw DECIMAL(65,10)")
 
 
 def type_row(n):
     return (f"(-5, {n % 30000}, -70000, {n}, 18446744073709551615, -12345.678901, 1.5, "
             f"2.25e100, '2024-02-29', '2024-01-02 03:04:05.123456', '2001-02-03 04:05:06', "
             f"2024, 'ab', 'v\u00e4r{n}', REPEAT('t', {n % 2000}), X'00FF10', X'0102', X'61626364', "
-            f"'-{n % 839}:59:58.125')")
+            f"'-{n % 839}:59:58.125', -{n}{'7' * 45}.0123456789)")
 
 
 class TypesModel:

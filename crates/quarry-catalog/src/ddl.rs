@@ -1,5 +1,6 @@
 //! CREATE TABLE AST → [`TableDef`], and back to canonical SHOW CREATE TABLE text.
 
+use quarry_common::decimal;
 use quarry_common::types::LOB_BYTES;
 use quarry_common::{Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{
@@ -27,22 +28,33 @@ fn int(kind: TypeKind, unsigned: bool, width: &Option<u64>) -> SqlType {
     }
 }
 
-fn exact(info: &ExactNumberInfo, unsigned: bool) -> SqlType {
+/// DECIMAL(p,s) of the column (or CAST operand) `name`: MariaDB's limits, its errors.
+fn exact(info: &ExactNumberInfo, unsigned: bool, name: &str) -> Result<SqlType> {
     let (p, s) = match info {
         ExactNumberInfo::None => (10, 0),
-        ExactNumberInfo::Precision(p) => (*p as u32, 0),
-        ExactNumberInfo::PrecisionAndScale(p, s) => (*p as u32, (*s).max(0) as u8),
+        ExactNumberInfo::Precision(p) => (*p, 0),
+        ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
     };
-    SqlType {
+    if p > decimal::MAX_PRECISION as u64 {
+        return Err(Error::too_big_precision(name, decimal::MAX_PRECISION));
+    }
+    if s > decimal::MAX_SCALE as u64 {
+        return Err(Error::too_big_scale(name, decimal::MAX_SCALE));
+    }
+    if s > p {
+        return Err(Error::scale_above_precision(name));
+    }
+    Ok(SqlType {
         kind: TypeKind::Decimal,
         unsigned,
-        len: p.clamp(1, 65),
-        scale: s.min(30),
-    }
+        // MariaDB: DECIMAL(0) is DECIMAL(10).
+        len: if p == 0 { 10 } else { p as u32 },
+        scale: s as u8,
+    })
 }
 
 /// Map a parsed SQL data type to Quarry's type.
-pub fn sql_type(dt: &DataType) -> Result<SqlType> {
+pub fn sql_type(dt: &DataType, name: &str) -> Result<SqlType> {
     use DataType as D;
     use TypeKind as K;
     Ok(match dt {
@@ -65,8 +77,8 @@ pub fn sql_type(dt: &DataType) -> Result<SqlType> {
             unsigned: true,
             ..SqlType::BIGINT
         },
-        D::Decimal(i) | D::Numeric(i) | D::Dec(i) => exact(i, false),
-        D::DecimalUnsigned(i) | D::DecUnsigned(i) => exact(i, true),
+        D::Decimal(i) | D::Numeric(i) | D::Dec(i) => exact(i, false, name)?,
+        D::DecimalUnsigned(i) | D::DecUnsigned(i) => exact(i, true, name)?,
         D::Float(ExactNumberInfo::Precision(p)) if *p > 24 => SqlType::DOUBLE,
         D::Float(_) | D::Float4 => SqlType::new(K::Float),
         D::FloatUnsigned(_) => SqlType {
@@ -278,7 +290,7 @@ fn add_index(
 }
 
 pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> {
-    let ty = sql_type(&c.data_type)?;
+    let ty = sql_type(&c.data_type, &c.name.value)?;
     let mut col = ColumnDef {
         name: c.name.value.clone(),
         ty,

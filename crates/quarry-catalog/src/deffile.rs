@@ -3,7 +3,7 @@
 //! (as MariaDB answers for a damaged `.frm`); the detail goes to the startup report.
 //!
 //! ```text
-//! .qdef   QUARRY-TABLE-DEF 1 / row_format=FIXED|DYNAMIC / CREATE TABLE … (canonical)
+//! .qdef   QUARRY-TABLE-DEF 2 / row_format=FIXED|DYNAMIC / CREATE TABLE … (canonical)
 //! .qview  QUARRY-VIEW-DEF 1 / column names, tab-separated (may be empty) / SELECT …
 //! ```
 
@@ -14,7 +14,11 @@ use quarry_storage_api::RowFormat;
 
 use crate::{table_def_from_ast, TableDef, ViewDef};
 
-const DEF_HEADER: &str = "QUARRY-TABLE-DEF 1";
+const DEF_HEADER: &str = "QUARRY-TABLE-DEF 2";
+/// Version 1 stored every DECIMAL in the narrow forms (38 digits; wider values were
+/// refused): its DECIMAL(p > 38) columns open as DECIMAL(38,s), which is what their cells
+/// and keys hold. `ALTER TABLE … MODIFY` rebuilds such a column wide.
+const DEF_HEADER_1: &str = "QUARRY-TABLE-DEF 1";
 const VIEW_HEADER: &str = "QUARRY-VIEW-DEF 1";
 
 pub(crate) fn def_text(def: &TableDef, row_format: RowFormat) -> String {
@@ -64,7 +68,9 @@ pub(crate) fn read_def(file: &Path, datadir: &Path) -> Result<(TableDef, RowForm
 
 /// A table definition from the bytes of its file (named `file` in errors).
 fn def_from_bytes(bytes: Vec<u8>, file: &Path, datadir: &Path) -> Result<(TableDef, RowFormat)> {
-    let (fmt_line, sql) = split_headed(bytes, file, datadir, DEF_HEADER)?;
+    let version_1 = bytes.starts_with(format!("{DEF_HEADER_1}\n").as_bytes());
+    let header = if version_1 { DEF_HEADER_1 } else { DEF_HEADER };
+    let (fmt_line, sql) = split_headed(bytes, file, datadir, header)?;
     let row_format = match fmt_line.strip_prefix("row_format=") {
         Some("FIXED") => RowFormat::Fixed,
         _ => RowFormat::Dynamic,
@@ -77,7 +83,15 @@ fn def_from_bytes(bytes: Vec<u8>, file: &Path, datadir: &Path) -> Result<(TableD
     let quarry_sql::ast::Statement::CreateTable(ct) = *ast else {
         return Err(incorrect(file, datadir, "not a CREATE TABLE"));
     };
-    Ok((table_def_from_ast(&ct).map_err(bad)?, row_format))
+    let mut def = table_def_from_ast(&ct).map_err(bad)?;
+    if version_1 {
+        for c in &mut def.columns {
+            if c.ty.wide_decimal() {
+                c.ty.len = quarry_common::decimal::NARROW_PRECISION;
+            }
+        }
+    }
+    Ok((def, row_format))
 }
 
 pub(crate) fn read_view(file: &Path, datadir: &Path) -> Result<ViewDef> {

@@ -29,7 +29,7 @@ impl Error {
             1040 => "08004",
             1045 => "28000",
             1046 => "3D000",
-            1044 | 1049 | 1064 | 1102 | 1103 | 1115 | 1149 | 1286 => "42000",
+            1044 | 1049 | 1064 | 1102 | 1103 | 1115 | 1149 | 1286 | 1425 | 1426 | 1427 => "42000",
             1050 => "42S01",
             1051 | 1109 | 1146 | 4092 => "42S02",
             1054 | 1060 => "42S21",
@@ -233,6 +233,26 @@ impl Error {
     }
     pub fn invalid_group() -> Error {
         Error::new(1111, "Invalid use of group function")
+    }
+    pub fn too_big_precision(name: &str, max: u32) -> Error {
+        Error::new(
+            1426,
+            format!("Too big precision specified for '{name}'. Maximum is {max}"),
+        )
+    }
+    pub fn too_big_scale(name: &str, max: u8) -> Error {
+        Error::new(
+            1425,
+            format!("Too big scale specified for '{name}'. Maximum is {max}"),
+        )
+    }
+    pub fn scale_above_precision(name: &str) -> Error {
+        Error::new(
+            1427,
+            format!(
+                "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '{name}')"
+            ),
+        )
     }
     pub fn bigint_out_of_range(kind: &str, expr: &str) -> Error {
         Error::new(1690, format!("{kind} value is out of range in '{expr}'"))

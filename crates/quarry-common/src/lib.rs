@@ -6,6 +6,7 @@
 //! [`temp_file`] (shared by the executor's sorts and the storage layer's index builds).
 
 pub mod charset;
+pub mod decimal;
 pub mod error;
 pub mod fuzz;
 pub mod time;

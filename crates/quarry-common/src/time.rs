@@ -132,14 +132,14 @@ pub fn value_to_time(v: &Value) -> Option<TimeParse> {
         Value::Decimal(d) => {
             // The fraction as microseconds without overflowing: the remainder is below
             // 10^scale, widened or cut to six digits.
-            let p = crate::value::pow10(d.scale);
-            let rem = d.mantissa % p;
+            let (int, _) = d.trunc();
+            let rem = d.mantissa.checked_rem(crate::value::pow10(d.scale))?;
             let frac = if d.scale <= 6 {
-                rem * crate::value::pow10(6 - d.scale)
+                rem.checked_mul(crate::value::pow10(6 - d.scale))?
             } else {
-                rem / crate::value::pow10(d.scale - 6)
+                rem.checked_div(crate::value::pow10(d.scale - 6))?
             };
-            time_from_number(d.mantissa / p, frac as i64)
+            time_from_number(int.saturating_i128(), frac.to_i64()?)
         }
         Value::Double(f) => {
             if !f.is_finite() || f.abs() >= 1e15 {

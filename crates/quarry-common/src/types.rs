@@ -144,6 +144,12 @@ impl SqlType {
         }
     }
 
+    /// A DECIMAL with more digits than an i128 mantissa holds: stored in the engines'
+    /// 32-byte forms (docs/formats).
+    pub fn wide_decimal(&self) -> bool {
+        self.kind == TypeKind::Decimal && self.len > crate::decimal::NARROW_PRECISION
+    }
+
     pub fn is_integer(&self) -> bool {
         use TypeKind::*;
         matches!(

@@ -6,8 +6,9 @@
 //! trailing-space-insensitive collation (see [`collate_cmp`]).
 
 use std::cmp::Ordering;
-use std::fmt::{self, Write};
+use std::fmt;
 
+pub use crate::decimal::{pow10, Decimal, Mantissa};
 use crate::types::{SqlType, TypeKind};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -25,13 +26,6 @@ pub enum Value {
     Time(i64),
 }
 
-/// Fixed-point decimal: `mantissa * 10^-scale`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decimal {
-    pub mantissa: i128,
-    pub scale: u8,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Date {
     pub year: u16,
@@ -46,219 +40,6 @@ pub struct DateTime {
     pub minute: u8,
     pub second: u8,
     pub micro: u32,
-}
-
-const POW10: [i128; 39] = {
-    let mut p = [1i128; 39];
-    let mut i = 1;
-    while i < 39 {
-        p[i] = p[i - 1] * 10;
-        i += 1;
-    }
-    p
-};
-
-pub fn pow10(n: u8) -> i128 {
-    POW10[n.min(38) as usize]
-}
-
-impl Decimal {
-    pub fn new(mantissa: i128, scale: u8) -> Decimal {
-        Decimal { mantissa, scale }
-    }
-    pub fn from_i64(v: i64) -> Decimal {
-        Decimal {
-            mantissa: v as i128,
-            scale: 0,
-        }
-    }
-    /// Rescale, rounding half away from zero when digits are dropped.
-    pub fn rescale(self, scale: u8) -> Decimal {
-        if scale >= self.scale {
-            Decimal {
-                mantissa: self.mantissa.saturating_mul(pow10(scale - self.scale)),
-                scale,
-            }
-        } else {
-            let div = pow10(self.scale - scale);
-            let q = self.mantissa / div;
-            let r = self.mantissa % div;
-            let adj = if r.abs() * 2 >= div {
-                self.mantissa.signum()
-            } else {
-                0
-            };
-            Decimal {
-                mantissa: q + adj,
-                scale,
-            }
-        }
-    }
-    /// The nearest double (a decimal literal written by a dump must come back as the
-    /// double it was printed from).
-    pub fn to_f64(self) -> f64 {
-        // Both exact as doubles: one division, correctly rounded.
-        if self.mantissa.unsigned_abs() <= 1 << 53 && self.scale <= 22 {
-            return self.mantissa as f64 / pow10(self.scale) as f64;
-        }
-        self.to_string().parse().unwrap_or(f64::NAN)
-    }
-    /// `v` rounded half away from zero at `scale`, from the shortest decimal that reads
-    /// back as `v` (as MariaDB converts: 0.285 → 0.29 at scale 2, not 0.28); None when
-    /// the mantissa would not fit.
-    pub fn try_from_f64(v: f64, scale: u8) -> Option<Decimal> {
-        if !v.is_finite() {
-            return None;
-        }
-        if v.abs() < 1e37 {
-            if let Some(d) = Decimal::parse(&format!("{v}")) {
-                return d.checked_rescale(scale);
-            }
-        }
-        let m = (v * pow10(scale) as f64).round();
-        (m.abs() < 1.7e38).then_some(Decimal {
-            mantissa: m as i128,
-            scale,
-        })
-    }
-    /// As `try_from_f64`, saturating where the mantissa would not fit (for uses where
-    /// only the order matters; storing goes through the checked form).
-    pub fn from_f64(v: f64, scale: u8) -> Decimal {
-        Decimal::try_from_f64(v, scale).unwrap_or(Decimal {
-            mantissa: if v < 0.0 { i128::MIN + 1 } else { i128::MAX },
-            scale,
-        })
-    }
-    /// `rescale`, or None where more fractional digits overflow the mantissa.
-    pub fn checked_rescale(self, scale: u8) -> Option<Decimal> {
-        if scale >= self.scale {
-            Some(Decimal {
-                mantissa: self.mantissa.checked_mul(pow10(scale - self.scale))?,
-                scale,
-            })
-        } else {
-            Some(self.rescale(scale))
-        }
-    }
-    /// Integer value, rounded half away from zero (MySQL's decimal → int rule).
-    pub fn round_to_i128(self) -> i128 {
-        self.rescale(0).mantissa
-    }
-    pub fn parse(s: &str) -> Option<Decimal> {
-        let s = s.trim();
-        let (neg, body) = match s.as_bytes().first() {
-            Some(b'-') => (true, &s[1..]),
-            Some(b'+') => (false, &s[1..]),
-            _ => (false, s),
-        };
-        let (int_part, frac_part) = match body.find('.') {
-            Some(p) => (&body[..p], &body[p + 1..]),
-            None => (body, ""),
-        };
-        if int_part.is_empty() && frac_part.is_empty() {
-            return None;
-        }
-        if !int_part.bytes().all(|b| b.is_ascii_digit())
-            || !frac_part.bytes().all(|b| b.is_ascii_digit())
-        {
-            return None;
-        }
-        let frac_part = &frac_part[..frac_part.len().min(30)];
-        let mut m: i128 = 0;
-        for b in int_part.bytes().chain(frac_part.bytes()) {
-            m = m.checked_mul(10)?.checked_add((b - b'0') as i128)?;
-        }
-        Some(Decimal {
-            mantissa: if neg { -m } else { m },
-            scale: frac_part.len() as u8,
-        })
-    }
-    pub fn checked_add(self, o: Decimal) -> Option<Decimal> {
-        let s = self.scale.max(o.scale);
-        let a = self.checked_rescale(s)?;
-        let b = o.checked_rescale(s)?;
-        Some(Decimal {
-            mantissa: a.mantissa.checked_add(b.mantissa)?,
-            scale: s,
-        })
-    }
-    pub fn checked_sub(self, o: Decimal) -> Option<Decimal> {
-        self.checked_add(Decimal {
-            mantissa: -o.mantissa,
-            scale: o.scale,
-        })
-    }
-    pub fn checked_mul(self, o: Decimal) -> Option<Decimal> {
-        let m = self.mantissa.checked_mul(o.mantissa)?;
-        let d = Decimal {
-            mantissa: m,
-            scale: self.scale + o.scale,
-        };
-        Some(if d.scale > 30 { d.rescale(30) } else { d })
-    }
-    /// Division with `extra` more fractional digits than the dividend (div_precision_increment).
-    pub fn div(self, o: Decimal, extra: u8) -> Option<Decimal> {
-        if o.mantissa == 0 {
-            return None;
-        }
-        let scale = (self.scale + extra).min(30);
-        // result mantissa = self.m * 10^(scale + o.scale - self.scale) / o.m, rounded
-        let shift = scale as i32 + o.scale as i32 - self.scale as i32;
-        let num = if shift >= 0 {
-            self.mantissa.checked_mul(pow10(shift as u8))?
-        } else {
-            self.mantissa / pow10((-shift) as u8)
-        };
-        let q = num / o.mantissa;
-        let r = num % o.mantissa;
-        let adj = if r.abs() * 2 >= o.mantissa.abs() {
-            num.signum() * o.mantissa.signum()
-        } else {
-            0
-        };
-        Some(Decimal {
-            mantissa: q + adj,
-            scale,
-        })
-    }
-    pub fn cmp_dec(&self, o: &Decimal) -> Ordering {
-        let s = self.scale.max(o.scale);
-        self.rescale(s).mantissa.cmp(&o.rescale(s).mantissa)
-    }
-    /// Number of integer digits (for DECIMAL(p,s) range checks).
-    pub fn int_digits(&self) -> u32 {
-        let mut v = (self.mantissa / pow10(self.scale)).unsigned_abs();
-        let mut d = 0;
-        while v > 0 {
-            d += 1;
-            v /= 10;
-        }
-        d
-    }
-}
-
-impl fmt::Display for Decimal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let neg = self.mantissa < 0;
-        let digits = self.mantissa.unsigned_abs().to_string();
-        let scale = self.scale as usize;
-        if neg {
-            f.write_char('-')?;
-        }
-        if scale == 0 {
-            return f.write_str(&digits);
-        }
-        if digits.len() <= scale {
-            f.write_str("0.")?;
-            for _ in 0..scale - digits.len() {
-                f.write_char('0')?;
-            }
-            f.write_str(&digits)
-        } else {
-            let (i, fr) = digits.split_at(digits.len() - scale);
-            write!(f, "{i}.{fr}")
-        }
-    }
 }
 
 impl Date {
@@ -724,10 +505,7 @@ impl Value {
     pub fn to_decimal(&self) -> Decimal {
         match self {
             Value::Int(i) => Decimal::from_i64(*i),
-            Value::UInt(u) => Decimal {
-                mantissa: *u as i128,
-                scale: 0,
-            },
+            Value::UInt(u) => Decimal::new(*u, 0),
             Value::Decimal(d) => *d,
             Value::Time(t) => {
                 let (n, f) = crate::time::time_as_number(*t);
@@ -753,7 +531,7 @@ impl Value {
             Value::Null => None,
             Value::Int(i) => Some(*i != 0),
             Value::UInt(u) => Some(*u != 0),
-            Value::Decimal(d) => Some(d.mantissa != 0),
+            Value::Decimal(d) => Some(!d.is_zero()),
             other => Some(other.to_f64() != 0.0),
         }
     }
@@ -865,17 +643,21 @@ impl Value {
         match self {
             Value::Null => out.push(0),
             Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
-                out.push(1);
-                let d = self.to_decimal();
-                // normalise trailing zeros so 1.50 and 1.5 group together
-                let mut m = d.mantissa;
-                let mut s = d.scale;
-                while s > 0 && m % 10 == 0 {
-                    m /= 10;
-                    s -= 1;
+                // One form per number (1.50 and 1.5 group together); a mantissa that fits
+                // an i128 (every integral double's does) in 16 bytes, a wider one in 32
+                // under a tag of its own.
+                let d = self.to_decimal().normalized();
+                match d.mantissa.to_i128() {
+                    Some(m) => {
+                        out.push(1);
+                        out.extend_from_slice(&m.to_le_bytes());
+                    }
+                    None => {
+                        out.push(7);
+                        out.extend_from_slice(&d.mantissa.to_le_bytes());
+                    }
                 }
-                out.extend_from_slice(&m.to_le_bytes());
-                out.push(s);
+                out.push(d.scale);
             }
             Value::Double(f) => {
                 if f.fract() == 0.0 && f.abs() < 1e30 {

@@ -23,6 +23,17 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+fn check_tables(s: &mut quarry_core::Session, tables: &[&str]) {
+    for t in tables {
+        let check = rows(s, &format!("CHECK TABLE {t}"));
+        assert_eq!(
+            check.last().unwrap()[3],
+            Value::Str("OK".into()),
+            "{t}: {check:?}"
+        );
+    }
+}
+
 fn fixture(layout: u32) -> PathBuf {
     let from = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("../../tests/fixtures/datadir-{layout}"));
@@ -76,14 +87,7 @@ fn layout_1_opens_and_its_log_moves_out_of_the_database_names() {
             vec![Value::Int(2), Value::Null]
         ]
     );
-    for t in ["items", "facts", "fixed"] {
-        let check = rows(&mut s, &format!("CHECK TABLE {t}"));
-        assert_eq!(
-            check.last().unwrap()[3],
-            Value::Str("OK".into()),
-            "{t}: {check:?}"
-        );
-    }
+    check_tables(&mut s, &["items", "facts", "fixed"]);
     s.query("INSERT INTO items (name, price) VALUES ('scone', 1.25); CREATE DATABASE wal; CREATE TABLE wal.t (a INT); INSERT INTO wal.t VALUES (42)").unwrap();
     drop(s);
     drop(db);
@@ -102,6 +106,116 @@ fn layout_1_opens_and_its_log_moves_out_of_the_database_names() {
         rows(&mut s, "SELECT count(*) FROM shop.items"),
         vec![vec![Value::Int(3)]]
     );
+    drop(s);
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Layout 2 wrote table definitions of version 1, which kept every DECIMAL in the narrow
+/// (38-digit) cells and keys: its DECIMAL(p > 38) columns open as DECIMAL(38,s) with every
+/// value, key and column chunk as written, and `ALTER TABLE … MODIFY` widens them to hold
+/// 65 digits.
+#[test]
+fn layout_2_opens_and_its_wide_decimals_read_as_written() {
+    let dir = fixture(2);
+    let db = Database::open(&dir).unwrap();
+    assert_eq!(db.catalog.open_problems(), Vec::<String>::new());
+    let mut s = db.session("root", "localhost");
+    s.query("USE money").unwrap();
+    let text = |s: &mut quarry_core::Session, sql: &str| -> Vec<Vec<String>> {
+        rows(s, sql)
+            .iter()
+            .map(|r| r.iter().map(|v| v.to_string()).collect())
+            .collect()
+    };
+    assert_eq!(
+        text(&mut s, "SELECT id, amount, note FROM wide ORDER BY amount"),
+        [
+            ["3", "NULL", "none"],
+            ["2", "-1.50", "neg"],
+            ["4", "0.01", "cent"],
+            ["1", "12345678901234567890123456789012345.67", "big"]
+        ]
+    );
+    assert_eq!(
+        text(
+            &mut s,
+            "SELECT id FROM wide WHERE amount = 12345678901234567890123456789012345.67"
+        ),
+        [["1"]]
+    );
+    assert_eq!(
+        text(&mut s, "SELECT k, v FROM wfixed ORDER BY k DESC"),
+        [
+            ["99999999999999999999999999999999999999", "1"],
+            ["7", "3"],
+            ["-5", "2"]
+        ]
+    );
+    assert_eq!(
+        text(&mut s, "SELECT id, x FROM wcol ORDER BY x"),
+        [
+            ["3", "NULL"],
+            ["5", "-99999999999999999999999999999999999.999"],
+            ["2", "-0.500"],
+            ["4", "123456789.125"],
+            ["1", "12345678901234567890123456789012345.678"]
+        ]
+    );
+    assert_eq!(text(&mut s, "SELECT p FROM narrow WHERE p > 0"), [["2.50"]]);
+    let col_type = |s: &mut quarry_core::Session, t: &str, c: &str| {
+        text(s, &format!("SHOW COLUMNS FROM {t} LIKE '{c}'"))[0][1].clone()
+    };
+    assert_eq!(col_type(&mut s, "wide", "amount"), "decimal(38,2)");
+    assert_eq!(col_type(&mut s, "wfixed", "k"), "decimal(38,0)");
+    check_tables(&mut s, &["wide", "wfixed", "wcol", "narrow"]);
+    let big = format!("{}.25", "9".repeat(45));
+    assert_eq!(
+        s.query(&format!("INSERT INTO wide VALUES (5, {big}, 'x')"))
+            .unwrap_err()
+            .code,
+        1264
+    );
+    s.query("ALTER TABLE wide MODIFY amount DECIMAL(50,2)")
+        .unwrap();
+    s.query("ALTER TABLE wfixed MODIFY k DECIMAL(45,0)")
+        .unwrap();
+    s.query("ALTER TABLE wcol MODIFY x DECIMAL(65,3)").unwrap();
+    s.query(&format!("INSERT INTO wide VALUES (5, {big}, 'wide')"))
+        .unwrap();
+    s.query(&format!(
+        "INSERT INTO wfixed VALUES ({}, 4)",
+        "9".repeat(45)
+    ))
+    .unwrap();
+    s.query(&format!("INSERT INTO wcol VALUES (6, -{big})"))
+        .unwrap();
+    drop(s);
+    drop(db);
+    let db = Database::open(&dir).unwrap();
+    let mut s = db.session("root", "localhost");
+    s.query("USE money").unwrap();
+    assert_eq!(col_type(&mut s, "wide", "amount"), "decimal(50,2)");
+    assert_eq!(
+        text(&mut s, &format!("SELECT id FROM wide WHERE amount = {big}")),
+        [["5"]]
+    );
+    assert_eq!(
+        text(&mut s, "SELECT count(*) FROM wide WHERE amount > 0"),
+        [["3"]]
+    );
+    assert_eq!(
+        text(&mut s, "SELECT v FROM wfixed ORDER BY k DESC LIMIT 2"),
+        [["4"], ["1"]]
+    );
+    assert_eq!(
+        text(&mut s, "SELECT id, x FROM wcol ORDER BY x LIMIT 2"),
+        [
+            ["3", "NULL"],
+            ["6", &format!("-{}50", &big[..big.len() - 1])]
+        ]
+    );
+    check_tables(&mut s, &["wide", "wfixed", "wcol"]);
     drop(s);
     drop(db);
     let _ = std::fs::remove_dir_all(dir);

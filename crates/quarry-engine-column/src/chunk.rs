@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use quarry_common::value::collate_cmp;
+use quarry_common::value::{collate_cmp, Mantissa};
 use quarry_common::{Date, DateTime, Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_storage_api::{CmpOp, Pred};
 
@@ -83,7 +83,7 @@ impl Phys {
                 Value::UInt(u) => *u as i64,
                 other => other.to_i64(),
             },
-            Phys::Decimal(s) => i64::try_from(v.to_decimal().rescale(s).mantissa).ok()?,
+            Phys::Decimal(s) => v.to_decimal().rescale(s).mantissa.to_i64()?,
             Phys::Date => {
                 let d = v.to_datetime().map(|d| d.date).unwrap_or(Date {
                     year: 0,
@@ -104,7 +104,7 @@ impl Phys {
         match self {
             Phys::Int => Value::Int(i),
             Phys::UInt => Value::UInt(i as u64),
-            Phys::Decimal(s) => Value::Decimal(Decimal::new(i as i128, s)),
+            Phys::Decimal(s) => Value::Decimal(Decimal::new(i, s)),
             Phys::Date => Value::Date(Date {
                 year: (i >> 9) as u16,
                 month: ((i >> 5) & 15) as u8,
@@ -172,6 +172,7 @@ const PLAIN: u8 = 5;
 const I128: u8 = 6;
 const PACKED: u8 = 7;
 const DIGITS: u8 = 8;
+const I256: u8 = 9;
 
 /// More rows than any segment holds: a damaged count, refused before it sizes a buffer.
 pub(crate) const MAX_ROWS: usize = 1 << 20;
@@ -270,14 +271,21 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
             }
             return (out, zone);
         }
-        // Decimals too wide for 64 bits.
-        header(&mut out, I128);
-        for v in values {
-            let m = match (v.is_null(), phys) {
+        // Decimals too wide for 64 bits: 128 bits where they all fit, else 256.
+        let ms: Vec<Mantissa> = values
+            .iter()
+            .map(|v| match (v.is_null(), phys) {
                 (false, Phys::Decimal(s)) => v.to_decimal().rescale(s).mantissa,
-                _ => 0,
-            };
-            out.extend_from_slice(&m.to_le_bytes());
+                _ => Mantissa::ZERO,
+            })
+            .collect();
+        let narrow = ms.iter().all(|m| m.to_i128().is_some());
+        header(&mut out, if narrow { I128 } else { I256 });
+        for (v, m) in values.iter().zip(&ms) {
+            match m.to_i128() {
+                Some(n) if narrow => out.extend_from_slice(&n.to_le_bytes()),
+                _ => out.extend_from_slice(&m.to_le_bytes()),
+            }
             if !v.is_null() {
                 widen(
                     &mut zone,
@@ -829,7 +837,8 @@ pub(crate) enum Data {
         offsets: Vec<u32>,
         data: Vec<u8>,
     },
-    I128(Vec<i128>),
+    /// Decimals too wide for 64 bits (tags 6 and 9).
+    Wide(Vec<Mantissa>),
     /// DIGITS strings, left packed: a row's string is written only when it is asked for.
     Digits(Digits),
 }
@@ -959,10 +968,16 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
                 .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
                 .collect(),
         ),
-        I128 => Data::I128(
+        I128 => Data::Wide(
             r.take(rows * 16)?
                 .chunks_exact(16)
-                .map(|c| i128::from_le_bytes(c.try_into().unwrap()))
+                .map(|c| Mantissa::from(i128::from_le_bytes(c.try_into().unwrap())))
+                .collect(),
+        ),
+        I256 => Data::Wide(
+            r.take(rows * 32)?
+                .chunks_exact(32)
+                .map(|c| Mantissa::from_le_bytes(c.try_into().unwrap()))
                 .collect(),
         ),
         DICT => {
@@ -1054,7 +1069,7 @@ impl Chunk {
             Data::AllNull => Value::Null,
             Data::Ints(v) => self.phys.int_value(v[i]),
             Data::F64(v) => Value::Double(v[i]),
-            Data::I128(v) => match self.phys {
+            Data::Wide(v) => match self.phys {
                 Phys::Decimal(s) => Value::Decimal(Decimal::new(v[i], s)),
                 _ => Value::Null,
             },
@@ -1519,6 +1534,19 @@ mod tests {
                 Value::Decimal(Decimal::new(i128::MAX / 10, 2)),
             ],
         );
+        // DECIMAL(65): a chunk with a value past 128 bits takes 32 bytes a row (tag 9),
+        // and its zone map the wide tag.
+        let wide = Decimal::parse(&format!("-{}.25", "9".repeat(60))).unwrap();
+        let (c, z) = roundtrip(
+            Phys::Decimal(2),
+            vec![
+                Value::Decimal(Decimal::new(12345, 2)),
+                Value::Null,
+                Value::Decimal(wide),
+            ],
+        );
+        assert!(matches!(c.data, Data::Wide(_)));
+        assert_eq!(z.min, Value::Decimal(wide));
         roundtrip(
             Phys::Date,
             vec![

@@ -230,7 +230,7 @@ fn key_part(ch: &Chunk, i: usize, out: &mut Vec<u8>) {
         Data::AllNull => {}
         Data::Ints(v) => out.extend_from_slice(&v[i].to_le_bytes()),
         Data::F64(v) => out.extend_from_slice(&v[i].to_bits().to_le_bytes()),
-        Data::I128(v) => out.extend_from_slice(&v[i].to_le_bytes()),
+        Data::Wide(v) => out.extend_from_slice(&v[i].to_le_bytes()),
         Data::Dict { codes, .. } => {
             let code = match codes {
                 Codes::U8(v) => v[i] as u16,
@@ -255,7 +255,7 @@ fn cmp_rows(ch: &Chunk, i: usize, j: usize, scratch: &mut (Vec<u8>, Vec<u8>)) ->
         Data::Ints(v) if ch.phys == Phys::UInt => (v[i] as u64).cmp(&(v[j] as u64)),
         Data::Ints(v) => v[i].cmp(&v[j]),
         Data::F64(v) => v[i].partial_cmp(&v[j]).unwrap_or(Ordering::Equal),
-        Data::I128(v) => v[i].cmp(&v[j]),
+        Data::Wide(v) => v[i].cmp(&v[j]),
         // Dictionaries are sorted as the column compares.
         Data::Dict { codes, .. } => match codes {
             Codes::U8(v) => v[i].cmp(&v[j]),

@@ -14,6 +14,7 @@
 
 use std::path::Path;
 
+use quarry_common::value::Mantissa;
 use quarry_common::{Date, DateTime, Decimal, Error, Result, Value};
 use quarry_storage::vfs::{read_full, Vfs};
 
@@ -121,11 +122,19 @@ impl Writer {
                 self.u8(3);
                 self.u64(f.to_bits());
             }
-            Value::Decimal(d) => {
-                self.u8(4);
-                self.buf.extend_from_slice(&d.mantissa.to_le_bytes());
-                self.u8(d.scale);
-            }
+            // Tag 4 where the mantissa fits 128 bits (every value before DECIMAL(65)).
+            Value::Decimal(d) => match d.mantissa.to_i128() {
+                Some(m) => {
+                    self.u8(4);
+                    self.buf.extend_from_slice(&m.to_le_bytes());
+                    self.u8(d.scale);
+                }
+                None => {
+                    self.u8(10);
+                    self.buf.extend_from_slice(&d.mantissa.to_le_bytes());
+                    self.u8(d.scale);
+                }
+            },
             Value::Str(s) => {
                 self.u8(5);
                 self.bytes(s.as_bytes());
@@ -204,6 +213,10 @@ impl<'a> Reader<'a> {
             }
             8 => Value::DateTime(DateTime::from_micros(self.u64()? as i64)),
             9 => Value::Time(self.u64()? as i64),
+            10 => {
+                let m = Mantissa::from_le_bytes(self.take(32)?.try_into().unwrap());
+                Value::Decimal(Decimal::new(m, self.u8()?))
+            }
             t => return Err(Error::corrupt(format!("column table metadata: tag {t}"))),
         })
     }
@@ -433,7 +446,8 @@ mod tests {
                     off: 4096,
                     len: 77,
                     zone: Zone {
-                        min: Value::Str("a".into()),
+                        // Tag 10: a mantissa past 128 bits.
+                        min: Value::Decimal(Decimal::parse(&"9".repeat(60)).unwrap()),
                         max: Value::Decimal(Decimal::new(-5, 1)),
                         nulls: 1,
                     },

@@ -6,6 +6,7 @@
 //! declared maximum), so every record has the same length and can be rewritten in place.
 //! Byte layouts are documented in `docs/formats/row-engine.md`.
 
+use quarry_common::value::Mantissa;
 use quarry_common::{Date, DateTime, Decimal, Error, Result, Row, SqlType, TypeKind, Value};
 use quarry_storage_api::{ColumnSchema, RowFormat};
 
@@ -59,18 +60,57 @@ fn max_string_bytes(ty: &SqlType) -> usize {
     }
 }
 
+/// Bytes a column takes in a FIXED-format record (TEXT and BLOB: tables with them are
+/// always DYNAMIC).
+fn cell_width(ty: &SqlType) -> usize {
+    match ty.kind {
+        TypeKind::Decimal if ty.wide_decimal() => 32,
+        TypeKind::Decimal => 16,
+        TypeKind::Date => 4,
+        TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => {
+            2 + max_string_bytes(ty)
+        }
+        _ => 8,
+    }
+}
+
+/// A DECIMAL(p > 38) cell in a DYNAMIC record: a length byte, then that many bytes of the
+/// mantissa's little-endian two's complement, sign-extended when read.
+fn put_wide(out: &mut Vec<u8>, m: Mantissa) {
+    let b = m.to_le_bytes();
+    let fill = if m.is_negative() { 0xFF } else { 0 };
+    // Keep the bytes up to the last one that is not sign fill, plus one that carries the sign.
+    let used = b.iter().rposition(|&x| x != fill).map_or(0, |i| i + 1);
+    let n = if used < 32 && (used == 0 || (b[used - 1] ^ fill) & 0x80 != 0) {
+        used + 1
+    } else {
+        used
+    };
+    out.push(n as u8);
+    out.extend_from_slice(&b[..n]);
+}
+
+fn get_wide(buf: &[u8], pos: &mut usize) -> Result<Mantissa> {
+    let n = take(buf, pos, 1)?[0] as usize;
+    if n > 32 {
+        return Err(Error::corrupt("decimal cell too long"));
+    }
+    let b = take(buf, pos, n)?;
+    let fill = if n > 0 && b[n - 1] & 0x80 != 0 {
+        0xFF
+    } else {
+        0
+    };
+    let mut full = [fill; 32];
+    full[..n].copy_from_slice(b);
+    Ok(Mantissa::from_le_bytes(full))
+}
+
 /// Width of a FIXED-format record (excluding the record header).
 pub fn fixed_width(cols: &[ColumnSchema]) -> usize {
     let mut w = cols.len().div_ceil(8);
     for c in cols {
-        w += match c.ty.kind {
-            TypeKind::Decimal => 16,
-            TypeKind::Date => 4,
-            TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => {
-                2 + max_string_bytes(&c.ty)
-            }
-            _ => 8,
-        };
+        w += cell_width(&c.ty);
     }
     w
 }
@@ -88,15 +128,7 @@ pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &[Value], out: &mut
     for (c, v) in cols.iter().zip(row) {
         if v.is_null() {
             if fixed {
-                let w = match c.ty.kind {
-                    TypeKind::Decimal => 16,
-                    TypeKind::Date => 4,
-                    TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => {
-                        2 + max_string_bytes(&c.ty)
-                    }
-                    _ => 8,
-                };
-                out.resize(out.len() + w, 0);
+                out.resize(out.len() + cell_width(&c.ty), 0);
             }
             continue;
         }
@@ -117,11 +149,14 @@ pub fn encode(cols: &[ColumnSchema], format: RowFormat, row: &[Value], out: &mut
             }
             TypeKind::Float | TypeKind::Double => out.extend_from_slice(&v.to_f64().to_le_bytes()),
             TypeKind::Decimal => {
+                // Values reach the engine range-checked for the column: a narrow column's
+                // mantissa fits an i128.
                 let m = v.to_decimal().rescale(c.ty.scale).mantissa;
-                if fixed {
-                    out.extend_from_slice(&m.to_le_bytes());
-                } else {
-                    put_varint(out, zigzag(m));
+                match (c.ty.wide_decimal(), fixed) {
+                    (true, true) => out.extend_from_slice(&m.to_le_bytes()),
+                    (true, false) => put_wide(out, m),
+                    (false, true) => out.extend_from_slice(&m.saturating_i128().to_le_bytes()),
+                    (false, false) => put_varint(out, zigzag(m.saturating_i128())),
                 }
             }
             TypeKind::Date => {
@@ -177,14 +212,7 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
         let is_null = nulls[i / 8] & (1 << (i % 8)) != 0;
         if is_null {
             if fixed {
-                pos += match c.ty.kind {
-                    TypeKind::Decimal => 16,
-                    TypeKind::Date => 4,
-                    TypeKind::Char | TypeKind::VarChar | TypeKind::Binary | TypeKind::VarBinary => {
-                        2 + max_string_bytes(&c.ty)
-                    }
-                    _ => 8,
-                };
+                pos += cell_width(&c.ty);
             }
             row.push(Value::Null);
             continue;
@@ -212,10 +240,15 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
                 take(buf, &mut pos, 8)?.try_into().unwrap(),
             )),
             TypeKind::Decimal => {
-                let m = if fixed {
-                    i128::from_le_bytes(take(buf, &mut pos, 16)?.try_into().unwrap())
-                } else {
-                    unzigzag(get_varint(buf, &mut pos)?)
+                let m = match (c.ty.wide_decimal(), fixed) {
+                    (true, true) => {
+                        Mantissa::from_le_bytes(take(buf, &mut pos, 32)?.try_into().unwrap())
+                    }
+                    (true, false) => get_wide(buf, &mut pos)?,
+                    (false, true) => Mantissa::from(i128::from_le_bytes(
+                        take(buf, &mut pos, 16)?.try_into().unwrap(),
+                    )),
+                    (false, false) => Mantissa::from(unzigzag(get_varint(buf, &mut pos)?)),
                 };
                 Value::Decimal(Decimal::new(m, c.ty.scale))
             }
@@ -318,6 +351,67 @@ mod tests {
         }
     }
 
+    /// DECIMAL(65,10) cells and keys on both sides of the old 128-bit limit (which a
+    /// 50-digit value overflowed into i128::MAX) and at every width of the DYNAMIC cell.
+    #[test]
+    fn wide_decimals_round_trip_and_their_keys_keep_order() {
+        use crate::keycode::{decode_key, encode_column, KeyCol};
+        let ty = SqlType::decimal(65, 10);
+        let c = vec![ColumnSchema {
+            name: "w".into(),
+            ty,
+            nullable: true,
+            columnar: false,
+        }];
+        let nines = format!("{}.{}", "9".repeat(55), "9".repeat(10));
+        let texts = [
+            format!("-{nines}"),
+            "-170141183460469231731687303715884105729".to_string(),
+            "-12.8".into(),
+            "-0.0000000001".into(),
+            "0".into(),
+            "0.0000000127".into(),
+            "0.0000000128".into(),
+            "17014118346046923173168730371588410572.8".into(),
+            "170141183460469231731687303715884105728".into(),
+            nines,
+        ];
+        let values: Vec<Value> = texts
+            .iter()
+            .map(|t| Value::Decimal(Decimal::parse(t).unwrap().rescale(10)))
+            .collect();
+        for fmt in [RowFormat::Dynamic, RowFormat::Fixed] {
+            for v in values.iter().chain([&Value::Null]) {
+                let mut buf = vec![];
+                encode(&c, fmt, std::slice::from_ref(v), &mut buf);
+                assert_eq!(decode(&c, fmt, &buf).unwrap(), vec![v.clone()], "{fmt:?}");
+                if fmt == RowFormat::Fixed {
+                    assert_eq!(buf.len(), fixed_width(&c));
+                }
+            }
+        }
+        for desc in [false, true] {
+            let k = [KeyCol {
+                ty,
+                prefix: 0,
+                desc,
+            }];
+            let keys: Vec<Vec<u8>> = values
+                .iter()
+                .map(|v| {
+                    let mut out = vec![];
+                    encode_column(v, &k[0], &mut out);
+                    out.extend_from_slice(&7u64.to_be_bytes());
+                    assert_eq!(decode_key(&out, &k).unwrap(), vec![Some(v.clone())]);
+                    out
+                })
+                .collect();
+            for w in keys.windows(2) {
+                assert_eq!(w[0] < w[1], !desc);
+            }
+        }
+    }
+
     #[test]
     fn dynamic_stores_only_used_bytes() {
         let c = vec![ColumnSchema {
@@ -358,6 +452,7 @@ mod fuzz {
             c("f", SqlType::DOUBLE),
             c("g", SqlType::BIGINT),
             c("h", SqlType::varchar(300)),
+            c("w", SqlType::decimal(65, 4)),
         ]
     }
 
@@ -381,6 +476,12 @@ mod fuzz {
                 Value::Int(rng.next_u64() as i64)
             },
             Value::Str("ü".repeat(rng.below(40))),
+            Value::Decimal(Decimal::new(
+                quarry_common::value::Mantissa::from(rng.next_u64() as i64 as i128)
+                    .checked_mul(quarry_common::value::pow10(rng.below(48) as u8))
+                    .unwrap(),
+                4,
+            )),
         ]
     }
 

@@ -51,16 +51,24 @@ pub fn encode_value(v: &Value, ty: &SqlType, prefix: u32, out: &mut Vec<u8>) {
     out.push(0x01);
     match v {
         Value::Null => {}
-        Value::Int(i) => push_int(*i as i128, out),
-        Value::UInt(u) => push_int(*u as i128, out),
-        Value::Decimal(d) => {
-            if ty.kind == TypeKind::Decimal && d.scale <= ty.scale {
-                let scaled = d.mantissa * 10i128.pow((ty.scale - d.scale) as u32);
-                push_int(scaled, out);
-            } else {
-                push_f64(v.to_f64(), out);
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) if ty.kind == TypeKind::Decimal => {
+            // The mantissa at the column's scale; a value with more fractional digits
+            // keeps the double form it always had.
+            let d = v.to_decimal();
+            match (d.scale <= ty.scale)
+                .then(|| d.checked_rescale(ty.scale))
+                .flatten()
+            {
+                Some(d) if ty.wide_decimal() => {
+                    out.extend_from_slice(&d.mantissa.to_ordered_bytes())
+                }
+                Some(d) => push_int(d.mantissa.saturating_i128(), out),
+                None => push_f64(v.to_f64(), out),
             }
         }
+        Value::Int(i) => push_int(*i as i128, out),
+        Value::UInt(u) => push_int(*u as i128, out),
+        Value::Decimal(_) => push_f64(v.to_f64(), out),
         Value::Double(f) => push_f64(*f, out),
         Value::Str(s) => {
             let cut: String;
@@ -153,8 +161,10 @@ pub fn row_id(entry: &[u8]) -> u64 {
 /// How a key column's encoding can be read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
-    /// 16-byte integer (also DECIMAL at the column's scale).
+    /// 16-byte integer (also DECIMAL(p ≤ 38) at the column's scale).
     Int,
+    /// DECIMAL(p > 38): the 32-byte ordered mantissa at the column's scale.
+    Wide,
     F64,
     Date,
     DateTime,
@@ -166,6 +176,7 @@ fn shape(ty: &SqlType) -> Shape {
     use TypeKind::*;
     match ty.kind {
         k if SqlType::new(k).is_integer() => Shape::Int,
+        Decimal if ty.wide_decimal() => Shape::Wide,
         Decimal => Shape::Int,
         Float | Double => Shape::F64,
         Date => Shape::Date,
@@ -193,6 +204,7 @@ fn column_len(key: &[u8], col: &KeyCol) -> Option<usize> {
     }
     let body = match shape(&col.ty) {
         Shape::Int => 16,
+        Shape::Wide => 32,
         Shape::F64 => 8,
         Shape::Date => 4,
         Shape::DateTime => 11,
@@ -279,6 +291,10 @@ fn decode_columns(entry: &[u8], cols: &[KeyCol], out: &mut Vec<Option<Value>>) -
                     _ => Value::Int(i as i64),
                 }
             }
+            Shape::Wide => Value::Decimal(quarry_common::Decimal::new(
+                quarry_common::value::Mantissa::from_ordered_bytes(b.try_into().ok()?),
+                ty.scale,
+            )),
             Shape::F64 => {
                 let o = u64::from_be_bytes(b.try_into().ok()?);
                 let bits = if o >> 63 == 1 { o & !(1 << 63) } else { !o };
@@ -378,7 +394,7 @@ mod tests {
         check_order(&vals, &ty(TypeKind::Double, false, 0, 0));
         let d = |m: i128, s: u8| {
             Value::Decimal(Decimal {
-                mantissa: m,
+                mantissa: m.into(),
                 scale: s,
             })
         };

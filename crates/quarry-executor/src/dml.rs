@@ -129,32 +129,32 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 other => other.try_to_decimal(),
             };
             let max_int = ty.len.saturating_sub(ty.scale as u32);
-            // More digits than a decimal holds (38) is out of range, never a wrapped or
-            // saturated number.
-            let Some(d) = d.and_then(|d| d.checked_rescale(ty.scale)) else {
-                out_of_range()?;
-                let limit =
-                    quarry_common::value::pow10((max_int + ty.scale as u32).min(38) as u8) - 1;
-                let neg = v.to_f64() < 0.0;
+            // The largest value the column holds (all nines), what a value out of range
+            // becomes where that is a warning.
+            let limit = quarry_common::value::pow10(
+                (max_int + ty.scale as u32).min(quarry_common::decimal::MAX_PRECISION) as u8,
+            )
+            .checked_sub(1i128.into())
+            .expect("10^p > 0");
+            let clamped = |neg: bool| {
                 let m = if ty.unsigned && neg {
-                    0
+                    0i128.into()
                 } else if neg {
                     -limit
                 } else {
                     limit
                 };
-                return Ok(Value::Decimal(Decimal::new(m, ty.scale)));
-            };
-            if d.int_digits() > max_int || (ty.unsigned && d.mantissa < 0) {
-                out_of_range()?;
-                let limit =
-                    quarry_common::value::pow10((max_int + ty.scale as u32).min(38) as u8) - 1;
-                let m = if ty.unsigned && d.mantissa < 0 {
-                    0
-                } else {
-                    d.mantissa.clamp(-limit, limit)
-                };
                 Value::Decimal(Decimal::new(m, ty.scale))
+            };
+            // More digits than a decimal holds is out of range, never a wrapped or
+            // saturated number.
+            let Some(d) = d.and_then(|d| d.checked_rescale(ty.scale)) else {
+                out_of_range()?;
+                return Ok(clamped(v.to_f64() < 0.0));
+            };
+            if d.int_digits() > max_int || (ty.unsigned && d.is_negative()) {
+                out_of_range()?;
+                clamped(d.is_negative())
             } else {
                 Value::Decimal(d)
             }

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use quarry_catalog::{Catalog, TableEntry};
-use quarry_common::value::DateTime;
+use quarry_common::value::{DateTime, Mantissa};
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
 use quarry_storage_api::{HandlerCounters, IndexEntry, IndexScan, RowId, ScanAgg, ScanRequest};
 
@@ -1644,7 +1644,13 @@ impl AggState {
                 (_, Some(Value::Decimal(d))) => {
                     let scale = a.ty.scale;
                     let num = d.rescale(scale + 1);
-                    let q = Decimal::new(num.mantissa / n as i128, scale + 1).rescale(scale);
+                    let q = Decimal::new(
+                        num.mantissa
+                            .checked_div(Mantissa::from(n))
+                            .unwrap_or(Mantissa::ZERO),
+                        scale + 1,
+                    )
+                    .rescale(scale);
                     Value::Decimal(q)
                 }
                 (_, Some(s)) => Value::Double(s.to_f64() / n as f64),
@@ -1683,7 +1689,7 @@ impl AggState {
 /// Result type helper for AVG: DECIMAL with 4 more digits, DOUBLE for approximate input.
 pub fn avg_scale(input_kind: TypeKind, input_scale: u8) -> u8 {
     match input_kind {
-        TypeKind::Decimal => (input_scale + 4).min(30),
+        TypeKind::Decimal => (input_scale + 4).min(38),
         _ => 4,
     }
 }

@@ -309,7 +309,7 @@ impl Expr {
                             Value::Int((u as i128).wrapping_neg() as i64)
                         }
                         Value::UInt(u) => Value::Decimal(Decimal::new(-(u as i128), 0)),
-                        Value::Decimal(d) => Value::Decimal(Decimal::new(-d.mantissa, d.scale)),
+                        Value::Decimal(d) => Value::Decimal(-d),
                         other => Value::Double(-other.to_f64()),
                     },
                     UnOp::BitNot => Value::UInt(!(v.to_i64() as u64)),
@@ -648,23 +648,30 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
             Some(d) => Value::Decimal(d),
             None => Value::Null,
         },
-        BinOp::IntDiv => match x.div(y, 0) {
-            Some(_) if y.mantissa != 0 => {
-                let s = x.scale.max(y.scale);
-                Value::Int((x.rescale(s).mantissa / y.rescale(s).mantissa) as i64)
-            }
-            _ => Value::Null,
-        },
+        BinOp::IntDiv if y.is_zero() => Value::Null,
+        BinOp::IntDiv => {
+            let s = x.scale.max(y.scale);
+            let (a, b) = (x.checked_rescale(s), y.checked_rescale(s));
+            let q = a
+                .zip(b)
+                .and_then(|(a, b)| a.mantissa.checked_div(b.mantissa));
+            // MariaDB: a quotient past BIGINT is 1690, never a wrapped number.
+            Value::Int(
+                q.and_then(|q| q.to_i64())
+                    .ok_or_else(|| Error::bigint_out_of_range("BIGINT", &format!("{l} DIV {r}")))?,
+            )
+        }
+        _ if y.is_zero() => Value::Null,
         _ => {
-            if y.mantissa == 0 {
-                Value::Null
-            } else {
-                let s = x.scale.max(y.scale);
-                Value::Decimal(Decimal::new(
-                    x.rescale(s).mantissa % y.rescale(s).mantissa,
-                    s,
-                ))
-            }
+            let s = x.scale.max(y.scale);
+            let (a, b) = (
+                x.checked_rescale(s).ok_or_else(overflow)?,
+                y.checked_rescale(s).ok_or_else(overflow)?,
+            );
+            Value::Decimal(Decimal::new(
+                a.mantissa.checked_rem(b.mantissa).ok_or_else(overflow)?,
+                s,
+            ))
         }
     })
 }

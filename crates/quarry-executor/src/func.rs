@@ -1,5 +1,6 @@
 //! Built-in scalar functions (string, numeric, date, control flow, session information).
 
+use quarry_common::value::Mantissa;
 use quarry_common::value::{Date, DateTime};
 use quarry_common::{Decimal, Error, Result, Value};
 
@@ -392,7 +393,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             std::cmp::Ordering::Greater => 1,
         }),
         "FORMAT" => {
-            let d = v(0).to_decimal().rescale(v(1).to_i64().clamp(0, 30) as u8);
+            let d = v(0).to_decimal().rescale(v(1).to_i64().clamp(0, 38) as u8);
             let txt = d.to_string();
             let (int_part, frac) = txt
                 .split_once('.')
@@ -422,7 +423,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                     .ok_or_else(|| Error::bigint_out_of_range("BIGINT", &format!("abs({i})")))?,
             ),
             Value::UInt(u) => Value::UInt(*u),
-            Value::Decimal(d) => Value::Decimal(Decimal::new(d.mantissa.abs(), d.scale)),
+            Value::Decimal(d) => Value::Decimal(d.abs()),
             other => Value::Double(other.to_f64().abs()),
         },
         "SIGN" => Value::Int(match v(0).to_f64() {
@@ -435,16 +436,20 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             match v(0) {
                 Value::Int(_) | Value::UInt(_) => v(0).clone(),
                 Value::Decimal(d) => {
-                    let base = Decimal::new(d.mantissa / quarry_common::value::pow10(d.scale), 0);
-                    let frac_nonzero = d.mantissa % quarry_common::value::pow10(d.scale) != 0;
-                    let adj = if frac_nonzero && up && d.mantissa > 0 {
+                    let (base, frac_nonzero) = d.trunc();
+                    let adj = if frac_nonzero && up && !d.is_negative() {
                         1
-                    } else if frac_nonzero && !up && d.mantissa < 0 {
+                    } else if frac_nonzero && !up && d.is_negative() {
                         -1
                     } else {
                         0
                     };
-                    Value::Int((base.mantissa + adj) as i64)
+                    let m = base.checked_add(Mantissa::from(adj as i64)).unwrap_or(base);
+                    // Past BIGINT the result stays a DECIMAL, as in MariaDB.
+                    match m.to_i64() {
+                        Some(i) => Value::Int(i),
+                        None => Value::Decimal(Decimal::new(m, 0)),
+                    }
                 }
                 other => {
                     let f = other.to_f64();
@@ -460,11 +465,13 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
                     let d = v(0).to_decimal();
                     if places >= 0 {
-                        let p = places.min(30) as u8;
+                        let p = places.min(38) as u8;
                         if trunc {
                             let drop = d.scale.saturating_sub(p);
                             Value::Decimal(Decimal::new(
-                                d.mantissa / quarry_common::value::pow10(drop),
+                                d.mantissa
+                                    .checked_div(quarry_common::value::pow10(drop))
+                                    .unwrap_or(Mantissa::ZERO),
                                 d.scale.min(p),
                             ))
                         } else {

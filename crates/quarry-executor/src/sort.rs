@@ -98,7 +98,9 @@ fn get_value(b: &[u8], pos: &mut usize) -> Result<Value> {
         2 => Value::UInt(u64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
         3 => Value::Double(f64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
         4 => {
-            let m = i128::from_le_bytes(take(b, pos, 16)?.try_into().unwrap());
+            let m = quarry_common::value::Mantissa::from_le_bytes(
+                take(b, pos, 32)?.try_into().unwrap(),
+            );
             Value::Decimal(Decimal::new(m, take(b, pos, 1)?[0]))
         }
         5 | 6 => {

@@ -107,20 +107,16 @@ pub fn call(name: &str, vals: &[Value], ctx: &ExecCtx) -> Result<Value> {
             if us % MICROS_PER_SEC == 0 {
                 Value::Int(us / MICROS_PER_SEC)
             } else {
-                let mut d = Decimal::new(us as i128, 6);
-                while d.scale > 0 && d.mantissa % 10 == 0 {
-                    d = Decimal::new(d.mantissa / 10, d.scale - 1);
-                }
-                Value::Decimal(d)
+                Value::Decimal(Decimal::new(us, 6).normalized())
             }
         }
         "SEC_TO_TIME" => {
             let d = v(0).to_decimal().rescale(6);
-            time_result(d.mantissa, vals, || v(0).to_string(), ctx)
+            time_result(d.mantissa.saturating_i128(), vals, || v(0).to_string(), ctx)
         }
         "MAKETIME" => {
             let (h, m) = (v(0).to_i64(), v(1).to_i64());
-            let s = v(2).to_decimal().rescale(6).mantissa;
+            let s = v(2).to_decimal().rescale(6).mantissa.saturating_i128();
             if !(0..60).contains(&m) || !(0..60 * MICROS_PER_SEC as i128).contains(&s) {
                 return Ok(Value::Null);
             }

@@ -885,7 +885,7 @@ impl<'a> Binder<'a> {
                             } else {
                                 ta.scale.max(tb.scale)
                             };
-                            (SqlType::decimal(30, s.min(30)), n)
+                            (SqlType::decimal(30, s.min(38)), n)
                         } else {
                             (SqlType::BIGINT, n)
                         }
@@ -894,7 +894,7 @@ impl<'a> Binder<'a> {
                         if is_float(ta) || is_float(tb) {
                             (SqlType::DOUBLE, true)
                         } else {
-                            (SqlType::decimal(30, (ta.scale + 4).min(30)), true)
+                            (SqlType::decimal(30, (ta.scale + 4).min(38)), true)
                         }
                     }
                     BinOp::IntDiv => (SqlType::BIGINT, true),
@@ -1141,9 +1141,7 @@ impl<'a> Binder<'a> {
                         Expr::Lit(Value::UInt(u)) if u == i64::MAX as u64 + 1 => {
                             Expr::Lit(Value::Int(i64::MIN))
                         }
-                        Expr::Lit(Value::Decimal(d)) => {
-                            Expr::Lit(Value::Decimal(Decimal::new(-d.mantissa, d.scale)))
-                        }
+                        Expr::Lit(Value::Decimal(d)) => Expr::Lit(Value::Decimal(-d)),
                         x => Expr::Unary(UnOp::Neg, Box::new(x)),
                     },
                     ast::UnaryOperator::Plus => x,
@@ -1294,12 +1292,18 @@ impl<'a> Binder<'a> {
             },
             A::Cast {
                 expr, data_type, ..
-            } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(data_type)?),
+            } => Expr::Cast(
+                Box::new(self.bind_expr(expr)?),
+                cast_type(data_type, &expr.to_string())?,
+            ),
             A::Convert {
                 expr,
                 data_type: Some(dt),
                 ..
-            } => Expr::Cast(Box::new(self.bind_expr(expr)?), cast_type(dt)?),
+            } => Expr::Cast(
+                Box::new(self.bind_expr(expr)?),
+                cast_type(dt, &expr.to_string())?,
+            ),
             A::Convert {
                 expr,
                 data_type: None,
@@ -1313,7 +1317,7 @@ impl<'a> Binder<'a> {
                     }
                     other => other.to_string(),
                 };
-                let ty = sql_type(&ts.data_type)?;
+                let ty = sql_type(&ts.data_type, &s)?;
                 let v = crate::expr::cast_value(Value::Str(s.clone()), &ty)?;
                 if v.is_null() {
                     return Err(Error::new(
@@ -1590,7 +1594,8 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
     SqlType::BIGINT
 }
 
-fn cast_type(dt: &ast::DataType) -> Result<SqlType> {
+/// The type of `CAST(… AS dt)`; `what` (the operand's text) names it in errors.
+fn cast_type(dt: &ast::DataType, what: &str) -> Result<SqlType> {
     use ast::DataType as D;
     Ok(match dt {
         D::Signed | D::SignedInteger | D::Int(_) | D::Integer(_) | D::BigInt(_) => SqlType::BIGINT,
@@ -1601,7 +1606,11 @@ fn cast_type(dt: &ast::DataType) -> Result<SqlType> {
         D::Char(_) | D::Varchar(_) | D::Nvarchar(_) | D::Text => SqlType::new(TypeKind::Text),
         D::Binary(_) => SqlType::new(TypeKind::Blob),
         D::Decimal(ast::ExactNumberInfo::None) => SqlType::decimal(10, 0),
-        other => sql_type(other)?,
+        // MariaDB names the operand in 1425/1426 but not in 1427.
+        other => sql_type(other, what).map_err(|e| match e.code {
+            1427 => Error::scale_above_precision(""),
+            _ => e,
+        })?,
     })
 }
 
