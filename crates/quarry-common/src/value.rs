@@ -489,9 +489,12 @@ impl Value {
     /// The value as a decimal, or None where it holds more digits than a decimal can.
     pub fn try_to_decimal(&self) -> Option<Decimal> {
         match self {
-            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Time(_) => {
-                Some(self.to_decimal())
-            }
+            Value::Int(_)
+            | Value::UInt(_)
+            | Value::Decimal(_)
+            | Value::Time(_)
+            | Value::Date(_)
+            | Value::DateTime(_) => Some(self.to_decimal()),
             Value::Str(s) => {
                 Decimal::parse(s).or_else(|| Decimal::try_from_f64(parse_number_prefix(s).0, 6))
             }
@@ -507,6 +510,22 @@ impl Value {
             Value::Int(i) => Decimal::from_i64(*i),
             Value::UInt(u) => Decimal::new(*u, 0),
             Value::Decimal(d) => *d,
+            Value::Date(d) => {
+                Decimal::from_i64(d.year as i64 * 10000 + d.month as i64 * 100 + d.day as i64)
+            }
+            // YYYYMMDDHHMMSS, with the microseconds when there are some.
+            Value::DateTime(dt) => {
+                let d = dt.date;
+                let n = (d.year as i64 * 10000 + d.month as i64 * 100 + d.day as i64) * 1_000_000
+                    + dt.hour as i64 * 10000
+                    + dt.minute as i64 * 100
+                    + dt.second as i64;
+                if dt.micro == 0 {
+                    Decimal::from_i64(n)
+                } else {
+                    Decimal::new(n as i128 * 1_000_000 + dt.micro as i128, 6)
+                }
+            }
             Value::Time(t) => {
                 let (n, f) = crate::time::time_as_number(*t);
                 if f == 0 {

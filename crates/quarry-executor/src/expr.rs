@@ -728,6 +728,9 @@ pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
         TypeKind::Char | TypeKind::VarChar | TypeKind::Text => {
             let s = match v {
                 Value::Str(s) => s,
+                // The binder puts a TIME or DATETIME(n)'s n in a string target's scale.
+                Value::Time(t) if ty.scale > 0 => quarry_common::time::format_time(t, ty.scale),
+                Value::DateTime(d) if ty.scale > 0 => d.fmt_with_scale(ty.scale),
                 other => other.as_str_lossy().into_owned(),
             };
             if ty.len > 0 && ty.kind != TypeKind::Text && s.chars().count() > ty.len as usize {

@@ -854,6 +854,65 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// A TIME, DATETIME or TIMESTAMP as a number is a DECIMAL with its type's fractional
+    /// digits, as in MariaDB (`t + 0` of a TIME(3) 10:11:00 is 101100.000: the value alone
+    /// does not know its type's digits). With `always` (SUM, AVG) a temporal value without
+    /// a fraction is a DECIMAL too, so its average is one.
+    fn temporal_as_number(&self, e: Expr, always: bool) -> Expr {
+        if !may_be_temporal(&e) {
+            return e;
+        }
+        let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+        let ty = self.infer(&e, cols).0;
+        let temporal = matches!(
+            ty.kind,
+            TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Date
+        );
+        if temporal && (ty.scale > 0 || always) {
+            Expr::Cast(
+                Box::new(e),
+                SqlType::decimal(21 + ty.scale as u32, ty.scale),
+            )
+        } else {
+            e
+        }
+    }
+
+    /// `CAST(x AS ty)`; a TIME or DATETIME(n) cast to a string shows its n fractional
+    /// digits (carried to the cast in the target's scale), as in MariaDB.
+    fn temporal_cast(&self, x: Expr, mut ty: SqlType) -> Expr {
+        if ty.is_string() {
+            let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+            let from = self.infer(&x, cols).0;
+            if matches!(
+                from.kind,
+                TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp
+            ) {
+                ty.scale = from.scale;
+            }
+        }
+        Expr::Cast(Box::new(x), ty)
+    }
+
+    /// An argument of CONCAT: a TIME or DATETIME(n) as its text with n fractional digits;
+    /// anything else as it is.
+    fn temporal_text(&self, x: Expr) -> Expr {
+        if !may_be_temporal(&x) {
+            return x;
+        }
+        let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+        let from = self.infer(&x, cols).0;
+        let temporal = matches!(
+            from.kind,
+            TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp
+        );
+        if temporal && from.scale > 0 {
+            self.temporal_cast(x, SqlType::new(TypeKind::Text))
+        } else {
+            x
+        }
+    }
+
     /// Static type of a bound expression over `cols`.
     pub fn infer(&self, e: &Expr, cols: &[ScopeCol]) -> (SqlType, bool) {
         let col_ty = |i: usize| {
@@ -1142,7 +1201,7 @@ impl<'a> Binder<'a> {
                             Expr::Lit(Value::Int(i64::MIN))
                         }
                         Expr::Lit(Value::Decimal(d)) => Expr::Lit(Value::Decimal(-d)),
-                        x => Expr::Unary(UnOp::Neg, Box::new(x)),
+                        x => Expr::Unary(UnOp::Neg, Box::new(self.temporal_as_number(x, false))),
                     },
                     ast::UnaryOperator::Plus => x,
                     ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
@@ -1178,8 +1237,15 @@ impl<'a> Binder<'a> {
                     B::StringConcat => BinOp::Or,
                     other => return Err(Error::unsupported(format!("operator {other}"))),
                 };
-                let l = self.bind_expr(left)?;
-                let r = self.bind_expr(right)?;
+                let mut l = self.bind_expr(left)?;
+                let mut r = self.bind_expr(right)?;
+                if matches!(
+                    op,
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::IntDiv
+                ) {
+                    l = self.temporal_as_number(l, false);
+                    r = self.temporal_as_number(r, false);
+                }
                 Expr::Bin(op, Box::new(l), Box::new(r))
             }
             A::IsNull(x) => Expr::IsNull(Box::new(self.bind_expr(x)?), false),
@@ -1292,18 +1358,20 @@ impl<'a> Binder<'a> {
             },
             A::Cast {
                 expr, data_type, ..
-            } => Expr::Cast(
-                Box::new(self.bind_expr(expr)?),
-                cast_type(data_type, &expr.to_string())?,
-            ),
+            } => {
+                let x = self.bind_expr(expr)?;
+                let ty = cast_type(data_type, &expr.to_string())?;
+                self.temporal_cast(x, ty)
+            }
             A::Convert {
                 expr,
                 data_type: Some(dt),
                 ..
-            } => Expr::Cast(
-                Box::new(self.bind_expr(expr)?),
-                cast_type(dt, &expr.to_string())?,
-            ),
+            } => {
+                let x = self.bind_expr(expr)?;
+                let ty = cast_type(dt, &expr.to_string())?;
+                self.temporal_cast(x, ty)
+            }
             A::Convert {
                 expr,
                 data_type: None,
@@ -1317,7 +1385,19 @@ impl<'a> Binder<'a> {
                     }
                     other => other.to_string(),
                 };
-                let ty = sql_type(&ts.data_type, &s)?;
+                let mut ty = sql_type(&ts.data_type, &s)?;
+                // TIME '10:11:12.5' keeps the fractional digits it is written with, as
+                // its type's (MariaDB); they were cut.
+                let temporal = matches!(
+                    ty.kind,
+                    TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp
+                );
+                if temporal {
+                    ty.scale = s
+                        .rsplit_once('.')
+                        .map_or(0, |(_, f)| f.bytes().take_while(u8::is_ascii_digit).count())
+                        .min(6) as u8;
+                }
                 let v = crate::expr::cast_value(Value::Str(s.clone()), &ty)?;
                 if v.is_null() {
                     return Err(Error::new(
@@ -1325,7 +1405,11 @@ impl<'a> Binder<'a> {
                         format!("Incorrect {} value: '{s}'", ts.data_type),
                     ));
                 }
-                Expr::Lit(v)
+                if temporal && ty.scale > 0 {
+                    Expr::Cast(Box::new(Expr::Lit(v)), ty)
+                } else {
+                    Expr::Lit(v)
+                }
             }
             A::Ceil { expr, .. } => Expr::Func("CEIL".into(), vec![self.bind_expr(expr)?]),
             A::Floor { expr, .. } => Expr::Func("FLOOR".into(), vec![self.bind_expr(expr)?]),
@@ -1443,9 +1527,15 @@ impl<'a> Binder<'a> {
                     .collect()
             };
             self.aggs = Some(saved);
-            let bound = bound?;
+            let mut bound = bound?;
             if bound.iter().any(contains_agg) {
                 return Err(Error::invalid_group());
+            }
+            if matches!(func, AggFunc::Sum | AggFunc::Avg) {
+                bound = bound
+                    .into_iter()
+                    .map(|b| self.temporal_as_number(b, true))
+                    .collect();
             }
             if !star && bound.is_empty() {
                 return Err(Error::syntax_near(&f.to_string()));
@@ -1557,9 +1647,18 @@ impl<'a> Binder<'a> {
         if bound.len() < min || bound.len() > max {
             return Err(Error::wrong_arguments(&name));
         }
+        if matches!(name.as_str(), "CONCAT" | "CONCAT_WS") {
+            bound = bound.into_iter().map(|b| self.temporal_text(b)).collect();
+        }
         let e = Expr::Func(name, bound);
         Ok(e)
     }
+}
+
+/// Whether an expression's type can be temporal: operators and literals never are, and
+/// not asking saves inferring each step of a long chain of them again.
+fn may_be_temporal(e: &Expr) -> bool {
+    !matches!(e, Expr::Bin(..) | Expr::Unary(..) | Expr::Lit(_))
 }
 
 fn is_float(t: SqlType) -> bool {
