@@ -854,27 +854,33 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// The type of `e` when it is a TIME, DATETIME or TIMESTAMP (with `date`, also DATE).
+    fn temporal_type(&self, e: &Expr, date: bool) -> Option<SqlType> {
+        // Operators and literals never are: not asking saves inferring each step of a
+        // long chain of them again.
+        if matches!(e, Expr::Bin(..) | Expr::Unary(..) | Expr::Lit(_)) {
+            return None;
+        }
+        let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+        let ty = self.infer(e, cols).0;
+        match ty.kind {
+            TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp => Some(ty),
+            TypeKind::Date if date => Some(ty),
+            _ => None,
+        }
+    }
+
     /// A TIME, DATETIME or TIMESTAMP as a number is a DECIMAL with its type's fractional
     /// digits, as in MariaDB (`t + 0` of a TIME(3) 10:11:00 is 101100.000: the value alone
     /// does not know its type's digits). With `always` (SUM, AVG) a temporal value without
     /// a fraction is a DECIMAL too, so its average is one.
     fn temporal_as_number(&self, e: Expr, always: bool) -> Expr {
-        if !may_be_temporal(&e) {
-            return e;
-        }
-        let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
-        let ty = self.infer(&e, cols).0;
-        let temporal = matches!(
-            ty.kind,
-            TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp | TypeKind::Date
-        );
-        if temporal && (ty.scale > 0 || always) {
-            Expr::Cast(
+        match self.temporal_type(&e, true) {
+            Some(ty) if ty.scale > 0 || always => Expr::Cast(
                 Box::new(e),
                 SqlType::decimal(21 + ty.scale as u32, ty.scale),
-            )
-        } else {
-            e
+            ),
+            _ => e,
         }
     }
 
@@ -882,12 +888,7 @@ impl<'a> Binder<'a> {
     /// digits (carried to the cast in the target's scale), as in MariaDB.
     fn temporal_cast(&self, x: Expr, mut ty: SqlType) -> Expr {
         if ty.is_string() {
-            let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
-            let from = self.infer(&x, cols).0;
-            if matches!(
-                from.kind,
-                TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp
-            ) {
+            if let Some(from) = self.temporal_type(&x, false) {
                 ty.scale = from.scale;
             }
         }
@@ -897,19 +898,15 @@ impl<'a> Binder<'a> {
     /// An argument of CONCAT: a TIME or DATETIME(n) as its text with n fractional digits;
     /// anything else as it is.
     fn temporal_text(&self, x: Expr) -> Expr {
-        if !may_be_temporal(&x) {
-            return x;
-        }
-        let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
-        let from = self.infer(&x, cols).0;
-        let temporal = matches!(
-            from.kind,
-            TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp
-        );
-        if temporal && from.scale > 0 {
-            self.temporal_cast(x, SqlType::new(TypeKind::Text))
-        } else {
-            x
+        match self.temporal_type(&x, false) {
+            Some(from) if from.scale > 0 => Expr::Cast(
+                Box::new(x),
+                SqlType {
+                    scale: from.scale,
+                    ..SqlType::new(TypeKind::Text)
+                },
+            ),
+            _ => x,
         }
     }
 
@@ -1653,12 +1650,6 @@ impl<'a> Binder<'a> {
         let e = Expr::Func(name, bound);
         Ok(e)
     }
-}
-
-/// Whether an expression's type can be temporal: operators and literals never are, and
-/// not asking saves inferring each step of a long chain of them again.
-fn may_be_temporal(e: &Expr) -> bool {
-    !matches!(e, Expr::Bin(..) | Expr::Unary(..) | Expr::Lit(_))
 }
 
 fn is_float(t: SqlType) -> bool {
