@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use quarry_core::quarry_common::Value;
-use quarry_core::{Database, Output};
+use quarry_core::quarry_common::{TypeKind, Value};
+use quarry_core::{Database, OutColumn, Output};
 
 #[derive(Default, Debug)]
 struct Tally {
@@ -17,9 +17,24 @@ struct Tally {
     failures: Vec<String>,
 }
 
-fn format_value(v: &Value, ty: char) -> String {
+/// A value as the sqllogictest type letter `ty` shows it; a TIME or DATETIME(n) with its
+/// column's n fractional digits, as the wire shows it (`col`).
+fn format_value(v: &Value, ty: char, col: Option<&OutColumn>) -> String {
+    let scale = col.map_or(0, |c| c.ty.scale);
     match v {
         Value::Null => "NULL".into(),
+        Value::Time(t) if ty == 'T' && col.is_some_and(|c| c.ty.kind == TypeKind::Time) => {
+            quarry_core::quarry_common::time::format_time(*t, scale)
+        }
+        Value::DateTime(d)
+            if ty == 'T'
+                && scale > 0
+                && col.is_some_and(|c| {
+                    matches!(c.ty.kind, TypeKind::DateTime | TypeKind::Timestamp)
+                }) =>
+        {
+            d.fmt_with_scale(scale)
+        }
         _ => match ty {
             'I' => match v {
                 Value::Int(_) | Value::UInt(_) => v.to_string(),
@@ -146,7 +161,7 @@ fn run_file(path: &Path, engine: &str, tally: &mut Tally) {
                     .then(|| expected[0].clone());
                 match s.query(&sql) {
                     Ok(mut outs) => {
-                        let Some(Output::Rows { rows, .. }) = outs.pop() else {
+                        let Some(Output::Rows { rows, columns }) = outs.pop() else {
                             tally.failed += 1;
                             tally
                                 .failures
@@ -158,7 +173,13 @@ fn run_file(path: &Path, engine: &str, tally: &mut Tally) {
                             .map(|r| {
                                 r.iter()
                                     .enumerate()
-                                    .map(|(c, v)| format_value(v, *types.get(c).unwrap_or(&'T')))
+                                    .map(|(c, v)| {
+                                        format_value(
+                                            v,
+                                            *types.get(c).unwrap_or(&'T'),
+                                            columns.get(c),
+                                        )
+                                    })
                                     .collect()
                             })
                             .collect();

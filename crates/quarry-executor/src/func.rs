@@ -665,6 +665,39 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 _ => return Err(Error::syntax_near(&unit)),
             })
         }
+        "DATE_ADD" | "DATE_SUB" if matches!(v(0), Value::Time(_)) => {
+            // A TIME moves within its range (it was NULL); months and years do not apply.
+            let Value::Time(t) = v(0) else { unreachable!() };
+            let n = v(1).to_i64();
+            let per: Option<i64> = match s(v(2)).as_str() {
+                "MICROSECOND" => Some(1),
+                "SECOND" => Some(1_000_000),
+                "MINUTE" => Some(60_000_000),
+                "HOUR" => Some(3_600_000_000),
+                "DAY" => Some(86_400_000_000),
+                "WEEK" => Some(7 * 86_400_000_000),
+                "MONTH" | "QUARTER" | "YEAR" => None,
+                other => return Err(Error::syntax_near(other)),
+            };
+            let moved = per
+                .and_then(|p| n.checked_mul(p))
+                .and_then(|d| {
+                    if name == "DATE_SUB" {
+                        d.checked_neg()
+                    } else {
+                        Some(d)
+                    }
+                })
+                .and_then(|d| t.checked_add(d))
+                .filter(|r| r.abs() <= quarry_common::time::MAX_TIME);
+            match moved {
+                Some(r) => Value::Time(r),
+                None => {
+                    ctx.warn(1441, "Datetime function: time field overflow");
+                    Value::Null
+                }
+            }
+        }
         "DATE_ADD" | "DATE_SUB" => {
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);

@@ -1077,13 +1077,14 @@ impl<'a> Binder<'a> {
                         TypeKind::DateTime | TypeKind::Timestamp => SqlType::DATETIME,
                         _ => SqlType::varchar(255),
                     },
-                    "DATE_ADD" | "DATE_SUB" => {
-                        if arg(0).kind == TypeKind::Date {
-                            SqlType::DATE
-                        } else {
-                            SqlType::DATETIME
-                        }
-                    }
+                    "DATE_ADD" | "DATE_SUB" => match arg(0).kind {
+                        TypeKind::Date => SqlType::DATE,
+                        TypeKind::Time => SqlType {
+                            scale: arg(0).scale,
+                            ..SqlType::TIME
+                        },
+                        _ => SqlType::DATETIME,
+                    },
                     _ => SqlType::varchar(255),
                 };
                 (t, true)
