@@ -36,7 +36,10 @@ pub(crate) struct LoggedInner {
 
 #[derive(Default)]
 struct Pending {
-    /// Non-overlapping, non-adjacent extents by offset.
+    /// Non-overlapping extents by offset. A write is appended to the extent it follows;
+    /// one that only touches the extent after it stays apart (merging would copy that
+    /// extent, and writes in falling offsets, as reused slots are taken, would then copy
+    /// up to `PENDING_LIMIT` bytes each).
     ext: BTreeMap<u64, Vec<u8>>,
     bytes: usize,
     max_lsn: Lsn,
@@ -49,13 +52,31 @@ fn io(path: &Path, e: std::io::Error) -> Error {
 }
 
 impl Pending {
-    /// Put `data` at `off`, merging with extents it overlaps or touches.
+    /// Put `data` at `off`: into the extent that holds it whole, or appended to the
+    /// extent ending at `off` when nothing pending lies under it, else merged with the
+    /// extents it overlaps.
     fn put(&mut self, off: u64, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
         let end = off + data.len() as u64;
-        // Fast path: appending right after the last extent.
-        if let Some((&s, last)) = self.ext.iter_mut().next_back() {
-            if s + last.len() as u64 == off {
-                last.extend_from_slice(data);
+        let before = self
+            .ext
+            .range(..=off)
+            .next_back()
+            .map(|(&s, v)| (s, s + v.len() as u64));
+        if let Some((s, e)) = before {
+            // Inside one extent (undo marking a record deleted): overwritten in place.
+            if off < e && end <= e {
+                let v = self.ext.get_mut(&s).expect("found above");
+                v[(off - s) as usize..(end - s) as usize].copy_from_slice(data);
+                return;
+            }
+            if e == off && self.ext.range(off..end).next().is_none() {
+                self.ext
+                    .get_mut(&s)
+                    .expect("found above")
+                    .extend_from_slice(data);
                 self.bytes += data.len();
                 return;
             }
@@ -64,9 +85,9 @@ impl Pending {
         let mut merged_end = end;
         let touching: Vec<u64> = self
             .ext
-            .range(..=end)
+            .range(..end)
             .rev()
-            .take_while(|(s, v)| **s + v.len() as u64 >= off)
+            .take_while(|(s, v)| **s + v.len() as u64 > off)
             .map(|(s, _)| *s)
             .collect();
         let mut olds = Vec::with_capacity(touching.len());
@@ -347,5 +368,64 @@ impl LoggedInner {
 
     pub(crate) fn sync(&self) -> Result<()> {
         self.file.sync().map_err(|e| io(&self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    fn read(p: &Pending, off: u64, len: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; len];
+        p.overlay(&mut buf, off);
+        buf
+    }
+
+    /// Records written into reused slots, in rising and in falling offsets, and over each
+    /// other: every byte reads back, no extent overlaps another, and a run in falling
+    /// offsets is never merged (each merge copied the whole run: a bulk insert into a
+    /// table whose rows had been deleted took 28 s for 200 000 rows instead of 0.2 s).
+    #[test]
+    fn writes_in_any_order_read_back_without_copying_runs() {
+        let rec = |i: u64| vec![(i % 251) as u8 + 1; 40];
+        let mut p = Pending::default();
+        for i in 0..1000u64 {
+            p.put(i * 40, &rec(i));
+        }
+        assert_eq!(p.ext.len(), 1, "a rising run is one extent");
+        let mut q = Pending::default();
+        for i in (0..1000u64).rev() {
+            q.put(i * 40, &rec(i));
+        }
+        assert_eq!(
+            q.ext.len(),
+            1000,
+            "a falling run is left in pieces, not copied"
+        );
+        for p in [&p, &q] {
+            for i in [0u64, 1, 499, 999] {
+                assert_eq!(read(p, i * 40, 40), rec(i));
+            }
+            assert_eq!(p.bytes, 40_000);
+        }
+        // A write inside one extent changes it in place.
+        p.put(4005, &[0xAB; 3]);
+        assert_eq!(p.ext.len(), 1);
+        assert_eq!(
+            read(&p, 4000, 10),
+            [&rec(100)[..5], &[0xAB; 3], &rec(100)[8..10]].concat()
+        );
+        assert_eq!(p.bytes, 40_000);
+        // Overwrites across pieces merge them, and later bytes win.
+        q.put(30, &[0xEE; 60]);
+        assert_eq!(read(&q, 0, 30), rec(0)[..30].to_vec());
+        assert_eq!(read(&q, 30, 60), vec![0xEE; 60]);
+        assert_eq!(read(&q, 90, 30), rec(2)[10..].to_vec());
+        let mut last_end = 0;
+        for (&s, v) in &q.ext {
+            assert!(s >= last_end, "extents overlap at {s}");
+            last_end = s + v.len() as u64;
+        }
+        assert_eq!(q.bytes, q.ext.values().map(Vec::len).sum::<usize>());
     }
 }
