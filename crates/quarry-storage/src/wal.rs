@@ -68,6 +68,9 @@ fn segment_bytes() -> u64 {
 pub const LOG_DIR: &str = "#wal";
 /// Bytes of the written-but-unsynced copy kept allocated between fsyncs.
 const UNSYNCED_KEEP: usize = 8 << 20;
+/// Unsynced bytes past which a write of the log also fsyncs it, freeing their copy: a
+/// statement that logs gigabytes before its COMMIT must not hold them all in memory.
+const UNSYNCED_LIMIT: usize = 16 << 20;
 /// The first LSN of a new log (0 means "none").
 const FIRST_LSN: Lsn = 16;
 const HDR: usize = 17;
@@ -926,6 +929,7 @@ impl Wal {
             w.unsynced = bytes;
         }
         let end = start + done as u64;
+        let sync = sync || w.unsynced.len() > UNSYNCED_LIMIT;
         if !sync || (done == 0 && w.unsynced.is_empty()) {
             return (end, None, err);
         }
