@@ -416,25 +416,22 @@ impl Decimal {
     pub fn checked_sub(self, o: Decimal) -> Option<Decimal> {
         self.checked_add(-o)
     }
-    /// The product, its fraction cut to 38 digits (rounded); None past 76 digits.
+    /// The product, its fraction cut to 38 digits (rounded), and further where the
+    /// whole would pass 76 digits (as MariaDB cuts the fraction to fit its 81); None when
+    /// the integer part alone passes 76 digits.
     pub fn checked_mul(self, o: Decimal) -> Option<Decimal> {
-        let m = match (self.mantissa.to_i64(), o.mantissa.to_i64()) {
+        let scale = self.scale + o.scale;
+        let exact = match (self.mantissa.to_i64(), o.mantissa.to_i64()) {
             // At most 38 digits: no check needed.
-            (Some(a), Some(b)) => Mantissa::from(a as i128 * b as i128),
-            _ => {
-                if self.mantissa.digits() + o.mantissa.digits() > MAX_DIGITS as u32 + 1 {
-                    return None;
-                }
-                let m = self.mantissa.checked_mul(o.mantissa)?;
-                if m.digits() as usize > MAX_DIGITS {
-                    return None;
-                }
-                m
-            }
+            (Some(a), Some(b)) => Some(Mantissa::from(a as i128 * b as i128)),
+            _ => self
+                .mantissa
+                .checked_mul(o.mantissa)
+                .filter(|m| m.digits() as usize <= MAX_DIGITS),
         };
-        let d = Decimal {
-            mantissa: m,
-            scale: self.scale + o.scale,
+        let d = match exact {
+            Some(m) => Decimal { mantissa: m, scale },
+            None => wide_product(self, o)?,
         };
         Some(if d.scale > ARITH_SCALE {
             d.rescale(ARITH_SCALE)
@@ -454,7 +451,8 @@ impl Decimal {
         let shift = scale as i32 + o.scale as i32 - self.scale as i32;
         let num = if shift >= 0 {
             if self.mantissa.digits() as i32 + shift > MAX_DIGITS as i32 {
-                return None;
+                // The scaled dividend passes 256 bits: divide in 512.
+                return wide_quotient(self.mantissa, o.mantissa, shift as u32, scale);
             }
             self.mantissa.checked_mul(pow10(shift as u8))?
         } else {
@@ -509,6 +507,141 @@ impl Decimal {
         }
         d
     }
+}
+
+/// `a × b` when the exact product passes 76 digits: computed in 512 bits, then as many
+/// fractional digits dropped (rounding half away from zero) as make it fit; None when its
+/// integer part alone does not.
+fn wide_product(a: Decimal, b: Decimal) -> Option<Decimal> {
+    let mut n = mul_words(a.mantissa.abs().0, b.mantissa.abs().0);
+    let digits = wide_digits(n);
+    let scale = a.scale + b.scale;
+    let drop = digits.saturating_sub(MAX_DIGITS);
+    if drop > scale as usize {
+        return None;
+    }
+    // Cut all but the first dropped digit, then round on it.
+    let mut left = drop.checked_sub(1)?;
+    while left > 0 {
+        let k = left.min(19);
+        div_small(&mut n, 10u64.pow(k as u32));
+        left -= k;
+    }
+    let first = div_small(&mut n, 10);
+    if n[4..].iter().any(|&w| w != 0) {
+        return None;
+    }
+    let mut m = Mantissa([n[0], n[1], n[2], n[3]]);
+    if first >= 5 {
+        m = m.checked_add(Mantissa::from(1i128))?;
+    }
+    if m.digits() as usize > MAX_DIGITS {
+        return None;
+    }
+    let negative = a.is_negative() != b.is_negative();
+    Some(Decimal::new(
+        if negative { -m } else { m },
+        scale - drop as u8,
+    ))
+}
+
+/// `|a| × |b|` exactly, in eight 64-bit words.
+fn mul_words(x: [u64; 4], y: [u64; 4]) -> [u64; 8] {
+    let mut n = [0u64; 8];
+    for i in 0..4 {
+        let mut carry: u128 = 0;
+        for j in 0..4 {
+            let t = x[i] as u128 * y[j] as u128 + n[i + j] as u128 + carry;
+            n[i + j] = t as u64;
+            carry = t >> 64;
+        }
+        n[i + 4] = carry as u64;
+    }
+    n
+}
+
+/// `a × 10^shift / b` at `scale`, rounded half away from zero, when `a × 10^shift`
+/// passes 256 bits (binary long division in 512); None when the quotient passes 76
+/// digits.
+fn wide_quotient(a: Mantissa, b: Mantissa, shift: u32, scale: u8) -> Option<Decimal> {
+    if shift as usize > MAX_DIGITS {
+        return None;
+    }
+    let n = mul_words(a.abs().0, pow10(shift as u8).0);
+    let d = b.abs().0;
+    let mut q = [0u64; 8];
+    // The remainder stays below d < 2^255, so five words hold it shifted.
+    let mut r = [0u64; 5];
+    let ge = |r: &[u64; 5]| -> bool {
+        if r[4] != 0 {
+            return true;
+        }
+        for i in (0..4).rev() {
+            if r[i] != d[i] {
+                return r[i] > d[i];
+            }
+        }
+        true
+    };
+    let sub = |r: &mut [u64; 5]| {
+        let mut borrow = 0u64;
+        for i in 0..5 {
+            let di = if i < 4 { d[i] } else { 0 };
+            let (v, b1) = r[i].overflowing_sub(di);
+            let (v, b2) = v.overflowing_sub(borrow);
+            r[i] = v;
+            borrow = (b1 || b2) as u64;
+        }
+    };
+    for bit in (0..512).rev() {
+        for i in (1..5).rev() {
+            r[i] = (r[i] << 1) | (r[i - 1] >> 63);
+        }
+        r[0] = (r[0] << 1) | ((n[bit / 64] >> (bit % 64)) & 1);
+        if ge(&r) {
+            sub(&mut r);
+            q[bit / 64] |= 1 << (bit % 64);
+        }
+    }
+    if q[4..].iter().any(|&w| w != 0) {
+        return None;
+    }
+    let mut m = Mantissa([q[0], q[1], q[2], q[3]]);
+    // Round on twice the remainder against the divisor.
+    let mut twice = r;
+    for i in (1..5).rev() {
+        twice[i] = (twice[i] << 1) | (twice[i - 1] >> 63);
+    }
+    twice[0] <<= 1;
+    if ge(&twice) {
+        m = m.checked_add(Mantissa::from(1i128))?;
+    }
+    if m.digits() as usize > MAX_DIGITS {
+        return None;
+    }
+    let negative = a.is_negative() != b.is_negative();
+    Some(Decimal::new(if negative { -m } else { m }, scale))
+}
+
+/// Divide a 512-bit magnitude by `d`, in place; returns the remainder.
+fn div_small(n: &mut [u64; 8], d: u64) -> u64 {
+    let mut rem: u128 = 0;
+    for w in n.iter_mut().rev() {
+        let cur = (rem << 64) | *w as u128;
+        *w = (cur / d as u128) as u64;
+        rem = cur % d as u128;
+    }
+    rem as u64
+}
+
+/// Decimal digits of a 512-bit magnitude.
+fn wide_digits(mut n: [u64; 8]) -> usize {
+    let mut digits = 0;
+    while n[1..].iter().any(|&w| w != 0) || n[0] >= 10u64.pow(19) {
+        div_small(&mut n, 10u64.pow(19));
+        digits += 19;
+    }
+    digits + n[0].checked_ilog10().map_or(0, |l| l as usize + 1)
 }
 
 /// The mantissa of a run of ASCII digits (at most 76 of them).
@@ -588,6 +721,40 @@ mod tests {
             format!("1{}", "0".repeat(65))
         );
         assert!(nines.checked_mul(nines).is_none());
+        // Past 76 digits the fraction is cut to fit, the kept digits exact and rounded
+        // (Python's decimal gives these; MariaDB cuts the fraction to fit its 81 digits
+        // but gets the middle digits of such products wrong: ...641137855594889262405.90).
+        let p = d("-606883106792470822765444.46347861221")
+            .checked_mul(d("-8375762833125815354930666836.450749528831436"))
+            .unwrap();
+        assert_eq!(
+            p.to_string(),
+            "5083108969924302175038260516124642896765789845683630.436771675334689340301434"
+        );
+        assert_eq!(
+            d(&format!("0.{}", "9".repeat(40)))
+                .checked_mul(d(&format!("{}.5", "9".repeat(60))))
+                .unwrap()
+                .to_string(),
+            format!("{}8{}.5{}", "9".repeat(39), "9".repeat(20), "0".repeat(15))
+        );
+        // A scaled dividend past 256 bits divides in 512 (Python's decimal gives it;
+        // MariaDB 10.11 too: -190509046305345.3442291069513003125).
+        assert_eq!(
+            d("39713320929001249431153890293968801132011446865709.319705679696209")
+                .div(
+                    d("-208458977141428083673554245341990045.974426531791138"),
+                    4
+                )
+                .unwrap()
+                .to_string(),
+            "-190509046305345.3442291069513003125"
+        );
+        assert_eq!(
+            d(&"9".repeat(70)).div(d("0.5"), 4).unwrap().to_string(),
+            format!("1{}8.0000", "9".repeat(69))
+        );
+        assert!(d(&"9".repeat(70)).div(d("0.00005"), 4).is_none());
         assert_eq!(
             d("12345678901234567890123456789012345678901234567890.5")
                 .div(d("2"), 4)

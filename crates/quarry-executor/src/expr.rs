@@ -644,10 +644,9 @@ fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Value> {
         BinOp::Add => Value::Decimal(x.checked_add(y).ok_or_else(overflow)?),
         BinOp::Sub => Value::Decimal(x.checked_sub(y).ok_or_else(overflow)?),
         BinOp::Mul => Value::Decimal(x.checked_mul(y).ok_or_else(overflow)?),
-        BinOp::Div => match x.div(y, 4) {
-            Some(d) => Value::Decimal(d),
-            None => Value::Null,
-        },
+        BinOp::Div if y.is_zero() => Value::Null,
+        // A quotient past 76 digits is 1690, not NULL (NULL is division by zero).
+        BinOp::Div => Value::Decimal(x.div(y, 4).ok_or_else(overflow)?),
         BinOp::IntDiv if y.is_zero() => Value::Null,
         BinOp::IntDiv => {
             let s = x.scale.max(y.scale);

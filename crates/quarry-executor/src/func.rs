@@ -393,7 +393,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             std::cmp::Ordering::Greater => 1,
         }),
         "FORMAT" => {
-            let d = v(0).to_decimal().rescale(v(1).to_i64().clamp(0, 38) as u8);
+            let d = v(0).to_decimal();
+            let d = d
+                .checked_rescale(v(1).to_i64().clamp(0, 38) as u8)
+                .unwrap_or(d);
             let txt = d.to_string();
             let (int_part, frac) = txt
                 .split_once('.')
@@ -466,16 +469,18 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                     let d = v(0).to_decimal();
                     if places >= 0 {
                         let p = places.min(38) as u8;
-                        if trunc {
-                            let drop = d.scale.saturating_sub(p);
+                        // Both give p fractional digits (MariaDB: TRUNCATE(1.5, 2) is 1.50).
+                        if trunc && d.scale > p {
+                            let drop = d.scale - p;
                             Value::Decimal(Decimal::new(
                                 d.mantissa
                                     .checked_div(quarry_common::value::pow10(drop))
                                     .unwrap_or(Mantissa::ZERO),
-                                d.scale.min(p),
+                                p,
                             ))
                         } else {
-                            Value::Decimal(d.rescale(p.min(d.scale.max(p))))
+                            // Padding past the digits a result holds keeps the value as is.
+                            Value::Decimal(d.checked_rescale(p).unwrap_or(d))
                         }
                     } else {
                         let f = 10f64.powi((-places) as i32);
