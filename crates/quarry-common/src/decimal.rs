@@ -509,6 +509,39 @@ impl Decimal {
     }
 }
 
+/// `d` as a value of DECIMAL(`precision`,`scale`) (UNSIGNED with `unsigned`): rounded to
+/// `scale` fractional digits, or where it does not fit — more integer digits, or `None`,
+/// a number past what any decimal holds, whose sign is `negative` — the nearest end of
+/// the range (all nines; 0 for an UNSIGNED one below zero), with `true`.
+pub fn fit(
+    d: Option<Decimal>,
+    negative: bool,
+    precision: u32,
+    scale: u8,
+    unsigned: bool,
+) -> (Decimal, bool) {
+    let precision = precision.clamp(1, MAX_PRECISION);
+    let max_int = precision.saturating_sub(scale as u32);
+    let limit = pow10(precision as u8)
+        .checked_sub(Mantissa::from(1i128))
+        .expect("10^p > 0");
+    let end = |negative: bool| {
+        let m = match (negative, unsigned) {
+            (true, true) => Mantissa::ZERO,
+            (true, false) => -limit,
+            (false, _) => limit,
+        };
+        (Decimal::new(m, scale), true)
+    };
+    match d.and_then(|d| d.checked_rescale(scale)) {
+        None => end(negative),
+        Some(d) if d.int_digits() > max_int || (unsigned && d.is_negative()) => {
+            end(d.is_negative())
+        }
+        Some(d) => (d, false),
+    }
+}
+
 /// `a × b` when the exact product passes 76 digits: computed in 512 bits, then as many
 /// fractional digits dropped (rounding half away from zero) as make it fit; None when its
 /// integer part alone does not.

@@ -128,36 +128,14 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 },
                 other => other.try_to_decimal(),
             };
-            let max_int = ty.len.saturating_sub(ty.scale as u32);
-            // The largest value the column holds (all nines), what a value out of range
-            // becomes where that is a warning.
-            let limit = quarry_common::value::pow10(
-                (max_int + ty.scale as u32).min(quarry_common::decimal::MAX_PRECISION) as u8,
-            )
-            .checked_sub(1i128.into())
-            .expect("10^p > 0");
-            let clamped = |neg: bool| {
-                let m = if ty.unsigned && neg {
-                    0i128.into()
-                } else if neg {
-                    -limit
-                } else {
-                    limit
-                };
-                Value::Decimal(Decimal::new(m, ty.scale))
-            };
-            // More digits than a decimal holds is out of range, never a wrapped or
-            // saturated number.
-            let Some(d) = d.and_then(|d| d.checked_rescale(ty.scale)) else {
+            // Out of range (more digits than a decimal holds too) is an error, or the
+            // nearest end of the range; never a wrapped or saturated number.
+            let (d, out) =
+                quarry_common::decimal::fit(d, v.to_f64() < 0.0, ty.len, ty.scale, ty.unsigned);
+            if out {
                 out_of_range()?;
-                return Ok(clamped(v.to_f64() < 0.0));
-            };
-            if d.int_digits() > max_int || (ty.unsigned && d.is_negative()) {
-                out_of_range()?;
-                clamped(d.is_negative())
-            } else {
-                Value::Decimal(d)
             }
+            Value::Decimal(d)
         }
         TypeKind::Float | TypeKind::Double => {
             let f = match &v {

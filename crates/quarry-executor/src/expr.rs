@@ -679,6 +679,28 @@ pub use quarry_common::like;
 
 /// CAST / column coercion of a value to a type (lenient; strict checks live in DML).
 pub fn cast(v: Value, ty: &SqlType, ctx: &ExecCtx) -> Result<Value> {
+    if ty.kind == TypeKind::Decimal && !v.is_null() {
+        // MariaDB warns of a text that is no number, and of a number past DECIMAL(p,s)
+        // (which becomes the nearest end of its range).
+        if let Value::Str(s) = &v {
+            if Decimal::parse(s).is_none() && !quarry_common::value::parse_number_prefix(s).1 {
+                ctx.warn(1292, format!("Truncated incorrect DECIMAL value: '{s}'"));
+            }
+        }
+        let (d, out) = cast_decimal(&v, ty);
+        if out {
+            ctx.warn(
+                1264,
+                format!(
+                    "Out of range value for column 'CAST({} AS DECIMAL({},{}))' at row 1",
+                    v.as_str_lossy(),
+                    ty.len,
+                    ty.scale
+                ),
+            );
+        }
+        return Ok(Value::Decimal(d));
+    }
     if ty.kind == TypeKind::Time && !v.is_null() {
         // MariaDB warns when a text is no time (NULL) or past the range (clamped).
         match quarry_common::time::value_to_time(&v) {
@@ -694,6 +716,17 @@ pub fn cast(v: Value, ty: &SqlType, ctx: &ExecCtx) -> Result<Value> {
         }
     }
     cast_value(v, ty)
+}
+
+/// `v` as a DECIMAL(p,s), and whether it was past the range (then its nearest end).
+fn cast_decimal(v: &Value, ty: &SqlType) -> (Decimal, bool) {
+    let d = match v {
+        Value::Str(s) => Decimal::parse(s).or_else(|| {
+            Decimal::try_from_f64(quarry_common::value::parse_number_prefix(s).0, ty.scale)
+        }),
+        other => other.try_to_decimal(),
+    };
+    quarry_common::decimal::fit(d, v.to_f64() < 0.0, ty.len, ty.scale, ty.unsigned)
 }
 
 pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
@@ -722,7 +755,7 @@ pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
                 }
             }
         }
-        TypeKind::Decimal => Value::Decimal(v.to_decimal().rescale(ty.scale)),
+        TypeKind::Decimal => Value::Decimal(cast_decimal(&v, ty).0),
         TypeKind::Float | TypeKind::Double => Value::Double(v.to_f64()),
         TypeKind::Char | TypeKind::VarChar | TypeKind::Text => {
             let s = match v {
