@@ -440,19 +440,32 @@ impl Decimal {
         })
     }
     /// Division with `extra` more fractional digits than the dividend
-    /// (div_precision_increment), rounded half away from zero; None for a zero divisor or
-    /// a quotient past 76 digits.
+    /// (div_precision_increment); None for a zero divisor or a quotient past 76 digits.
+    /// As MariaDB: the quotient is cut after whole 9-digit words of fraction, as many as
+    /// the operands' and the increment's digits need, then rounded half away from zero
+    /// to its scale — so 2.00000/3 is 0.666666666 (cut at the word it fills) and
+    /// 2.00000/3.0 is 0.666666667.
     pub fn div(self, o: Decimal, extra: u8) -> Option<Decimal> {
         if o.is_zero() {
             return None;
         }
         let scale = self.scale.saturating_add(extra).min(ARITH_SCALE);
-        // quotient mantissa = self.m * 10^(scale + o.scale - self.scale) / o.m, rounded
+        let words = (self.scale as usize + o.scale as usize + extra as usize).div_ceil(9) * 9;
+        if (scale as usize..=MAX_DIGITS).contains(&words) {
+            if let Some(q) = self.quotient(o, words as u8, false) {
+                return q.checked_rescale(scale);
+            }
+        }
+        self.quotient(o, scale, true)
+    }
+    /// `self / o` at `scale`, rounded half away from zero (`round`) or cut.
+    fn quotient(self, o: Decimal, scale: u8, round: bool) -> Option<Decimal> {
+        // quotient mantissa = self.m * 10^(scale + o.scale - self.scale) / o.m
         let shift = scale as i32 + o.scale as i32 - self.scale as i32;
         let num = if shift >= 0 {
             if self.mantissa.digits() as i32 + shift > MAX_DIGITS as i32 {
                 // The scaled dividend passes 256 bits: divide in 512.
-                return wide_quotient(self.mantissa, o.mantissa, shift as u32, scale);
+                return wide_quotient(self.mantissa, o.mantissa, shift as u32, scale, round);
             }
             self.mantissa.checked_mul(pow10(shift as u8))?
         } else {
@@ -461,7 +474,7 @@ impl Decimal {
         let q = num.checked_div(o.mantissa)?;
         let r = num.checked_rem(o.mantissa)?.abs();
         let d = o.mantissa.abs();
-        let m = if r.checked_add(r)? >= d {
+        let m = if round && r.checked_add(r)? >= d {
             q.checked_add(Mantissa::from(num.signum() * o.mantissa.signum()))?
         } else {
             q
@@ -593,10 +606,10 @@ fn mul_words(x: [u64; 4], y: [u64; 4]) -> [u64; 8] {
     n
 }
 
-/// `a × 10^shift / b` at `scale`, rounded half away from zero, when `a × 10^shift`
+/// `a × 10^shift / b` at `scale`, rounded half away from zero (or cut), when `a × 10^shift`
 /// passes 256 bits (binary long division in 512); None when the quotient passes 76
 /// digits.
-fn wide_quotient(a: Mantissa, b: Mantissa, shift: u32, scale: u8) -> Option<Decimal> {
+fn wide_quotient(a: Mantissa, b: Mantissa, shift: u32, scale: u8, round: bool) -> Option<Decimal> {
     if shift as usize > MAX_DIGITS {
         return None;
     }
@@ -641,12 +654,12 @@ fn wide_quotient(a: Mantissa, b: Mantissa, shift: u32, scale: u8) -> Option<Deci
     }
     let mut m = Mantissa([q[0], q[1], q[2], q[3]]);
     // Round on twice the remainder against the divisor.
-    let mut twice = r;
+    let mut twice = if round { r } else { [0; 5] };
     for i in (1..5).rev() {
         twice[i] = (twice[i] << 1) | (twice[i - 1] >> 63);
     }
     twice[0] <<= 1;
-    if ge(&twice) {
+    if round && ge(&twice) {
         m = m.checked_add(Mantissa::from(1i128))?;
     }
     if m.digits() as usize > MAX_DIGITS {

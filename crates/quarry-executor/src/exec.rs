@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use quarry_catalog::{Catalog, TableEntry};
-use quarry_common::value::{DateTime, Mantissa};
+use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
 use quarry_storage_api::{HandlerCounters, IndexEntry, IndexScan, RowId, ScanAgg, ScanRequest};
 
@@ -1641,17 +1641,15 @@ impl AggState {
             AggState::Sum { sum, n } => match (a.func, sum) {
                 (_, None) => Value::Null,
                 (AggFunc::Sum, Some(s)) => s,
+                // The sum divided as `/` divides (MariaDB: AVG of a DECIMAL(10,5) is cut at
+                // its 9th fractional digit, not rounded).
                 (_, Some(Value::Decimal(d))) => {
                     let scale = a.ty.scale;
-                    let num = d.rescale(scale + 1);
-                    let q = Decimal::new(
-                        num.mantissa
-                            .checked_div(Mantissa::from(n))
-                            .unwrap_or(Mantissa::ZERO),
-                        scale + 1,
-                    )
-                    .rescale(scale);
-                    Value::Decimal(q)
+                    let extra = scale.saturating_sub(d.scale);
+                    match d.div(Decimal::new(n, 0), extra) {
+                        Some(q) => Value::Decimal(q.rescale(scale)),
+                        None => Value::Null,
+                    }
                 }
                 (_, Some(s)) => Value::Double(s.to_f64() / n as f64),
             },
