@@ -895,8 +895,8 @@ impl<'a> Binder<'a> {
         Expr::Cast(Box::new(x), ty)
     }
 
-    /// An argument of CONCAT: a TIME or DATETIME(n) as its text with n fractional digits;
-    /// anything else as it is.
+    /// An argument of a string function: a TIME or DATETIME(n) as its text with n
+    /// fractional digits; anything else as it is.
     fn temporal_text(&self, x: Expr) -> Expr {
         match self.temporal_type(&x, false) {
             Some(from) if from.scale > 0 => Expr::Cast(
@@ -1411,17 +1411,21 @@ impl<'a> Binder<'a> {
             }
             A::Ceil { expr, .. } => Expr::Func("CEIL".into(), vec![self.bind_expr(expr)?]),
             A::Floor { expr, .. } => Expr::Func("FLOOR".into(), vec![self.bind_expr(expr)?]),
-            A::Position { expr, r#in } => Expr::Func(
-                "LOCATE".into(),
-                vec![self.bind_expr(expr)?, self.bind_expr(r#in)?],
-            ),
+            A::Position { expr, r#in } => {
+                let hay = self.bind_expr(r#in)?;
+                Expr::Func(
+                    "LOCATE".into(),
+                    vec![self.bind_expr(expr)?, self.temporal_text(hay)],
+                )
+            }
             A::Substring {
                 expr,
                 substring_from,
                 substring_for,
                 ..
             } => {
-                let mut args = vec![self.bind_expr(expr)?];
+                let x = self.bind_expr(expr)?;
+                let mut args = vec![self.temporal_text(x)];
                 args.push(match substring_from {
                     Some(f) => self.bind_expr(f)?,
                     None => Expr::Lit(Value::Int(1)),
@@ -1438,6 +1442,7 @@ impl<'a> Binder<'a> {
                 ..
             } => {
                 let x = self.bind_expr(expr)?;
+                let x = self.temporal_text(x);
                 let mode = match trim_where {
                     Some(ast::TrimWhereField::Leading) => 1,
                     Some(ast::TrimWhereField::Trailing) => 2,
@@ -1645,7 +1650,34 @@ impl<'a> Binder<'a> {
         if bound.len() < min || bound.len() > max {
             return Err(Error::wrong_arguments(&name));
         }
-        if matches!(name.as_str(), "CONCAT" | "CONCAT_WS") {
+        // String functions see a TIME or DATETIME(n) as its text with n digits.
+        if matches!(
+            name.as_str(),
+            "CONCAT"
+                | "CONCAT_WS"
+                | "LENGTH"
+                | "OCTET_LENGTH"
+                | "CHAR_LENGTH"
+                | "CHARACTER_LENGTH"
+                | "UPPER"
+                | "UCASE"
+                | "LOWER"
+                | "LCASE"
+                | "REVERSE"
+                | "HEX"
+                | "LEFT"
+                | "RIGHT"
+                | "SUBSTRING"
+                | "SUBSTR"
+                | "MID"
+                | "INSTR"
+                | "LOCATE"
+                | "REPLACE"
+                | "LPAD"
+                | "RPAD"
+                | "REPEAT"
+                | "SUBSTRING_INDEX"
+        ) {
             bound = bound.into_iter().map(|b| self.temporal_text(b)).collect();
         }
         let e = Expr::Func(name, bound);
