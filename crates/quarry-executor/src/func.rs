@@ -673,8 +673,8 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         "DATE_ADD" | "DATE_SUB" if matches!(v(0), Value::Time(_)) => {
             // A TIME moves within its range (it was NULL); months and years do not apply.
             let Value::Time(t) = v(0) else { unreachable!() };
-            let n = v(1).to_i64();
-            let per: Option<i64> = match s(v(2)).as_str() {
+            let (n, unit) = interval_amount(v(1), s(v(2)));
+            let per: Option<i64> = match unit.as_str() {
                 "MICROSECOND" => Some(1),
                 "SECOND" => Some(1_000_000),
                 "MINUTE" => Some(60_000_000),
@@ -707,11 +707,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);
             };
-            let mut n = v(1).to_i64();
+            let (mut n, unit) = interval_amount(v(1), s(v(2)));
             if name == "DATE_SUB" {
                 n = -n;
             }
-            let unit = s(v(2));
             let is_date = matches!(v(0), Value::Date(_))
                 || (matches!(v(0), Value::Str(t) if t.trim().len() <= 10));
             let r = add_interval(d, n, &unit)?;
@@ -822,6 +821,23 @@ fn over_packet(func: &str, len: usize, ctx: &ExecCtx) -> bool {
 
 /// `d` moved by `n` units; None past the dates MariaDB computes (0001-01-01 to 9999-12-31
 /// by days and seconds, 0000-01 to 9999-12 by months), however large `n` is.
+/// An interval's amount in whole units: rounded, except that a SECOND interval keeps
+/// its fraction (as microseconds), as MariaDB: `INTERVAL 1.5 SECOND` is 1.5 s,
+/// `INTERVAL 1.5 MINUTE` 2 minutes.
+fn interval_amount(v: &Value, unit: String) -> (i64, String) {
+    match v {
+        Value::Int(_) | Value::UInt(_) => (v.to_i64(), unit),
+        _ if unit == "SECOND" => {
+            let us = v.to_decimal().rescale(6).mantissa.saturating_i128();
+            (
+                us.clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+                "MICROSECOND".into(),
+            )
+        }
+        _ => (v.to_i64(), unit),
+    }
+}
+
 fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
     let per: i64 = match unit {
         "MICROSECOND" => 1,

@@ -1077,14 +1077,35 @@ impl<'a> Binder<'a> {
                         TypeKind::DateTime | TypeKind::Timestamp => SqlType::DATETIME,
                         _ => SqlType::varchar(255),
                     },
-                    "DATE_ADD" | "DATE_SUB" => match arg(0).kind {
-                        TypeKind::Date => SqlType::DATE,
-                        TypeKind::Time => SqlType {
-                            scale: arg(0).scale,
-                            ..SqlType::TIME
-                        },
-                        _ => SqlType::DATETIME,
-                    },
+                    "DATE_ADD" | "DATE_SUB" => {
+                        // A SECOND interval's fraction adds its digits (six from a text
+                        // or a double), as MariaDB shows them.
+                        let second =
+                            matches!(args.get(2), Some(Expr::Lit(Value::Str(u))) if u == "SECOND");
+                        let frac = match arg(1).kind {
+                            _ if !second => 0,
+                            TypeKind::Decimal => arg(1).scale,
+                            TypeKind::Float | TypeKind::Double => 6,
+                            k if SqlType::new(k).is_string() => 6,
+                            _ => 0,
+                        };
+                        let from = arg(0);
+                        let own = match from.kind {
+                            TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp => from.scale,
+                            _ => 0,
+                        };
+                        match from.kind {
+                            TypeKind::Date if frac == 0 => SqlType::DATE,
+                            TypeKind::Time => SqlType {
+                                scale: own.max(frac).min(6),
+                                ..SqlType::TIME
+                            },
+                            _ => SqlType {
+                                scale: own.max(frac).min(6),
+                                ..SqlType::DATETIME
+                            },
+                        }
+                    }
                     _ => SqlType::varchar(255),
                 };
                 (t, true)
