@@ -819,8 +819,6 @@ fn over_packet(func: &str, len: usize, ctx: &ExecCtx) -> bool {
     true
 }
 
-/// `d` moved by `n` units; None past the dates MariaDB computes (0001-01-01 to 9999-12-31
-/// by days and seconds, 0000-01 to 9999-12 by months), however large `n` is.
 /// An interval's amount in whole units: rounded, except that a SECOND interval keeps
 /// its fraction (as microseconds), as MariaDB: `INTERVAL 1.5 SECOND` is 1.5 s,
 /// `INTERVAL 1.5 MINUTE` 2 minutes.
@@ -838,6 +836,8 @@ fn interval_amount(v: &Value, unit: String) -> (i64, String) {
     }
 }
 
+/// `d` moved by `n` units; None past the dates MariaDB computes (0001-01-01 to 9999-12-31
+/// by days and seconds, 0000-01 to 9999-12 by months), however large `n` is.
 fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
     let per: i64 = match unit {
         "MICROSECOND" => 1,
