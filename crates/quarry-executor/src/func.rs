@@ -590,34 +590,11 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);
             };
-            const M: [&str; 12] = [
-                "January",
-                "February",
-                "March",
-                "April",
-                "May",
-                "June",
-                "July",
-                "August",
-                "September",
-                "October",
-                "November",
-                "December",
-            ];
-            const D: [&str; 7] = [
-                "Monday",
-                "Tuesday",
-                "Wednesday",
-                "Thursday",
-                "Friday",
-                "Saturday",
-                "Sunday",
-            ];
             Value::Str(
                 if name == "MONTHNAME" {
-                    M[d.date.month as usize - 1]
+                    month_name(d.date.month)
                 } else {
-                    D[d.date.weekday() as usize]
+                    DAY_NAMES[d.date.weekday() as usize]
                 }
                 .to_string(),
             )
@@ -892,6 +869,40 @@ fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
         .map(DateTime::from_micros))
 }
 
+const MONTH_NAMES: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+/// By `Date::weekday` (Monday first).
+const DAY_NAMES: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// A month's English name ("" for the zero date's month 0).
+fn month_name(month: u8) -> &'static str {
+    (month as usize)
+        .checked_sub(1)
+        .and_then(|i| MONTH_NAMES.get(i))
+        .copied()
+        .unwrap_or("")
+}
+
 fn date_format(d: &DateTime, fmt: &str) -> String {
     let mut out = String::new();
     let mut it = fmt.chars();
@@ -929,6 +940,28 @@ fn date_format(d: &DateTime, fmt: &str) -> String {
                     + 1
             )),
             'w' => out.push_str(&((d.date.weekday() + 1) % 7).to_string()),
+            'W' => out.push_str(DAY_NAMES[d.date.weekday() as usize]),
+            'a' => out.push_str(&DAY_NAMES[d.date.weekday() as usize][..3]),
+            'M' => out.push_str(month_name(d.date.month)),
+            'b' => out.push_str(month_name(d.date.month).get(..3).unwrap_or("")),
+            'D' => {
+                let n = d.date.day;
+                let suffix = match (n % 10, n % 100) {
+                    (_, 11..=13) => "th",
+                    (1, _) => "st",
+                    (2, _) => "nd",
+                    (3, _) => "rd",
+                    _ => "th",
+                };
+                out.push_str(&format!("{n}{suffix}"));
+            }
+            'r' => out.push_str(&format!(
+                "{:02}:{:02}:{:02} {}",
+                (d.hour + 11) % 12 + 1,
+                d.minute,
+                d.second,
+                if d.hour < 12 { "AM" } else { "PM" }
+            )),
             other => out.push(other),
         }
     }
