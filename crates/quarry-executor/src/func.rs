@@ -590,14 +590,14 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);
             };
-            Value::Str(
-                if name == "MONTHNAME" {
-                    month_name(d.date.month)
-                } else {
-                    DAY_NAMES[d.date.weekday() as usize]
-                }
-                .to_string(),
-            )
+            // A zero month has no name, a date with a zero part no weekday: NULL, as
+            // MariaDB (MONTHNAME('0000-00-00') panicked).
+            match name {
+                "MONTHNAME" if d.date.month == 0 => Value::Null,
+                "MONTHNAME" => Value::Str(month_name(d.date.month).to_string()),
+                _ if d.date.month == 0 || d.date.day == 0 => Value::Null,
+                _ => Value::Str(DAY_NAMES[d.date.weekday() as usize].to_string()),
+            }
         }
         "FROM_DAYS" => Value::Date(Date::from_days(v(0).to_i64())),
         "LAST_DAY" => {
