@@ -80,9 +80,12 @@ fn def_from_bytes(bytes: Vec<u8>, file: &Path, datadir: &Path) -> Result<(TableD
     let quarry_sql::Stmt::Ast(ast) = stmt else {
         return Err(incorrect(file, datadir, "not a CREATE TABLE"));
     };
-    let quarry_sql::ast::Statement::CreateTable(ct) = *ast else {
+    let quarry_sql::ast::Statement::CreateTable(mut ct) = *ast else {
         return Err(incorrect(file, datadir, "not a CREATE TABLE"));
     };
+    if version_1 {
+        widen_scale_above_precision(&mut ct);
+    }
     let mut def = table_def_from_ast(&ct).map_err(bad)?;
     if version_1 {
         for c in &mut def.columns {
@@ -92,6 +95,26 @@ fn def_from_bytes(bytes: Vec<u8>, file: &Path, datadir: &Path) -> Result<(TableD
         }
     }
     Ok((def, row_format))
+}
+
+/// Version 1 took DECIMAL(p,s) with s > p (now 1427) and stored its cells at scale s:
+/// such a column reads as DECIMAL(s,s), which holds every one of them.
+fn widen_scale_above_precision(ct: &mut quarry_sql::ast::CreateTable) {
+    use quarry_sql::ast::{DataType as D, ExactNumberInfo};
+    for c in &mut ct.columns {
+        if let D::Decimal(info)
+        | D::Numeric(info)
+        | D::Dec(info)
+        | D::DecimalUnsigned(info)
+        | D::DecUnsigned(info) = &mut c.data_type
+        {
+            if let ExactNumberInfo::PrecisionAndScale(p, s) = info {
+                if *s > 0 && *s as u64 > *p {
+                    *p = *s as u64;
+                }
+            }
+        }
+    }
 }
 
 pub(crate) fn read_view(file: &Path, datadir: &Path) -> Result<ViewDef> {

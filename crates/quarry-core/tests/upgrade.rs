@@ -168,7 +168,14 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
     };
     assert_eq!(col_type(&mut s, "wide", "amount"), "decimal(38,2)");
     assert_eq!(col_type(&mut s, "wfixed", "k"), "decimal(38,0)");
-    check_tables(&mut s, &["wide", "wfixed", "wcol", "narrow"]);
+    // Version 1 took DECIMAL(5,6), which is now 1427: it opens as DECIMAL(6,6), what
+    // its cells hold, instead of keeping the table offline.
+    assert_eq!(col_type(&mut s, "odd", "d"), "decimal(6,6)");
+    assert_eq!(
+        text(&mut s, "SELECT id, d FROM odd WHERE d > -1 ORDER BY d"),
+        [["2", "-0.500000"], ["1", "0.123456"]]
+    );
+    check_tables(&mut s, &["wide", "wfixed", "wcol", "narrow", "odd"]);
     let big = format!("{}.25", "9".repeat(45));
     assert_eq!(
         s.query(&format!("INSERT INTO wide VALUES (5, {big}, 'x')"))
