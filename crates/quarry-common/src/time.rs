@@ -184,6 +184,22 @@ pub fn format_time(us: i64, scale: u8) -> String {
     format_time_wide(us as i128, scale)
 }
 
+/// How a column of type `ty` shows a TIME or DATETIME value: with the column's n
+/// fractional digits (the value alone shows the digits it needs). None for other values,
+/// and where the column has no digits to give (the value's own text is right then).
+pub fn shown_in_column(v: &Value, ty: &crate::SqlType) -> Option<String> {
+    use crate::TypeKind;
+    match v {
+        Value::Time(t) if ty.kind == TypeKind::Time => Some(format_time(*t, ty.scale)),
+        Value::DateTime(d)
+            if ty.scale > 0 && matches!(ty.kind, TypeKind::DateTime | TypeKind::Timestamp) =>
+        {
+            Some(d.fmt_with_scale(ty.scale))
+        }
+        _ => None,
+    }
+}
+
 /// `format_time` of any duration, past the TIME range too (warnings quote such results).
 pub fn format_time_wide(us: i128, scale: u8) -> String {
     let frac_digits = {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fresh_db, rows};
+use common::{fresh_db, rows, texts};
 
 /// DECIMAL holds MariaDB's 65 digits (it held 38, and before that a 50-digit value was
 /// stored as 170141183460469231731687303715884105727 without an error). Past 65 digits a
@@ -47,6 +47,26 @@ fn decimals_hold_65_digits_and_past_that_are_refused_not_corrupted() {
     assert_eq!(
         rows(&mut s, "SELECT count(*) FROM t")[0][0].to_string(),
         "3"
+    );
+    // Outside strict mode a negative value past the range, whether a decimal holds it
+    // (70 digits) or not (a double of 81), is the range's negative end (MariaDB's).
+    let seventy = format!("-{}", "9".repeat(70));
+    s.query(&format!(
+        "SET sql_mode = ''; CREATE TABLE l (b DECIMAL(65,30)); \
+         INSERT INTO l VALUES ({seventy}), (CAST('-1e80' AS DOUBLE)); SET sql_mode = DEFAULT"
+    ))
+    .unwrap();
+    let end = format!("-{}.{}", "9".repeat(35), "9".repeat(30));
+    assert_eq!(
+        texts(&mut s, "SELECT b FROM l"),
+        [[end.clone()], [end.clone()]]
+    );
+    assert_eq!(
+        texts(
+            &mut s,
+            &format!("SELECT CAST({seventy} AS DECIMAL(65,30)), CAST(-1e80 AS DECIMAL(10,2))")
+        ),
+        [[end, "-99999999.99".to_string()]]
     );
     // 50 digits squared need 99: past the 76 a result holds (MariaDB: 81, also 1690).
     assert_eq!(s.query("SELECT a * a FROM t").unwrap_err().code, 1690);

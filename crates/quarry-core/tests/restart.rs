@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fresh_db, reopen, rows};
+use common::{check_tables, fresh_db, lines, reopen, rows};
 use quarry_core::quarry_common::Value;
 use quarry_core::Database;
 
@@ -354,22 +354,9 @@ fn time_values_survive_restart_in_every_table_kind() {
     drop(s);
     drop(db);
     let mut s = reopen(&dir, "d");
-    let text = |rows: Vec<Vec<Value>>| -> Vec<String> {
-        rows.into_iter()
-            .map(|r| {
-                r.iter()
-                    .map(|v| v.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect()
-    };
     for (t, _) in kinds {
         assert_eq!(
-            text(rows(
-                &mut s,
-                &format!("SELECT id, a FROM {t} ORDER BY a, id")
-            )),
+            lines(&mut s, &format!("SELECT id, a FROM {t} ORDER BY a, id")),
             [
                 "5 NULL",
                 "1 -838:59:59.999",
@@ -381,17 +368,16 @@ fn time_values_survive_restart_in_every_table_kind() {
             "{t}"
         );
         assert_eq!(
-            text(rows(
+            lines(
                 &mut s,
                 &format!(
                     "SELECT id FROM {t} WHERE a = '-0:0:0.5' OR a > '26:03:04.124' ORDER BY id"
                 )
-            )),
+            ),
             ["2", "3", "4"],
             "{t}"
         );
-        let check = rows(&mut s, &format!("CHECK TABLE {t}"));
-        assert_eq!(check.last().unwrap()[3], Value::Str("OK".into()), "{t}");
+        check_tables(&mut s, &[t]);
     }
     drop(s);
     let _ = std::fs::remove_dir_all(dir);

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use quarry_core::quarry_common::{TypeKind, Value};
+use quarry_core::quarry_common::time::shown_in_column;
+use quarry_core::quarry_common::Value;
 use quarry_core::{Database, OutColumn, Output};
 
 #[derive(Default, Debug)]
@@ -20,21 +21,14 @@ struct Tally {
 /// A value as the sqllogictest type letter `ty` shows it; a TIME or DATETIME(n) with its
 /// column's n fractional digits, as the wire shows it (`col`).
 fn format_value(v: &Value, ty: char, col: Option<&OutColumn>) -> String {
-    let scale = col.map_or(0, |c| c.ty.scale);
+    if let Some(text) = col
+        .filter(|_| ty == 'T')
+        .and_then(|c| shown_in_column(v, &c.ty))
+    {
+        return text;
+    }
     match v {
         Value::Null => "NULL".into(),
-        Value::Time(t) if ty == 'T' && col.is_some_and(|c| c.ty.kind == TypeKind::Time) => {
-            quarry_core::quarry_common::time::format_time(*t, scale)
-        }
-        Value::DateTime(d)
-            if ty == 'T'
-                && scale > 0
-                && col.is_some_and(|c| {
-                    matches!(c.ty.kind, TypeKind::DateTime | TypeKind::Timestamp)
-                }) =>
-        {
-            d.fmt_with_scale(scale)
-        }
         _ => match ty {
             'I' => match v {
                 Value::Int(_) | Value::UInt(_) => v.to_string(),

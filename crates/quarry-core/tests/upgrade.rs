@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::rows;
+use common::{check_tables, rows, texts};
 use quarry_core::quarry_common::Value;
 use quarry_core::Database;
 use std::path::{Path, PathBuf};
@@ -20,17 +20,6 @@ fn copy_dir(from: &Path, to: &Path) {
         } else {
             std::fs::copy(e.path(), &t).unwrap();
         }
-    }
-}
-
-fn check_tables(s: &mut quarry_core::Session, tables: &[&str]) {
-    for t in tables {
-        let check = rows(s, &format!("CHECK TABLE {t}"));
-        assert_eq!(
-            check.last().unwrap()[3],
-            Value::Str("OK".into()),
-            "{t}: {check:?}"
-        );
     }
 }
 
@@ -122,14 +111,8 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
     assert_eq!(db.catalog.open_problems(), Vec::<String>::new());
     let mut s = db.session("root", "localhost");
     s.query("USE money").unwrap();
-    let text = |s: &mut quarry_core::Session, sql: &str| -> Vec<Vec<String>> {
-        rows(s, sql)
-            .iter()
-            .map(|r| r.iter().map(|v| v.to_string()).collect())
-            .collect()
-    };
     assert_eq!(
-        text(&mut s, "SELECT id, amount, note FROM wide ORDER BY amount"),
+        texts(&mut s, "SELECT id, amount, note FROM wide ORDER BY amount"),
         [
             ["3", "NULL", "none"],
             ["2", "-1.50", "neg"],
@@ -138,14 +121,14 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
         ]
     );
     assert_eq!(
-        text(
+        texts(
             &mut s,
             "SELECT id FROM wide WHERE amount = 12345678901234567890123456789012345.67"
         ),
         [["1"]]
     );
     assert_eq!(
-        text(&mut s, "SELECT k, v FROM wfixed ORDER BY k DESC"),
+        texts(&mut s, "SELECT k, v FROM wfixed ORDER BY k DESC"),
         [
             ["99999999999999999999999999999999999999", "1"],
             ["7", "3"],
@@ -153,7 +136,7 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
         ]
     );
     assert_eq!(
-        text(&mut s, "SELECT id, x FROM wcol ORDER BY x"),
+        texts(&mut s, "SELECT id, x FROM wcol ORDER BY x"),
         [
             ["3", "NULL"],
             ["5", "-99999999999999999999999999999999999.999"],
@@ -162,9 +145,12 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
             ["1", "12345678901234567890123456789012345.678"]
         ]
     );
-    assert_eq!(text(&mut s, "SELECT p FROM narrow WHERE p > 0"), [["2.50"]]);
+    assert_eq!(
+        texts(&mut s, "SELECT p FROM narrow WHERE p > 0"),
+        [["2.50"]]
+    );
     let col_type = |s: &mut quarry_core::Session, t: &str, c: &str| {
-        text(s, &format!("SHOW COLUMNS FROM {t} LIKE '{c}'"))[0][1].clone()
+        texts(s, &format!("SHOW COLUMNS FROM {t} LIKE '{c}'"))[0][1].clone()
     };
     assert_eq!(col_type(&mut s, "wide", "amount"), "decimal(38,2)");
     assert_eq!(col_type(&mut s, "wfixed", "k"), "decimal(38,0)");
@@ -172,7 +158,7 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
     // its cells hold, instead of keeping the table offline.
     assert_eq!(col_type(&mut s, "odd", "d"), "decimal(6,6)");
     assert_eq!(
-        text(&mut s, "SELECT id, d FROM odd WHERE d > -1 ORDER BY d"),
+        texts(&mut s, "SELECT id, d FROM odd WHERE d > -1 ORDER BY d"),
         [["2", "-0.500000"], ["1", "0.123456"]]
     );
     check_tables(&mut s, &["wide", "wfixed", "wcol", "narrow", "odd"]);
@@ -204,19 +190,19 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
     s.query("USE money").unwrap();
     assert_eq!(col_type(&mut s, "wide", "amount"), "decimal(50,2)");
     assert_eq!(
-        text(&mut s, &format!("SELECT id FROM wide WHERE amount = {big}")),
+        texts(&mut s, &format!("SELECT id FROM wide WHERE amount = {big}")),
         [["5"]]
     );
     assert_eq!(
-        text(&mut s, "SELECT count(*) FROM wide WHERE amount > 0"),
+        texts(&mut s, "SELECT count(*) FROM wide WHERE amount > 0"),
         [["3"]]
     );
     assert_eq!(
-        text(&mut s, "SELECT v FROM wfixed ORDER BY k DESC LIMIT 2"),
+        texts(&mut s, "SELECT v FROM wfixed ORDER BY k DESC LIMIT 2"),
         [["4"], ["1"]]
     );
     assert_eq!(
-        text(&mut s, "SELECT id, x FROM wcol ORDER BY x LIMIT 2"),
+        texts(&mut s, "SELECT id, x FROM wcol ORDER BY x LIMIT 2"),
         [
             ["3", "NULL"],
             ["6", &format!("-{}50", &big[..big.len() - 1])]

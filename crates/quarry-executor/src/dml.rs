@@ -130,8 +130,9 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
             };
             // Out of range (more digits than a decimal holds too) is an error, or the
             // nearest end of the range; never a wrapped or saturated number.
-            let (d, out) =
-                quarry_common::decimal::fit(d, v.to_f64() < 0.0, ty.len, ty.scale, ty.unsigned);
+            // The sign matters only for a number too large for any decimal.
+            let negative = d.is_none() && v.to_f64() < 0.0;
+            let (d, out) = quarry_common::decimal::fit(d, negative, ty.len, ty.scale, ty.unsigned);
             if out {
                 out_of_range()?;
             }

@@ -682,12 +682,13 @@ pub fn cast(v: Value, ty: &SqlType, ctx: &ExecCtx) -> Result<Value> {
     if ty.kind == TypeKind::Decimal && !v.is_null() {
         // MariaDB warns of a text that is no number, and of a number past DECIMAL(p,s)
         // (which becomes the nearest end of its range).
-        if let Value::Str(s) = &v {
-            if Decimal::parse(s).is_none() && !quarry_common::value::parse_number_prefix(s).1 {
-                ctx.warn(1292, format!("Truncated incorrect DECIMAL value: '{s}'"));
-            }
+        let (d, out, no_number) = cast_decimal(&v, ty);
+        if no_number {
+            ctx.warn(
+                1292,
+                format!("Truncated incorrect DECIMAL value: '{}'", v.as_str_lossy()),
+            );
         }
-        let (d, out) = cast_decimal(&v, ty);
         if out {
             ctx.warn(
                 1264,
@@ -719,14 +720,26 @@ pub fn cast(v: Value, ty: &SqlType, ctx: &ExecCtx) -> Result<Value> {
 }
 
 /// `v` as a DECIMAL(p,s), and whether it was past the range (then its nearest end).
-fn cast_decimal(v: &Value, ty: &SqlType) -> (Decimal, bool) {
-    let d = match v {
-        Value::Str(s) => Decimal::parse(s).or_else(|| {
-            Decimal::try_from_f64(quarry_common::value::parse_number_prefix(s).0, ty.scale)
-        }),
-        other => other.try_to_decimal(),
+/// `v` as a DECIMAL(p,s): the value, whether it was past the range (then its nearest
+/// end), and whether it was a text that is no number (its numeric prefix is taken).
+fn cast_decimal(v: &Value, ty: &SqlType) -> (Decimal, bool, bool) {
+    let (d, negative, no_number) = match v {
+        Value::Str(s) => match Decimal::parse(s) {
+            Some(d) => (Some(d), false, false),
+            None => {
+                let (f, whole) = quarry_common::value::parse_number_prefix(s);
+                (Decimal::try_from_f64(f, ty.scale), f < 0.0, !whole)
+            }
+        },
+        other => {
+            let d = other.try_to_decimal();
+            // The sign matters only for a number too large for any decimal.
+            let negative = d.is_none() && other.to_f64() < 0.0;
+            (d, negative, false)
+        }
     };
-    quarry_common::decimal::fit(d, v.to_f64() < 0.0, ty.len, ty.scale, ty.unsigned)
+    let (d, out) = quarry_common::decimal::fit(d, negative, ty.len, ty.scale, ty.unsigned);
+    (d, out, no_number)
 }
 
 pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {

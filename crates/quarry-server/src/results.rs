@@ -3,7 +3,7 @@
 //! values; what a statement returns is the session's.
 
 use quarry_common::charset::Charset;
-use quarry_common::time::{format_time, value_to_time};
+use quarry_common::time::{shown_in_column, value_to_time};
 use quarry_common::types::flags;
 use quarry_common::value::format_float;
 use quarry_common::{TypeKind, Value};
@@ -105,22 +105,11 @@ fn encode_row(buf: &mut Vec<u8>, columns: &[OutColumn], r: &[Value], cs: Charset
                 put_lenenc_str(buf, format_float(*d).as_bytes())
             }
             Value::Str(s) => put_lenenc_str(buf, &cs.encode(s)),
-            Value::Time(t) => {
-                let scale = if c.ty.kind == TypeKind::Time {
-                    c.ty.scale
-                } else {
-                    0
-                };
-                put_lenenc_str(buf, format_time(*t, scale).as_bytes())
-            }
-            // DATETIME(n) shows n fractional digits.
-            Value::DateTime(d)
-                if c.ty.scale > 0
-                    && matches!(c.ty.kind, TypeKind::DateTime | TypeKind::Timestamp) =>
-            {
-                put_lenenc_str(buf, d.fmt_with_scale(c.ty.scale).as_bytes())
-            }
-            _ => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
+            // TIME(n) and DATETIME(n) show n fractional digits.
+            _ => match shown_in_column(v, &c.ty) {
+                Some(text) => put_lenenc_str(buf, text.as_bytes()),
+                None => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
+            },
         }
     }
 }

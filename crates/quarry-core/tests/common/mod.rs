@@ -14,6 +14,31 @@ pub fn rows(s: &mut Session, sql: &str) -> Vec<Vec<Value>> {
     }
 }
 
+/// The rows of `sql` as text, value by value.
+pub fn texts(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
+    rows(s, sql)
+        .iter()
+        .map(|r| r.iter().map(|v| v.to_string()).collect())
+        .collect()
+}
+
+/// The rows of `sql` as text, a row's values joined by spaces.
+pub fn lines(s: &mut Session, sql: &str) -> Vec<String> {
+    texts(s, sql).into_iter().map(|r| r.join(" ")).collect()
+}
+
+/// `CHECK TABLE` finds each of `tables` OK.
+pub fn check_tables(s: &mut Session, tables: &[&str]) {
+    for t in tables {
+        let check = rows(s, &format!("CHECK TABLE {t}"));
+        assert_eq!(
+            check.last().unwrap()[3],
+            Value::Str("OK".into()),
+            "{t}: {check:?}"
+        );
+    }
+}
+
 /// A session status counter (`SHOW STATUS LIKE name`).
 pub fn status(s: &mut Session, name: &str) -> i64 {
     let r = rows(s, &format!("SHOW STATUS LIKE '{name}'"));
