@@ -267,7 +267,8 @@ pub fn parse_datetime(s: &str) -> Option<DateTime> {
         dt.minute = ts.next().unwrap_or("0").parse().ok()?;
         dt.second = ts.next().unwrap_or("0").parse().ok()?;
         if let Some(fr) = frac {
-            let fr = &fr[..fr.len().min(6)];
+            // Six bytes that end inside a character hold a non-digit: not a datetime.
+            let fr = fr.get(..fr.len().min(6))?;
             if !fr.bytes().all(|c| c.is_ascii_digit()) {
                 return None;
             }
@@ -980,6 +981,21 @@ mod tests {
         assert_eq!(Decimal::from_f64(0.285, 2).to_string(), "0.29");
         assert_eq!(Decimal::from_f64(2.675, 2).to_string(), "2.68");
         assert_eq!(Decimal::from_f64(0.285f32 as f64, 2).to_string(), "0.28");
+    }
+
+    /// A fraction whose sixth byte falls inside a character is no datetime (the parser
+    /// cut the text there and panicked; found by the SQL fuzzer).
+    #[test]
+    fn a_fraction_with_a_wide_character_is_no_datetime() {
+        assert_eq!(
+            parse_datetime("2024-01-02 03:04:05.25\u{FFFD}\u{FFFD}"),
+            None
+        );
+        assert_eq!(parse_datetime("2024-01-02 03:04:05.12345é"), None);
+        assert_eq!(
+            parse_datetime("2024-01-02 03:04:05.25").map(|d| d.micro),
+            Some(250_000)
+        );
     }
 
     #[test]
