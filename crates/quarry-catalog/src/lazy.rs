@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
+use quarry_common::packed::PackedRow;
 use quarry_common::{Result, Row, Value};
 use quarry_storage_api::{
     Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred, RowId,
@@ -279,6 +280,18 @@ impl Table for LazyTable {
     }
     fn delete(&self, id: RowId) -> Result<()> {
         self.table()?.delete(id)
+    }
+    fn update_known(
+        &self,
+        id: RowId,
+        old: &PackedRow,
+        row: Row,
+        note: &mut dyn FnMut(RowId),
+    ) -> Result<RowId> {
+        self.table()?.update_known(id, old, row, note)
+    }
+    fn delete_known(&self, id: RowId, old: &PackedRow) -> Result<()> {
+        self.table()?.delete_known(id, old)
     }
     fn truncate(&self) -> Result<()> {
         self.table()?.truncate()

@@ -9,6 +9,7 @@ pub mod charset;
 pub mod decimal;
 pub mod error;
 pub mod fuzz;
+pub mod packed;
 pub mod time;
 pub mod types;
 pub mod value;

@@ -47,6 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use quarry_common::packed::PackedRow;
 use quarry_common::{Error, Result, Row, Value};
 use quarry_storage::vfs::{read_full, RealFs, VFile, Vfs};
 use quarry_storage::{LoggedFile, Wal};
@@ -952,6 +953,18 @@ impl ColumnTable {
             .unwrap())
     }
 
+    /// An update is a delete and an insert (at a new id); `old` as in `delete_locked`.
+    fn update_from(&self, id: RowId, old: Option<Row>, row: Row) -> Result<RowId> {
+        let row = self.normalize(row)?;
+        let mut st = self.lock()?;
+        self.check_unique(&st, &row, Some(id))?;
+        self.delete_locked(&mut st, id, old)?;
+        HandlerCounters::add(&self.counters.update, 1);
+        let nid = self.insert_locked(&mut st, row)?;
+        self.log_now(&mut st)?;
+        Ok(nid)
+    }
+
     fn insert_locked(&self, st: &mut State, row: Row) -> Result<RowId> {
         let id = st.next_id;
         st.next_id += 1;
@@ -981,9 +994,14 @@ impl ColumnTable {
         Ok(id)
     }
 
-    fn delete_locked(&self, st: &mut State, id: RowId) -> Result<()> {
+    /// Delete the row at `id`; `old` is that row when the caller knows it (reading one
+    /// row decodes a chunk of each column, only to learn its unique keys).
+    fn delete_locked(&self, st: &mut State, id: RowId, old: Option<Row>) -> Result<()> {
         if self.has_unique() {
-            let row = self.row_at(st, id)?;
+            let row = match old {
+                Some(r) => r,
+                None => self.row_at(st, id)?,
+            };
             self.unique_remove(st, &row, id);
         }
         if Arc::make_mut(&mut st.delta).remove(&id).is_none() {
@@ -1643,19 +1661,32 @@ impl Table for ColumnTable {
     }
 
     fn update(&self, id: RowId, row: Row) -> Result<RowId> {
-        let row = self.normalize(row)?;
-        let mut st = self.lock()?;
-        self.check_unique(&st, &row, Some(id))?;
-        self.delete_locked(&mut st, id)?;
-        HandlerCounters::add(&self.counters.update, 1);
-        let nid = self.insert_locked(&mut st, row)?;
-        self.log_now(&mut st)?;
+        self.update_from(id, None, row)
+    }
+
+    fn update_known(
+        &self,
+        id: RowId,
+        old: &PackedRow,
+        row: Row,
+        note: &mut dyn FnMut(RowId),
+    ) -> Result<RowId> {
+        let nid = self.update_from(id, Some(old.unpack()), row)?;
+        if nid != id {
+            note(nid);
+        }
         Ok(nid)
     }
 
     fn delete(&self, id: RowId) -> Result<()> {
         let mut st = self.lock()?;
-        self.delete_locked(&mut st, id)?;
+        self.delete_locked(&mut st, id, None)?;
+        self.log_now(&mut st)
+    }
+
+    fn delete_known(&self, id: RowId, old: &PackedRow) -> Result<()> {
+        let mut st = self.lock()?;
+        self.delete_locked(&mut st, id, Some(old.unpack()))?;
         self.log_now(&mut st)
     }
 

@@ -13,6 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use quarry_catalog::{Catalog, TableEntry};
+use quarry_common::packed::PackedRow;
 use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
 use quarry_storage_api::{HandlerCounters, IndexEntry, IndexScan, RowId, ScanAgg, ScanRequest};
@@ -81,9 +82,11 @@ pub enum Undo {
     /// Rows inserted at scattered ids, in the order they went in (a row table's records
     /// are file offsets: 8 bytes a row here, not an entry each).
     InsertedAt(Arc<TableEntry>, Vec<RowId>),
-    /// A row deleted from its id (rollback puts it back there when the engine can).
-    Deleted(Arc<TableEntry>, RowId, Row),
-    Updated(Arc<TableEntry>, RowId, Row),
+    /// Rows deleted from their ids, in the order deleted (rollback puts each back there
+    /// when the engine can). Rows are kept packed: a statement may change millions.
+    Deleted(Arc<TableEntry>, Vec<(RowId, PackedRow)>),
+    /// Rows updated: where each is now and its row before, in the order changed.
+    Updated(Arc<TableEntry>, Vec<(RowId, PackedRow)>),
 }
 
 pub struct ExecCtx<'a> {
@@ -140,6 +143,28 @@ impl ExecCtx<'_> {
             }
         }
         undo.push(Undo::Inserted(table.clone(), id..id + 1));
+    }
+
+    /// Remember a change of one row (`Undo::Deleted` or `Undo::Updated`, told by
+    /// `deleted`), added to the last entry when it is of the same kind and table.
+    pub fn undo_change(
+        &self,
+        table: &Arc<TableEntry>,
+        deleted: bool,
+        id: RowId,
+        before: PackedRow,
+    ) {
+        let mut undo = self.undo.borrow_mut();
+        match undo.last_mut() {
+            Some(Undo::Deleted(t, rows)) if deleted && Arc::ptr_eq(t, table) => {
+                rows.push((id, before))
+            }
+            Some(Undo::Updated(t, rows)) if !deleted && Arc::ptr_eq(t, table) => {
+                rows.push((id, before))
+            }
+            _ if deleted => undo.push(Undo::Deleted(table.clone(), vec![(id, before)])),
+            _ => undo.push(Undo::Updated(table.clone(), vec![(id, before)])),
+        }
     }
 
     pub fn warn(&self, code: u16, msg: impl Into<String>) {

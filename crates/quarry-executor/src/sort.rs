@@ -9,8 +9,8 @@ use std::cmp::Ordering;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
-use quarry_common::value::{Date, DateTime};
-use quarry_common::{Decimal, Error, Result, Row, Value};
+use quarry_common::packed;
+use quarry_common::{Error, Result, Row, Value};
 use quarry_storage_api::HandlerCounters;
 
 /// Keys, desc flags: the comparison used everywhere in this module.
@@ -36,98 +36,6 @@ pub fn approx_size(r: &[Value]) -> usize {
         + 24
 }
 
-fn put_value(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Null => out.push(0),
-        Value::Int(i) => {
-            out.push(1);
-            out.extend_from_slice(&i.to_le_bytes());
-        }
-        Value::UInt(u) => {
-            out.push(2);
-            out.extend_from_slice(&u.to_le_bytes());
-        }
-        Value::Double(d) => {
-            out.push(3);
-            out.extend_from_slice(&d.to_le_bytes());
-        }
-        Value::Decimal(d) => {
-            out.push(4);
-            out.extend_from_slice(&d.mantissa.to_le_bytes());
-            out.push(d.scale);
-        }
-        Value::Str(s) => {
-            out.push(5);
-            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            out.extend_from_slice(s.as_bytes());
-        }
-        Value::Bytes(b) => {
-            out.push(6);
-            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-            out.extend_from_slice(b);
-        }
-        Value::Date(d) => {
-            out.push(7);
-            out.extend_from_slice(&d.year.to_le_bytes());
-            out.extend_from_slice(&[d.month, d.day]);
-        }
-        Value::DateTime(d) => {
-            out.push(8);
-            out.extend_from_slice(&d.to_micros().to_le_bytes());
-        }
-        Value::Time(t) => {
-            out.push(9);
-            out.extend_from_slice(&t.to_le_bytes());
-        }
-    }
-}
-
-fn take<'a>(b: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8]> {
-    let s = b
-        .get(*pos..*pos + n)
-        .ok_or_else(|| Error::internal("sort run truncated"))?;
-    *pos += n;
-    Ok(s)
-}
-
-fn get_value(b: &[u8], pos: &mut usize) -> Result<Value> {
-    let tag = take(b, pos, 1)?[0];
-    Ok(match tag {
-        0 => Value::Null,
-        1 => Value::Int(i64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
-        2 => Value::UInt(u64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
-        3 => Value::Double(f64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
-        4 => {
-            let m = quarry_common::value::Mantissa::from_le_bytes(
-                take(b, pos, 32)?.try_into().unwrap(),
-            );
-            Value::Decimal(Decimal::new(m, take(b, pos, 1)?[0]))
-        }
-        5 | 6 => {
-            let n = u32::from_le_bytes(take(b, pos, 4)?.try_into().unwrap()) as usize;
-            let raw = take(b, pos, n)?.to_vec();
-            if tag == 5 {
-                Value::Str(String::from_utf8(raw).map_err(|_| Error::internal("sort run utf-8"))?)
-            } else {
-                Value::Bytes(raw)
-            }
-        }
-        7 => {
-            let x = take(b, pos, 4)?;
-            Value::Date(Date {
-                year: u16::from_le_bytes([x[0], x[1]]),
-                month: x[2],
-                day: x[3],
-            })
-        }
-        8 => Value::DateTime(DateTime::from_micros(i64::from_le_bytes(
-            take(b, pos, 8)?.try_into().unwrap(),
-        ))),
-        9 => Value::Time(i64::from_le_bytes(take(b, pos, 8)?.try_into().unwrap())),
-        _ => return Err(Error::internal("sort run tag")),
-    })
-}
-
 struct RunReader {
     r: BufReader<File>,
     buf: Vec<u8>,
@@ -150,12 +58,7 @@ impl RunReader {
         self.r
             .read_exact(&mut self.buf)
             .map_err(|e| Error::io("sort run", e))?;
-        let mut pos = 0;
-        let n = u32::from_le_bytes(take(&self.buf, &mut pos, 4)?.try_into().unwrap()) as usize;
-        let mut vals = Vec::with_capacity(n);
-        for _ in 0..n {
-            vals.push(get_value(&self.buf, &mut pos)?);
-        }
+        let mut vals = packed::get_row(&self.buf, &mut 0)?;
         let row = vals.split_off(self.nkeys);
         self.head = Some((vals, row));
         Ok(())
@@ -329,10 +232,10 @@ fn write_run(rows: impl Iterator<Item = Result<(Row, Row)>>) -> Result<File> {
         for kr in rows {
             let (k, r) = kr?;
             rec.clear();
-            rec.extend_from_slice(&((k.len() + r.len()) as u32).to_le_bytes());
+            packed::put_varint((k.len() + r.len()) as u64, &mut rec);
             k.iter()
                 .chain(r.iter())
-                .for_each(|v| put_value(v, &mut rec));
+                .for_each(|v| packed::put_value(v, &mut rec));
             w.write_all(&(rec.len() as u32).to_le_bytes())
                 .map_err(|e| Error::io("sort run", e))?;
             w.write_all(&rec).map_err(|e| Error::io("sort run", e))?;
@@ -385,9 +288,7 @@ impl RowSpill {
 
     pub fn write(&mut self, row: &[Value]) -> Result<()> {
         self.rec.clear();
-        self.rec
-            .extend_from_slice(&(row.len() as u32).to_le_bytes());
-        row.iter().for_each(|v| put_value(v, &mut self.rec));
+        packed::put_row(row, &mut self.rec);
         self.w
             .write_all(&(self.rec.len() as u32).to_le_bytes())
             .map_err(|e| Error::io("spill", e))?;

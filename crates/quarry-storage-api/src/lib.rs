@@ -19,6 +19,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use quarry_common::packed::PackedRow;
 use quarry_common::{Error, Result, Row, SqlType, Value};
 
 mod pred;
@@ -402,6 +403,23 @@ pub trait Table: Send + Sync {
     /// Replace the row at `id`; returns its (possibly new) id.
     fn update(&self, id: RowId, row: Row) -> Result<RowId>;
     fn delete(&self, id: RowId) -> Result<()>;
+    /// `update_noted` of a row the caller locked ([`Table::lock_row`]) and read as
+    /// `old`, its newest version: a transaction layer keeps `old` as the row's earlier
+    /// version, and an engine may take the old index keys from it, instead of reading
+    /// the row again (a column engine decodes a chunk to read one row).
+    fn update_known(
+        &self,
+        id: RowId,
+        _old: &PackedRow,
+        row: Row,
+        note: &mut dyn FnMut(RowId),
+    ) -> Result<RowId> {
+        self.update_noted(id, row, note)
+    }
+    /// `delete` of a row locked and read as `old`; as [`Table::update_known`].
+    fn delete_known(&self, id: RowId, _old: &PackedRow) -> Result<()> {
+        self.delete(id)
+    }
     fn truncate(&self) -> Result<()>;
     /// Start/end of a bulk load: writes may be buffered until `end_bulk`, flushed in
     /// blocks of `write_buffer` bytes (the session's `read_buffer_size`, which is also

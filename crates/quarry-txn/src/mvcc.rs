@@ -23,6 +23,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use quarry_common::packed::PackedRow;
 use quarry_common::{Error, Result, Row, Value};
 use quarry_storage_api::{
     Batch, Capabilities, Cursor, IndexEntry, IndexScan, IndexSchema, Pred, RowId, ScanAgg,
@@ -270,6 +271,16 @@ impl MvccTable {
             // The table is the unit: locking its rows one by one and then the table
             // would deadlock two readers-then-writers.
             ctx.lock(txn, LockKey::table(self.lock_id), mode)?;
+        }
+        // A row read under the statement's snapshot is still the newest unless a writer
+        // that snapshot does not see has a version of it: writers record one before they
+        // change a row, and purge keeps it while the snapshot lives. Reading the row
+        // again would cost an engine read a row (a chunk decode in a column table).
+        if let Some(snap) = &ctx.snap {
+            if self.versions.quiet() || self.versions.settled(snap).seen(snap, id) == Seen::Current
+            {
+                return Ok(Some((id, row)));
+            }
         }
         // Whoever changed the row before we got the lock has ended: read it anew.
         if let Some(now) = self.newest(ctx, id)? {
@@ -598,41 +609,39 @@ impl Table for MvccTable {
     }
 
     fn update(&self, id: RowId, row: Row) -> Result<RowId> {
-        let Some((ctx, txn)) = writer() else {
+        if writer().is_none() {
             return self.inner.update(id, row);
-        };
-        let old = self
-            .inner
-            .fetch(&[id])?
-            .pop()
-            .ok_or_else(|| Error::internal("row to update is missing"))?;
-        let mut keys = self.row_keys(&old, Some(id));
-        for k in self.row_keys(&row, Some(id)) {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
         }
-        self.lock_keys(&ctx, &txn, &keys)?;
-        // The earlier version is recorded before the engine changes the row.
-        self.versions.record(&txn, id, Some(old));
-        self.bracket(&txn, || {
-            self.inner
-                .update_noted(id, row, &mut |nid| self.versions.record(&txn, nid, None))
-        })
+        let old = self.current(id, "update")?;
+        self.update_from(id, &old, PackedRow::pack(&old), row)
+    }
+
+    fn update_known(
+        &self,
+        id: RowId,
+        old: &PackedRow,
+        row: Row,
+        _note: &mut dyn FnMut(RowId),
+    ) -> Result<RowId> {
+        if writer().is_none() {
+            return self.inner.update_known(id, old, row, &mut |_| {});
+        }
+        self.update_from(id, &old.unpack(), old.clone(), row)
     }
 
     fn delete(&self, id: RowId) -> Result<()> {
-        let Some((ctx, txn)) = writer() else {
+        if writer().is_none() {
             return self.inner.delete(id);
-        };
-        let old = self
-            .inner
-            .fetch(&[id])?
-            .pop()
-            .ok_or_else(|| Error::internal("row to delete is missing"))?;
-        self.lock_keys(&ctx, &txn, &self.row_keys(&old, Some(id)))?;
-        self.versions.record(&txn, id, Some(old));
-        self.bracket(&txn, || self.inner.delete(id))
+        }
+        let old = self.current(id, "delete")?;
+        self.delete_from(id, &old, PackedRow::pack(&old))
+    }
+
+    fn delete_known(&self, id: RowId, old: &PackedRow) -> Result<()> {
+        if writer().is_none() {
+            return self.inner.delete_known(id, old);
+        }
+        self.delete_from(id, &old.unpack(), old.clone())
     }
 
     fn truncate(&self) -> Result<()> {
@@ -659,6 +668,40 @@ impl Table for MvccTable {
 }
 
 impl MvccTable {
+    /// The engine's row at `id`, which a writer is about to `change`.
+    fn current(&self, id: RowId, change: &str) -> Result<Row> {
+        self.inner
+            .fetch(&[id])?
+            .pop()
+            .ok_or_else(|| Error::internal(format!("row to {change} is missing")))
+    }
+
+    /// A writer's update of `old` (the row at `id` now, also packed).
+    fn update_from(&self, id: RowId, old: &Row, packed: PackedRow, row: Row) -> Result<RowId> {
+        let (ctx, txn) = writer().expect("called under a writer");
+        let mut keys = self.row_keys(old, Some(id));
+        for k in self.row_keys(&row, Some(id)) {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        self.lock_keys(&ctx, &txn, &keys)?;
+        // The earlier version is recorded before the engine changes the row.
+        self.versions.record(&txn, id, Some(packed.clone()));
+        self.bracket(&txn, || {
+            self.inner.update_known(id, &packed, row, &mut |nid| {
+                self.versions.record(&txn, nid, None)
+            })
+        })
+    }
+
+    fn delete_from(&self, id: RowId, old: &Row, packed: PackedRow) -> Result<()> {
+        let (ctx, txn) = writer().expect("called under a writer");
+        self.lock_keys(&ctx, &txn, &self.row_keys(old, Some(id)))?;
+        self.versions.record(&txn, id, Some(packed.clone()));
+        self.bracket(&txn, || self.inner.delete_known(id, &packed))
+    }
+
     /// An engine write. A row-locking engine tells new ids before readers can find
     /// them and earlier versions are recorded before it writes, so readers need not
     /// wait for it; for other engines readers wait until the write is over.

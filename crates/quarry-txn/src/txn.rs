@@ -10,7 +10,7 @@
 //! older than its end. Purge forgets them once every live snapshot is at least that new.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -30,7 +30,8 @@ pub struct Txn {
     /// Tables it left versions in, for purge.
     touched: Mutex<Vec<Weak<Versions>>>,
     /// Locks it holds, released when it ends.
-    held: Mutex<HashSet<LockKey>>,
+    /// (The lock manager grants a key to a transaction once: no key is here twice.)
+    held: Mutex<Vec<LockKey>>,
 }
 
 impl Txn {
@@ -144,7 +145,7 @@ impl TxnManager {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             end: AtomicU64::new(0),
             touched: Mutex::new(Vec::new()),
-            held: Mutex::new(HashSet::new()),
+            held: Mutex::new(Vec::new()),
         })
     }
 
@@ -158,7 +159,7 @@ impl TxnManager {
         interrupt: Option<Interrupt>,
     ) -> Result<()> {
         if self.locks.acquire(txn.id, key, mode, timeout, interrupt)? {
-            txn.held.lock().insert(key);
+            txn.held.lock().push(key);
         }
         Ok(())
     }
@@ -193,7 +194,9 @@ impl TxnManager {
             txn.end.store(tick, Ordering::SeqCst);
             self.clock.store(tick, Ordering::SeqCst);
         }
-        let held: Vec<LockKey> = txn.held.lock().drain().collect();
+        // Taken, not drained: the list's room goes too (an ended transaction is kept
+        // until purge, and its list may have held millions of keys).
+        let held: Vec<LockKey> = std::mem::take(&mut *txn.held.lock());
         self.locks.release(txn.id, &held);
         if !txn.touched.lock().is_empty() {
             self.ended.lock().push_back(txn.clone());

@@ -7,9 +7,11 @@
 //! entry's previous version. Rows without a chain, or whose newest writer it sees, are
 //! read from the engine as they are.
 //!
-//! A row a writer inserted where no chain was is kept more compactly: in the writer's
-//! ascending list of such ids (8 bytes, where a chain of its own took about 100), as the
-//! oldest entry of that id — a bulk insert of millions of rows holds this until it ends.
+//! A row a writer inserted or changed where no chain was is kept more compactly: in one
+//! of the writer's ascending lists, as the oldest entry of that id — an id (8 bytes) for
+//! an insert, an id and the packed row (24 bytes and the row's) for a change, where a
+//! chain of its own took about 100. A bulk insert, or a DELETE or UPDATE in id order, of
+//! millions of rows holds this until it ends.
 //!
 //! Readers look here only after the engine handed them rows, and a row's version is
 //! recorded before the engine changes it — for a new row id, from inside the engine
@@ -25,6 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use quarry_common::packed::PackedRow;
 use quarry_common::Row;
 use quarry_storage_api::RowId;
 
@@ -32,8 +35,48 @@ use crate::txn::{Snapshot, Txn, TxnId};
 
 struct Version {
     writer: Arc<Txn>,
-    /// The row before `writer` changed it (None: `writer` inserted it).
-    before: Option<Row>,
+    /// The row before `writer` changed it (None: `writer` inserted it), packed: a
+    /// statement that changes millions of rows keeps this for each.
+    before: Option<PackedRow>,
+}
+
+/// A row's versions, oldest first. Nearly every chain holds one, kept without an
+/// allocation of its own (a DELETE of millions of rows makes millions of chains).
+enum Chain {
+    One(Version),
+    Many(Vec<Version>),
+}
+
+impl Chain {
+    fn versions(&self) -> &[Version] {
+        match self {
+            Chain::One(v) => std::slice::from_ref(v),
+            Chain::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, v: Version) {
+        match self {
+            Chain::Many(all) => all.push(v),
+            Chain::One(_) => {
+                let Chain::One(first) = std::mem::replace(self, Chain::Many(Vec::new())) else {
+                    unreachable!()
+                };
+                *self = Chain::Many(vec![first, v]);
+            }
+        }
+    }
+
+    /// Drop `writer`'s entry; whether any is left.
+    fn forget(&mut self, writer: TxnId) -> bool {
+        match self {
+            Chain::One(v) => v.writer.id != writer,
+            Chain::Many(all) => {
+                all.retain(|v| v.writer.id != writer);
+                !all.is_empty()
+            }
+        }
+    }
 }
 
 /// A transaction with entries here.
@@ -44,18 +87,41 @@ struct Writer {
     /// Rows it inserted where no chain was and no other writer had inserted, ascending:
     /// each the oldest entry of its id, with no row before it (`before: None`).
     inserted: Vec<RowId>,
+    /// Likewise the rows it changed or deleted, with their rows before (`before: Some`).
+    changed: Vec<(RowId, PackedRow)>,
 }
 
 impl Writer {
     fn inserted(&self, id: RowId) -> bool {
         self.inserted.binary_search(&id).is_ok()
     }
+
+    /// Its listed entry of `id`, the oldest of that id: the row before (None: inserted).
+    fn first(&self, id: RowId) -> Option<Option<&PackedRow>> {
+        if self.inserted(id) {
+            return Some(None);
+        }
+        self.changed
+            .binary_search_by_key(&id, |e| e.0)
+            .ok()
+            .map(|i| Some(&self.changed[i].1))
+    }
+
+    /// Its listed ids in `range`.
+    fn listed_in(&self, range: &RangeInclusive<RowId>, out: &mut Vec<RowId>) {
+        let from = self.inserted.partition_point(|id| id < range.start());
+        let to = self.inserted.partition_point(|id| id <= range.end());
+        out.extend_from_slice(&self.inserted[from..to]);
+        let from = self.changed.partition_point(|e| e.0 < *range.start());
+        let to = self.changed.partition_point(|e| e.0 <= *range.end());
+        out.extend(self.changed[from..to].iter().map(|e| e.0));
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct VState {
     /// Chains by row id, oldest entry first.
-    rows: BTreeMap<RowId, Vec<Version>>,
+    rows: BTreeMap<RowId, Chain>,
     /// Writers with entries here.
     writers: HashMap<TxnId, Writer>,
     /// Transactions inside an engine write call now.
@@ -90,17 +156,20 @@ impl VState {
     pub(crate) fn seen(&self, snap: &Snapshot, id: RowId) -> Seen {
         let mut seen = Seen::Current;
         if let Some(chain) = self.rows.get(&id) {
-            for v in chain.iter().rev() {
+            for v in chain.versions().iter().rev() {
                 if snap.sees(&v.writer) {
                     return seen;
                 }
-                seen = Seen::Earlier(v.before.clone());
+                seen = Seen::Earlier(v.before.as_ref().map(PackedRow::unpack));
             }
         }
-        // The oldest entry may be an insert kept in its writer's list.
-        if let Some(w) = self.writers.values().find(|w| w.inserted(id)) {
-            if !snap.sees(&w.txn) {
-                seen = Seen::Earlier(None);
+        // The oldest entry may be kept in its writer's list.
+        for w in self.writers.values() {
+            if let Some(before) = w.first(id) {
+                if !snap.sees(&w.txn) {
+                    seen = Seen::Earlier(before.map(PackedRow::unpack));
+                }
+                break;
             }
         }
         seen
@@ -116,9 +185,7 @@ impl VState {
         let mut ids: Vec<RowId> = Vec::new();
         for w in self.writers.values().filter(|w| !snap.sees(&w.txn)) {
             ids.extend(w.chained.iter().copied().filter(|id| range.contains(id)));
-            let from = w.inserted.partition_point(|id| id < range.start());
-            let to = w.inserted.partition_point(|id| id <= range.end());
-            ids.extend_from_slice(&w.inserted[from..to]);
+            w.listed_in(&range, &mut ids);
         }
         ids.sort_unstable();
         ids.dedup();
@@ -161,14 +228,18 @@ impl Versions {
 
     /// `id`'s version before `writer` first changed it (later changes by the same writer
     /// keep the first one).
-    pub fn record(self: &Arc<Self>, writer: &Arc<Txn>, id: RowId, before: Option<Row>) {
+    pub fn record(self: &Arc<Self>, writer: &Arc<Txn>, id: RowId, before: Option<PackedRow>) {
         let mut guard = self.st.lock();
         let st = &mut *guard;
-        if st.writers.get(&writer.id).is_some_and(|w| w.inserted(id)) {
+        if st
+            .writers
+            .get(&writer.id)
+            .is_some_and(|w| w.first(id).is_some())
+        {
             return; // its first entry of the row is kept
         }
-        let chained = st.rows.contains_key(&id);
-        let compact = before.is_none() && !chained && !st.writers.values().any(|w| w.inserted(id));
+        let compact =
+            !st.rows.contains_key(&id) && !st.writers.values().any(|w| w.first(id).is_some());
         let mut first = false;
         let w = st.writers.entry(writer.id).or_insert_with(|| {
             first = true;
@@ -176,20 +247,42 @@ impl Versions {
                 txn: writer.clone(),
                 chained: Vec::new(),
                 inserted: Vec::new(),
+                changed: Vec::new(),
             }
         });
-        if compact && w.inserted.last().is_none_or(|&last| last < id) {
-            w.inserted.push(id);
-        } else {
-            // Most chains hold one version: a first push would reserve room for four.
-            let chain = st.rows.entry(id).or_insert_with(|| Vec::with_capacity(1));
-            if chain.last().is_some_and(|v| v.writer.id == writer.id) {
-                return;
-            }
-            chain.push(Version {
+        let listed = compact
+            && match before {
+                None if w.inserted.last().is_none_or(|&last| last < id) => {
+                    w.inserted.push(id);
+                    true
+                }
+                Some(ref row) if w.changed.last().is_none_or(|last| last.0 < id) => {
+                    w.changed.push((id, row.clone()));
+                    true
+                }
+                _ => false,
+            };
+        if !listed {
+            let v = Version {
                 writer: writer.clone(),
                 before,
-            });
+            };
+            match st.rows.entry(id) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(Chain::One(v));
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    let chain = e.get_mut();
+                    if chain
+                        .versions()
+                        .last()
+                        .is_some_and(|v| v.writer.id == writer.id)
+                    {
+                        return;
+                    }
+                    chain.push(v);
+                }
+            }
             w.chained.push(id);
         }
         self.publish(st);
@@ -208,8 +301,7 @@ impl Versions {
         self.publish(&st);
         for id in w.chained {
             if let Some(chain) = st.rows.get_mut(&id) {
-                chain.retain(|v| v.writer.id != writer);
-                if chain.is_empty() {
+                if !chain.forget(writer) {
                     st.rows.remove(&id);
                 }
             }
@@ -229,7 +321,11 @@ impl Versions {
     /// Rows with earlier versions held: chains and kept inserts (tests, status).
     pub fn len(&self) -> usize {
         let st = self.st.lock();
-        st.rows.len() + st.writers.values().map(|w| w.inserted.len()).sum::<usize>()
+        st.rows.len()
+            + st.writers
+                .values()
+                .map(|w| w.inserted.len() + w.changed.len())
+                .sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -243,8 +339,12 @@ mod tests {
     use crate::txn::TxnManager;
     use quarry_common::Value;
 
-    fn row(v: i64) -> Option<Row> {
-        Some(vec![Value::Int(v)])
+    fn row(v: i64) -> Option<PackedRow> {
+        Some(PackedRow::pack(&[Value::Int(v)]))
+    }
+
+    fn seen_row(v: i64) -> Seen {
+        Seen::Earlier(Some(vec![Value::Int(v)]))
     }
 
     /// Inserts kept in their writer's list (not a chain each) answer every snapshot as
@@ -286,7 +386,7 @@ mod tests {
         {
             let st = v.st.lock();
             assert!(!st.writers[&t3.id].inserted(10));
-            assert_eq!(st.seen(&s1, 30), Seen::Earlier(row(3)));
+            assert_eq!(st.seen(&s1, 30), seen_row(3));
             assert_eq!(st.seen(&s0, 30), Seen::Earlier(None));
             assert_eq!(st.seen(&s1, 10), Seen::Earlier(None));
             assert_eq!(st.seen(&s0, 10), Seen::Earlier(None));
@@ -295,7 +395,64 @@ mod tests {
         v.forget(t1.id);
         let st = v.st.lock();
         assert_eq!(st.seen(&s1, 20), Seen::Current);
-        assert_eq!(st.seen(&s1, 30), Seen::Earlier(row(3)));
+        assert_eq!(st.seen(&s1, 30), seen_row(3));
         assert!(st.writers.values().all(|w| w.inserted.is_empty()));
+    }
+
+    /// Changes kept in their writer's list (a DELETE or UPDATE in id order) answer every
+    /// snapshot as chains did, stay the oldest entry under later writers' versions, and
+    /// go with their writer's purge.
+    #[test]
+    fn kept_changes_answer_as_chains_did() {
+        let m = TxnManager::new(4);
+        let v = Arc::new(Versions::default());
+        let s0 = m.snapshot(0);
+        let t1 = m.begin();
+        for id in [10, 20, 30] {
+            v.record(&t1, id, row(id as i64));
+        }
+        // Its second change of a row keeps the first; an id below its last is a chain.
+        v.record(&t1, 20, row(99));
+        v.record(&t1, 5, row(5));
+        {
+            let st = v.st.lock();
+            let w = &st.writers[&t1.id];
+            assert_eq!(
+                w.changed.iter().map(|e| e.0).collect::<Vec<_>>(),
+                [10, 20, 30]
+            );
+            assert_eq!(st.rows.keys().copied().collect::<Vec<_>>(), [5]);
+            for id in [5, 10, 20, 30] {
+                assert_eq!(st.seen(&s0, id), seen_row(id as i64), "{id}");
+            }
+            assert_eq!(st.seen(&m.snapshot(t1.id), 20), Seen::Current);
+            let hidden = st.hidden_in(&s0, 6..=25);
+            assert_eq!(
+                hidden,
+                [
+                    (10, Some(vec![Value::Int(10)])),
+                    (20, Some(vec![Value::Int(20)]))
+                ]
+            );
+        }
+        m.end(&t1);
+        let s1 = m.snapshot(0);
+        // A later writer's change of a listed row is a chain over the listed entry.
+        let t2 = m.begin();
+        v.record(&t2, 20, row(21));
+        {
+            let st = v.st.lock();
+            assert!(st.writers[&t2.id].changed.is_empty());
+            assert_eq!(st.seen(&s0, 20), seen_row(20));
+            assert_eq!(st.seen(&s1, 20), seen_row(21));
+            assert_eq!(st.seen(&s1, 10), Seen::Current);
+        }
+        assert_eq!(v.len(), 5);
+        drop(s0);
+        v.forget(t1.id);
+        let st = v.st.lock();
+        assert_eq!(st.seen(&s1, 20), seen_row(21));
+        assert_eq!(st.seen(&s1, 10), Seen::Current);
+        assert_eq!(st.rows.len(), 1);
     }
 }

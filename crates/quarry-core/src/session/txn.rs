@@ -211,19 +211,25 @@ fn undo_ops(ops: Vec<Undo>) -> Result<()> {
                     keep(e.handle.delete(id));
                 }
             }
-            Undo::Deleted(e, id, row) => match e.handle.restore(id, row.clone()) {
-                Ok(true) => {}
-                Ok(false) => keep(e.handle.insert(row).map(|_| ())),
-                Err(err) => keep(Err(err)),
-            },
-            Undo::Updated(e, id, old) => {
-                let cur = *moved.get(&key(&e, id)).unwrap_or(&id);
-                match e.handle.update(cur, old) {
-                    Ok(nid) if nid != id => {
-                        moved.insert(key(&e, id), nid);
+            Undo::Deleted(e, rows) => {
+                for (id, row) in rows.into_iter().rev() {
+                    match e.handle.restore(id, row.unpack()) {
+                        Ok(true) => {}
+                        Ok(false) => keep(e.handle.insert(row.unpack()).map(|_| ())),
+                        Err(err) => keep(Err(err)),
                     }
-                    Ok(_) => {}
-                    Err(err) => keep(Err(err)),
+                }
+            }
+            Undo::Updated(e, rows) => {
+                for (id, old) in rows.into_iter().rev() {
+                    let cur = *moved.get(&key(&e, id)).unwrap_or(&id);
+                    match e.handle.update(cur, old.unpack()) {
+                        Ok(nid) if nid != id => {
+                            moved.insert(key(&e, id), nid);
+                        }
+                        Ok(_) => {}
+                        Err(err) => keep(Err(err)),
+                    }
                 }
             }
         }

@@ -1,5 +1,10 @@
-//! INSERT / REPLACE / UPDATE / DELETE / LOAD DATA: row coercion with strict-mode checks,
-//! auto-increment, duplicate-key handling, and undo records for rollback.
+//! INSERT / REPLACE / LOAD DATA: row coercion with strict-mode checks, auto-increment,
+//! duplicate-key handling, and undo records for rollback. UPDATE and DELETE are in
+//! [`modify`].
+
+mod modify;
+
+pub use modify::{delete, update};
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -10,8 +15,8 @@ use quarry_common::{Decimal, Error, Result, Row, SqlType, TypeKind, Value};
 use quarry_sql::ast::{self, Expr as A};
 use quarry_storage_api::RowId;
 
-use crate::bind::{object_name, push_filter, Binder};
-use crate::exec::{collect, scan_table, ExecCtx, Undo};
+use crate::bind::{object_name, Binder};
+use crate::exec::{collect, scan_table, ExecCtx};
 use crate::expr::Expr;
 use crate::plan::Access;
 
@@ -583,9 +588,7 @@ impl<'a> Inserter<'a> {
                         for id in conflicts(self.entry, &row)? {
                             let old = self.entry.handle.fetch(&[id])?.pop().unwrap();
                             self.entry.handle.delete(id)?;
-                            ctx.undo
-                                .borrow_mut()
-                                .push(Undo::Deleted(self.entry.clone(), id, old));
+                            ctx.undo_change(self.entry, true, id, (&old).into());
                             self.res.affected += 1;
                         }
                         let id = self.entry.handle.insert(row)?;
@@ -611,11 +614,7 @@ impl<'a> Inserter<'a> {
                         if new != old {
                             match self.entry.handle.update(id, new) {
                                 Ok(nid) => {
-                                    ctx.undo.borrow_mut().push(Undo::Updated(
-                                        self.entry.clone(),
-                                        nid,
-                                        old.clone(),
-                                    ));
+                                    ctx.undo_change(self.entry, false, nid, (&old).into());
                                     self.res.affected += 2;
                                 }
                                 Err(e2) if e2.code == 1062 && self.opts.mode == DupMode::Ignore => {
@@ -876,225 +875,6 @@ pub fn insert_positioned(
             },
             ctx,
         )
-    })
-}
-
-/// Rows matched by a single-table WHERE / ORDER BY / LIMIT, as (id, row) in order.
-fn matching_rows(
-    entry: &Arc<TableEntry>,
-    alias: &str,
-    selection: Option<&A>,
-    order_by: &[ast::OrderByExpr],
-    limit: Option<&A>,
-    b: &mut Binder,
-    ctx: &ExecCtx,
-) -> Result<Vec<(RowId, Row)>> {
-    let cols = Binder::table_scope(entry, alias);
-    let filter = selection
-        .map(|s| b.bind_in_scope(cols.clone(), s))
-        .transpose()?;
-    let recheck = filter.clone();
-    let plan = push_filter(
-        crate::plan::Plan::scan(entry.clone()),
-        filter.unwrap_or(Expr::Lit(Value::Int(1))),
-    );
-    let (filter, access, residual) = match plan {
-        crate::plan::Plan::Scan { filter, access, .. } => (filter, access, None),
-        crate::plan::Plan::Filter { input, pred } => match *input {
-            crate::plan::Plan::Scan { filter, access, .. } => (filter, access, Some(pred)),
-            _ => unreachable!("single-table plan"),
-        },
-        _ => unreachable!("single-table plan"),
-    };
-    // A whole-table scan offers its conditions to the engine, as a SELECT's would.
-    let (pushed, filter) = match access {
-        crate::plan::Access::Full => crate::pushdown::split(entry, filter),
-        _ => (None, filter),
-    };
-    let how = crate::exec::ScanHow {
-        filter: filter.as_ref(),
-        index_filter: None,
-        access: &access,
-        read: crate::plan::ReadMode::Rows,
-        order: None,
-        pushed: pushed.as_ref(),
-        columns: None,
-    };
-    let mut out = vec![];
-    crate::exec::scan_with(entry, &how, ctx, &mut |ids, rows| {
-        for (id, r) in ids.into_iter().zip(rows) {
-            if residual
-                .as_ref()
-                .map(|p| p.eval_truth(&r, ctx))
-                .transpose()?
-                .unwrap_or(true)
-            {
-                out.push((id, r));
-            }
-        }
-        Ok(true)
-    })?;
-    // Each row is locked for the change, then judged by its newest version (InnoDB's
-    // current read): a transaction that changed it meanwhile has ended by now.
-    let mut locked = Vec::with_capacity(out.len());
-    for (id, r) in out {
-        let Some((id, now)) = entry.handle.lock_row(id, r.clone(), true)? else {
-            continue;
-        };
-        if now != r {
-            if let Some(f) = &recheck {
-                if !f.eval_truth(&now, ctx)? {
-                    continue;
-                }
-            }
-        }
-        locked.push((id, now));
-    }
-    let mut out = locked;
-    if !order_by.is_empty() {
-        let keys: Vec<(Expr, bool)> = order_by
-            .iter()
-            .map(|o| {
-                Ok((
-                    b.bind_in_scope(cols.clone(), &o.expr)?,
-                    matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
-                ))
-            })
-            .collect::<Result<_>>()?;
-        let mut keyed: Vec<(Row, (RowId, Row))> = out
-            .into_iter()
-            .map(|(id, r)| {
-                Ok((
-                    keys.iter()
-                        .map(|(e, _)| e.eval(&r, ctx))
-                        .collect::<Result<Row>>()?,
-                    (id, r),
-                ))
-            })
-            .collect::<Result<_>>()?;
-        keyed.sort_by(|a, b| {
-            for (i, (_, desc)) in keys.iter().enumerate() {
-                let o = a.0[i].total_cmp(&b.0[i]);
-                let o = if *desc { o.reverse() } else { o };
-                if o.is_ne() {
-                    return o;
-                }
-            }
-            std::cmp::Ordering::Equal
-        });
-        out = keyed.into_iter().map(|(_, x)| x).collect();
-    }
-    if let Some(l) = limit {
-        let n = b.bind_in_scope(vec![], l)?.eval(&[], ctx)?.to_i64().max(0) as usize;
-        out.truncate(n);
-    }
-    Ok(out)
-}
-
-fn single_table(t: &ast::TableWithJoins, b: &Binder) -> Result<(Arc<TableEntry>, String)> {
-    if !t.joins.is_empty() {
-        return Err(Error::unsupported("multi-table UPDATE/DELETE"));
-    }
-    match &t.relation {
-        ast::TableFactor::Table { name, alias, .. } => {
-            let e = b.resolve_table(name)?;
-            let alias = alias
-                .as_ref()
-                .map(|a| a.name.value.clone())
-                .unwrap_or_else(|| e.def.name.clone());
-            Ok((e, alias))
-        }
-        other => Err(Error::unsupported(other.to_string())),
-    }
-}
-
-pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
-    if stmt.from.is_some() {
-        return Err(Error::unsupported("UPDATE … FROM"));
-    }
-    let (entry, alias) = single_table(&stmt.table, b)?;
-    let cols = Binder::table_scope(&entry, &alias);
-    let mut sets = vec![];
-    for a in &stmt.assignments {
-        let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
-            return Err(Error::syntax_near("("));
-        };
-        let parts = object_name(cn);
-        let cname = parts.last().cloned().unwrap_or_default();
-        let c = entry
-            .def
-            .column_index(&cname)
-            .ok_or_else(|| Error::unknown_column(&parts.join("."), "field list"))?;
-        sets.push((c, b.bind_in_scope(cols.clone(), &a.value)?));
-    }
-    let targets = matching_rows(
-        &entry,
-        &alias,
-        stmt.selection.as_ref(),
-        &stmt.order_by,
-        stmt.limit.as_ref(),
-        b,
-        ctx,
-    )?;
-    let matched = targets.len();
-    let mut changed = 0u64;
-    for (n, (id, old)) in targets.into_iter().enumerate() {
-        let mut new = old.clone();
-        // MySQL evaluates assignments left to right, later ones seeing earlier results.
-        for (c, e) in &sets {
-            new[*c] = coerce(e.eval(&new, ctx)?, &entry.def.columns[*c], n + 1, ctx)?;
-        }
-        if new.iter().zip(&old).all(|(a, b)| a == b) {
-            continue;
-        }
-        for (i, col) in entry.def.columns.iter().enumerate() {
-            if col.on_update_now && !sets.iter().any(|(c, _)| *c == i) {
-                new[i] = coerce(Value::DateTime(ctx.now), col, n + 1, ctx)?;
-            }
-        }
-        let nid = entry.handle.update(id, new)?;
-        ctx.undo
-            .borrow_mut()
-            .push(Undo::Updated(entry.clone(), nid, old));
-        changed += 1;
-    }
-    Ok(DmlResult {
-        affected: changed,
-        last_insert_id: None,
-        info: Some(format!(
-            "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
-            ctx.warnings.borrow().len()
-        )),
-    })
-}
-
-pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
-    let from = match &stmt.from {
-        ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
-    };
-    if from.len() != 1 || !stmt.tables.is_empty() || stmt.using.is_some() {
-        return Err(Error::unsupported("multi-table DELETE"));
-    }
-    let (entry, alias) = single_table(&from[0], b)?;
-    let targets = matching_rows(
-        &entry,
-        &alias,
-        stmt.selection.as_ref(),
-        &stmt.order_by,
-        stmt.limit.as_ref(),
-        b,
-        ctx,
-    )?;
-    let n = targets.len() as u64;
-    for (id, old) in targets {
-        entry.handle.delete(id)?;
-        ctx.undo
-            .borrow_mut()
-            .push(Undo::Deleted(entry.clone(), id, old));
-    }
-    Ok(DmlResult {
-        affected: n,
-        ..Default::default()
     })
 }
 

@@ -1,0 +1,287 @@
+//! UPDATE and DELETE of one table.
+//!
+//! The rows a statement changes are all found and locked first, then changed: a row an
+//! UPDATE moves (to a new id, or to a later place in an index) must not be met again
+//! (the Halloween problem), and a row is judged by its newest version once locked
+//! (InnoDB's current read). Between the two steps each row waits packed, and the same
+//! packed bytes become its undo record and its earlier version for other snapshots: a
+//! statement changing millions of rows holds one compact copy of each, not three `Row`s.
+//!
+//! Owns the statements' row selection and the change loop; coercion of assigned values
+//! is `dml::coerce`, and rollback of the undo records is the session's.
+
+use std::sync::Arc;
+
+use quarry_catalog::TableEntry;
+use quarry_common::packed::{self, PackedRow};
+use quarry_common::{Error, Result, Row, Value};
+use quarry_sql::ast::{self, Expr as A};
+use quarry_storage_api::RowId;
+
+use super::{coerce, DmlResult};
+use crate::bind::{object_name, push_filter, Binder};
+use crate::exec::{ExecCtx, Undo};
+use crate::expr::Expr;
+use crate::plan::{Access, Plan, ReadMode};
+
+/// A locked row to change: where it is and its newest version. A statement's list of
+/// them becomes its undo record as it goes (the rows changed so far, where they are now).
+type Target = (RowId, PackedRow);
+
+/// The rows a single-table WHERE / ORDER BY / LIMIT selects, locked, in order.
+fn targets(
+    entry: &Arc<TableEntry>,
+    alias: &str,
+    selection: Option<&A>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&A>,
+    b: &mut Binder,
+    ctx: &ExecCtx,
+) -> Result<Vec<Target>> {
+    let cols = Binder::table_scope(entry, alias);
+    let filter = selection
+        .map(|s| b.bind_in_scope(cols.clone(), s))
+        .transpose()?;
+    let recheck = filter.clone();
+    let keys: Vec<(Expr, bool)> = order_by
+        .iter()
+        .map(|o| {
+            Ok((
+                b.bind_in_scope(cols.clone(), &o.expr)?,
+                matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let limit = limit
+        .map(|l| {
+            let n = b.bind_in_scope(vec![], l)?.eval(&[], ctx)?.to_i64();
+            Ok::<_, Error>(n.max(0) as usize)
+        })
+        .transpose()?;
+    let plan = push_filter(
+        Plan::scan(entry.clone()),
+        filter.unwrap_or(Expr::Lit(Value::Int(1))),
+    );
+    let (filter, access, residual) = match plan {
+        Plan::Scan { filter, access, .. } => (filter, access, None),
+        Plan::Filter { input, pred } => match *input {
+            Plan::Scan { filter, access, .. } => (filter, access, Some(pred)),
+            _ => unreachable!("single-table plan"),
+        },
+        _ => unreachable!("single-table plan"),
+    };
+    // A whole-table scan offers its conditions to the engine, as a SELECT's would.
+    let (pushed, filter) = match access {
+        Access::Full => crate::pushdown::split(entry, filter),
+        _ => (None, filter),
+    };
+    let how = crate::exec::ScanHow {
+        filter: filter.as_ref(),
+        index_filter: None,
+        access: &access,
+        read: ReadMode::Rows,
+        order: None,
+        pushed: pushed.as_ref(),
+        columns: None,
+    };
+    let mut out: Vec<Target> = vec![];
+    let mut sort_keys: Vec<Row> = vec![];
+    let mut read = Vec::new();
+    crate::exec::scan_with(entry, &how, ctx, &mut |ids, rows| {
+        for (id, r) in ids.into_iter().zip(rows) {
+            if let Some(p) = &residual {
+                if !p.eval_truth(&r, ctx)? {
+                    continue;
+                }
+            }
+            // Locked as it is met, as a locking read's rows are; then judged by its
+            // newest version: a transaction that changed it meanwhile has ended by now.
+            read.clear();
+            packed::put_row(&r, &mut read);
+            let Some((id, now)) = entry.handle.lock_row(id, r, true)? else {
+                continue;
+            };
+            let row = PackedRow::pack(&now);
+            if row.bytes() != read.as_slice() {
+                if let Some(f) = &recheck {
+                    if !f.eval_truth(&now, ctx)? {
+                        continue;
+                    }
+                }
+            }
+            if !keys.is_empty() {
+                sort_keys.push(
+                    keys.iter()
+                        .map(|(e, _)| e.eval(&now, ctx))
+                        .collect::<Result<Row>>()?,
+                );
+            }
+            out.push((id, row));
+        }
+        Ok(true)
+    })?;
+    if !keys.is_empty() {
+        let mut order: Vec<usize> = (0..out.len()).collect();
+        order.sort_by(|&x, &y| {
+            for (i, (_, desc)) in keys.iter().enumerate() {
+                let o = sort_keys[x][i].total_cmp(&sort_keys[y][i]);
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        drop(sort_keys);
+        let mut slots: Vec<Option<Target>> = out.into_iter().map(Some).collect();
+        out = order
+            .into_iter()
+            .map(|i| slots[i].take().expect("each row once"))
+            .collect();
+    }
+    if let Some(n) = limit {
+        out.truncate(n);
+    }
+    Ok(out)
+}
+
+/// The rows changed so far (`rows[..done]`) become the statement's undo record, whether
+/// it ends here or failed part-way (the session then undoes them).
+fn remember(
+    ctx: &ExecCtx,
+    mut rows: Vec<Target>,
+    done: usize,
+    record: impl FnOnce(Vec<Target>) -> Undo,
+) {
+    rows.truncate(done);
+    if !rows.is_empty() {
+        ctx.undo.borrow_mut().push(record(rows));
+    }
+}
+
+fn single_table(t: &ast::TableWithJoins, b: &Binder) -> Result<(Arc<TableEntry>, String)> {
+    if !t.joins.is_empty() {
+        return Err(Error::unsupported("multi-table UPDATE/DELETE"));
+    }
+    match &t.relation {
+        ast::TableFactor::Table { name, alias, .. } => {
+            let e = b.resolve_table(name)?;
+            let alias = alias
+                .as_ref()
+                .map(|a| a.name.value.clone())
+                .unwrap_or_else(|| e.def.name.clone());
+            Ok((e, alias))
+        }
+        other => Err(Error::unsupported(other.to_string())),
+    }
+}
+
+pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
+    if stmt.from.is_some() {
+        return Err(Error::unsupported("UPDATE … FROM"));
+    }
+    let (entry, alias) = single_table(&stmt.table, b)?;
+    let cols = Binder::table_scope(&entry, &alias);
+    let mut sets = vec![];
+    for a in &stmt.assignments {
+        let ast::AssignmentTarget::ColumnName(cn) = &a.target else {
+            return Err(Error::syntax_near("("));
+        };
+        let parts = object_name(cn);
+        let cname = parts.last().cloned().unwrap_or_default();
+        let c = entry
+            .def
+            .column_index(&cname)
+            .ok_or_else(|| Error::unknown_column(&parts.join("."), "field list"))?;
+        sets.push((c, b.bind_in_scope(cols.clone(), &a.value)?));
+    }
+    let mut rows = targets(
+        &entry,
+        &alias,
+        stmt.selection.as_ref(),
+        &stmt.order_by,
+        stmt.limit.as_ref(),
+        b,
+        ctx,
+    )?;
+    let matched = rows.len();
+    // rows[..changed]: the rows changed so far, at their new ids, in order.
+    let mut changed = 0usize;
+    let mut change_all = || -> Result<()> {
+        for i in 0..rows.len() {
+            ctx.tick()?;
+            let (id, packed) = &rows[i];
+            let old = packed.unpack();
+            let mut new = old.clone();
+            // MySQL evaluates assignments left to right, later ones seeing earlier results.
+            for (c, e) in &sets {
+                new[*c] = coerce(e.eval(&new, ctx)?, &entry.def.columns[*c], i + 1, ctx)?;
+            }
+            if new == old {
+                continue;
+            }
+            for (k, col) in entry.def.columns.iter().enumerate() {
+                if col.on_update_now && !sets.iter().any(|(c, _)| *c == k) {
+                    new[k] = coerce(Value::DateTime(ctx.now), col, i + 1, ctx)?;
+                }
+            }
+            let nid = entry.handle.update_known(*id, packed, new, &mut |_| {})?;
+            rows.swap(changed, i);
+            rows[changed].0 = nid;
+            changed += 1;
+        }
+        Ok(())
+    };
+    let r = change_all();
+    remember(ctx, rows, changed, |rows| {
+        Undo::Updated(entry.clone(), rows)
+    });
+    r?;
+    let changed = changed as u64;
+    Ok(DmlResult {
+        affected: changed,
+        last_insert_id: None,
+        info: Some(format!(
+            "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
+            ctx.warnings.borrow().len()
+        )),
+    })
+}
+
+pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
+    let from = match &stmt.from {
+        ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
+    };
+    if from.len() != 1 || !stmt.tables.is_empty() || stmt.using.is_some() {
+        return Err(Error::unsupported("multi-table DELETE"));
+    }
+    let (entry, alias) = single_table(&from[0], b)?;
+    let rows = targets(
+        &entry,
+        &alias,
+        stmt.selection.as_ref(),
+        &stmt.order_by,
+        stmt.limit.as_ref(),
+        b,
+        ctx,
+    )?;
+    let mut deleted = 0usize;
+    let mut delete_all = || -> Result<()> {
+        for (id, row) in &rows {
+            ctx.tick()?;
+            entry.handle.delete_known(*id, row)?;
+            deleted += 1;
+        }
+        Ok(())
+    };
+    let r = delete_all();
+    remember(ctx, rows, deleted, |rows| {
+        Undo::Deleted(entry.clone(), rows)
+    });
+    r?;
+    let n = deleted as u64;
+    Ok(DmlResult {
+        affected: n,
+        ..Default::default()
+    })
+}
