@@ -19,6 +19,7 @@ use quarry_common::{Decimal, Error, Result, Row, TypeKind, Value};
 use quarry_storage_api::{HandlerCounters, IndexEntry, IndexScan, RowId, ScanAgg, ScanRequest};
 
 use crate::expr::{cast_value, Expr, SubQuery};
+use crate::join::{join_pair, padded};
 use crate::plan::{Access, Agg, AggFunc, JoinKind, Plan, ReadMode};
 
 pub const BATCH_ROWS: usize = 1024;
@@ -245,7 +246,12 @@ pub fn run_subquery(sub: &SubQuery, row: &[Value], ctx: &ExecCtx) -> Result<Rc<V
     Ok(rows)
 }
 
-fn key_of(exprs: &[Expr], row: &[Value], ctx: &ExecCtx, out: &mut Vec<u8>) -> Result<bool> {
+pub(crate) fn key_of(
+    exprs: &[Expr],
+    row: &[Value],
+    ctx: &ExecCtx,
+    out: &mut Vec<u8>,
+) -> Result<bool> {
     out.clear();
     for e in exprs {
         let v = e.eval(row, ctx)?;
@@ -1112,21 +1118,12 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             })?
         }
         Plan::Distinct { input, keys } => {
-            let mut seen = HashSet::new();
-            let mut k = Vec::new();
-            run(input, ctx, &mut |mut b| {
-                b.retain(|r| {
-                    k.clear();
-                    for v in &r[..(*keys).min(r.len())] {
-                        v.hash_key(&mut k);
-                    }
-                    seen.insert(k.clone())
-                });
-                if b.is_empty() {
-                    return Ok(true);
+            let key = |r: &Row, k: &mut Vec<u8>| {
+                for v in &r[..(*keys).min(r.len())] {
+                    v.hash_key(k);
                 }
-                sink(b)
-            })?
+            };
+            crate::distinct::distinct(&mut |f| run(input, ctx, f), &key, ctx, 0, sink)?;
         }
         Plan::Sort { input, keys } => {
             let mut sorter = crate::sort::Sorter::new(
@@ -1147,27 +1144,25 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             sorter.finish(BATCH_ROWS, sink)?;
         }
         Plan::Union { inputs, all } => {
-            let mut seen = HashSet::new();
-            let mut k = Vec::new();
-            let mut go = true;
-            for p in inputs {
-                if !go {
-                    break;
+            // Each input runs while the sink wants more.
+            let mut feed = |f: &mut Sink| -> Result<()> {
+                let mut go = true;
+                for p in inputs {
+                    if !go {
+                        break;
+                    }
+                    run(p, ctx, &mut |b| {
+                        go = f(b)?;
+                        Ok(go)
+                    })?;
                 }
-                run(p, ctx, &mut |mut b| {
-                    if !*all {
-                        b.retain(|r| {
-                            k.clear();
-                            r.iter().for_each(|v| v.hash_key(&mut k));
-                            seen.insert(k.clone())
-                        });
-                    }
-                    if b.is_empty() {
-                        return Ok(true);
-                    }
-                    go = sink(b)?;
-                    Ok(go)
-                })?;
+                Ok(())
+            };
+            if *all {
+                feed(sink)?;
+            } else {
+                let key = |r: &Row, k: &mut Vec<u8>| r.iter().for_each(|v| v.hash_key(k));
+                crate::distinct::distinct(&mut feed, &key, ctx, 0, sink)?;
             }
         }
         Plan::SetOp {
@@ -1223,14 +1218,14 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             on,
             right_width,
         } => {
-            let spec = JoinSpec {
+            let spec = crate::join::JoinSpec {
                 kind: *kind,
                 left_keys,
                 right_keys,
                 on: on.as_ref(),
                 nulls: vec![Value::Null; *right_width],
             };
-            hash_join(
+            crate::join::hash_join(
                 &mut |f| run(left, ctx, f),
                 &mut |f| run(right, ctx, f),
                 &spec,
@@ -1270,53 +1265,9 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
     Ok(())
 }
 
-/// Push `l` joined with `r` to `out` if it passes `on`; returns whether it did.
-fn join_pair(
-    l: &[Value],
-    r: &[Value],
-    on: Option<&Expr>,
-    ctx: &ExecCtx,
-    out: &mut Vec<Row>,
-) -> Result<bool> {
-    ctx.tick()?;
-    let mut row = Vec::with_capacity(l.len() + r.len());
-    row.extend_from_slice(l);
-    row.extend_from_slice(r);
-    if on
-        .map(|e| e.eval_truth(&row, ctx))
-        .transpose()?
-        .unwrap_or(true)
-    {
-        out.push(row);
-        return Ok(true);
-    }
-    Ok(false)
-}
-
-/// A LEFT JOIN row that matched nothing: the left row and NULLs for the right side.
-fn padded(mut l: Row, nulls: &[Value]) -> Row {
-    l.extend_from_slice(nulls);
-    l
-}
-
-struct JoinSpec<'p> {
-    kind: JoinKind,
-    left_keys: &'p [Expr],
-    right_keys: &'p [Expr],
-    on: Option<&'p Expr>,
-    /// The right side of a LEFT JOIN row that matched nothing.
-    nulls: Row,
-}
-
-/// Partitions a spilling hash join splits both inputs into.
-const JOIN_PARTITIONS: u64 = 16;
-/// Partition depth at which a join keeps its build side in memory whatever its size (all
-/// rows share one key, so splitting further cannot help).
-const JOIN_MAX_DEPTH: u32 = 4;
-
 /// Which of `parts` partitions a key's hash form goes to at a partitioning depth (a new
 /// seed per depth, so a partition that overflows splits again instead of staying whole).
-fn partition_of(key: &[u8], depth: u32, parts: u64) -> usize {
+pub(crate) fn partition_of(key: &[u8], depth: u32, parts: u64) -> usize {
     let h = key
         .iter()
         .fold(0xcbf29ce484222325u64 ^ depth as u64, |h, b| {
@@ -1325,140 +1276,13 @@ fn partition_of(key: &[u8], depth: u32, parts: u64) -> usize {
     (h % parts) as usize
 }
 
-/// Hash join (Grace-style when the build side is large): the right input is built into a
-/// hash table on its keys until it holds `join_buffer` bytes; past that, build rows go to
-/// [`JOIN_PARTITIONS`] temporary files by key hash, the left input is split the same way,
-/// and each pair of files is joined on its own, so memory stays bounded. Rows with a NULL
-/// key never match: right ones are dropped, left ones of a LEFT JOIN come out padded with
-/// NULLs. Without keys (a cross product filtered by `on`) the right input stays in memory.
-/// Returns false when the sink asked to stop.
-fn hash_join(
-    left: &mut Feed,
-    right: &mut Feed,
-    j: &JoinSpec,
-    ctx: &ExecCtx,
-    depth: u32,
-    sink: &mut Sink,
-) -> Result<bool> {
-    let keyed = !j.left_keys.is_empty();
-    let mut rows: Vec<Row> = Vec::new();
-    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-    let mut spill: Option<Vec<crate::sort::RowSpill>> = None;
-    let mut used = 0usize;
-    let mut k = Vec::new();
-    let mut spilled = 0u64;
-    right(&mut |b| {
-        for r in b {
-            ctx.tick()?;
-            if keyed && !key_of(j.right_keys, &r, ctx, &mut k)? {
-                continue;
-            }
-            if let Some(files) = spill.as_mut() {
-                files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&r)?;
-                spilled += 1;
-                continue;
-            }
-            used += crate::sort::approx_size(&r) + k.len() + 48;
-            if keyed {
-                match table.get_mut(&k) {
-                    Some(at) => at.push(rows.len()),
-                    None => {
-                        table.insert(k.clone(), vec![rows.len()]);
-                    }
-                }
-            }
-            rows.push(r);
-            if keyed && used > ctx.join_buffer && depth < JOIN_MAX_DEPTH {
-                let mut files = crate::sort::RowSpill::partitions(JOIN_PARTITIONS)?;
-                for (key, at) in table.drain() {
-                    let f = &mut files[partition_of(&key, depth, JOIN_PARTITIONS)];
-                    for i in at {
-                        f.write(&rows[i])?;
-                        spilled += 1;
-                    }
-                }
-                rows = Vec::new();
-                spill = Some(files);
-            }
-        }
-        Ok(true)
-    })?;
-    HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
-    let mut go = true;
-    if let Some(right_files) = spill {
-        let mut left_files = crate::sort::RowSpill::partitions(JOIN_PARTITIONS)?;
-        let mut spilled = 0u64;
-        left(&mut |b| {
-            let mut out = Vec::new();
-            for l in b {
-                if key_of(j.left_keys, &l, ctx, &mut k)? {
-                    left_files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&l)?;
-                    spilled += 1;
-                } else if j.kind == JoinKind::Left {
-                    out.push(padded(l, &j.nulls));
-                }
-            }
-            if !out.is_empty() {
-                go = sink(out)?;
-            }
-            Ok(go)
-        })?;
-        HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
-        for (l, r) in left_files.into_iter().zip(right_files) {
-            if !go {
-                break;
-            }
-            let (mut l, mut r) = (l.into_reader()?, r.into_reader()?);
-            go = hash_join(
-                &mut |f| l.feed(BATCH_ROWS, f),
-                &mut |f| r.feed(BATCH_ROWS, f),
-                j,
-                ctx,
-                depth + 1,
-                sink,
-            )?;
-        }
-        return Ok(go);
-    }
-    let all: Vec<usize> = (0..rows.len()).collect();
-    left(&mut |b| {
-        let mut out = Vec::new();
-        for l in b {
-            let cands: &[usize] = if !keyed {
-                &all
-            } else if key_of(j.left_keys, &l, ctx, &mut k)? {
-                table.get(&k).map(Vec::as_slice).unwrap_or(&[])
-            } else {
-                &[]
-            };
-            let mut matched = false;
-            for &i in cands {
-                matched |= join_pair(&l, &rows[i], j.on, ctx, &mut out)?;
-            }
-            if !matched && j.kind == JoinKind::Left {
-                out.push(padded(l, &j.nulls));
-            }
-            if out.len() >= BATCH_ROWS {
-                go = sink(std::mem::take(&mut out))?;
-                if !go {
-                    return Ok(false);
-                }
-            }
-        }
-        if !out.is_empty() {
-            go = sink(out)?;
-        }
-        Ok(go)
-    })?;
-    Ok(go)
-}
-
 /// Partitions a spilling aggregate splits its overflow into.
 const AGG_PARTITIONS: u64 = 16;
-/// Below this depth overflowing groups are partitioned again; at it they stay in memory.
-const AGG_MAX_DEPTH: u32 = 4;
+/// Below this depth overflowing groups (and DISTINCT keys) are partitioned again; at it
+/// they stay in memory (all share one key, so splitting further cannot help).
+pub(crate) const SPILL_MAX_DEPTH: u32 = 4;
 
-type Feed<'f> = dyn FnMut(&mut Sink) -> Result<()> + 'f;
+pub(crate) type Feed<'f> = dyn FnMut(&mut Sink) -> Result<()> + 'f;
 
 /// Hash aggregation with bounded memory. Groups are kept in memory until their size passes
 /// `agg_buffer`; after that, rows of groups already in memory are still aggregated there,
@@ -1497,7 +1321,7 @@ fn aggregate(
                         continue;
                     }
                     used += k.len() + 64 + 48 * aggs.len();
-                    if used > ctx.agg_buffer && depth < AGG_MAX_DEPTH {
+                    if used > ctx.agg_buffer && depth < SPILL_MAX_DEPTH {
                         spill = Some(crate::sort::RowSpill::partitions(AGG_PARTITIONS)?);
                     }
                     index.insert(k.clone(), groups.len());

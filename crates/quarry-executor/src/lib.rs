@@ -11,11 +11,13 @@
 //! hands rows to the protocol (server) or the table printer (shell).
 
 pub mod bind;
+mod distinct;
 pub mod dml;
 pub mod exec;
 pub mod explain;
 pub mod expr;
 pub mod func;
+mod join;
 pub mod joinorder;
 pub mod optimize;
 pub mod plan;

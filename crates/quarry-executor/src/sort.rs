@@ -316,6 +316,16 @@ impl RowSpill {
 pub struct SpillReader(RunReader);
 
 impl SpillReader {
+    /// Back to the first row (a nested loop reads its spilled side once per block).
+    pub fn rewind(&mut self) -> Result<()> {
+        self.0
+            .r
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io("spill", e))?;
+        self.0.head = None;
+        Ok(())
+    }
+
     /// Pass the rows back in batches.
     pub fn feed(
         &mut self,

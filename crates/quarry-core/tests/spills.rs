@@ -1,0 +1,87 @@
+//! Operators whose memory grows with their input spill to temporary files past their
+//! setting, and answer exactly as they do in memory.
+
+mod common;
+
+use common::{fresh_db, lines, status};
+use quarry_core::Session;
+
+/// `d.t (n, s)`: 5 rows doubled `times` times, n counting up, s one of `kinds` texts.
+fn table_t(s: &mut Session, times: usize, kinds: usize) {
+    s.query(
+        "CREATE DATABASE d; USE d; CREATE TABLE t (n INT, s VARCHAR(20));
+         INSERT INTO t VALUES (0, 'a'), (1, 'b'), (2, 'c'), (3, 'd'), (4, 'e')",
+    )
+    .unwrap();
+    for _ in 0..times {
+        s.query(&format!(
+            "INSERT INTO t SELECT n + (SELECT max(n) + 1 FROM t), CONCAT('s', n % {kinds}) FROM t"
+        ))
+        .unwrap();
+    }
+}
+
+/// DISTINCT and UNION kept every key met in memory, however many (a UNION of 2 M rows
+/// held them all). Past `tmp_table_size` the rows of keys not met yet go to files by key
+/// hash; the answers are the in-memory ones.
+#[test]
+fn distinct_and_union_spill_past_tmp_table_size() {
+    let (dir, db) = fresh_db("spills-distinct");
+    let mut s = db.session("root", "localhost");
+    table_t(&mut s, 12, 700);
+    let queries = [
+        "SELECT DISTINCT n % 3000 AS m FROM t ORDER BY m",
+        "SELECT DISTINCT s FROM t ORDER BY s",
+        "SELECT m FROM (SELECT n % 2500 AS m FROM t UNION SELECT n + 1000 FROM t) u ORDER BY m",
+        "SELECT count(*) FROM (SELECT DISTINCT n % 3000, s FROM t) x",
+        "SELECT DISTINCT n % 3000 AS m FROM t ORDER BY m DESC LIMIT 5",
+    ];
+    let in_memory: Vec<Vec<String>> = queries.iter().map(|q| lines(&mut s, q)).collect();
+    assert_eq!(in_memory[0].len(), 3000);
+    let spilled = status(&mut s, "Quarry_agg_spilled_rows");
+    s.query("SET SESSION tmp_table_size = 1024").unwrap();
+    for (q, want) in queries.iter().zip(&in_memory) {
+        let before = status(&mut s, "Quarry_agg_spilled_rows");
+        assert_eq!(&lines(&mut s, q), want, "{q}");
+        assert!(
+            status(&mut s, "Quarry_agg_spilled_rows") > before,
+            "{q}: nothing spilled"
+        );
+    }
+    assert!(status(&mut s, "Quarry_agg_spilled_rows") > spilled + 10_000);
+    drop(s);
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A join without an equality between its sides kept its whole right input in memory.
+/// Past `quarry_join_buffer_size` the right rows go to a file, read again for each block
+/// of left rows; inner and LEFT JOIN answer as in memory.
+#[test]
+fn joins_without_keys_spill_their_right_input() {
+    let (dir, db) = fresh_db("spills-cross");
+    let mut s = db.session("root", "localhost");
+    table_t(&mut s, 7, 70);
+    let queries = [
+        "SELECT count(*), sum(a.n * b.n) FROM t a, t b WHERE a.n < b.n - 300",
+        "SELECT a.n, count(b.n), min(b.s) FROM t a LEFT JOIN t b ON a.n > b.n + 600 \
+         GROUP BY a.n ORDER BY a.n",
+        "SELECT a.n, b.n FROM t a JOIN t b ON a.s < b.s WHERE a.n % 50 = 0 AND b.n % 7 = 0 \
+         ORDER BY a.n, b.n",
+    ];
+    let in_memory: Vec<Vec<String>> = queries.iter().map(|q| lines(&mut s, q)).collect();
+    assert_eq!(in_memory[1].len(), 640);
+    s.query("SET SESSION quarry_join_buffer_size = 2048")
+        .unwrap();
+    for (q, want) in queries.iter().zip(&in_memory) {
+        let before = status(&mut s, "Quarry_join_spilled_rows");
+        assert_eq!(&lines(&mut s, q), want, "{q}");
+        assert!(
+            status(&mut s, "Quarry_join_spilled_rows") > before,
+            "{q}: nothing spilled"
+        );
+    }
+    drop(s);
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,287 @@
+//! Joins of two inputs by hash (Grace-style partitioning past `quarry_join_buffer_size`),
+//! and, without equality keys, as a nested loop over blocks of the left input.
+//!
+//! Owns the join of rows the executor's plan hands it; index joins (rows fetched by key
+//! from the right table) are the executor's.
+
+use std::collections::HashMap;
+
+use quarry_common::{Result, Row, Value};
+use quarry_storage_api::HandlerCounters;
+
+use crate::exec::{key_of, partition_of, ExecCtx, Feed, Sink, BATCH_ROWS};
+use crate::expr::Expr;
+use crate::plan::JoinKind;
+use crate::sort::{approx_size, RowSpill, SpillReader};
+
+/// Push `l` joined with `r` to `out` if it passes `on`; returns whether it did.
+pub(crate) fn join_pair(
+    l: &[Value],
+    r: &[Value],
+    on: Option<&Expr>,
+    ctx: &ExecCtx,
+    out: &mut Vec<Row>,
+) -> Result<bool> {
+    ctx.tick()?;
+    let mut row = Vec::with_capacity(l.len() + r.len());
+    row.extend_from_slice(l);
+    row.extend_from_slice(r);
+    if on
+        .map(|e| e.eval_truth(&row, ctx))
+        .transpose()?
+        .unwrap_or(true)
+    {
+        out.push(row);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// A LEFT JOIN row that matched nothing: the left row and NULLs for the right side.
+pub(crate) fn padded(mut l: Row, nulls: &[Value]) -> Row {
+    l.extend_from_slice(nulls);
+    l
+}
+
+pub struct JoinSpec<'p> {
+    pub kind: JoinKind,
+    pub left_keys: &'p [Expr],
+    pub right_keys: &'p [Expr],
+    pub on: Option<&'p Expr>,
+    /// The right side of a LEFT JOIN row that matched nothing.
+    pub nulls: Row,
+}
+
+/// Partitions a spilling hash join splits both inputs into.
+const JOIN_PARTITIONS: u64 = 16;
+/// Partition depth at which a join keeps its build side in memory whatever its size (all
+/// rows share one key, so splitting further cannot help).
+const JOIN_MAX_DEPTH: u32 = 4;
+
+/// Hash join (Grace-style when the build side is large): the right input is built into a
+/// hash table on its keys until it holds `join_buffer` bytes; past that, build rows go to
+/// [`JOIN_PARTITIONS`] temporary files by key hash, the left input is split the same way,
+/// and each pair of files is joined on its own, so memory stays bounded. Rows with a NULL
+/// key never match: right ones are dropped, left ones of a LEFT JOIN come out padded with
+/// NULLs. Without keys (a cross product filtered by `on`) the right input goes to one
+/// file once it passes `join_buffer`, read again for each block of left rows that fits
+/// it ([`block_nested_loop`]).
+/// Returns false when the sink asked to stop.
+pub fn hash_join(
+    left: &mut Feed,
+    right: &mut Feed,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    depth: u32,
+    sink: &mut Sink,
+) -> Result<bool> {
+    let keyed = !j.left_keys.is_empty();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    let mut spill: Option<Vec<RowSpill>> = None;
+    let mut used = 0usize;
+    let mut k = Vec::new();
+    let mut spilled = 0u64;
+    // Without keys: the right rows, once they passed the buffer.
+    let mut cross: Option<RowSpill> = None;
+    right(&mut |b| {
+        for r in b {
+            ctx.tick()?;
+            if keyed && !key_of(j.right_keys, &r, ctx, &mut k)? {
+                continue;
+            }
+            if let Some(files) = spill.as_mut() {
+                files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&r)?;
+                spilled += 1;
+                continue;
+            }
+            if let Some(f) = cross.as_mut() {
+                f.write(&r)?;
+                spilled += 1;
+                continue;
+            }
+            used += approx_size(&r) + k.len() + 48;
+            if keyed {
+                match table.get_mut(&k) {
+                    Some(at) => at.push(rows.len()),
+                    None => {
+                        table.insert(k.clone(), vec![rows.len()]);
+                    }
+                }
+            }
+            rows.push(r);
+            if keyed && used > ctx.join_buffer && depth < JOIN_MAX_DEPTH {
+                let mut files = RowSpill::partitions(JOIN_PARTITIONS)?;
+                for (key, at) in table.drain() {
+                    let f = &mut files[partition_of(&key, depth, JOIN_PARTITIONS)];
+                    for i in at {
+                        f.write(&rows[i])?;
+                        spilled += 1;
+                    }
+                }
+                rows = Vec::new();
+                spill = Some(files);
+            } else if !keyed && used > ctx.join_buffer {
+                let mut f = RowSpill::new()?;
+                for r in rows.drain(..) {
+                    f.write(&r)?;
+                    spilled += 1;
+                }
+                cross = Some(f);
+            }
+        }
+        Ok(true)
+    })?;
+    HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
+    if let Some(f) = cross {
+        return block_nested_loop(left, f.into_reader()?, j, ctx, sink);
+    }
+    let mut go = true;
+    if let Some(right_files) = spill {
+        let mut left_files = RowSpill::partitions(JOIN_PARTITIONS)?;
+        let mut spilled = 0u64;
+        left(&mut |b| {
+            let mut out = Vec::new();
+            for l in b {
+                if key_of(j.left_keys, &l, ctx, &mut k)? {
+                    left_files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&l)?;
+                    spilled += 1;
+                } else if j.kind == JoinKind::Left {
+                    out.push(padded(l, &j.nulls));
+                }
+            }
+            if !out.is_empty() {
+                go = sink(out)?;
+            }
+            Ok(go)
+        })?;
+        HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
+        for (l, r) in left_files.into_iter().zip(right_files) {
+            if !go {
+                break;
+            }
+            let (mut l, mut r) = (l.into_reader()?, r.into_reader()?);
+            go = hash_join(
+                &mut |f| l.feed(BATCH_ROWS, f),
+                &mut |f| r.feed(BATCH_ROWS, f),
+                j,
+                ctx,
+                depth + 1,
+                sink,
+            )?;
+        }
+        return Ok(go);
+    }
+    let all: Vec<usize> = (0..rows.len()).collect();
+    left(&mut |b| {
+        let mut out = Vec::new();
+        for l in b {
+            let cands: &[usize] = if !keyed {
+                &all
+            } else if key_of(j.left_keys, &l, ctx, &mut k)? {
+                table.get(&k).map(Vec::as_slice).unwrap_or(&[])
+            } else {
+                &[]
+            };
+            let mut matched = false;
+            for &i in cands {
+                matched |= join_pair(&l, &rows[i], j.on, ctx, &mut out)?;
+            }
+            if !matched && j.kind == JoinKind::Left {
+                out.push(padded(l, &j.nulls));
+            }
+            go = flush_full(&mut out, sink)?;
+            if !go {
+                return Ok(false);
+            }
+        }
+        if !out.is_empty() {
+            go = sink(out)?;
+        }
+        Ok(go)
+    })?;
+    Ok(go)
+}
+
+/// Hand `out` to the sink once it holds a batch; whether the sink wants more.
+fn flush_full(out: &mut Vec<Row>, sink: &mut Sink) -> Result<bool> {
+    if out.len() < BATCH_ROWS {
+        return Ok(true);
+    }
+    sink(std::mem::take(out))
+}
+
+/// A cross product filtered by `on` whose right rows passed `join_buffer` and are in
+/// `right`: the left input is taken in blocks that fit the buffer, and the file is read
+/// once per block. Returns false when the sink asked to stop.
+fn block_nested_loop(
+    left: &mut Feed,
+    mut right: SpillReader,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    sink: &mut Sink,
+) -> Result<bool> {
+    let mut go = true;
+    let mut block: Vec<Row> = Vec::new();
+    let mut used = 0usize;
+    left(&mut |b| {
+        for l in b {
+            used += approx_size(&l);
+            block.push(l);
+            if used > ctx.join_buffer {
+                used = 0;
+                go = join_block(&mut right, std::mem::take(&mut block), j, ctx, sink)?;
+                if !go {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    })?;
+    if go && !block.is_empty() {
+        go = join_block(&mut right, block, j, ctx, sink)?;
+    }
+    Ok(go)
+}
+
+/// One pass over the spilled right rows for a block of left rows; unmatched rows of a
+/// LEFT JOIN come out padded after it.
+fn join_block(
+    right: &mut SpillReader,
+    block: Vec<Row>,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    sink: &mut Sink,
+) -> Result<bool> {
+    right.rewind()?;
+    let mut matched = vec![false; block.len()];
+    let mut go = true;
+    right.feed(BATCH_ROWS, &mut |rb| {
+        let mut out = Vec::new();
+        for r in &rb {
+            for (l, m) in block.iter().zip(matched.iter_mut()) {
+                *m |= join_pair(l, r, j.on, ctx, &mut out)?;
+            }
+            go = flush_full(&mut out, sink)?;
+            if !go {
+                return Ok(false);
+            }
+        }
+        if !out.is_empty() {
+            go = sink(out)?;
+        }
+        Ok(go)
+    })?;
+    if go && j.kind == JoinKind::Left {
+        let out: Vec<Row> = block
+            .into_iter()
+            .zip(matched)
+            .filter(|(_, m)| !m)
+            .map(|(l, _)| padded(l, &j.nulls))
+            .collect();
+        if !out.is_empty() {
+            go = sink(out)?;
+        }
+    }
+    Ok(go)
+}
