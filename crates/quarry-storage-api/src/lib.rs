@@ -156,8 +156,12 @@ pub struct HandlerCounters {
     pub io_write_bytes: std::sync::atomic::AtomicU64,
     /// Sort runs written to temporary files (ORDER BY over `quarry_sort_buffer_size`).
     pub sort_spills: std::sync::atomic::AtomicU64,
-    /// Rows a hash aggregation wrote to partition files (GROUP BY over `tmp_table_size`).
+    /// Rows a hash aggregation, DISTINCT or UNION wrote to partition files (over
+    /// `tmp_table_size`).
     pub agg_spilled_rows: std::sync::atomic::AtomicU64,
+    /// Source rows an INSERT … SELECT reading its own target wrote to a temporary file
+    /// (over `tmp_table_size`).
+    pub insert_spilled_rows: std::sync::atomic::AtomicU64,
     /// Rows a hash join wrote to partition files (build side over `join_buffer_size`).
     pub join_spilled_rows: std::sync::atomic::AtomicU64,
 }
@@ -187,6 +191,10 @@ impl HandlerCounters {
             (
                 "Quarry_join_spilled_rows",
                 self.join_spilled_rows.load(Relaxed),
+            ),
+            (
+                "Quarry_insert_spilled_rows",
+                self.insert_spilled_rows.load(Relaxed),
             ),
             ("Quarry_sort_spilled_runs", self.sort_spills.load(Relaxed)),
         ]

@@ -2,6 +2,7 @@
 //! duplicate-key handling, and undo records for rollback. UPDATE and DELETE are in
 //! [`modify`].
 
+mod insert_select;
 mod modify;
 
 pub use modify::{delete, update};
@@ -16,7 +17,7 @@ use quarry_sql::ast::{self, Expr as A};
 use quarry_storage_api::RowId;
 
 use crate::bind::{object_name, Binder};
-use crate::exec::{collect, scan_table, ExecCtx};
+use crate::exec::{scan_table, ExecCtx};
 use crate::expr::Expr;
 use crate::plan::Access;
 
@@ -802,41 +803,14 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
     let reads_target = params_base.tables_read.iter().any(|t| {
         t.db.eq_ignore_ascii_case(&entry.db) && t.def.name.eq_ignore_ascii_case(&entry.def.name)
     });
-    if !reads_target {
-        // Rows go in as the source produces them: the statement holds one batch, however
-        // large the source.
-        return in_bulk(&entry, ctx, || {
-            let mut ins = Inserter::new(&entry, &opts);
-            let mut done = 0u64;
-            crate::exec::run(&sp.plan, ctx, &mut |batch| {
-                for r in batch {
-                    if done.is_multiple_of(65536) {
-                        ctx.session.progress("inserting rows", done, 0);
-                    }
-                    done += 1;
-                    ins.push(expand(r, &targets)?, ctx)?;
-                }
-                Ok(true)
-            })?;
-            Ok(ins.finish(ctx))
-        });
-    }
-    // The source reads the target: it is read whole first, so it never sees its own rows.
-    let rows = collect(&sp.plan, ctx)?;
-    let total = rows.len() as u64;
-    in_bulk(&entry, ctx, || {
-        insert_rows(
-            &entry,
-            rows.into_iter().enumerate().map(|(i, r)| {
-                if i.is_multiple_of(65536) {
-                    ctx.session.progress("inserting rows", i as u64, total);
-                }
-                expand(r, &targets)
-            }),
-            &opts,
-            ctx,
-        )
-    })
+    insert_select::insert_select(
+        &entry,
+        &sp,
+        reads_target,
+        &|r| expand(r, &targets),
+        &opts,
+        ctx,
+    )
 }
 
 /// Run `f` inside the engine's bulk bracket (writes buffered, flushed at the end).
