@@ -22,10 +22,10 @@ fn table_t(s: &mut Session, times: usize, kinds: usize) {
 }
 
 /// DISTINCT and UNION kept every key met in memory, however many (a UNION of 2 M rows
-/// held them all). Past `tmp_table_size` the rows of keys not met yet go to files by key
-/// hash; the answers are the in-memory ones.
+/// held them all), and INTERSECT and EXCEPT their whole right input. Past
+/// `tmp_table_size` rows go to files by key hash; the answers are the in-memory ones.
 #[test]
-fn distinct_and_union_spill_past_tmp_table_size() {
+fn distinct_union_intersect_and_except_spill_past_tmp_table_size() {
     let (dir, db) = fresh_db("spills-distinct");
     let mut s = db.session("root", "localhost");
     table_t(&mut s, 12, 700);
@@ -35,11 +35,15 @@ fn distinct_and_union_spill_past_tmp_table_size() {
         "SELECT m FROM (SELECT n % 2500 AS m FROM t UNION SELECT n + 1000 FROM t) u ORDER BY m",
         "SELECT count(*) FROM (SELECT DISTINCT n % 3000, s FROM t) x",
         "SELECT DISTINCT n % 3000 AS m FROM t ORDER BY m DESC LIMIT 5",
+        "SELECT m FROM (SELECT n % 3000 AS m FROM t INTERSECT SELECT n % 2000 + 500 FROM t) x \
+         ORDER BY m",
+        "SELECT m, s FROM (SELECT n % 3000 AS m, s FROM t EXCEPT ALL \
+         SELECT n % 2000 + 500, s FROM t) x ORDER BY m, s",
     ];
     let in_memory: Vec<Vec<String>> = queries.iter().map(|q| lines(&mut s, q)).collect();
     assert_eq!(in_memory[0].len(), 3000);
     let spilled = status(&mut s, "Quarry_agg_spilled_rows");
-    s.query("SET SESSION tmp_table_size = 1024").unwrap();
+    s.query("SET SESSION tmp_table_size = 16384").unwrap();
     for (q, want) in queries.iter().zip(&in_memory) {
         let before = status(&mut s, "Quarry_agg_spilled_rows");
         assert_eq!(&lines(&mut s, q), want, "{q}");

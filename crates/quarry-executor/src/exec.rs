@@ -1171,43 +1171,15 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             except,
             all,
         } => {
-            let mut counts: HashMap<Vec<u8>, usize> = HashMap::new();
-            let mut k = Vec::new();
-            for r in collect(right, ctx)? {
-                k.clear();
-                r.iter().for_each(|v| v.hash_key(&mut k));
-                *counts.entry(k.clone()).or_default() += 1;
-            }
-            let mut emitted: HashSet<Vec<u8>> = HashSet::new();
-            run(left, ctx, &mut |mut b| {
-                b.retain(|r| {
-                    k.clear();
-                    r.iter().for_each(|v| v.hash_key(&mut k));
-                    let in_right = counts.get_mut(&k);
-                    match (*except, *all) {
-                        (false, false) => in_right.is_some() && emitted.insert(k.clone()),
-                        (true, false) => in_right.is_none() && emitted.insert(k.clone()),
-                        (false, true) => match in_right {
-                            Some(n) if *n > 0 => {
-                                *n -= 1;
-                                true
-                            }
-                            _ => false,
-                        },
-                        (true, true) => match in_right {
-                            Some(n) if *n > 0 => {
-                                *n -= 1;
-                                false
-                            }
-                            _ => true,
-                        },
-                    }
-                });
-                if b.is_empty() {
-                    return Ok(true);
-                }
-                sink(b)
-            })?;
+            crate::setop::set_op(
+                &mut |f| run(left, ctx, f),
+                &mut |f| run(right, ctx, f),
+                *except,
+                *all,
+                ctx,
+                0,
+                sink,
+            )?;
         }
         Plan::Join {
             left,

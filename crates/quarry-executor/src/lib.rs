@@ -22,6 +22,7 @@ pub mod joinorder;
 pub mod optimize;
 pub mod plan;
 pub mod pushdown;
+mod setop;
 pub mod sort;
 pub mod timefn;
 
