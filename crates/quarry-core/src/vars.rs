@@ -23,7 +23,7 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("collation_server", s("utf8mb4_general_ci")),
         ("default_storage_engine", s("InnoDB")),
         ("div_precision_increment", i(4)),
-        ("group_concat_max_len", i(1024)),
+        ("group_concat_max_len", i(1 << 20)),
         ("have_ssl", s("DISABLED")),
         ("innodb_flush_log_at_trx_commit", i(1)),
         ("innodb_lock_wait_timeout", i(50)),

@@ -113,6 +113,8 @@ pub struct ExecCtx<'a> {
     pub agg_buffer: usize,
     /// Bytes of build-side rows a hash join keeps in memory before partitioning to files.
     pub join_buffer: usize,
+    /// Bytes a GROUP_CONCAT result keeps (`group_concat_max_len`); the rest is cut.
+    pub group_concat_max: usize,
     /// Conditions may be evaluated inside engines (`optimizer_switch`).
     pub pushdown: bool,
     /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
@@ -1225,7 +1227,11 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             };
             if out.is_empty() && group.is_empty() {
                 // An aggregate without GROUP BY returns one row even for no input.
-                out.push(aggs.iter().map(|a| AggState::new(a).finish(a)).collect());
+                out.push(
+                    aggs.iter()
+                        .map(|a| AggState::new(a).finish(a, ctx))
+                        .collect(),
+                );
             }
             for chunk in out.chunks(BATCH_ROWS) {
                 if !sink(chunk.to_vec())? {
@@ -1310,7 +1316,7 @@ fn aggregate(
     drop(index);
     for (mut gv, states) in groups {
         for (a, st) in aggs.iter().zip(states) {
-            gv.push(st.finish(a));
+            gv.push(st.finish(a, ctx));
         }
         out.push(gv);
     }
@@ -1330,12 +1336,25 @@ fn aggregate(
 
 pub enum AggState {
     Count(i64),
-    Sum { sum: Option<Value>, n: i64 },
+    Sum {
+        sum: Option<Value>,
+        n: i64,
+    },
     MinMax(Option<Value>),
     First(Option<Value>, bool),
-    Concat(Vec<String>),
+    /// GROUP_CONCAT's text so far, the values in it, and whether it was cut at
+    /// `group_concat_max_len` (values after that are not kept).
+    Concat {
+        text: String,
+        n: u64,
+        cut: bool,
+    },
     Bits(u64),
-    Moments { n: f64, mean: f64, m2: f64 },
+    Moments {
+        n: f64,
+        mean: f64,
+        m2: f64,
+    },
     Distinct(HashSet<Vec<u8>>, Box<AggState>),
 }
 
@@ -1346,7 +1365,11 @@ impl AggState {
             AggFunc::Sum | AggFunc::Avg => AggState::Sum { sum: None, n: 0 },
             AggFunc::Min | AggFunc::Max => AggState::MinMax(None),
             AggFunc::First => AggState::First(None, false),
-            AggFunc::GroupConcat => AggState::Concat(vec![]),
+            AggFunc::GroupConcat => AggState::Concat {
+                text: String::new(),
+                n: 0,
+                cut: false,
+            },
             AggFunc::BitAnd => AggState::Bits(u64::MAX),
             AggFunc::BitOr | AggFunc::BitXor => AggState::Bits(0),
             AggFunc::Std | AggFunc::Variance => AggState::Moments {
@@ -1375,7 +1398,7 @@ impl AggState {
             let mut k = Vec::new();
             vals.iter().for_each(|v| v.hash_key(&mut k));
             if seen.insert(k) {
-                inner.apply(a, vals)?;
+                inner.apply(a, vals, ctx)?;
             }
             return Ok(());
         }
@@ -1390,10 +1413,10 @@ impl AggState {
             .iter()
             .map(|e| e.eval(row, ctx))
             .collect::<Result<Vec<_>>>()?;
-        self.apply(a, vals)
+        self.apply(a, vals, ctx)
     }
 
-    fn apply(&mut self, a: &Agg, vals: Vec<Value>) -> Result<()> {
+    fn apply(&mut self, a: &Agg, vals: Vec<Value>, ctx: &ExecCtx) -> Result<()> {
         if a.func == AggFunc::First {
             if let AggState::First(v, set) = self {
                 if !*set {
@@ -1434,7 +1457,25 @@ impl AggState {
                     *cur = Some(v);
                 }
             }
-            AggState::Concat(parts) => parts.push(v.as_str_lossy().into_owned()),
+            AggState::Concat { text, n, cut } => {
+                if *cut {
+                    return Ok(());
+                }
+                if *n > 0 {
+                    text.push_str(&a.separator);
+                }
+                text.push_str(&v.as_str_lossy());
+                *n += 1;
+                if text.len() > ctx.group_concat_max {
+                    let mut at = ctx.group_concat_max;
+                    while !text.is_char_boundary(at) {
+                        at -= 1;
+                    }
+                    text.truncate(at);
+                    text.shrink_to_fit();
+                    *cut = true;
+                }
+            }
             AggState::Bits(b) => {
                 let x = v.to_i64() as u64;
                 *b = match a.func {
@@ -1455,9 +1496,9 @@ impl AggState {
         Ok(())
     }
 
-    fn finish(self, a: &Agg) -> Value {
+    fn finish(self, a: &Agg, ctx: &ExecCtx) -> Value {
         match self {
-            AggState::Distinct(_, inner) => inner.finish(a),
+            AggState::Distinct(_, inner) => inner.finish(a, ctx),
             AggState::Count(n) => Value::Int(n),
             AggState::Sum { sum, n } => match (a.func, sum) {
                 (_, None) => Value::Null,
@@ -1476,19 +1517,14 @@ impl AggState {
             },
             AggState::MinMax(v) => v.unwrap_or(Value::Null),
             AggState::First(v, _) => v.unwrap_or(Value::Null),
-            AggState::Concat(parts) => {
-                if parts.is_empty() {
+            AggState::Concat { text, n, cut } => {
+                if cut {
+                    ctx.warn(1260, format!("Row {n} was cut by GROUP_CONCAT()"));
+                }
+                if n == 0 {
                     Value::Null
                 } else {
-                    let mut s = parts.join(&a.separator);
-                    if s.len() > 1024 {
-                        let mut cut = 1024;
-                        while !s.is_char_boundary(cut) {
-                            cut -= 1;
-                        }
-                        s.truncate(cut);
-                    }
-                    Value::Str(s)
+                    Value::Str(text)
                 }
             }
             AggState::Bits(b) => Value::UInt(b),

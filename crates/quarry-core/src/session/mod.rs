@@ -277,6 +277,7 @@ struct Settings {
     read_buffer: usize,
     agg_buffer: usize,
     join_buffer: usize,
+    group_concat_max: usize,
     sort_buffer: usize,
     pushdown: bool,
 }
@@ -370,6 +371,7 @@ impl Session {
             read_buffer: size("read_buffer_size", 256, 1 << 30, 128 << 10),
             agg_buffer: size("tmp_table_size", 1024, 1 << 40, 16 << 20),
             join_buffer: size("quarry_join_buffer_size", 1024, 1 << 40, 128 << 20),
+            group_concat_max: size("group_concat_max_len", 4, 1 << 32, 1 << 20),
             sort_buffer: size("quarry_sort_buffer_size", 1024, 1 << 40, 64 << 20),
             pushdown: self
                 .sys_var("optimizer_switch")
@@ -764,6 +766,7 @@ impl Session {
             max_packet: st.max_packet,
             agg_buffer: st.agg_buffer,
             join_buffer: st.join_buffer,
+            group_concat_max: st.group_concat_max,
             pushdown: st.pushdown,
             sort_buffer: st.sort_buffer,
             profile: RefCell::new(None),
