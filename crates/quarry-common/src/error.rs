@@ -61,6 +61,12 @@ impl Error {
             format!("You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version for the right syntax to use near '{near}'"),
         )
     }
+    /// [`Error::syntax_near`] with the line the text starts on, as MariaDB's parser says.
+    pub fn syntax_near_line(near: &str, line: usize) -> Error {
+        let mut e = Error::syntax_near(near);
+        e.message.push_str(&format!(" at line {line}"));
+        e
+    }
     pub fn unsupported(what: impl fmt::Display) -> Error {
         Error::new(
             1235,

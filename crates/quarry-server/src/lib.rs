@@ -642,6 +642,16 @@ impl Client {
         // as MariaDB does: results are never held for the whole text, and an error stops
         // the text there with the replies of the statements before it already sent.
         let parts = Session::statements(&sql);
+        if self.caps & CLIENT_MULTI_STATEMENTS == 0 {
+            // One statement, perhaps with `;`s and comments after it; more is an error.
+            match Session::refuse_second_statement(&sql) {
+                Some(e) => self.send_err(&e),
+                None => {
+                    self.run_text(parts[0], false, false);
+                }
+            }
+            return;
+        }
         if parts.len() <= 1 {
             self.run_text(&sql, false, false);
             return;

@@ -75,3 +75,61 @@ fn a_trailing_comment_is_an_empty_result() {
     assert_eq!(kinds, [1, 3, 0xfe, 1, 0xfe, 0]);
     assert_eq!(c.query_rows(b"-- only a comment"), Err(1065));
 }
+
+/// A client that did not set CLIENT_MULTI_STATEMENTS (PyMySQL's and DBD::MariaDB's
+/// default) gets 1064 at the second statement and nothing of the text runs, as from
+/// MariaDB 10.11 (its messages here); Quarry ran every statement. Trailing `;`s and
+/// comments are one statement still, and COM_SET_OPTION turns the flag on.
+#[test]
+fn several_statements_need_the_client_flag() {
+    let running = Running::start("multi-refused", &[]);
+    let mut c = Raw::login_with(running.port, 0);
+    assert_eq!(c.query_rows(b"CREATE DATABASE m"), Ok(vec![]));
+    assert_eq!(c.query_rows(b"CREATE TABLE m.t (a INT)"), Ok(vec![]));
+    let message = |c: &mut Raw, sql: &[u8]| {
+        let p = c.query(sql);
+        assert_eq!(p[0], 0xff, "{:?}", String::from_utf8_lossy(&p));
+        assert_eq!(u16::from_le_bytes([p[1], p[2]]), 1064);
+        String::from_utf8_lossy(&p[9..]).into_owned()
+    };
+    let syntax = "You have an error in your SQL syntax; check the manual that corresponds to \
+                  your MariaDB server version for the right syntax to use near";
+    assert_eq!(
+        message(&mut c, b"INSERT INTO m.t VALUES (1); SELECT 2"),
+        format!("{syntax} 'SELECT 2' at line 1")
+    );
+    assert_eq!(
+        message(
+            &mut c,
+            b"INSERT INTO m.t VALUES (2);\n\n  INSERT INTO m.t VALUES (3)"
+        ),
+        format!("{syntax} 'INSERT INTO m.t VALUES (3)' at line 3")
+    );
+    assert_eq!(
+        message(&mut c, b"/* x */ ; SELECT 1"),
+        format!("{syntax} '; SELECT 1' at line 1")
+    );
+    assert_eq!(
+        c.query_rows(b"SELECT count(*) FROM m.t"),
+        Ok(vec![b"\x010".to_vec()])
+    );
+    for one in [
+        &b"SELECT 1;"[..],
+        b"SELECT 1;;",
+        b"SELECT 1; -- x",
+        b"SELECT 'a;b'",
+    ] {
+        assert!(
+            c.query_rows(one).is_ok(),
+            "{}",
+            String::from_utf8_lossy(one)
+        );
+    }
+    // COM_SET_OPTION 0: multi statements on.
+    c.send(0, &[0x1b, 0, 0]);
+    assert_eq!(c.read().expect("eof").1[0], 0xfe);
+    assert_eq!(
+        c.query_rows(b"INSERT INTO m.t VALUES (4); SELECT count(*) FROM m.t"),
+        Ok(vec![])
+    );
+}

@@ -222,10 +222,10 @@ pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
     parse_one_text(sql)
 }
 
-/// `sql` cut at each `;` outside quotes, backquotes and comments; empty pieces dropped.
-pub fn split_statements(sql: &str) -> Vec<&str> {
+/// Byte offsets of the `;`s of `sql` outside quotes, backquotes and comments.
+fn statement_ends(sql: &str) -> Vec<usize> {
     let b = sql.as_bytes();
-    let (mut out, mut start, mut i) = (vec![], 0, 0);
+    let (mut out, mut i) = (vec![], 0);
     while i < b.len() {
         match b[i] {
             q @ (b'\'' | b'"' | b'`') => {
@@ -251,13 +251,21 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
                 }
                 i += 1;
             }
-            b';' => {
-                out.push(&sql[start..i]);
-                start = i + 1;
-            }
+            b';' => out.push(i),
             _ => {}
         }
         i += 1;
+    }
+    out
+}
+
+/// `sql` cut at each `;` outside quotes, backquotes and comments; empty pieces dropped.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let mut out = vec![];
+    let mut start = 0;
+    for end in statement_ends(sql) {
+        out.push(&sql[start..end]);
+        start = end + 1;
     }
     out.push(&sql[start.min(sql.len())..]);
     out.retain(|p| !p.trim().is_empty());
@@ -265,6 +273,53 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
         out.push(sql);
     }
     out
+}
+
+/// The offset in `sql` past whitespace and comments from `from`.
+fn skip_blank(sql: &str, mut from: usize) -> usize {
+    let b = sql.as_bytes();
+    loop {
+        while from < b.len() && b[from].is_ascii_whitespace() {
+            from += 1;
+        }
+        let rest = &b[from.min(b.len())..];
+        let line_comment = rest.starts_with(b"#")
+            || (rest.starts_with(b"--") && rest.get(2).is_none_or(|c| c.is_ascii_whitespace()));
+        if line_comment {
+            while from < b.len() && b[from] != b'\n' {
+                from += 1;
+            }
+        } else if rest.starts_with(b"/*") && !rest.starts_with(b"/*!") && !rest.starts_with(b"/*M!")
+        {
+            match sql[from + 2..].find("*/") {
+                Some(e) => from += 2 + e + 2,
+                None => return b.len(),
+            }
+        } else {
+            return from;
+        }
+    }
+}
+
+/// Where `sql` goes on past its first statement, if it does: the offset of the second
+/// statement (or of the `;` after a first one that is only comments). A client that did
+/// not set CLIENT_MULTI_STATEMENTS may not send such a text; trailing `;`s and comments
+/// are allowed, as MariaDB allows them.
+pub fn second_statement(sql: &str) -> Option<usize> {
+    let first = *statement_ends(sql).first()?;
+    // Nothing before the first `;`: MariaDB points at the `;` itself.
+    let blank_first = skip_blank(sql, 0) >= first;
+    let mut at = first + 1;
+    loop {
+        at = skip_blank(sql, at);
+        if at >= sql.len() {
+            return None;
+        }
+        if sql.as_bytes()[at] != b';' {
+            return Some(if blank_first { first } else { at });
+        }
+        at += 1;
+    }
 }
 
 fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
@@ -860,6 +915,38 @@ fn parse_load_data(sql: &str) -> Result<Stmt> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where MariaDB 10.11 reports a client without CLIENT_MULTI_STATEMENTS sending more
+    /// than one statement (its 1064 "near" text starts there), and the texts it accepts.
+    #[test]
+    fn a_second_statement_is_found_past_comments_and_empty_ones() {
+        fn near(sql: &str) -> Option<&str> {
+            second_statement(sql).map(|at| &sql[at..])
+        }
+        assert_eq!(near("SELECT 1; SELECT 2"), Some("SELECT 2"));
+        assert_eq!(
+            near("INSERT INTO t VALUES (2);\n\n  INSERT INTO t VALUES (3)"),
+            Some("INSERT INTO t VALUES (3)")
+        );
+        assert_eq!(near("SELECT 1; garbage"), Some("garbage"));
+        assert_eq!(near("/* x */ ; SELECT 1"), Some("; SELECT 1"));
+        assert_eq!(near("SELECT 1; -- x\nSELECT 2"), Some("SELECT 2"));
+        assert_eq!(near("SELECT 1; /*!SELECT 2*/"), Some("/*!SELECT 2*/"));
+        for one in [
+            "SELECT 1",
+            "SELECT 1;",
+            "SELECT 1; ",
+            "SELECT 1;;",
+            "SELECT 1; ;",
+            "SELECT 1; -- x",
+            "SELECT 1; /* c */",
+            "SELECT 1;\n# comment\n",
+            "SELECT 'a;b'",
+            "SELECT `a;b` FROM t -- ;x",
+        ] {
+            assert_eq!(second_statement(one), None, "{one}");
+        }
+    }
 
     #[test]
     fn versioned_comments_are_executed() {

@@ -451,6 +451,15 @@ impl Session {
         quarry_sql::split_statements(sql)
     }
 
+    /// The error for a text of several statements from a client that did not ask for
+    /// them (CLIENT_MULTI_STATEMENTS): MariaDB's parser stops at the second one, and
+    /// nothing of the text runs.
+    pub fn refuse_second_statement(sql: &str) -> Option<Error> {
+        let at = quarry_sql::second_statement(sql)?;
+        let line = 1 + sql[..at].matches('\n').count();
+        Some(Error::syntax_near_line(&sql[at..], line))
+    }
+
     /// Whether `sql` goes through `query_streamed`: one statement that starts as a query
     /// (`SELECT`, `WITH`, `(`). Anything else — LOAD DATA, which reads from the client
     /// while it runs, and a text starting with a comment included — is collected.

@@ -37,9 +37,14 @@ impl Raw {
     }
     /// Handshake as root with no password; panics unless the server answers OK.
     pub fn login(port: u16) -> Raw {
+        Raw::login_with(port, 0x0001_0000)
+    }
+    /// `login` with the client's capability flags `extra` (CLIENT_MULTI_STATEMENTS is
+    /// 0x0001_0000) besides protocol 4.1, secure connection, plugin auth and multi results.
+    pub fn login_with(port: u16, extra: u32) -> Raw {
         let mut c = Raw::connect(port);
         c.read().expect("greeting");
-        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0001_0000 | 0x0002_0000;
+        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0002_0000 | extra;
         let mut p = caps.to_le_bytes().to_vec();
         p.extend_from_slice(&(16u32 << 20).to_le_bytes());
         p.push(45);
