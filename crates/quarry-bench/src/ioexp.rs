@@ -382,7 +382,12 @@ pub fn run_caches(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<CacheRow>, String> {
     let _ = std::fs::remove_dir_all(datadir);
-    let db = quarry_core::Database::open(datadir).map_err(|e| e.to_string())?;
+    // The source file is the harness's own: the server may read it wherever it is.
+    let opts = quarry_core::Options {
+        secure_file_priv: Some(String::new()),
+        ..Default::default()
+    };
+    let db = quarry_core::Database::open_with(datadir, &opts).map_err(|e| e.to_string())?;
     let mut s = db.session("root", "localhost");
     let q = |s: &mut quarry_core::Session, sql: &str| {
         s.query(sql).map(|_| ()).map_err(|e| format!("{sql}: {e}"))

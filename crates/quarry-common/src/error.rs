@@ -67,6 +67,12 @@ impl Error {
         e.message.push_str(&format!(" at line {line}"));
         e
     }
+    pub fn secure_file_priv() -> Error {
+        Error::new(
+            1290,
+            "The MariaDB server is running with the --secure-file-priv option so it cannot execute this statement",
+        )
+    }
     pub fn unsupported(what: impl fmt::Display) -> Error {
         Error::new(
             1235,

@@ -12,6 +12,7 @@
 //! Must not touch: sockets and packets (the server crate), file formats (engines).
 
 pub mod accounts;
+pub mod files;
 mod lock;
 mod session;
 pub mod vars;
@@ -103,6 +104,8 @@ pub struct Database {
     /// What recovery did when this datadir was opened.
     pub recovery: quarry_storage::wal::Recovery,
     datadir: PathBuf,
+    /// Where LOAD DATA INFILE and LOAD_FILE() may read (`secure_file_priv`).
+    pub files: files::FilePolicy,
     _lockfile: File,
     started: std::time::Instant,
 }
@@ -153,6 +156,8 @@ pub struct Options {
     pub flush_log_at_trx_commit: Option<i64>,
     /// `innodb_log_file_size`: the log grows by about this much between checkpoints.
     pub log_file_size: Option<usize>,
+    /// `secure_file_priv` as given (None: the default directory; see [`files`]).
+    pub secure_file_priv: Option<String>,
 }
 
 /// MariaDB 10.11's default `innodb_log_file_size`.
@@ -257,6 +262,8 @@ impl Database {
             "innodb_log_file_size".into(),
             Value::Int(log_file_size as i64),
         );
+        let files = files::FilePolicy::from_setting(opts.secure_file_priv.as_deref(), datadir)?;
+        globals.insert("secure_file_priv".into(), files.shown());
         let accounts = accounts::Accounts::open(datadir)?;
         let db = Arc::new(Database {
             catalog,
@@ -273,6 +280,7 @@ impl Database {
             pool,
             recovery,
             datadir: datadir.to_path_buf(),
+            files,
             _lockfile: lockfile,
             started: std::time::Instant::now(),
         });

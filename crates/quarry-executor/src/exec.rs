@@ -41,6 +41,11 @@ pub trait SessionInfo {
     fn client_gone(&self) -> bool {
         false
     }
+    /// LOAD_FILE(): the bytes of the server's file `name` when the server may read it
+    /// (`secure_file_priv`) and it holds at most `limit` bytes; None otherwise.
+    fn read_file(&self, _name: &str, _limit: usize) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// When a statement's time is up, and the error it then gets.

@@ -29,9 +29,8 @@ pub fn arity(name: &str) -> Option<(usize, usize)> {
         | "LOG10" | "LOG2" | "SIGN" | "DATE" | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH"
         | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY" | "ISNULL" | "QUARTER"
         | "MONTHNAME" | "DAYNAME" | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX" | "RADIANS"
-        | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS" | "COT" | "BIN" | "OCT" => {
-            (1, 1)
-        }
+        | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS" | "COT" | "BIN" | "OCT"
+        | "LOAD_FILE" => (1, 1),
         "LEFT"
         | "RIGHT"
         | "REPEAT"
@@ -270,6 +269,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 _ => Value::Null,
             }
         }
+        "LOAD_FILE" => match ctx.session.read_file(&s(v(0)), ctx.max_packet) {
+            Some(bytes) => Value::Bytes(bytes),
+            None => Value::Null,
+        },
         "BIN" => Value::Str(format!("{:b}", v(0).to_i64())),
         "OCT" => Value::Str(format!("{:o}", v(0).to_i64())),
         "LEFT" => Value::Str(

@@ -40,7 +40,12 @@ fn interrupted(port: u16, sql: &'static [u8], then: impl FnOnce(u64)) -> (u16, D
 
 #[test]
 fn long_statements_stop_when_killed_timed_out_or_abandoned() {
-    let running = Running::start("interrupt", &[]);
+    // Files anywhere: the endless input is /dev/zero.
+    let opts = quarry_core::Options {
+        secure_file_priv: Some(String::new()),
+        ..Default::default()
+    };
+    let running = Running::start_with("interrupt", &[], &opts);
     let port = running.port;
     setup(port);
     let mut admin = Raw::login(port);

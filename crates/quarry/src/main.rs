@@ -23,7 +23,10 @@ engine options (also config file keys, e.g. innodb_flush_log_at_trx_commit = 2):
   --innodb-flush-log-at-trx-commit N
                                  1 fsync the log at commit (default), 2 write at commit
                                  and fsync each second, 0 write and fsync each second
-  --innodb-log-file-size SIZE    log growth between checkpoints (default 96M)";
+  --innodb-log-file-size SIZE    log growth between checkpoints (default 96M)
+  --secure-file-priv DIR         the only directory LOAD DATA INFILE and LOAD_FILE() read
+                                 (default: quarry-files beside the datadir; '' anywhere,
+                                 NULL nowhere)";
 
 struct Opts {
     datadir: PathBuf,
@@ -67,6 +70,7 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
                 o.engine.log_file_size =
                     Some(parse_size(v).ok_or_else(|| format!("bad innodb_log_file_size: {v}"))?)
             }
+            "secure_file_priv" => o.engine.secure_file_priv = Some(v.trim_matches('"').to_string()),
             "quarry_buffer_pool_partitions" | "buffer_pool_partitions" => {
                 o.engine.buffer_pool_partitions = Some(
                     v.parse()
@@ -124,6 +128,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                 o.engine.log_file_size =
                     Some(parse_size(&v).ok_or_else(|| format!("bad --innodb-log-file-size {v}"))?)
             }
+            "--secure-file-priv" => o.engine.secure_file_priv = Some(val(i)?),
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
         i += 2;

@@ -159,6 +159,17 @@ impl SessionInfo for Session {
     fn client_gone(&self) -> bool {
         self.info.client_gone.get().is_some_and(|gone| gone())
     }
+    fn read_file(&self, name: &str, limit: usize) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let path = self.db.files.readable(name, self.db.datadir()).ok()?;
+        let f = std::fs::File::open(path).ok()?;
+        if !f.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        f.take(limit as u64 + 1).read_to_end(&mut bytes).ok()?;
+        (bytes.len() <= limit).then_some(bytes)
+    }
     fn sys_var(&self, name: &str) -> Result<Value> {
         let (n, global) = normalise(name);
         match n.as_str() {
@@ -849,7 +860,11 @@ impl Session {
                 let (mut input, total): (Box<dyn std::io::Read + '_>, u64) = if ld.local {
                     (load_local.open(&ld.file)?, 0)
                 } else {
-                    let f = std::fs::File::open(&ld.file).map_err(|e| {
+                    let path = self
+                        .db
+                        .files
+                        .readable(&ld.file, &self.db.datadir().join(&db))?;
+                    let f = std::fs::File::open(&path).map_err(|e| {
                         Error::new(29, format!("File '{}' not found (Errcode: {e})", ld.file))
                     })?;
                     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -1783,7 +1798,7 @@ impl Session {
                     "TRADITIONAL" => "STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,TRADITIONAL,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION".into(),
                     other => other.to_string(),
                 }),
-                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" => {
+                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" => {
                     return Err(Error::new(1238, format!("Variable '{n}' is a read only variable")));
                 }
                 _ => v,

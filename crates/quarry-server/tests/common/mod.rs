@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quarry_core::quarry_common::Value;
-use quarry_core::Database;
+use quarry_core::{Database, Options};
 use quarry_server::Server;
 
 pub struct Raw {
@@ -223,9 +223,12 @@ pub struct Running {
 
 impl Running {
     pub fn start(name: &str, globals: &[(&str, i64)]) -> Running {
+        Running::start_with(name, globals, &Options::default())
+    }
+    pub fn start_with(name: &str, globals: &[(&str, i64)], opts: &Options) -> Running {
         let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let db = Database::open(&dir).unwrap();
+        let db = Database::open_with(&dir, opts).unwrap();
         for &(k, v) in globals {
             db.set_global(k, Value::Int(v));
         }
