@@ -45,11 +45,22 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// Does a client host match an account host (`%`, `localhost` for loopback, exact)?
 fn host_matches(pattern: &str, client: &str) -> bool {
-    let loopback = client == "127.0.0.1" || client == "::1" || client == "localhost";
+    let loopback = client == "localhost" || is_loopback(client);
     pattern == "%"
         || pattern == client
         || (pattern == "localhost" && loopback)
         || (pattern == "127.0.0.1" && loopback)
+}
+
+/// 127.0.0.0/8, ::1, and either as an IPv4-mapped IPv6 address.
+fn is_loopback(client: &str) -> bool {
+    match client.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => false,
+    }
 }
 
 impl Accounts {
@@ -220,11 +231,22 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("quarry-acct-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let a = Accounts::open(&dir).unwrap();
-        assert!(a.find("root", "127.0.0.1").is_some());
-        assert!(
-            a.find("root", "10.0.0.1").is_none(),
-            "root without a password is loopback only"
-        );
+        // Loopback in every spelling is localhost (::ffff:127.0.0.1 was not).
+        for lo in [
+            "127.0.0.1",
+            "127.0.1.1",
+            "::1",
+            "::ffff:127.0.0.1",
+            "localhost",
+        ] {
+            assert!(a.find("root", lo).is_some(), "{lo}");
+        }
+        for remote in ["10.0.0.1", "::ffff:10.0.0.1", "fe80::1", "128.0.0.1"] {
+            assert!(
+                a.find("root", remote).is_none(),
+                "root without a password is loopback only: {remote}"
+            );
+        }
         a.create("app", "%", "pw", false).unwrap();
         assert_eq!(a.create("app", "%", "pw", false).unwrap_err().code, 1396);
         drop(a);

@@ -285,7 +285,13 @@ fn login(
         conn.push(&err_packet(1043, "08S01", "Bad handshake"));
         return conn.flush().map(|()| None);
     };
-    let host = peer.ip().to_string();
+    // An IPv4 client of a dual-stack socket shows as ::ffff:a.b.c.d: it is a.b.c.d.
+    let host = match peer.ip() {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or_else(|| v6.to_string(), |v4| v4.to_string()),
+        ip => ip.to_string(),
+    };
     let mut auth = resp.auth.clone();
     let native = matches!(resp.plugin.as_deref(), None | Some("mysql_native_password"));
     // caching_sha2_password's fast path with an empty password sends nothing (or one NUL);
