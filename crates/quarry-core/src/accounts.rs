@@ -186,6 +186,22 @@ impl Accounts {
 }
 
 /// Check a `mysql_native_password` token against the stored SHA1(SHA1(password)).
+/// What a client sends for `password` under mysql_native_password:
+/// SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))); nothing for no password.
+pub fn native_token(password: &str, scramble: &[u8]) -> Vec<u8> {
+    if password.is_empty() {
+        return vec![];
+    }
+    let h1 = Sha1::digest(password.as_bytes());
+    let mut m = Sha1::new();
+    m.update(scramble);
+    m.update(Sha1::digest(h1));
+    h1.iter()
+        .zip(m.finalize().iter())
+        .map(|(a, b)| a ^ b)
+        .collect()
+}
+
 pub fn verify_native(token: &[u8], scramble: &[u8], hash2: &[u8]) -> bool {
     if hash2.is_empty() {
         return token.is_empty();
@@ -209,17 +225,7 @@ mod tests {
     fn native_password_round_trip() {
         let scramble = b"abcdefghijklmnopqrst";
         let pw = "s3cret";
-        // client side: SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw)))
-        let h1 = Sha1::digest(pw.as_bytes());
-        let h2 = Sha1::digest(h1);
-        let mut m = Sha1::new();
-        m.update(scramble);
-        m.update(h2);
-        let token: Vec<u8> = h1
-            .iter()
-            .zip(m.finalize().iter())
-            .map(|(a, b)| a ^ b)
-            .collect();
+        let token = native_token(pw, scramble);
         assert!(verify_native(&token, scramble, &password_hash2(pw)));
         assert!(!verify_native(&token, scramble, &password_hash2("other")));
         assert!(verify_native(&[], scramble, &[]));

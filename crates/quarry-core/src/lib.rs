@@ -15,6 +15,7 @@ pub mod accounts;
 pub mod files;
 mod lock;
 mod session;
+pub mod throttle;
 pub mod vars;
 
 use std::collections::HashMap;
@@ -106,6 +107,8 @@ pub struct Database {
     datadir: PathBuf,
     /// Where LOAD DATA INFILE and LOAD_FILE() may read (`secure_file_priv`).
     pub files: files::FilePolicy,
+    /// Failed logins by account name and host, and the delays they earn.
+    pub logins: throttle::LoginThrottle,
     _lockfile: File,
     started: std::time::Instant,
 }
@@ -281,6 +284,7 @@ impl Database {
             recovery,
             datadir: datadir.to_path_buf(),
             files,
+            logins: throttle::LoginThrottle::default(),
             _lockfile: lockfile,
             started: std::time::Instant::now(),
         });

@@ -24,6 +24,10 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("default_storage_engine", s("InnoDB")),
         ("div_precision_increment", i(4)),
         ("group_concat_max_len", i(1 << 20)),
+        // MySQL's connection_control plugin (failed-login throttling), always on here.
+        ("connection_control_failed_connections_threshold", i(3)),
+        ("connection_control_min_connection_delay", i(1000)),
+        ("connection_control_max_connection_delay", i(2147483647)),
         ("have_ssl", s("DISABLED")),
         ("innodb_flush_log_at_trx_commit", i(1)),
         ("innodb_lock_wait_timeout", i(50)),

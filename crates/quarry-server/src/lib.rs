@@ -243,6 +243,21 @@ struct Client {
     _slot: ConnSlot,
 }
 
+/// The failed-login delays as the globals set them now.
+fn throttle_policy(db: &Database) -> quarry_core::throttle::Policy {
+    let get = |name: &str, default: i64| db.global(name).map_or(default, |v| v.to_i64());
+    quarry_core::throttle::Policy {
+        threshold: get("connection_control_failed_connections_threshold", 3).clamp(0, 1 << 30)
+            as u32,
+        step: Duration::from_millis(
+            get("connection_control_min_connection_delay", 1000).max(0) as u64
+        ),
+        max: Duration::from_millis(
+            get("connection_control_max_connection_delay", 2147483647).max(0) as u64,
+        ),
+    }
+}
+
 fn global_secs(db: &Database, name: &str, default: u64) -> Duration {
     let v = db
         .global(name)
@@ -308,10 +323,20 @@ fn login(
     if auth == [0] {
         auth.clear();
     }
+    // Past a run of failures every attempt waits before it is judged, a right one too:
+    // guessing gets slow, and a quick answer does not tell a guess was right.
+    if let Some(d) = db.logins.delay(&resp.user, &host, throttle_policy(&db)) {
+        std::thread::sleep(d);
+    }
     let account = db.accounts.find(&resp.user, &host);
     let ok = account
         .as_ref()
         .is_some_and(|a| quarry_core::accounts::verify_native(&auth, &scramble, &a.hash2));
+    if ok {
+        db.logins.succeeded(&resp.user, &host);
+    } else {
+        db.logins.failed(&resp.user, &host);
+    }
     if !ok {
         let msg = format!(
             "Access denied for user '{}'@'{}' (using password: {})",

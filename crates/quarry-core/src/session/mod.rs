@@ -143,6 +143,10 @@ fn num(name: &str) -> OutColumn {
     OutColumn::expr(name, SqlType::BIGINT, true)
 }
 
+fn get_delays(t: &crate::throttle::LoginThrottle) -> u64 {
+    t.delays.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn like_filter(pattern: Option<&str>, s: &str) -> bool {
     pattern.is_none_or(|p| quarry_executor::expr::like(s, p, '\\'))
 }
@@ -1510,6 +1514,10 @@ impl Session {
                     self.db.processes.lock().len() as u64,
                 ));
                 all.push(("Uptime".into(), self.db.uptime_secs()));
+                all.push((
+                    "Connection_control_delay_generated".into(),
+                    get_delays(&self.db.logins),
+                ));
                 all.push(("Open_tables".into(), self.db.catalog.open_tables() as u64));
                 // The write-ahead log, under InnoDB's names where it has them.
                 let log = self.db.log_stats();

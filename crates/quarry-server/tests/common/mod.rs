@@ -39,6 +39,35 @@ impl Raw {
     pub fn login(port: u16) -> Raw {
         Raw::login_with(port, 0x0001_0000)
     }
+    /// Log in as `user` with `password` (mysql_native_password): the connection, or the
+    /// error code the server answered.
+    pub fn login_as(port: u16, user: &str, password: &str) -> Result<Raw, u16> {
+        let mut c = Raw::connect(port);
+        let (_, hello) = c.read().expect("greeting");
+        // Protocol 10: version, NUL, connection id, 8 scramble bytes, … 12 more before
+        // the plugin name.
+        let v = 1 + hello[1..].iter().position(|&b| b == 0).unwrap() + 1;
+        let mut scramble = hello[v + 4..v + 12].to_vec();
+        let rest = v + 12 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+        scramble.extend_from_slice(&hello[rest..rest + 12]);
+        let token = quarry_core::accounts::native_token(password, &scramble);
+        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0002_0000;
+        let mut p = caps.to_le_bytes().to_vec();
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(user.as_bytes());
+        p.push(0);
+        p.push(token.len() as u8);
+        p.extend_from_slice(&token);
+        p.extend_from_slice(b"mysql_native_password\0");
+        c.send(1, &p);
+        let (_, reply) = c.read().expect("auth reply");
+        match reply[0] {
+            0 => Ok(c),
+            _ => Err(u16::from_le_bytes([reply[1], reply[2]])),
+        }
+    }
     /// `login` with the client's capability flags `extra` (CLIENT_MULTI_STATEMENTS is
     /// 0x0001_0000) besides protocol 4.1, secure connection, plugin auth and multi results.
     pub fn login_with(port: u16, extra: u32) -> Raw {
