@@ -22,7 +22,7 @@ pub enum FilePolicy {
 
 impl FilePolicy {
     /// From the option's text (`None`: the default, `<datadir>/../quarry-files`, created
-    /// when missing). A named directory must exist, as in MariaDB.
+    /// when missing; NULL when it cannot be). A named directory must exist, as in MariaDB.
     pub fn from_setting(setting: Option<&str>, datadir: &Path) -> Result<FilePolicy> {
         let dir = match setting {
             Some("") => return Ok(FilePolicy::Anywhere),
@@ -34,7 +34,11 @@ impl FilePolicy {
                     .parent()
                     .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
                 let dir = parent.join("quarry-files");
-                std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
+                // A default that cannot be made must not keep the server from starting:
+                // then no file is read at all.
+                if std::fs::create_dir_all(&dir).is_err() {
+                    return Ok(FilePolicy::Disabled);
+                }
                 dir
             }
         };

@@ -613,7 +613,7 @@ impl Table for MvccTable {
             return self.inner.update(id, row);
         }
         let old = self.current(id, "update")?;
-        self.update_from(id, &old, PackedRow::pack(&old), row)
+        self.update_from(id, &old, PackedRow::pack(&old), row, &mut |_| {})
     }
 
     fn update_known(
@@ -621,12 +621,12 @@ impl Table for MvccTable {
         id: RowId,
         old: &PackedRow,
         row: Row,
-        _note: &mut dyn FnMut(RowId),
+        note: &mut dyn FnMut(RowId),
     ) -> Result<RowId> {
         if writer().is_none() {
-            return self.inner.update_known(id, old, row, &mut |_| {});
+            return self.inner.update_known(id, old, row, note);
         }
-        self.update_from(id, &old.unpack(), old.clone(), row)
+        self.update_from(id, &old.unpack(), old.clone(), row, note)
     }
 
     fn delete(&self, id: RowId) -> Result<()> {
@@ -676,8 +676,16 @@ impl MvccTable {
             .ok_or_else(|| Error::internal(format!("row to {change} is missing")))
     }
 
-    /// A writer's update of `old` (the row at `id` now, also packed).
-    fn update_from(&self, id: RowId, old: &Row, packed: PackedRow, row: Row) -> Result<RowId> {
+    /// A writer's update of `old` (the row at `id` now, also packed); `note` hears a new
+    /// id after the version store has.
+    fn update_from(
+        &self,
+        id: RowId,
+        old: &Row,
+        packed: PackedRow,
+        row: Row,
+        note: &mut dyn FnMut(RowId),
+    ) -> Result<RowId> {
         let (ctx, txn) = writer().expect("called under a writer");
         let mut keys = self.row_keys(old, Some(id));
         for k in self.row_keys(&row, Some(id)) {
@@ -690,7 +698,8 @@ impl MvccTable {
         self.versions.record(&txn, id, Some(packed.clone()));
         self.bracket(&txn, || {
             self.inner.update_known(id, &packed, row, &mut |nid| {
-                self.versions.record(&txn, nid, None)
+                self.versions.record(&txn, nid, None);
+                note(nid);
             })
         })
     }
