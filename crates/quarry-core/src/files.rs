@@ -1,8 +1,9 @@
-//! Where the server may read files on a client's behalf (`secure_file_priv`): LOAD DATA
-//! INFILE without LOCAL and LOAD_FILE() read only inside one directory, or nowhere.
+//! Where the server may read or write files on a client's behalf (`secure_file_priv`):
+//! LOAD DATA INFILE without LOCAL and LOAD_FILE() read, SELECT … INTO OUTFILE / DUMPFILE
+//! write, only inside one directory, or nowhere.
 //!
-//! Owns the policy and the path check; must not open files for writing or touch the
-//! datadir's own files.
+//! Owns the policy and the path check; opens no file and must not touch the datadir's
+//! own files.
 
 use std::path::{Path, PathBuf};
 
@@ -65,9 +66,9 @@ impl FilePolicy {
     }
 
     /// The file a statement names, resolved (a relative name is in the database's
-    /// directory `base`, as MariaDB reads it), if the policy lets the server read it:
-    /// else 1290. Symbolic links and `..` are followed before the check.
-    pub fn readable(&self, name: &str, base: &Path) -> Result<PathBuf> {
+    /// directory `base`, as MariaDB reads it), if the policy lets the server read or
+    /// write it there: else 1290. Symbolic links and `..` are followed before the check.
+    pub fn allowed(&self, name: &str, base: &Path) -> Result<PathBuf> {
         let path = base.join(name);
         let inside = match self {
             FilePolicy::Anywhere => return Ok(path),

@@ -111,3 +111,95 @@ fn null_refuses_every_server_side_read_and_empty_allows_any() {
     drop(s);
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// SELECT … INTO OUTFILE writes LOAD DATA's text format and INTO DUMPFILE one row's
+/// bytes, inside secure_file_priv only, never over an existing file. The bytes expected
+/// are what MariaDB 10.11 wrote for the same statements.
+#[test]
+fn select_into_outfile_and_dumpfile_write_what_mariadb_writes() {
+    let (base, mut s) = open("outfile", None);
+    let files = std::fs::canonicalize(base.join("quarry-files")).unwrap();
+    s.query(
+        "CREATE TABLE t (id INT, s VARCHAR(30), d DECIMAL(6,2), f FLOAT, dt DATETIME, n INT);
+         INSERT INTO t VALUES (1, 'plain', 1.50, 52.14, '2024-01-02 03:04:05', NULL),
+           (2, 'tab\\there', -2.00, 0.5, NULL, 7),
+           (3, 'line\\nbreak \"q\" back\\\\slash', 0, 1e10, '2020-02-29 00:00:00', 0),
+           (4, 'comma,x', 10.25, -1.25, NULL, NULL)",
+    )
+    .unwrap();
+    let f = |n: &str| files.join(n);
+    let run = |s: &mut Session, sql: String| s.query(&sql).map(|_| ()).map_err(|e| e.code);
+    run(
+        &mut s,
+        format!(
+            "SELECT * FROM t ORDER BY id INTO OUTFILE '{}'",
+            f("o1").display()
+        ),
+    )
+    .unwrap();
+    run(
+        &mut s,
+        format!(
+            "SELECT id, s, d FROM t ORDER BY id INTO OUTFILE '{}' FIELDS TERMINATED BY ',' \
+             OPTIONALLY ENCLOSED BY '\"' LINES TERMINATED BY '\\r\\n'",
+            f("o2").display()
+        ),
+    )
+    .unwrap();
+    run(
+        &mut s,
+        format!(
+            "SELECT id, s INTO OUTFILE '{}' FIELDS ENCLOSED BY '\\'' ESCAPED BY '' \
+             LINES STARTING BY '>' FROM t WHERE id < 3 ORDER BY id",
+            f("o3").display()
+        ),
+    )
+    .unwrap();
+    run(
+        &mut s,
+        format!(
+            "SELECT s FROM t WHERE id = 3 INTO DUMPFILE '{}'",
+            f("o4").display()
+        ),
+    )
+    .unwrap();
+    let bytes = |n: &str| std::fs::read(f(n)).unwrap();
+    assert_eq!(
+        bytes("o1"),
+        b"1\tplain\t1.50\t52.14\t2024-01-02 03:04:05\t\\N\n2\ttab\\\there\t-2.00\t0.5\t\\N\t7\n\
+          3\tline\\\nbreak \"q\" back\\\\slash\t0.00\t10000000000\t2020-02-29 00:00:00\t0\n\
+          4\tcomma,x\t10.25\t-1.25\t\\N\t\\N\n"
+    );
+    assert_eq!(
+        bytes("o2"),
+        b"1,\"plain\",1.50\r\n2,\"tab\there\",-2.00\r\n3,\"line\nbreak \\\"q\\\" back\\\\slash\",0.00\r\n4,\"comma,x\",10.25\r\n"
+    );
+    assert_eq!(bytes("o3"), b">'1'\t'plain'\n>'2'\t'tab\there'\n");
+    assert_eq!(bytes("o4"), b"line\nbreak \"q\" back\\slash");
+    // What OUTFILE wrote, LOAD DATA reads back.
+    s.query("CREATE TABLE back LIKE t").unwrap();
+    run(
+        &mut s,
+        format!("LOAD DATA INFILE '{}' INTO TABLE back", f("o1").display()),
+    )
+    .unwrap();
+    assert_eq!(
+        lines(&mut s, "SELECT * FROM back ORDER BY id"),
+        lines(&mut s, "SELECT * FROM t ORDER BY id")
+    );
+    // Refusals, with MariaDB's codes; a failed DUMPFILE leaves no file.
+    let o1 = format!("SELECT id FROM t INTO OUTFILE '{}'", f("o1").display());
+    assert_eq!(run(&mut s, o1), Err(1086));
+    assert_eq!(
+        run(
+            &mut s,
+            "SELECT id FROM t INTO OUTFILE '/tmp/quarry-out-x'".into()
+        ),
+        Err(1290)
+    );
+    let many = format!("SELECT id FROM t INTO DUMPFILE '{}'", f("o6").display());
+    assert_eq!(run(&mut s, many), Err(1172));
+    assert!(!f("o6").exists());
+    drop(s);
+    let _ = std::fs::remove_dir_all(&base);
+}

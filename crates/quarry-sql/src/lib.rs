@@ -14,12 +14,17 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 pub use sqlparser::ast;
 
+mod into_file;
 mod long_literals;
+
+pub use into_file::IntoFile;
 
 /// A statement ready for binding.
 #[derive(Debug, Clone)]
 pub enum Stmt {
     Ast(Box<AstStatement>),
+    /// `SELECT … INTO OUTFILE / DUMPFILE` (the query without the clause).
+    SelectInto(Box<AstStatement>, IntoFile),
     LoadData(LoadData),
     ShowEngines,
     ShowWarnings {
@@ -333,11 +338,13 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     if let Some(s) = predispatch(trimmed)? {
         return Ok(vec![s]);
     }
+    let into: std::cell::RefCell<Option<IntoFile>> = Default::default();
     let parse = |swap: bool| {
         Tokenizer::new(&dialect(), &sql)
             .tokenize_with_location()
             .map_err(|e| ParserError::TokenizerError(e.to_string()))
-            .and_then(|toks| {
+            .and_then(|mut toks| {
+                *into.borrow_mut() = into_file::take(&mut toks)?;
                 let toks = number_placeholders(toks);
                 let (toks, stash) = match swap {
                     true => long_literals::swap_out(toks),
@@ -360,6 +367,15 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     };
     match parsed {
         Ok(stmts) if stmts.is_empty() => Err(Error::new(1065, "Query was empty")),
+        Ok(mut stmts) if into.borrow().is_some() => {
+            let into = into.take().expect("checked");
+            match stmts.pop() {
+                Some(q @ AstStatement::Query(_)) if stmts.is_empty() => {
+                    Ok(vec![Stmt::SelectInto(Box::new(q), into)])
+                }
+                _ => Err(Error::syntax_near("INTO")),
+            }
+        }
         Ok(stmts) => Ok(stmts.into_iter().map(|s| Stmt::Ast(Box::new(s))).collect()),
         Err(ParserError::RecursionLimitExceeded) => Err(Error::too_deep(MAX_PARSE_NESTING)),
         Err(e) => Err(parse_error(&sql, &e.to_string())),
@@ -823,6 +839,64 @@ fn one_char(s: &str) -> Option<char> {
     s.chars().next()
 }
 
+/// A reader of keywords and quoted strings: LOAD DATA's and INTO OUTFILE's.
+pub(crate) trait OptionWords {
+    fn eat_seq(&mut self, kws: &[&str]) -> bool;
+    fn quoted(&mut self) -> Result<String>;
+}
+
+impl OptionWords for Toks {
+    fn eat_seq(&mut self, kws: &[&str]) -> bool {
+        Toks::eat_seq(self, kws)
+    }
+    fn quoted(&mut self) -> Result<String> {
+        self.string()
+    }
+}
+
+/// Where `FIELDS …` and `LINES …` options go.
+pub(crate) struct FieldLines<'a> {
+    pub fields_terminated: &'a mut String,
+    pub enclosed: &'a mut Option<char>,
+    pub optionally_enclosed: &'a mut bool,
+    pub escaped: &'a mut Option<char>,
+    pub lines_starting: &'a mut String,
+    pub lines_terminated: &'a mut String,
+}
+
+/// `[FIELDS|COLUMNS {TERMINATED|[OPTIONALLY] ENCLOSED|ESCAPED} BY '…' …]
+/// [LINES {STARTING|TERMINATED} BY '…' …]`.
+pub(crate) fn field_line_options(w: &mut impl OptionWords, o: FieldLines) -> Result<()> {
+    if w.eat_seq(&["FIELDS"]) || w.eat_seq(&["COLUMNS"]) {
+        loop {
+            if w.eat_seq(&["TERMINATED", "BY"]) {
+                *o.fields_terminated = w.quoted()?;
+            } else if w.eat_seq(&["OPTIONALLY", "ENCLOSED", "BY"]) {
+                *o.enclosed = one_char(&w.quoted()?);
+                *o.optionally_enclosed = true;
+            } else if w.eat_seq(&["ENCLOSED", "BY"]) {
+                *o.enclosed = one_char(&w.quoted()?);
+            } else if w.eat_seq(&["ESCAPED", "BY"]) {
+                *o.escaped = one_char(&w.quoted()?);
+            } else {
+                break;
+            }
+        }
+    }
+    if w.eat_seq(&["LINES"]) {
+        loop {
+            if w.eat_seq(&["STARTING", "BY"]) {
+                *o.lines_starting = w.quoted()?;
+            } else if w.eat_seq(&["TERMINATED", "BY"]) {
+                *o.lines_terminated = w.quoted()?;
+            } else {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn parse_load_data(sql: &str) -> Result<Stmt> {
     let mut t = Toks::new(sql)?;
     let mut ld = LoadData {
@@ -851,35 +925,17 @@ fn parse_load_data(sql: &str) -> Result<Stmt> {
     if t.eat_seq(&["CHARACTER", "SET"]) || t.eat("CHARSET") {
         t.ident().or_else(|_| t.string())?;
     }
-    if t.eat("FIELDS") || t.eat("COLUMNS") {
-        loop {
-            if t.eat_seq(&["TERMINATED", "BY"]) {
-                ld.fields_terminated = t.string()?;
-            } else if t.eat("OPTIONALLY") {
-                t.expect("ENCLOSED")?;
-                t.expect("BY")?;
-                ld.enclosed = one_char(&t.string()?);
-                ld.optionally_enclosed = true;
-            } else if t.eat_seq(&["ENCLOSED", "BY"]) {
-                ld.enclosed = one_char(&t.string()?);
-            } else if t.eat_seq(&["ESCAPED", "BY"]) {
-                ld.escaped = one_char(&t.string()?);
-            } else {
-                break;
-            }
-        }
-    }
-    if t.eat("LINES") {
-        loop {
-            if t.eat_seq(&["STARTING", "BY"]) {
-                ld.lines_starting = t.string()?;
-            } else if t.eat_seq(&["TERMINATED", "BY"]) {
-                ld.lines_terminated = t.string()?;
-            } else {
-                break;
-            }
-        }
-    }
+    field_line_options(
+        &mut t,
+        FieldLines {
+            fields_terminated: &mut ld.fields_terminated,
+            enclosed: &mut ld.enclosed,
+            optionally_enclosed: &mut ld.optionally_enclosed,
+            escaped: &mut ld.escaped,
+            lines_starting: &mut ld.lines_starting,
+            lines_terminated: &mut ld.lines_terminated,
+        },
+    )?;
     if t.eat("IGNORE") {
         ld.ignore_lines = t.number()?;
         if !(t.eat("LINES") || t.eat("ROWS")) {

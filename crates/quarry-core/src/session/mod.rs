@@ -16,6 +16,7 @@ use quarry_executor::{Binder, ExecCtx, OutColumn, SessionInfo, Undo};
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::Stmt;
 
+mod outfile;
 mod txn;
 
 use crate::vars::normalise;
@@ -165,7 +166,7 @@ impl SessionInfo for Session {
     }
     fn read_file(&self, name: &str, limit: usize) -> Option<Vec<u8>> {
         use std::io::Read;
-        let path = self.db.files.readable(name, self.db.datadir()).ok()?;
+        let path = self.db.files.allowed(name, self.db.datadir()).ok()?;
         let f = std::fs::File::open(path).ok()?;
         if !f.metadata().ok()?.is_file() {
             return None;
@@ -829,6 +830,23 @@ impl Session {
         let s = match stmt {
             Stmt::Ast(s) => s,
             Stmt::Noop => return Ok(Output::ok(0)),
+            Stmt::SelectInto(q, into) => {
+                let S::Query(q) = &**q else {
+                    return Err(Error::syntax_near("INTO"));
+                };
+                let base = match &self.current_db {
+                    Some(db) => self.db.datadir().join(db),
+                    None => self.db.datadir().to_path_buf(),
+                };
+                let path = self.db.files.allowed(&into.file, &base)?;
+                let cur = self.current_db.clone();
+                let rows = self.exec_ctx(params, sink, |ctx| {
+                    let mut b = Binder::new(&self.db.catalog, cur);
+                    let sp = b.bind_query(q)?;
+                    outfile::write(&path, &into.file, into, &sp, ctx)
+                })?;
+                return Ok(Output::ok(rows));
+            }
             Stmt::CreateUser {
                 users,
                 if_not_exists,
@@ -867,7 +885,7 @@ impl Session {
                     let path = self
                         .db
                         .files
-                        .readable(&ld.file, &self.db.datadir().join(&db))?;
+                        .allowed(&ld.file, &self.db.datadir().join(&db))?;
                     let f = std::fs::File::open(&path).map_err(|e| {
                         Error::new(29, format!("File '{}' not found (Errcode: {e})", ld.file))
                     })?;
