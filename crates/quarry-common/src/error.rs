@@ -29,7 +29,9 @@ impl Error {
             1040 => "08004",
             1045 => "28000",
             1046 => "3D000",
-            1044 | 1049 | 1064 | 1102 | 1103 | 1115 | 1149 | 1286 | 1425 | 1426 | 1427 => "42000",
+            1044 | 1049 | 1064 | 1102 | 1103 | 1115 | 1149 | 1226 | 1286 | 1425 | 1426 | 1427 => {
+                "42000"
+            }
             1050 => "42S01",
             1051 | 1109 | 1146 | 4092 => "42S02",
             1054 | 1060 => "42S21",
@@ -66,6 +68,17 @@ impl Error {
         let mut e = Error::syntax_near(near);
         e.message.push_str(&format!(" at line {line}"));
         e
+    }
+    pub fn account_locked() -> Error {
+        Error::new(4151, "Access denied, this account is locked")
+    }
+    pub fn user_connections(user: &str, limit: usize) -> Error {
+        Error::new(
+            1226,
+            format!(
+                "User '{user}' has exceeded the 'max_user_connections' resource (current value: {limit})"
+            ),
+        )
     }
     pub fn secure_file_priv() -> Error {
         Error::new(

@@ -1,4 +1,5 @@
-//! The account table: `<datadir>/accounts.qacct`, one `user<TAB>host<TAB>hash` per line.
+//! The account table: `<datadir>/accounts.qacct`, one `user<TAB>host<TAB>hash<TAB>attributes`
+//! per line (version 2; version 1 had no attributes, and reads as none set).
 //!
 //! `hash` is SHA1(SHA1(password)) in hex, as MySQL's `mysql_native_password` stores it (empty
 //! = no password). The default account is `root`@`localhost` without a password, which
@@ -9,9 +10,11 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::RwLock;
 use quarry_common::{Error, Result};
+use quarry_sql::{AccountOptions, Secret};
 use sha1::{Digest, Sha1};
 
-const HEADER: &str = "# quarry accounts v1: user<TAB>host<TAB>sha1(sha1(password)) hex";
+const HEADER: &str =
+    "# quarry accounts v2: user<TAB>host<TAB>sha1(sha1(password)) hex<TAB>attributes";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Account {
@@ -19,6 +22,82 @@ pub struct Account {
     pub host: String,
     /// SHA1(SHA1(password)); empty for no password.
     pub hash2: Vec<u8>,
+    /// ACCOUNT LOCK: no login at all.
+    pub locked: bool,
+    /// WITH MAX_USER_CONNECTIONS (0: no limit).
+    pub max_user_connections: u32,
+}
+
+impl Account {
+    fn new(user: &str, host: &str, hash2: Vec<u8>) -> Account {
+        Account {
+            user: user.into(),
+            host: host.into(),
+            hash2,
+            locked: false,
+            max_user_connections: 0,
+        }
+    }
+
+    fn apply(&mut self, o: &AccountOptions) {
+        if let Some(l) = o.locked {
+            self.locked = l;
+        }
+        if let Some(n) = o.max_user_connections {
+            self.max_user_connections = n;
+        }
+    }
+
+    /// The fourth column: `locked`, `max_user_connections=N`, comma-separated.
+    fn attributes(&self) -> String {
+        let mut a = vec![];
+        if self.locked {
+            a.push("locked".to_string());
+        }
+        if self.max_user_connections > 0 {
+            a.push(format!(
+                "max_user_connections={}",
+                self.max_user_connections
+            ));
+        }
+        a.join(",")
+    }
+
+    fn set_attributes(&mut self, text: &str) -> Option<()> {
+        for a in text.split(',').filter(|a| !a.is_empty()) {
+            match a.split_once('=') {
+                None if a == "locked" => self.locked = true,
+                Some(("max_user_connections", n)) => self.max_user_connections = n.parse().ok()?,
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+}
+
+/// SHA1(SHA1(password)) from `IDENTIFIED BY PASSWORD '*hex'`; 1372 unless it is a star and
+/// 40 hex digits (or empty: no password), as MariaDB.
+fn hash_from_text(text: &str) -> Result<Vec<u8>> {
+    if text.is_empty() {
+        return Ok(vec![]);
+    }
+    text.strip_prefix('*')
+        .filter(|h| h.len() == 40)
+        .and_then(unhex)
+        .ok_or_else(|| {
+            Error::new(
+                1372,
+                "Password hash should be a 41-digit hexadecimal number",
+            )
+        })
+}
+
+fn hash_of(secret: &Secret) -> Result<Option<Vec<u8>>> {
+    Ok(match secret {
+        Secret::None => None,
+        Secret::Password(p) => Some(password_hash2(p)),
+        Secret::Hash(h) => Some(hash_from_text(h)?),
+    })
 }
 
 pub struct Accounts {
@@ -72,25 +151,21 @@ impl Accounts {
                 .filter(|l| !l.starts_with('#') && !l.is_empty())
                 .map(|l| {
                     let mut f = l.split('\t');
-                    let (u, h, p) = (
+                    let (u, h, p, attrs) = (
+                        f.next().unwrap_or(""),
                         f.next().unwrap_or(""),
                         f.next().unwrap_or(""),
                         f.next().unwrap_or(""),
                     );
                     let hash2 = unhex(p).ok_or_else(|| Error::corrupt(path.display()))?;
-                    Ok(Account {
-                        user: u.into(),
-                        host: h.into(),
-                        hash2,
-                    })
+                    let mut a = Account::new(u, h, hash2);
+                    a.set_attributes(attrs)
+                        .ok_or_else(|| Error::corrupt(path.display()))?;
+                    Ok(a)
                 })
                 .collect::<Result<Vec<_>>>()?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                vec![Account {
-                    user: "root".into(),
-                    host: "localhost".into(),
-                    hash2: vec![],
-                }]
+                vec![Account::new("root", "localhost", vec![])]
             }
             Err(e) => return Err(Error::io(path.display(), e)),
         };
@@ -105,7 +180,13 @@ impl Accounts {
     fn save(&self) -> Result<()> {
         let mut text = format!("{HEADER}\n");
         for a in self.list.read().iter() {
-            text.push_str(&format!("{}\t{}\t{}\n", a.user, a.host, hex(&a.hash2)));
+            text.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                a.user,
+                a.host,
+                hex(&a.hash2),
+                a.attributes()
+            ));
         }
         let tmp = self.path.with_extension("tmp");
         std::fs::write(&tmp, text).map_err(|e| Error::io(tmp.display(), e))?;
@@ -127,9 +208,11 @@ impl Accounts {
         &self,
         user: &str,
         host: &str,
-        password: &str,
+        secret: &Secret,
+        opts: &AccountOptions,
         if_not_exists: bool,
     ) -> Result<bool> {
+        let hash2 = hash_of(secret)?.unwrap_or_default();
         let mut list = self.list.write();
         if list.iter().any(|a| a.user == user && a.host == host) {
             if if_not_exists {
@@ -140,11 +223,39 @@ impl Accounts {
                 format!("Operation CREATE USER failed for '{user}'@'{host}'"),
             ));
         }
-        list.push(Account {
-            user: user.into(),
-            host: host.into(),
-            hash2: password_hash2(password),
-        });
+        let mut a = Account::new(user, host, hash2);
+        a.apply(opts);
+        list.push(a);
+        drop(list);
+        self.save()?;
+        Ok(true)
+    }
+
+    /// ALTER USER: the password when given, and the options; false when the account does
+    /// not exist and `if_exists` (else 1396).
+    pub fn alter(
+        &self,
+        user: &str,
+        host: &str,
+        secret: &Secret,
+        opts: &AccountOptions,
+        if_exists: bool,
+    ) -> Result<bool> {
+        let hash2 = hash_of(secret)?;
+        let mut list = self.list.write();
+        let Some(a) = list.iter_mut().find(|a| a.user == user && a.host == host) else {
+            if if_exists {
+                return Ok(false);
+            }
+            return Err(Error::new(
+                1396,
+                format!("Operation ALTER USER failed for '{user}'@'{host}'"),
+            ));
+        };
+        if let Some(h) = hash2 {
+            a.hash2 = h;
+        }
+        a.apply(opts);
         drop(list);
         self.save()?;
         Ok(true)
@@ -185,7 +296,6 @@ impl Accounts {
     }
 }
 
-/// Check a `mysql_native_password` token against the stored SHA1(SHA1(password)).
 /// What a client sends for `password` under mysql_native_password:
 /// SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))); nothing for no password.
 pub fn native_token(password: &str, scramble: &[u8]) -> Vec<u8> {
@@ -202,6 +312,7 @@ pub fn native_token(password: &str, scramble: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// Check a `mysql_native_password` token against the stored SHA1(SHA1(password)).
 pub fn verify_native(token: &[u8], scramble: &[u8], hash2: &[u8]) -> bool {
     if hash2.is_empty() {
         return token.is_empty();
@@ -232,6 +343,47 @@ mod tests {
         assert!(!verify_native(&token, scramble, &[]));
     }
 
+    /// Version 2 keeps ACCOUNT LOCK and MAX_USER_CONNECTIONS across a reopen; a version 1
+    /// file (three columns, as the previous main wrote it) reads as neither set.
+    #[test]
+    fn account_attributes_survive_a_reopen_and_v1_files_still_open() {
+        let dir = std::env::temp_dir().join(format!("quarry-acct-v2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("accounts.qacct"),
+            "# quarry accounts v1: user<TAB>host<TAB>sha1(sha1(password)) hex\n\
+             root\tlocalhost\t\napp\t%\t2470c0c06dee42fd1618bb99005adca2ec9d1e19\n",
+        )
+        .unwrap();
+        let a = Accounts::open(&dir).unwrap();
+        let app = a.find("app", "10.0.0.1").unwrap();
+        assert_eq!(app.hash2, password_hash2("password"));
+        assert!(!app.locked && app.max_user_connections == 0);
+        let opts = AccountOptions {
+            max_user_connections: Some(3),
+            locked: Some(true),
+        };
+        assert!(a.alter("app", "%", &Secret::None, &opts, false).unwrap());
+        drop(a);
+        let text = std::fs::read_to_string(dir.join("accounts.qacct")).unwrap();
+        assert!(text.starts_with("# quarry accounts v2"), "{text}");
+        let a = Accounts::open(&dir).unwrap();
+        let app = a.find("app", "10.0.0.1").unwrap();
+        assert!(app.locked);
+        assert_eq!(app.max_user_connections, 3);
+        assert_eq!(
+            app.hash2,
+            password_hash2("password"),
+            "ALTER without a password keeps it"
+        );
+        std::fs::write(dir.join("accounts.qacct"), "app\t%\t\tfrozen\n").unwrap();
+        assert!(
+            Accounts::open(&dir).is_err(),
+            "an unknown attribute is damage"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn hosts_match_most_specific_first() {
         let dir = std::env::temp_dir().join(format!("quarry-acct-{}", std::process::id()));
@@ -253,8 +405,13 @@ mod tests {
                 "root without a password is loopback only: {remote}"
             );
         }
-        a.create("app", "%", "pw", false).unwrap();
-        assert_eq!(a.create("app", "%", "pw", false).unwrap_err().code, 1396);
+        let pw = Secret::Password("pw".into());
+        let none = AccountOptions::default();
+        a.create("app", "%", &pw, &none, false).unwrap();
+        assert_eq!(
+            a.create("app", "%", &pw, &none, false).unwrap_err().code,
+            1396
+        );
         drop(a);
         let a = Accounts::open(&dir).unwrap();
         assert_eq!(

@@ -295,6 +295,15 @@ impl Database {
         &self.datadir
     }
 
+    /// Sessions logged in now with the account `user`@`account_host`.
+    pub fn sessions_of(&self, user: &str, account_host: &str) -> usize {
+        self.processes
+            .lock()
+            .values()
+            .filter(|p| p.user == user && p.account_host == account_host)
+            .count()
+    }
+
     pub fn global(&self, name: &str) -> Option<Value> {
         self.globals.read().get(name).cloned()
     }

@@ -213,3 +213,42 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Layout 3's account file (version 1: user, host, hash) opens as written; the first
+/// change writes version 2, whose account attributes (ACCOUNT LOCK, MAX_USER_CONNECTIONS)
+/// survive a reopen. The fixture was written by c33bd3a's `quarry sql`.
+#[test]
+fn layout_3_accounts_open_and_gain_attributes() {
+    let dir = fixture(3);
+    let db = Database::open(&dir).unwrap();
+    let app = db.accounts.find("app", "10.1.2.3").expect("app@%");
+    assert_eq!(
+        app.hash2,
+        quarry_core::accounts::password_hash2("pw"),
+        "the password is kept"
+    );
+    assert!(!app.locked && app.max_user_connections == 0);
+    assert!(db
+        .accounts
+        .find("ro", "127.0.0.1")
+        .unwrap()
+        .hash2
+        .is_empty());
+    let mut s = db.session("root", "localhost");
+    assert_eq!(
+        texts(&mut s, "SELECT id, name, price FROM shop.items ORDER BY id"),
+        [["1", "tea", "2.50"], ["2", "cake", "4.00"]]
+    );
+    s.query("ALTER USER 'app'@'%' WITH MAX_USER_CONNECTIONS 2 ACCOUNT LOCK")
+        .unwrap();
+    check_tables(&mut s, &["shop.items"]);
+    drop(s);
+    drop(db);
+    let db = Database::open(&dir).unwrap();
+    let app = db.accounts.find("app", "10.1.2.3").unwrap();
+    assert!(app.locked);
+    assert_eq!(app.max_user_connections, 2);
+    assert_eq!(app.hash2, quarry_core::accounts::password_hash2("pw"));
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}

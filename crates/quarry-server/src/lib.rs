@@ -347,6 +347,21 @@ fn login(
         conn.push(&err_packet(1045, "28000", &msg));
         return conn.flush().map(|()| None);
     }
+    // A right password first (a wrong one is 1045 whatever the account's state), then
+    // the account's own limits, as MariaDB checks them.
+    let account = account.expect("checked");
+    let limit = account.max_user_connections as usize;
+    let refused = if account.locked {
+        Some(Error::account_locked())
+    } else if limit > 0 && db.sessions_of(&account.user, &account.host) >= limit {
+        Some(Error::user_connections(&account.user, limit))
+    } else {
+        None
+    };
+    if let Some(e) = refused {
+        conn.push(&err_packet(e.code, e.sqlstate(), &e.message));
+        return conn.flush().map(|()| None);
+    }
     let Some(slot) = ConnSlot::take(&active, max_connections(&db)) else {
         conn.push(&err_packet(1040, "08004", "Too many connections"));
         return conn.flush().map(|()| None);

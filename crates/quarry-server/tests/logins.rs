@@ -52,3 +52,56 @@ fn failed_logins_earn_growing_delays_until_one_succeeds() {
     assert_eq!(delays(&mut root), before + 3, "a login clears the count");
     running.stop();
 }
+
+/// ACCOUNT LOCK, WITH MAX_USER_CONNECTIONS and `IDENTIFIED BY PASSWORD '*hash'`, with
+/// MariaDB 10.11's codes: a locked account is refused (4151) only once its password is
+/// right, a second session past a limit of one is 1226, and ALTER USER changes only what
+/// it names (a bare ALTER USER cleared the password).
+#[test]
+fn locked_accounts_and_per_account_connection_limits() {
+    let running = Running::start("logins-lock", &[]);
+    let port = running.port;
+    let mut root = Raw::login(port);
+    let ok = |root: &mut Raw, sql: &str| {
+        root.query_rows(sql.as_bytes())
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    };
+    ok(
+        &mut root,
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 1 ACCOUNT LOCK",
+    );
+    assert_eq!(Raw::login_as(port, "app", "pw").err(), Some(4151));
+    assert_eq!(Raw::login_as(port, "app", "nope").err(), Some(1045));
+    ok(&mut root, "ALTER USER 'app'@'%' ACCOUNT UNLOCK");
+    ok(&mut root, "ALTER USER 'app'@'%'");
+    let first = Raw::login_as(port, "app", "pw").expect("unlocked, password kept");
+    assert_eq!(Raw::login_as(port, "app", "pw").err(), Some(1226));
+    drop(first);
+    common::wait_until(|| Raw::login_as(port, "app", "pw").is_ok());
+    ok(
+        &mut root,
+        "ALTER USER 'app'@'%' WITH MAX_USER_CONNECTIONS 0",
+    );
+    let _a = Raw::login_as(port, "app", "pw").unwrap();
+    let _b = Raw::login_as(port, "app", "pw").expect("no limit");
+    // The hash SHOW CREATE USER and dump tools write: SHA1(SHA1('pw')).
+    ok(
+        &mut root,
+        "CREATE USER 'h'@'%' IDENTIFIED BY PASSWORD '*D821809F681A40A6E379B50D0463EFAE20BDD122'",
+    );
+    assert!(Raw::login_as(port, "h", "pw").is_ok());
+    assert_eq!(
+        root.query_rows(b"CREATE USER 'h2'@'%' IDENTIFIED BY PASSWORD 'abc'"),
+        Err(1372)
+    );
+    assert_eq!(
+        root.query_rows(b"ALTER USER 'nobody'@'%' ACCOUNT LOCK"),
+        Err(1396)
+    );
+    ok(&mut root, "ALTER USER IF EXISTS 'nobody'@'%' ACCOUNT LOCK");
+    assert_eq!(
+        root.query_rows(b"CREATE USER 'x'@'%' WITH MAX_QUERIES_PER_HOUR 5"),
+        Err(1235)
+    );
+    running.stop();
+}

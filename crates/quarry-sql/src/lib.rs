@@ -14,9 +14,11 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 pub use sqlparser::ast;
 
+mod accounts;
 mod into_file;
 mod long_literals;
 
+pub use accounts::{AccountOptions, Secret};
 pub use into_file::IntoFile;
 
 /// A statement ready for binding.
@@ -57,8 +59,15 @@ pub enum Stmt {
     /// Statements accepted and ignored for connector compatibility (LOCK TABLES, FLUSH, …).
     Noop,
     CreateUser {
-        users: Vec<(String, String, String)>,
+        users: Vec<(String, String, Secret)>,
+        opts: AccountOptions,
         if_not_exists: bool,
+    },
+    /// ALTER USER: a password (Secret::None: unchanged) and options for each account.
+    AlterUser {
+        users: Vec<(String, String, Secret)>,
+        opts: AccountOptions,
+        if_exists: bool,
     },
     DropUser {
         users: Vec<(String, String)>,
@@ -658,180 +667,10 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
         // Privileges are not modelled yet: every account may do everything (COMPAT.md).
         ["GRANT", ..] | ["REVOKE", ..] => Ok(Some(Stmt::Noop)),
         ["CREATE", "USER", ..] | ["DROP", "USER", ..] | ["ALTER", "USER", ..] => {
-            parse_user_stmt(sql).map(Some)
+            accounts::parse_user_stmt(sql).map(Some)
         }
-        ["SET", "PASSWORD", ..] => parse_user_stmt(sql).map(Some),
+        ["SET", "PASSWORD", ..] => accounts::parse_user_stmt(sql).map(Some),
         _ => Ok(None),
-    }
-}
-
-/// A small scanner for account statements, which `sqlparser` does not parse
-/// (`'user'@'host'` with a quoted host).
-struct Scan<'a> {
-    s: &'a str,
-    pos: usize,
-}
-
-impl Scan<'_> {
-    fn ws(&mut self) {
-        let rest = &self.s[self.pos..];
-        self.pos += rest.len() - rest.trim_start().len();
-    }
-    fn kw(&mut self, k: &str) -> bool {
-        self.ws();
-        let rest = &self.s[self.pos..];
-        let hit = rest.len() >= k.len()
-            && rest.is_char_boundary(k.len())
-            && rest[..k.len()].eq_ignore_ascii_case(k)
-            && !rest[k.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
-        if hit {
-            self.pos += k.len();
-        }
-        hit
-    }
-    fn punct(&mut self, c: char) -> bool {
-        self.ws();
-        if self.s[self.pos..].starts_with(c) {
-            self.pos += c.len_utf8();
-            true
-        } else {
-            false
-        }
-    }
-    fn err(&self) -> Error {
-        Error::syntax_near(&self.s[self.pos..])
-    }
-    /// A quoted ('..', "..", `..`) or bare word.
-    fn word(&mut self) -> Result<String> {
-        self.ws();
-        let rest = &self.s[self.pos..];
-        let q = rest.chars().next().ok_or_else(|| self.err())?;
-        if q == '\'' || q == '"' || q == '`' {
-            let mut out = String::new();
-            let body = &rest[1..];
-            let mut it = body.char_indices().peekable();
-            while let Some((i, c)) = it.next() {
-                if c == q {
-                    if it.peek().map(|(_, n)| *n) == Some(q) {
-                        out.push(q);
-                        it.next();
-                        continue;
-                    }
-                    self.pos += 1 + i + 1;
-                    return Ok(out);
-                }
-                if c == '\\' && q != '`' {
-                    if let Some((_, n)) = it.next() {
-                        out.push(n);
-                    }
-                    continue;
-                }
-                out.push(c);
-            }
-            return Err(self.err());
-        }
-        let n = rest
-            .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '%' | '-')))
-            .unwrap_or(rest.len());
-        if n == 0 {
-            return Err(self.err());
-        }
-        self.pos += n;
-        Ok(rest[..n].to_string())
-    }
-    fn user(&mut self) -> Result<(String, String)> {
-        let u = self.word()?;
-        let h = if self.punct('@') {
-            self.word()?
-        } else {
-            "%".to_string()
-        };
-        Ok((u, h))
-    }
-    fn end(&mut self) -> Result<()> {
-        let rest = self.s[self.pos..].trim().trim_end_matches(';').trim();
-        if rest.is_empty() {
-            Ok(())
-        } else {
-            Err(self.err())
-        }
-    }
-}
-
-fn parse_user_stmt(sql: &str) -> Result<Stmt> {
-    let mut sc = Scan { s: sql, pos: 0 };
-    if sc.kw("SET") {
-        if !sc.kw("PASSWORD") {
-            return Err(sc.err());
-        }
-        let user = if sc.kw("FOR") { Some(sc.user()?) } else { None };
-        if !sc.punct('=') {
-            return Err(sc.err());
-        }
-        let password = if sc.kw("PASSWORD") {
-            if !sc.punct('(') {
-                return Err(sc.err());
-            }
-            let p = sc.word()?;
-            if !sc.punct(')') {
-                return Err(sc.err());
-            }
-            p
-        } else {
-            sc.word()?
-        };
-        sc.end()?;
-        return Ok(Stmt::SetPassword { user, password });
-    }
-    let create = sc.kw("CREATE");
-    let alter = !create && sc.kw("ALTER");
-    if !create && !alter && !sc.kw("DROP") {
-        return Err(sc.err());
-    }
-    if !sc.kw("USER") {
-        return Err(sc.err());
-    }
-    let cond = if create || alter {
-        sc.kw("IF") && sc.kw("NOT") && sc.kw("EXISTS")
-    } else {
-        sc.kw("IF") && sc.kw("EXISTS")
-    };
-    let mut users = vec![];
-    loop {
-        let (u, h) = sc.user()?;
-        let mut pw = String::new();
-        if sc.kw("IDENTIFIED") {
-            if sc.kw("WITH") {
-                sc.word()?; // the plugin name: passwords are always stored natively
-            }
-            if !sc.kw("BY") {
-                return Err(sc.err());
-            }
-            pw = sc.word()?;
-        }
-        users.push((u, h, pw));
-        if !sc.punct(',') {
-            break;
-        }
-    }
-    sc.end()?;
-    if alter {
-        let (u, h, pw) = users.into_iter().next().ok_or_else(|| sc.err())?;
-        return Ok(Stmt::SetPassword {
-            user: Some((u, h)),
-            password: pw,
-        });
-    }
-    if create {
-        Ok(Stmt::CreateUser {
-            users,
-            if_not_exists: cond,
-        })
-    } else {
-        Ok(Stmt::DropUser {
-            users: users.into_iter().map(|(u, h, _)| (u, h)).collect(),
-            if_exists: cond,
-        })
     }
 }
 
@@ -1044,8 +883,13 @@ mod tests {
     fn account_statements() {
         let Stmt::CreateUser {
             users,
+            opts,
             if_not_exists,
-        } = parse_one("CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY 'p''w', bob").unwrap()
+        } = parse_one(
+            "CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY 'p''w', bob \
+             WITH MAX_USER_CONNECTIONS 4 ACCOUNT LOCK",
+        )
+        .unwrap()
         else {
             panic!()
         };
@@ -1053,9 +897,38 @@ mod tests {
         assert_eq!(
             users,
             vec![
-                ("app".into(), "%".into(), "p'w".into()),
-                ("bob".into(), "%".into(), String::new())
+                ("app".into(), "%".into(), Secret::Password("p'w".into())),
+                ("bob".into(), "%".into(), Secret::None)
             ]
+        );
+        assert_eq!(
+            opts,
+            AccountOptions {
+                max_user_connections: Some(4),
+                locked: Some(true)
+            }
+        );
+        // A bare ALTER USER changes nothing (it cleared the password); BY PASSWORD is a
+        // hash, not the password "PASSWORD".
+        let Stmt::AlterUser { users, opts, .. } = parse_one("ALTER USER app").unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (users[0].2.clone(), opts),
+            (Secret::None, AccountOptions::default())
+        );
+        let Stmt::AlterUser { users, .. } =
+            parse_one("ALTER USER app IDENTIFIED BY PASSWORD '*AB'").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(users[0].2, Secret::Hash("*AB".into()));
+        assert_eq!(
+            parse_one("CREATE USER a ACCOUNT LOCK WITH MAX_USER_CONNECTIONS 3")
+                .unwrap_err()
+                .code,
+            1064,
+            "MariaDB's order: resource limits before the lock"
         );
         let Stmt::SetPassword { user, password } =
             parse_one("SET PASSWORD FOR 'app'@'localhost' = PASSWORD('x')").unwrap()

@@ -849,14 +849,31 @@ impl Session {
             }
             Stmt::CreateUser {
                 users,
+                opts,
                 if_not_exists,
             } => {
                 for (u, h, pw) in users {
-                    if !self.db.accounts.create(u, h, pw, *if_not_exists)? {
+                    if !self.db.accounts.create(u, h, pw, opts, *if_not_exists)? {
                         self.warnings.push((
                             "Note".into(),
                             1973,
                             format!("Can't create user '{u}'@'{h}'; it already exists"),
+                        ));
+                    }
+                }
+                return Ok(Output::ok(0));
+            }
+            Stmt::AlterUser {
+                users,
+                opts,
+                if_exists,
+            } => {
+                for (u, h, pw) in users {
+                    if !self.db.accounts.alter(u, h, pw, opts, *if_exists)? {
+                        self.warnings.push((
+                            "Note".into(),
+                            1396,
+                            format!("Operation ALTER USER failed for '{u}'@'{h}'"),
                         ));
                     }
                 }
