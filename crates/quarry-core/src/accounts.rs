@@ -188,9 +188,21 @@ impl Accounts {
                 a.attributes()
             ));
         }
+        // On disk before the rename, and the rename on disk before the statement is
+        // answered: a power loss leaves the old file or the new one, never an empty one
+        // (which would leave the server without its root account).
         let tmp = self.path.with_extension("tmp");
-        std::fs::write(&tmp, text).map_err(|e| Error::io(tmp.display(), e))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| Error::io(self.path.display(), e))
+        let io = |p: &Path, e| Error::io(p.display(), e);
+        let mut f = std::fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
+        std::io::Write::write_all(&mut f, text.as_bytes()).map_err(|e| io(&tmp, e))?;
+        f.sync_all().map_err(|e| io(&tmp, e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| io(&self.path, e))?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io(dir, e))?;
+        }
+        Ok(())
     }
 
     /// The account a login as `user` from `client_host` uses, most specific host first.
