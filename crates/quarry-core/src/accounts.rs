@@ -48,6 +48,32 @@ impl Account {
         }
     }
 
+    /// The statement that makes this account again (SHOW CREATE USER), as MariaDB writes
+    /// it.
+    pub fn create_statement(&self) -> String {
+        let mut s = format!(
+            "CREATE USER `{}`@`{}`",
+            self.user.replace('`', "``"),
+            self.host.replace('`', "``")
+        );
+        if !self.hash2.is_empty() {
+            s.push_str(&format!(
+                " IDENTIFIED BY PASSWORD '*{}'",
+                hex(&self.hash2).to_ascii_uppercase()
+            ));
+        }
+        if self.max_user_connections > 0 {
+            s.push_str(&format!(
+                " WITH MAX_USER_CONNECTIONS {}",
+                self.max_user_connections
+            ));
+        }
+        if self.locked {
+            s.push_str(" ACCOUNT LOCK");
+        }
+        s
+    }
+
     /// The fourth column: `locked`, `max_user_connections=N`, comma-separated.
     fn attributes(&self) -> String {
         let mut a = vec![];
@@ -301,6 +327,16 @@ impl Accounts {
         a.hash2 = password_hash2(password);
         drop(list);
         self.save()
+    }
+
+    /// The account `user`@`host` exactly (no host matching), or 1133.
+    pub fn get(&self, user: &str, host: &str) -> Result<Account> {
+        self.list
+            .read()
+            .iter()
+            .find(|a| a.user == user && a.host == host)
+            .cloned()
+            .ok_or_else(|| Error::new(1133, "Can't find any matching row in the user table"))
     }
 
     pub fn list(&self) -> Vec<Account> {

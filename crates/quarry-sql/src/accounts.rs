@@ -146,6 +146,14 @@ pub(crate) fn parse_user_stmt(sql: &str) -> Result<Stmt> {
         sc.end()?;
         return Ok(Stmt::SetPassword { user, password });
     }
+    if sc.kw("SHOW") {
+        if !(sc.kw("CREATE") && sc.kw("USER")) {
+            return Err(sc.err());
+        }
+        let user = sc.user()?;
+        sc.end()?;
+        return Ok(Stmt::ShowCreateUser(user));
+    }
     let create = sc.kw("CREATE");
     let alter = !create && sc.kw("ALTER");
     if !create && !alter && !sc.kw("DROP") {

@@ -63,6 +63,8 @@ pub enum Stmt {
         opts: AccountOptions,
         if_not_exists: bool,
     },
+    /// SHOW CREATE USER 'user'@'host'.
+    ShowCreateUser((String, String)),
     /// ALTER USER: a password (Secret::None: unchanged) and options for each account.
     AlterUser {
         users: Vec<(String, String, Secret)>,
@@ -669,7 +671,9 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
         ["CREATE", "USER", ..] | ["DROP", "USER", ..] | ["ALTER", "USER", ..] => {
             accounts::parse_user_stmt(sql).map(Some)
         }
-        ["SET", "PASSWORD", ..] => accounts::parse_user_stmt(sql).map(Some),
+        ["SET", "PASSWORD", ..] | ["SHOW", "CREATE", "USER"] => {
+            accounts::parse_user_stmt(sql).map(Some)
+        }
         _ => Ok(None),
     }
 }

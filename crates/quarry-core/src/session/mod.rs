@@ -879,6 +879,13 @@ impl Session {
                 }
                 return Ok(Output::ok(0));
             }
+            Stmt::ShowCreateUser((u, h)) => {
+                let a = self.db.accounts.get(u, h)?;
+                return Ok(Output::Rows {
+                    columns: vec![text(&format!("CREATE USER for {u}@{h}"), 1024)],
+                    rows: vec![vec![Value::Str(a.create_statement())]],
+                });
+            }
             Stmt::DropUser { users, if_exists } => {
                 for (u, h) in users {
                     self.db.accounts.drop_user(u, h, *if_exists)?;
