@@ -69,6 +69,12 @@ impl Error {
         e.message.push_str(&format!(" at line {line}"));
         e
     }
+    pub fn must_set_password() -> Error {
+        Error::new(
+            1820,
+            "You must SET PASSWORD before executing this statement",
+        )
+    }
     pub fn account_locked() -> Error {
         Error::new(4151, "Access denied, this account is locked")
     }

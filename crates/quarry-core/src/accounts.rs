@@ -26,6 +26,8 @@ pub struct Account {
     pub locked: bool,
     /// WITH MAX_USER_CONNECTIONS (0: no limit).
     pub max_user_connections: u32,
+    /// PASSWORD EXPIRE: a login may only SET PASSWORD (which ends it).
+    pub expired: bool,
 }
 
 impl Account {
@@ -36,6 +38,7 @@ impl Account {
             hash2,
             locked: false,
             max_user_connections: 0,
+            expired: false,
         }
     }
 
@@ -45,6 +48,9 @@ impl Account {
         }
         if let Some(n) = o.max_user_connections {
             self.max_user_connections = n;
+        }
+        if o.expire {
+            self.expired = true;
         }
     }
 
@@ -71,10 +77,13 @@ impl Account {
         if self.locked {
             s.push_str(" ACCOUNT LOCK");
         }
+        if self.expired {
+            s.push_str(" PASSWORD EXPIRE");
+        }
         s
     }
 
-    /// The fourth column: `locked`, `max_user_connections=N`, comma-separated.
+    /// The fourth column: `locked`, `max_user_connections=N`, `expired`, comma-separated.
     fn attributes(&self) -> String {
         let mut a = vec![];
         if self.locked {
@@ -86,6 +95,9 @@ impl Account {
                 self.max_user_connections
             ));
         }
+        if self.expired {
+            a.push("expired".to_string());
+        }
         a.join(",")
     }
 
@@ -93,6 +105,7 @@ impl Account {
         for a in text.split(',').filter(|a| !a.is_empty()) {
             match a.split_once('=') {
                 None if a == "locked" => self.locked = true,
+                None if a == "expired" => self.expired = true,
                 Some(("max_user_connections", n)) => self.max_user_connections = n.parse().ok()?,
                 _ => return None,
             }
@@ -292,6 +305,7 @@ impl Accounts {
         };
         if let Some(h) = hash2 {
             a.hash2 = h;
+            a.expired = false;
         }
         a.apply(opts);
         drop(list);
@@ -325,6 +339,7 @@ impl Accounts {
                 )
             })?;
         a.hash2 = password_hash2(password);
+        a.expired = false;
         drop(list);
         self.save()
     }
@@ -410,6 +425,7 @@ mod tests {
         let opts = AccountOptions {
             max_user_connections: Some(3),
             locked: Some(true),
+            expire: true,
         };
         assert!(a.alter("app", "%", &Secret::None, &opts, false).unwrap());
         drop(a);
@@ -417,7 +433,7 @@ mod tests {
         assert!(text.starts_with("# quarry accounts v2"), "{text}");
         let a = Accounts::open(&dir).unwrap();
         let app = a.find("app", "10.0.0.1").unwrap();
-        assert!(app.locked);
+        assert!(app.locked && app.expired);
         assert_eq!(app.max_user_connections, 3);
         assert_eq!(
             app.hash2,

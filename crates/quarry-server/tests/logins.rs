@@ -147,3 +147,38 @@ fn show_create_user_round_trips() {
     assert!(Raw::login_as(port, "app", "pw").is_ok());
     running.stop();
 }
+
+/// PASSWORD EXPIRE: the account logs in, but until it sets a password only SET
+/// statements run (1820 for the rest), as MariaDB's sandbox mode; SHOW CREATE USER says
+/// so, and a new password ends it.
+#[test]
+fn an_expired_password_must_be_set_before_anything_else() {
+    let running = Running::start("logins-expire", &[]);
+    let port = running.port;
+    let mut root = Raw::login(port);
+    root.query_rows(b"CREATE USER 'ex'@'%' IDENTIFIED BY 'pw' ACCOUNT LOCK PASSWORD EXPIRE")
+        .unwrap();
+    assert_eq!(
+        first_text(&mut root, "SHOW CREATE USER ex@'%'"),
+        "CREATE USER `ex`@`%` IDENTIFIED BY PASSWORD '*D821809F681A40A6E379B50D0463EFAE20BDD122' \
+         ACCOUNT LOCK PASSWORD EXPIRE"
+    );
+    root.query_rows(b"ALTER USER ex@'%' ACCOUNT UNLOCK")
+        .unwrap();
+    let mut ex = Raw::login_as(port, "ex", "pw").expect("logs in");
+    assert_eq!(ex.query_rows(b"SELECT 1"), Err(1820));
+    assert_eq!(ex.query_rows(b"SHOW DATABASES"), Err(1820));
+    assert!(ex.query_rows(b"SET autocommit = 0").is_ok());
+    assert!(ex.query_rows(b"SET @x = 1").is_ok());
+    assert!(ex.query_rows(b"SET PASSWORD = PASSWORD('new')").is_ok());
+    assert_eq!(ex.query_rows(b"SELECT 9"), Ok(vec![b"\x019".to_vec()]));
+    assert_eq!(
+        first_text(&mut root, "SHOW CREATE USER ex@'%'"),
+        "CREATE USER `ex`@`%` IDENTIFIED BY PASSWORD '*6FE2B845E049CDA9EFED8CFAF265CD29622FD852'"
+    );
+    assert!(Raw::login_as(port, "ex", "new")
+        .unwrap()
+        .query_rows(b"SELECT 1")
+        .is_ok());
+    running.stop();
+}

@@ -26,6 +26,8 @@ pub struct AccountOptions {
     pub max_user_connections: Option<u32>,
     /// `ACCOUNT LOCK` / `ACCOUNT UNLOCK`.
     pub locked: Option<bool>,
+    /// `PASSWORD EXPIRE`: the next login may only SET PASSWORD.
+    pub expire: bool,
 }
 
 /// A small scanner for account statements, which `sqlparser` does not parse
@@ -215,8 +217,9 @@ pub(crate) fn parse_user_stmt(sql: &str) -> Result<Stmt> {
     }
 }
 
-/// `[WITH MAX_USER_CONNECTIONS n] [ACCOUNT LOCK | UNLOCK]`, in MariaDB's order. The other
-/// resource limits, REQUIRE and PASSWORD EXPIRE are refused, not ignored.
+/// `[WITH MAX_USER_CONNECTIONS n] [ACCOUNT LOCK | UNLOCK] [PASSWORD EXPIRE]`, in MariaDB's
+/// order. The other resource limits, REQUIRE and password lifetimes are refused, not
+/// ignored.
 fn options(sc: &mut Scan) -> Result<AccountOptions> {
     let mut o = AccountOptions::default();
     if sc.kw("REQUIRE") {
@@ -259,7 +262,13 @@ fn options(sc: &mut Scan) -> Result<AccountOptions> {
                 return Err(sc.err());
             });
         } else if sc.kw("PASSWORD") {
-            return Err(Error::unsupported("PASSWORD EXPIRE"));
+            if !sc.kw("EXPIRE") {
+                return Err(sc.err());
+            }
+            if sc.kw("NEVER") || sc.kw("DEFAULT") || sc.kw("INTERVAL") {
+                return Err(Error::unsupported("password lifetimes"));
+            }
+            o.expire = true;
         } else {
             return Ok(o);
         }

@@ -909,7 +909,8 @@ mod tests {
             opts,
             AccountOptions {
                 max_user_connections: Some(4),
-                locked: Some(true)
+                locked: Some(true),
+                expire: false
             }
         );
         // A bare ALTER USER changes nothing (it cleared the password); BY PASSWORD is a

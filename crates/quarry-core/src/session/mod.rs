@@ -128,6 +128,9 @@ pub struct Session {
     found_rows: u64,
     pub warnings: Vec<(String, u16, String)>,
     pub info: Arc<ProcessInfo>,
+    /// Logged in with an expired password (PASSWORD EXPIRE): only SET PASSWORD runs
+    /// until it is set, as MariaDB's sandbox mode.
+    must_set_password: bool,
     savepoints: Vec<(String, usize)>,
     rand: Cell<u64>,
     /// When the running statement's time is up, and its error.
@@ -306,6 +309,10 @@ impl Session {
 
     pub(crate) fn new(db: Arc<Database>, info: Arc<ProcessInfo>) -> Session {
         let seed = info.id.wrapping_mul(0x9E3779B97F4A7C15) ^ DateTime::now().to_micros() as u64;
+        let must_set_password = db
+            .accounts
+            .get(&info.user, &info.account_host)
+            .is_ok_and(|a| a.expired);
         Session {
             db,
             current_db: None,
@@ -323,6 +330,7 @@ impl Session {
             found_rows: 0,
             warnings: vec![],
             info,
+            must_set_password,
             savepoints: vec![],
             rand: Cell::new(seed | 1),
             deadline: Cell::new(None),
@@ -719,6 +727,15 @@ impl Session {
         (Output, Vec<Undo>, Vec<quarry_executor::exec::Warning>),
         (Error, Vec<Undo>),
     > {
+        // SET statements run too (a connector sets its variables at connect), as MariaDB.
+        let allowed = match stmt {
+            Stmt::SetPassword { .. } => true,
+            Stmt::Ast(s) => matches!(**s, S::Set(_)),
+            _ => false,
+        };
+        if self.must_set_password && !allowed {
+            return Err((Error::must_set_password(), vec![]));
+        }
         // Statements that use the executor context collect undo and warnings there.
         let cell: StmtSink = RefCell::new(None);
         let res = match (cache, stmt) {
@@ -897,6 +914,9 @@ impl Session {
                     .clone()
                     .unwrap_or_else(|| (self.info.user.clone(), self.info.account_host.clone()));
                 self.db.accounts.set_password(&u, &h, password)?;
+                if u == self.info.user && h == self.info.account_host {
+                    self.must_set_password = false;
+                }
                 return Ok(Output::ok(0));
             }
             Stmt::LoadData(ld) => {
