@@ -174,16 +174,7 @@ pub(crate) fn parse_user_stmt(sql: &str) -> Result<Stmt> {
         let (u, h) = sc.user()?;
         let mut secret = Secret::None;
         if sc.kw("IDENTIFIED") {
-            if sc.kw("WITH") {
-                sc.word()?; // the plugin name: passwords are always stored natively
-            }
-            if sc.kw("BY") {
-                secret = if sc.kw("PASSWORD") {
-                    Secret::Hash(sc.word()?)
-                } else {
-                    Secret::Password(sc.word()?)
-                };
-            }
+            secret = identified(&mut sc)?;
         }
         users.push((u, h, secret));
         if !sc.punct(',') {
@@ -215,6 +206,38 @@ pub(crate) fn parse_user_stmt(sql: &str) -> Result<Stmt> {
             if_exists: cond,
         })
     }
+}
+
+/// After IDENTIFIED: `BY 'pw'`, `BY PASSWORD '*hash'`, or `{WITH | VIA} plugin [{BY 'pw' |
+/// {AS | USING} '*hash'}]`. Passwords are always stored for mysql_native_password: another
+/// plugin is taken with a password (COMPAT.md), and refused without one — an account
+/// `IDENTIFIED WITH unix_socket` must not become one without a password.
+fn identified(sc: &mut Scan) -> Result<Secret> {
+    let plugin = if sc.kw("WITH") || sc.kw("VIA") {
+        Some(sc.word()?)
+    } else {
+        None
+    };
+    if sc.kw("BY") {
+        return Ok(if sc.kw("PASSWORD") {
+            Secret::Hash(sc.word()?)
+        } else {
+            Secret::Password(sc.word()?)
+        });
+    }
+    let Some(plugin) = plugin else {
+        return Err(sc.err());
+    };
+    if !plugin.eq_ignore_ascii_case("mysql_native_password") {
+        return Err(Error::unsupported(format!(
+            "authentication plugin {plugin} without a password"
+        )));
+    }
+    if sc.kw("AS") || sc.kw("USING") {
+        return Ok(Secret::Hash(sc.word()?));
+    }
+    // MariaDB: the plugin alone sets an empty password.
+    Ok(Secret::Password(String::new()))
 }
 
 /// `[WITH MAX_USER_CONNECTIONS n] [ACCOUNT LOCK | UNLOCK] [PASSWORD EXPIRE]`, in MariaDB's

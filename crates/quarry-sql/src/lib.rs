@@ -928,6 +928,27 @@ mod tests {
             panic!()
         };
         assert_eq!(users[0].2, Secret::Hash("*AB".into()));
+        // IDENTIFIED WITH a plugin Quarry does not have, and no password: refused, not an
+        // account without a password (it was one for a moment in this change's history).
+        assert_eq!(
+            parse_one("CREATE USER s IDENTIFIED WITH unix_socket")
+                .unwrap_err()
+                .code,
+            1235
+        );
+        assert_eq!(
+            parse_one("CREATE USER s IDENTIFIED").unwrap_err().code,
+            1064
+        );
+        let Stmt::CreateUser { users, .. } = parse_one(
+            "CREATE USER s IDENTIFIED VIA mysql_native_password USING '*AB', \
+             t IDENTIFIED WITH ed25519 BY 'pw'",
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(users[0].2, Secret::Hash("*AB".into()));
+        assert_eq!(users[1].2, Secret::Password("pw".into()));
         assert_eq!(
             parse_one("CREATE USER a ACCOUNT LOCK WITH MAX_USER_CONNECTIONS 3")
                 .unwrap_err()
