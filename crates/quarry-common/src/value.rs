@@ -762,6 +762,24 @@ fn str_to_i64(s: &str) -> i64 {
 /// Format a double the way MySQL prints it (shortest round-trip, `%g`-like for extremes).
 /// A FLOAT column's value as MariaDB prints it: six significant digits, then the
 /// shortest form (52.14 where the double holding the float is 52.13999938964844).
+/// A non-NULL value's text in a result column of type `ty`, as the text protocol sends it
+/// (a string as its UTF-8 bytes: the server re-encodes those for the client's character
+/// set). Also what SELECT … INTO OUTFILE writes.
+pub fn column_text<'a>(v: &'a Value, ty: &crate::SqlType) -> std::borrow::Cow<'a, [u8]> {
+    use std::borrow::Cow;
+    match v {
+        Value::Double(d) if ty.kind == crate::TypeKind::Float => {
+            Cow::Owned(format_float(*d).into_bytes())
+        }
+        Value::Str(s) => Cow::Borrowed(s.as_bytes()),
+        Value::Bytes(b) => Cow::Borrowed(b),
+        _ => match crate::time::shown_in_column(v, ty) {
+            Some(t) => Cow::Owned(t.into_bytes()),
+            None => Cow::Owned(v.to_wire_bytes().unwrap_or_default()),
+        },
+    }
+}
+
 pub fn format_float(d: f64) -> String {
     if !d.is_finite() || d == 0.0 {
         return format_double(d);

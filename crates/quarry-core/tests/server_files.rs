@@ -176,6 +176,19 @@ fn select_into_outfile_and_dumpfile_write_what_mariadb_writes() {
     );
     assert_eq!(bytes("o3"), b">'1'\t'plain'\n>'2'\t'tab\there'\n");
     assert_eq!(bytes("o4"), b"line\nbreak \"q\" back\\slash");
+    // Binary values are written byte by byte (they went through text, and lost every
+    // byte that is not UTF-8).
+    s.query("CREATE TABLE b (id INT, v VARBINARY(10)); INSERT INTO b VALUES (1, x'FF0009C3'), (2, x'5C0A')")
+        .unwrap();
+    run(
+        &mut s,
+        format!(
+            "SELECT * FROM b ORDER BY id INTO OUTFILE '{}'",
+            f("o5").display()
+        ),
+    )
+    .unwrap();
+    assert_eq!(bytes("o5"), b"1\t\xff\\0\\\t\xc3\n2\t\\\\\\\n\n");
     // What OUTFILE wrote, LOAD DATA reads back.
     s.query("CREATE TABLE back LIKE t").unwrap();
     run(

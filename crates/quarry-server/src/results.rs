@@ -3,9 +3,9 @@
 //! values; what a statement returns is the session's.
 
 use quarry_common::charset::Charset;
-use quarry_common::time::{shown_in_column, value_to_time};
+use quarry_common::time::value_to_time;
 use quarry_common::types::flags;
-use quarry_common::value::format_float;
+use quarry_common::value::column_text;
 use quarry_common::{TypeKind, Value};
 use quarry_core::{OutColumn, Output, RowSink};
 use quarry_protocol::*;
@@ -101,15 +101,8 @@ fn encode_row(buf: &mut Vec<u8>, columns: &[OutColumn], r: &[Value], cs: Charset
     for (v, c) in r.iter().zip(columns) {
         match v {
             Value::Null => buf.push(0xfb),
-            Value::Double(d) if c.ty.kind == TypeKind::Float => {
-                put_lenenc_str(buf, format_float(*d).as_bytes())
-            }
             Value::Str(s) => put_lenenc_str(buf, &cs.encode(s)),
-            // TIME(n) and DATETIME(n) show n fractional digits.
-            _ => match shown_in_column(v, &c.ty) {
-                Some(text) => put_lenenc_str(buf, text.as_bytes()),
-                None => put_lenenc_str(buf, &v.to_wire_bytes().unwrap_or_default()),
-            },
+            _ => put_lenenc_str(buf, &column_text(v, &c.ty)),
         }
     }
 }

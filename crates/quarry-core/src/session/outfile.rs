@@ -8,9 +8,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use quarry_common::time::shown_in_column;
-use quarry_common::value::format_float;
-use quarry_common::{Error, Result, TypeKind, Value};
+use quarry_common::value::column_text;
+use quarry_common::{Error, Result, Value};
 use quarry_executor::exec::run;
 use quarry_executor::{ExecCtx, OutColumn, SelectPlan};
 use quarry_sql::IntoFile;
@@ -40,6 +39,7 @@ pub(super) fn write(
     let mut out = std::io::BufWriter::with_capacity(256 << 10, file);
     let io =
         |e: std::io::Error| Error::new(3, format!("Error writing file '{name}' (Errcode: {e})"));
+    let fields = Fields::new(into);
     let mut rows = 0u64;
     let mut line = Vec::new();
     let written = run(&sp.plan, ctx, &mut |batch| {
@@ -50,9 +50,9 @@ pub(super) fn write(
                 if rows > 1 {
                     return Err(Error::new(1172, "Result consisted of more than one row"));
                 }
-                for v in &r {
+                for (v, c) in r.iter().zip(&sp.columns) {
                     if !v.is_null() {
-                        line.extend_from_slice(&text(v, None));
+                        line.extend_from_slice(&column_text(v, &c.ty));
                     }
                 }
             } else {
@@ -61,7 +61,7 @@ pub(super) fn write(
                     if i > 0 {
                         line.extend_from_slice(into.fields_terminated.as_bytes());
                     }
-                    field(v, c, into, &mut line);
+                    fields.write(v, c, &mut line);
                 }
                 line.extend_from_slice(into.lines_terminated.as_bytes());
             }
@@ -79,74 +79,94 @@ pub(super) fn write(
     Ok(rows)
 }
 
-/// A value as the text protocol shows it.
-fn text(v: &Value, col: Option<&OutColumn>) -> Vec<u8> {
-    match (v, col) {
-        (Value::Double(d), Some(c)) if c.ty.kind == TypeKind::Float => {
-            format_float(*d).into_bytes()
-        }
-        (Value::Str(s), _) => s.as_bytes().to_vec(),
-        _ => match col.and_then(|c| shown_in_column(v, &c.ty)) {
-            Some(t) => t.into_bytes(),
-            None => v.to_wire_bytes().unwrap_or_default(),
-        },
-    }
+/// How OUTFILE fields are written, worked out once per statement.
+struct Fields<'i> {
+    into: &'i IntoFile,
+    /// The escape character's bytes (none: nothing is escaped, NULL is `NULL`).
+    escape: Option<Vec<u8>>,
+    /// The enclosing character's bytes.
+    enclose: Option<Vec<u8>>,
+    /// What gets the escape character before it: itself, then the enclosing character,
+    /// or (not enclosed) the first characters of the field and line terminators.
+    special: Vec<Vec<u8>>,
 }
 
-/// One field of an OUTFILE line: NULL as `\N`, else its text, enclosed when asked
-/// (OPTIONALLY: text columns only), with the escape character before what would end or
-/// confuse the field.
-fn field(v: &Value, c: &OutColumn, into: &IntoFile, out: &mut Vec<u8>) {
-    if v.is_null() {
-        match into.escaped {
-            Some(e) => {
-                let mut b = [0u8; 4];
-                out.extend_from_slice(e.encode_utf8(&mut b).as_bytes());
-                out.push(b'N');
-            }
-            None => out.extend_from_slice(b"NULL"),
-        }
-        return;
-    }
-    let numeric = matches!(
-        v,
-        Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_)
-    );
-    let enclose = into
-        .enclosed
-        .filter(|_| !(into.optionally_enclosed && numeric));
-    let mut b = [0u8; 4];
-    if let Some(q) = enclose {
-        out.extend_from_slice(q.encode_utf8(&mut b).as_bytes());
-    }
-    let t = text(v, Some(c));
-    match into.escaped {
-        Some(e) => {
-            let mut special: Vec<char> = vec![e];
-            match enclose {
-                Some(q) => special.push(q),
+impl<'i> Fields<'i> {
+    fn new(into: &'i IntoFile) -> Fields<'i> {
+        let bytes = |c: char| c.to_string().into_bytes();
+        let escape = into.escaped.map(bytes);
+        let mut special = vec![];
+        if let Some(e) = into.escaped {
+            special.push(bytes(e));
+            match into.enclosed {
+                Some(q) => special.push(bytes(q)),
                 None => {
-                    special.extend(into.fields_terminated.chars().next());
-                    special.extend(into.lines_terminated.chars().next());
+                    special.extend(into.fields_terminated.chars().next().map(bytes));
+                    special.extend(into.lines_terminated.chars().next().map(bytes));
                 }
-            }
-            let e = e.encode_utf8(&mut b).as_bytes().to_vec();
-            for ch in String::from_utf8_lossy(&t).chars() {
-                if ch == '\0' {
-                    out.extend_from_slice(&e);
-                    out.push(b'0');
-                    continue;
-                }
-                if special.contains(&ch) {
-                    out.extend_from_slice(&e);
-                }
-                let mut cb = [0u8; 4];
-                out.extend_from_slice(ch.encode_utf8(&mut cb).as_bytes());
             }
         }
-        None => out.extend_from_slice(&t),
+        Fields {
+            into,
+            escape,
+            enclose: into.enclosed.map(bytes),
+            special,
+        }
     }
-    if let Some(q) = enclose {
-        out.extend_from_slice(q.encode_utf8(&mut b).as_bytes());
+
+    /// One field: NULL as `\N`, else its text, enclosed when asked (OPTIONALLY: not
+    /// numbers), with the escape character before what would end or confuse the field,
+    /// byte by byte (a binary value is written as it is, not as text).
+    fn write(&self, v: &Value, c: &OutColumn, out: &mut Vec<u8>) {
+        if v.is_null() {
+            match &self.escape {
+                Some(e) => {
+                    out.extend_from_slice(e);
+                    out.push(b'N');
+                }
+                None => out.extend_from_slice(b"NULL"),
+            }
+            return;
+        }
+        let numeric = matches!(
+            v,
+            Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_)
+        );
+        let enclose = self
+            .enclose
+            .as_deref()
+            .filter(|_| !(self.into.optionally_enclosed && numeric));
+        if let Some(q) = enclose {
+            out.extend_from_slice(q);
+        }
+        let t = column_text(v, &c.ty);
+        match &self.escape {
+            Some(e) => {
+                let mut i = 0;
+                while i < t.len() {
+                    if t[i] == 0 {
+                        out.extend_from_slice(e);
+                        out.push(b'0');
+                        i += 1;
+                        continue;
+                    }
+                    match self.special.iter().find(|s| t[i..].starts_with(s)) {
+                        Some(s) => {
+                            out.extend_from_slice(e);
+                            out.extend_from_slice(s);
+                            i += s.len();
+                        }
+                        None => {
+                            out.push(t[i]);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            None => out.extend_from_slice(&t),
+        }
+        if let Some(q) = enclose {
+            out.extend_from_slice(q);
+        }
     }
 }
