@@ -25,6 +25,7 @@
 //!
 //! Must not touch: SQL, sessions, files. Engines know nothing of this crate.
 
+mod few;
 pub mod lock;
 mod mvcc;
 pub mod txn;

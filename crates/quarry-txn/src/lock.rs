@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use quarry_common::{Error, Result};
 
+use crate::few::Few;
+
 pub type TxnId = u64;
 
 /// What a lock covers: `row == TABLE` is the whole table.
@@ -92,58 +94,9 @@ impl LockMode {
 
 #[derive(Default)]
 struct Entry {
-    granted: Holders,
+    /// The transactions granted it (nearly always one, kept inline).
+    granted: Few<(TxnId, LockMode)>,
     waiting: usize,
-}
-
-/// The transactions granted a lock. Nearly every row lock has one, kept inline: a
-/// statement that changes millions of rows holds millions of locks.
-enum Holders {
-    One((TxnId, LockMode)),
-    /// None (empty) or several.
-    Many(Vec<(TxnId, LockMode)>),
-}
-
-impl Default for Holders {
-    fn default() -> Holders {
-        Holders::Many(Vec::new())
-    }
-}
-
-impl Holders {
-    fn as_slice(&self) -> &[(TxnId, LockMode)] {
-        match self {
-            Holders::One(h) => std::slice::from_ref(h),
-            Holders::Many(v) => v,
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [(TxnId, LockMode)] {
-        match self {
-            Holders::One(h) => std::slice::from_mut(h),
-            Holders::Many(v) => v,
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.as_slice().is_empty()
-    }
-
-    fn push(&mut self, h: (TxnId, LockMode)) {
-        match self {
-            Holders::Many(v) if v.is_empty() => *self = Holders::One(h),
-            Holders::Many(v) => v.push(h),
-            Holders::One(first) => *self = Holders::Many(vec![*first, h]),
-        }
-    }
-
-    fn remove(&mut self, txn: TxnId) {
-        match self {
-            Holders::One(h) if h.0 == txn => *self = Holders::default(),
-            Holders::One(_) => {}
-            Holders::Many(v) => v.retain(|&(t, _)| t != txn),
-        }
-    }
 }
 
 struct Partition {
@@ -247,7 +200,7 @@ impl LockManager {
                 if reaches(&waits, txn) {
                     waits.remove(&txn);
                     drop(waits);
-                    if e.granted.is_empty() && e.waiting == 0 {
+                    if e.granted.as_slice().is_empty() && e.waiting == 0 {
                         locks.remove(&key);
                     }
                     self.stats.deadlocks.fetch_add(1, Ordering::Relaxed);
@@ -269,7 +222,7 @@ impl LockManager {
             self.waits.lock().remove(&txn);
             let killed = interrupt.as_ref().is_some_and(|i| (i.0)());
             if killed || Instant::now() >= deadline {
-                if e.granted.is_empty() && e.waiting == 0 {
+                if e.granted.as_slice().is_empty() && e.waiting == 0 {
                     locks.remove(&key);
                 }
                 part.released.notify_all();
@@ -294,8 +247,8 @@ impl LockManager {
             let mut locks = part.locks.lock();
             for (_, k) in run {
                 if let Some(e) = locks.get_mut(k) {
-                    e.granted.remove(txn);
-                    if e.granted.is_empty() && e.waiting == 0 {
+                    e.granted.retain(|&(t, _)| t != txn);
+                    if e.granted.as_slice().is_empty() && e.waiting == 0 {
                         locks.remove(k);
                     }
                 }

@@ -31,6 +31,7 @@ use quarry_common::packed::PackedRow;
 use quarry_common::Row;
 use quarry_storage_api::RowId;
 
+use crate::few::Few;
 use crate::txn::{Snapshot, Txn, TxnId};
 
 struct Version {
@@ -38,45 +39,6 @@ struct Version {
     /// The row before `writer` changed it (None: `writer` inserted it), packed: a
     /// statement that changes millions of rows keeps this for each.
     before: Option<PackedRow>,
-}
-
-/// A row's versions, oldest first. Nearly every chain holds one, kept without an
-/// allocation of its own (a DELETE of millions of rows makes millions of chains).
-enum Chain {
-    One(Version),
-    Many(Vec<Version>),
-}
-
-impl Chain {
-    fn versions(&self) -> &[Version] {
-        match self {
-            Chain::One(v) => std::slice::from_ref(v),
-            Chain::Many(v) => v,
-        }
-    }
-
-    fn push(&mut self, v: Version) {
-        match self {
-            Chain::Many(all) => all.push(v),
-            Chain::One(_) => {
-                let Chain::One(first) = std::mem::replace(self, Chain::Many(Vec::new())) else {
-                    unreachable!()
-                };
-                *self = Chain::Many(vec![first, v]);
-            }
-        }
-    }
-
-    /// Drop `writer`'s entry; whether any is left.
-    fn forget(&mut self, writer: TxnId) -> bool {
-        match self {
-            Chain::One(v) => v.writer.id != writer,
-            Chain::Many(all) => {
-                all.retain(|v| v.writer.id != writer);
-                !all.is_empty()
-            }
-        }
-    }
 }
 
 /// A transaction with entries here.
@@ -120,8 +82,9 @@ impl Writer {
 
 #[derive(Default)]
 pub(crate) struct VState {
-    /// Chains by row id, oldest entry first.
-    rows: BTreeMap<RowId, Chain>,
+    /// Chains by row id, oldest entry first (nearly always one, kept inline: a DELETE of
+    /// millions of rows makes millions of chains).
+    rows: BTreeMap<RowId, Few<Version>>,
     /// Writers with entries here.
     writers: HashMap<TxnId, Writer>,
     /// Transactions inside an engine write call now.
@@ -156,7 +119,7 @@ impl VState {
     pub(crate) fn seen(&self, snap: &Snapshot, id: RowId) -> Seen {
         let mut seen = Seen::Current;
         if let Some(chain) = self.rows.get(&id) {
-            for v in chain.versions().iter().rev() {
+            for v in chain.as_slice().iter().rev() {
                 if snap.sees(&v.writer) {
                     return seen;
                 }
@@ -269,12 +232,12 @@ impl Versions {
             };
             match st.rows.entry(id) {
                 std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(Chain::One(v));
+                    e.insert(Few::One(v));
                 }
                 std::collections::btree_map::Entry::Occupied(mut e) => {
                     let chain = e.get_mut();
                     if chain
-                        .versions()
+                        .as_slice()
                         .last()
                         .is_some_and(|v| v.writer.id == writer.id)
                     {
@@ -301,7 +264,7 @@ impl Versions {
         self.publish(&st);
         for id in w.chained {
             if let Some(chain) = st.rows.get_mut(&id) {
-                if !chain.forget(writer) {
+                if !chain.retain(|v| v.writer.id != writer) {
                     st.rows.remove(&id);
                 }
             }
