@@ -6,6 +6,8 @@
 //! Owns the clause's syntax only; writing the file is the session's.
 
 use sqlparser::parser::ParserError;
+
+use crate::FieldFormat;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
 
 /// Where and how a query's rows are written.
@@ -14,12 +16,7 @@ pub struct IntoFile {
     pub file: String,
     /// DUMPFILE: one row, its values written back to back without any formatting.
     pub dump: bool,
-    pub fields_terminated: String,
-    pub enclosed: Option<char>,
-    pub optionally_enclosed: bool,
-    pub escaped: Option<char>,
-    pub lines_starting: String,
-    pub lines_terminated: String,
+    pub format: FieldFormat,
 }
 
 /// The tokens of `toks` from `at` on, whitespace and comments skipped.
@@ -116,12 +113,7 @@ pub(crate) fn take(toks: &mut Vec<TokenWithSpan>) -> Result<Option<IntoFile>, Pa
     let mut into = IntoFile {
         file: c.string()?,
         dump,
-        fields_terminated: "\t".into(),
-        enclosed: None,
-        optionally_enclosed: false,
-        escaped: Some('\\'),
-        lines_starting: String::new(),
-        lines_terminated: "\n".into(),
+        format: FieldFormat::default(),
     };
     if !dump {
         if c.eat_seq(&["CHARACTER", "SET"]) || c.eat("CHARSET") {
@@ -132,18 +124,8 @@ pub(crate) fn take(toks: &mut Vec<TokenWithSpan>) -> Result<Option<IntoFile>, Pa
                 c.string()?;
             }
         }
-        crate::field_line_options(
-            &mut c,
-            crate::FieldLines {
-                fields_terminated: &mut into.fields_terminated,
-                enclosed: &mut into.enclosed,
-                optionally_enclosed: &mut into.optionally_enclosed,
-                escaped: &mut into.escaped,
-                lines_starting: &mut into.lines_starting,
-                lines_terminated: &mut into.lines_terminated,
-            },
-        )
-        .map_err(|e| ParserError::ParserError(e.message))?;
+        crate::field_line_options(&mut c, &mut into.format)
+            .map_err(|e| ParserError::ParserError(e.message))?;
     }
     let end = c.at;
     let span = toks[start].span;

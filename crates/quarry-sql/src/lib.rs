@@ -82,6 +82,31 @@ pub enum Stmt {
     },
 }
 
+/// How fields and lines are delimited, for LOAD DATA and SELECT … INTO OUTFILE; by default
+/// MySQL's (tab, newline, backslash escapes, nothing enclosed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldFormat {
+    pub fields_terminated: String,
+    pub enclosed: Option<char>,
+    pub optionally_enclosed: bool,
+    pub escaped: Option<char>,
+    pub lines_starting: String,
+    pub lines_terminated: String,
+}
+
+impl Default for FieldFormat {
+    fn default() -> FieldFormat {
+        FieldFormat {
+            fields_terminated: "\t".into(),
+            enclosed: None,
+            optionally_enclosed: false,
+            escaped: Some('\\'),
+            lines_starting: String::new(),
+            lines_terminated: "\n".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct LoadData {
     pub local: bool,
@@ -90,12 +115,7 @@ pub struct LoadData {
     pub table: String,
     pub replace: bool,
     pub ignore: bool,
-    pub fields_terminated: String,
-    pub enclosed: Option<char>,
-    pub optionally_enclosed: bool,
-    pub escaped: Option<char>,
-    pub lines_starting: String,
-    pub lines_terminated: String,
+    pub format: FieldFormat,
     pub ignore_lines: u64,
     pub columns: Vec<String>,
 }
@@ -697,30 +717,20 @@ impl OptionWords for Toks {
     }
 }
 
-/// Where `FIELDS …` and `LINES …` options go.
-pub(crate) struct FieldLines<'a> {
-    pub fields_terminated: &'a mut String,
-    pub enclosed: &'a mut Option<char>,
-    pub optionally_enclosed: &'a mut bool,
-    pub escaped: &'a mut Option<char>,
-    pub lines_starting: &'a mut String,
-    pub lines_terminated: &'a mut String,
-}
-
 /// `[FIELDS|COLUMNS {TERMINATED|[OPTIONALLY] ENCLOSED|ESCAPED} BY '…' …]
 /// [LINES {STARTING|TERMINATED} BY '…' …]`.
-pub(crate) fn field_line_options(w: &mut impl OptionWords, o: FieldLines) -> Result<()> {
+pub(crate) fn field_line_options(w: &mut impl OptionWords, o: &mut FieldFormat) -> Result<()> {
     if w.eat_seq(&["FIELDS"]) || w.eat_seq(&["COLUMNS"]) {
         loop {
             if w.eat_seq(&["TERMINATED", "BY"]) {
-                *o.fields_terminated = w.quoted()?;
+                o.fields_terminated = w.quoted()?;
             } else if w.eat_seq(&["OPTIONALLY", "ENCLOSED", "BY"]) {
-                *o.enclosed = one_char(&w.quoted()?);
-                *o.optionally_enclosed = true;
+                o.enclosed = one_char(&w.quoted()?);
+                o.optionally_enclosed = true;
             } else if w.eat_seq(&["ENCLOSED", "BY"]) {
-                *o.enclosed = one_char(&w.quoted()?);
+                o.enclosed = one_char(&w.quoted()?);
             } else if w.eat_seq(&["ESCAPED", "BY"]) {
-                *o.escaped = one_char(&w.quoted()?);
+                o.escaped = one_char(&w.quoted()?);
             } else {
                 break;
             }
@@ -729,9 +739,9 @@ pub(crate) fn field_line_options(w: &mut impl OptionWords, o: FieldLines) -> Res
     if w.eat_seq(&["LINES"]) {
         loop {
             if w.eat_seq(&["STARTING", "BY"]) {
-                *o.lines_starting = w.quoted()?;
+                o.lines_starting = w.quoted()?;
             } else if w.eat_seq(&["TERMINATED", "BY"]) {
-                *o.lines_terminated = w.quoted()?;
+                o.lines_terminated = w.quoted()?;
             } else {
                 break;
             }
@@ -742,12 +752,7 @@ pub(crate) fn field_line_options(w: &mut impl OptionWords, o: FieldLines) -> Res
 
 fn parse_load_data(sql: &str) -> Result<Stmt> {
     let mut t = Toks::new(sql)?;
-    let mut ld = LoadData {
-        fields_terminated: "\t".into(),
-        escaped: Some('\\'),
-        lines_terminated: "\n".into(),
-        ..Default::default()
-    };
+    let mut ld = LoadData::default();
     t.expect("LOAD")?;
     t.expect("DATA")?;
     t.eat("LOW_PRIORITY");
@@ -768,17 +773,7 @@ fn parse_load_data(sql: &str) -> Result<Stmt> {
     if t.eat_seq(&["CHARACTER", "SET"]) || t.eat("CHARSET") {
         t.ident().or_else(|_| t.string())?;
     }
-    field_line_options(
-        &mut t,
-        FieldLines {
-            fields_terminated: &mut ld.fields_terminated,
-            enclosed: &mut ld.enclosed,
-            optionally_enclosed: &mut ld.optionally_enclosed,
-            escaped: &mut ld.escaped,
-            lines_starting: &mut ld.lines_starting,
-            lines_terminated: &mut ld.lines_terminated,
-        },
-    )?;
+    field_line_options(&mut t, &mut ld.format)?;
     if t.eat("IGNORE") {
         ld.ignore_lines = t.number()?;
         if !(t.eat("LINES") || t.eat("ROWS")) {
@@ -803,7 +798,7 @@ fn parse_load_data(sql: &str) -> Result<Stmt> {
     if !t.done() {
         return Err(t.error());
     }
-    if ld.fields_terminated.is_empty() || ld.lines_terminated.is_empty() {
+    if ld.format.fields_terminated.is_empty() || ld.format.lines_terminated.is_empty() {
         return Err(Error::unsupported(
             "LOAD DATA with empty field or line terminator",
         ));
@@ -876,9 +871,9 @@ mod tests {
         };
         assert!(ld.local && ld.ignore);
         assert_eq!((ld.db.as_deref(), ld.table.as_str()), (Some("db"), "t"));
-        assert_eq!(ld.fields_terminated, ",");
-        assert_eq!(ld.enclosed, Some('"'));
-        assert_eq!(ld.lines_terminated, "\r\n");
+        assert_eq!(ld.format.fields_terminated, ",");
+        assert_eq!(ld.format.enclosed, Some('"'));
+        assert_eq!(ld.format.lines_terminated, "\r\n");
         assert_eq!(ld.ignore_lines, 1);
         assert_eq!(ld.columns, vec!["a", "b"]);
     }

@@ -56,14 +56,14 @@ pub(super) fn write(
                     }
                 }
             } else {
-                line.extend_from_slice(into.lines_starting.as_bytes());
+                line.extend_from_slice(into.format.lines_starting.as_bytes());
                 for (i, (v, c)) in r.iter().zip(&sp.columns).enumerate() {
                     if i > 0 {
-                        line.extend_from_slice(into.fields_terminated.as_bytes());
+                        line.extend_from_slice(into.format.fields_terminated.as_bytes());
                     }
                     fields.write(v, c, &mut line);
                 }
-                line.extend_from_slice(into.lines_terminated.as_bytes());
+                line.extend_from_slice(into.format.lines_terminated.as_bytes());
             }
             out.write_all(&line).map_err(io)?;
         }
@@ -94,22 +94,22 @@ struct Fields<'i> {
 impl<'i> Fields<'i> {
     fn new(into: &'i IntoFile) -> Fields<'i> {
         let bytes = |c: char| c.to_string().into_bytes();
-        let escape = into.escaped.map(bytes);
+        let escape = into.format.escaped.map(bytes);
         let mut special = vec![];
-        if let Some(e) = into.escaped {
+        if let Some(e) = into.format.escaped {
             special.push(bytes(e));
-            match into.enclosed {
+            match into.format.enclosed {
                 Some(q) => special.push(bytes(q)),
                 None => {
-                    special.extend(into.fields_terminated.chars().next().map(bytes));
-                    special.extend(into.lines_terminated.chars().next().map(bytes));
+                    special.extend(into.format.fields_terminated.chars().next().map(bytes));
+                    special.extend(into.format.lines_terminated.chars().next().map(bytes));
                 }
             }
         }
         Fields {
             into,
             escape,
-            enclose: into.enclosed.map(bytes),
+            enclose: into.format.enclosed.map(bytes),
             special,
         }
     }
@@ -135,7 +135,7 @@ impl<'i> Fields<'i> {
         let enclose = self
             .enclose
             .as_deref()
-            .filter(|_| !(self.into.optionally_enclosed && numeric));
+            .filter(|_| !(self.into.format.optionally_enclosed && numeric));
         if let Some(q) = enclose {
             out.extend_from_slice(q);
         }

@@ -875,12 +875,12 @@ impl<'a> LoadRecords<'a> {
             let n = c.encode_utf8(&mut b).len();
             (b, n)
         };
-        let enclosed = ld.enclosed.map(utf8);
-        let escaped = ld.escaped.map(utf8);
+        let enclosed = ld.format.enclosed.map(utf8);
+        let escaped = ld.format.escaped.map(utf8);
         let mut special = [false; 256];
         for first in [
-            ld.fields_terminated.as_bytes().first(),
-            ld.lines_terminated.as_bytes().first(),
+            ld.format.fields_terminated.as_bytes().first(),
+            ld.format.lines_terminated.as_bytes().first(),
             enclosed.as_ref().map(|e| &e.0[0]),
             escaped.as_ref().map(|e| &e.0[0]),
         ]
@@ -904,8 +904,8 @@ impl<'a> LoadRecords<'a> {
     fn record(&mut self) -> Vec<Option<String>> {
         let rest = self.rest;
         let b = rest.as_bytes();
-        let ft = self.ld.fields_terminated.as_str();
-        let lt = self.ld.lines_terminated.as_str();
+        let ft = self.ld.format.fields_terminated.as_str();
+        let lt = self.ld.format.lines_terminated.as_str();
         let at = |i: usize, pat: &Option<([u8; 4], usize)>| {
             pat.as_ref()
                 .is_some_and(|(p, n)| b[i..].starts_with(&p[..*n]))
@@ -1001,7 +1001,7 @@ impl LoadRecords<'_> {
         if self.rest.is_empty() {
             return None;
         }
-        let starting = self.ld.lines_starting.as_str();
+        let starting = self.ld.format.lines_starting.as_str();
         if !starting.is_empty() {
             let p = self.rest.find(starting)?;
             self.rest = &self.rest[p + starting.len()..];
@@ -1084,7 +1084,7 @@ impl StreamRecords<'_> {
                 }
                 buf.truncate(got);
             }
-            let lt = self.ld.lines_terminated.as_bytes();
+            let lt = self.ld.format.lines_terminated.as_bytes();
             let split = if self.eof || lt.is_empty() {
                 buf.len()
             } else {
@@ -1230,14 +1230,14 @@ mod load_tests {
     fn reference_parse(data: &[u8], ld: &quarry_sql::LoadData) -> Vec<Vec<Option<String>>> {
         let text = String::from_utf8_lossy(data);
         let mut rows = vec![];
-        let ft = ld.fields_terminated.as_str();
-        let lt = ld.lines_terminated.as_str();
+        let ft = ld.format.fields_terminated.as_str();
+        let lt = ld.format.lines_terminated.as_str();
         let mut rest: &str = &text;
         let mut skipped = 0;
         while !rest.is_empty() {
-            if !ld.lines_starting.is_empty() {
-                match rest.find(&ld.lines_starting) {
-                    Some(p) => rest = &rest[p + ld.lines_starting.len()..],
+            if !ld.format.lines_starting.is_empty() {
+                match rest.find(&ld.format.lines_starting) {
+                    Some(p) => rest = &rest[p + ld.format.lines_starting.len()..],
                     None => break,
                 }
             }
@@ -1249,7 +1249,7 @@ mod load_tests {
             let mut consumed = rest.len();
             while let Some((i, c)) = chars.next() {
                 if quoted {
-                    if Some(c) == ld.enclosed {
+                    if Some(c) == ld.format.enclosed {
                         if rest[i + c.len_utf8()..].starts_with(c) {
                             cur.push(c);
                             chars.next();
@@ -1271,13 +1271,13 @@ mod load_tests {
                         }
                         continue;
                     }
-                    if Some(c) == ld.enclosed && cur.is_empty() && !was_quoted {
+                    if Some(c) == ld.format.enclosed && cur.is_empty() && !was_quoted {
                         quoted = true;
                         was_quoted = true;
                         continue;
                     }
                 }
-                if Some(c) == ld.escaped {
+                if Some(c) == ld.format.escaped {
                     if let Some((_, n)) = chars.next() {
                         cur.push(match n {
                             'n' => '\n',
@@ -1317,10 +1317,10 @@ mod load_tests {
             quarry_sql::Stmt::LoadData(ld) => ld,
             _ => unreachable!(),
         };
-        ld.fields_terminated = ft.into();
-        ld.lines_terminated = lt.into();
-        ld.enclosed = enclosed;
-        ld.escaped = escaped;
+        ld.format.fields_terminated = ft.into();
+        ld.format.lines_terminated = lt.into();
+        ld.format.enclosed = enclosed;
+        ld.format.escaped = escaped;
         ld
     }
 
@@ -1347,7 +1347,7 @@ mod load_tests {
             let mut ld = formats[round % formats.len()].clone();
             ld.ignore_lines = (next(3) / 2) as _;
             if round % 7 == 0 {
-                ld.lines_starting = "b".into();
+                ld.format.lines_starting = "b".into();
             }
             let text: String = (0..next(60))
                 .map(|_| alphabet[next(alphabet.len())])
