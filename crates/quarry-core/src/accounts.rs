@@ -184,6 +184,7 @@ fn is_loopback(client: &str) -> bool {
 impl Accounts {
     pub fn open(datadir: &Path) -> Result<Accounts> {
         let path = datadir.join("accounts.qacct");
+        let mut fresh = false;
         let list = match std::fs::read_to_string(&path) {
             Ok(text) => text
                 .lines()
@@ -204,6 +205,7 @@ impl Accounts {
                 })
                 .collect::<Result<Vec<_>>>()?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                fresh = true;
                 vec![Account::new("root", "localhost", vec![])]
             }
             Err(e) => return Err(Error::io(path.display(), e)),
@@ -212,7 +214,11 @@ impl Accounts {
             path,
             list: RwLock::new(list),
         };
-        a.save()?;
+        // Written at the first start only: a version 1 file stays as it is until an
+        // account changes (it reads the same), and a start does not rewrite and fsync it.
+        if fresh {
+            a.save()?;
+        }
         Ok(a)
     }
 

@@ -353,15 +353,14 @@ impl Database {
     }
 
     pub fn session_with_id(self: &Arc<Self>, id: u64, user: &str, host: &str) -> Session {
+        let account = self.accounts.find(user, host);
         let info = Arc::new(ProcessInfo {
             id,
             user: user.to_string(),
             host: host.to_string(),
-            account_host: self
-                .accounts
-                .find(user, host)
-                .map(|a| a.host)
-                .unwrap_or_else(|| "localhost".into()),
+            account_host: account
+                .as_ref()
+                .map_or_else(|| "localhost".into(), |a| a.host.clone()),
             db: Mutex::new(None),
             command: Mutex::new("Sleep".into()),
             info: Mutex::new(None),
@@ -372,7 +371,8 @@ impl Database {
             progress: Mutex::new(None),
         });
         self.processes.lock().insert(id, info.clone());
-        Session::new(self.clone(), info)
+        let expired = account.is_some_and(|a| a.expired);
+        Session::new(self.clone(), info, expired)
     }
 
     pub fn processes(&self) -> Vec<Arc<ProcessInfo>> {

@@ -307,12 +307,13 @@ impl Session {
         self.vars.get(name)
     }
 
-    pub(crate) fn new(db: Arc<Database>, info: Arc<ProcessInfo>) -> Session {
+    /// `must_set_password`: the account's password has expired (PASSWORD EXPIRE).
+    pub(crate) fn new(
+        db: Arc<Database>,
+        info: Arc<ProcessInfo>,
+        must_set_password: bool,
+    ) -> Session {
         let seed = info.id.wrapping_mul(0x9E3779B97F4A7C15) ^ DateTime::now().to_micros() as u64;
-        let must_set_password = db
-            .accounts
-            .get(&info.user, &info.account_host)
-            .is_ok_and(|a| a.expired);
         Session {
             db,
             current_db: None,
