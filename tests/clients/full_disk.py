@@ -11,7 +11,6 @@ usage: full_disk.py BIN   (needs root to mount a tmpfs; says so and exits 0 othe
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,15 +18,9 @@ import time
 
 import pymysql
 
+from qtest import free_port
+
 BATCH = 1000
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def start(binary, datadir, log):

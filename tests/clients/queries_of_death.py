@@ -11,7 +11,6 @@ usage: queries_of_death.py BIN [--as-limit BYTES]   (exit 0 when every check hel
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,13 +19,7 @@ import time
 
 import pymysql
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+from qtest import free_port
 
 
 def prepared_rows(conn, sql, param):

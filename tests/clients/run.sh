@@ -237,6 +237,13 @@ config() {
 }
 check "config file and --version" config
 
+# Issue 17's scenario: a SELECT-only account tries every escalation (each refused with
+# MariaDB's code), grants survive a restart and a kill -9, roles, a dump of grants loads.
+security() {
+  python3 tests/clients/security.py "$BIN"
+}
+check "privileges: escalations refused, grants durable, SHOW GRANTS round-trips" security
+
 # A full disk (a small tmpfs): refused statements change nothing, nothing acknowledged is
 # lost once space returns (skipped where a tmpfs cannot be mounted).
 full_disk() {

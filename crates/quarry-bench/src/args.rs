@@ -30,6 +30,8 @@ USAGE: quarry-bench [OPTIONS]
   --python PATH            Python with duckdb (default target/bench-venv/bin/python)
   --engines LIST           Quarry engines to run (default: every engine SHOW ENGINES lists)
   --workloads LIST         sysbench workloads to run (default: all six)
+  --app-account            also run Quarry's sysbench as an account holding only
+                           sbtest's table privileges (the cost of privilege checks)
   --quarry-partitions LIST also run Quarry's sysbench once per buffer-pool page-table
                            partition count (e.g. 1,4,16), restarting it for each
   -h, --help               this text
@@ -81,6 +83,8 @@ pub struct Options {
     pub engines: Option<Vec<String>>,
     pub workloads: Vec<String>,
     pub quarry_partitions: Vec<u32>,
+    /// Run Quarry's sysbench again as an account with sbtest's privileges only.
+    pub app_account: bool,
 }
 
 fn full_defaults() -> Options {
@@ -111,6 +115,7 @@ fn full_defaults() -> Options {
             .map(|w| w.to_string())
             .collect(),
         quarry_partitions: vec![],
+        app_account: false,
     }
 }
 
@@ -189,6 +194,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
                     .collect::<Result<_, _>>()?
             }
             "--quarry-partitions" => o.quarry_partitions = num_list(flag, &value()?)?,
+            "--app-account" => o.app_account = true,
             other => return Err(format!("unknown option '{other}' (see --help)")),
         }
     }

@@ -22,15 +22,27 @@ pub struct Target<'a> {
     pub engine: String,
     /// Non-transactional engines race on sysbench's DELETE+INSERT of one id (1062).
     pub ignore_duplicates: bool,
+    /// Run as [`APP_USER`], which holds sbtest's table privileges only, not as root.
+    pub app_account: bool,
 }
+
+/// The account of `--app-account` runs, made and granted by root before prepare.
+pub const APP_USER: &str = "sbapp";
+const APP_PASSWORD: &str = "sbapp-pw";
 
 fn common_args(o: &Options, t: &Target) -> Vec<String> {
     vec![
         "--db-driver=mysql".into(),
         "--mysql-host=127.0.0.1".into(),
         format!("--mysql-port={}", t.server.port),
-        "--mysql-user=root".into(),
-        "--mysql-password=".into(),
+        format!(
+            "--mysql-user={}",
+            if t.app_account { APP_USER } else { "root" }
+        ),
+        format!(
+            "--mysql-password={}",
+            if t.app_account { APP_PASSWORD } else { "" }
+        ),
         "--mysql-db=sbtest".into(),
         format!("--tables={}", o.tables),
         format!("--table-size={}", o.table_size),
@@ -75,6 +87,18 @@ pub fn run_target(
     conn.exec("DROP DATABASE IF EXISTS sbtest")
         .and_then(|_| conn.exec("CREATE DATABASE sbtest"))
         .map_err(|e| format!("{}: {e}", t.label))?;
+    if t.app_account {
+        // What an application account is given: sbtest's tables, nothing global.
+        conn.exec(&format!(
+            "CREATE USER IF NOT EXISTS '{APP_USER}'@'%' IDENTIFIED BY '{APP_PASSWORD}'"
+        ))
+        .and_then(|_| {
+            conn.exec(&format!(
+                "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER ON sbtest.* TO '{APP_USER}'@'%'"
+            ))
+        })
+        .map_err(|e| format!("{}: {e}", t.label))?;
+    }
     conn.quit();
     let common = common_args(o, t);
     progress(&format!("{}: prepare {} rows", t.label, o.table_size));

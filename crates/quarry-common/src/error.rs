@@ -29,9 +29,8 @@ impl Error {
             1040 => "08004",
             1045 | 1133 => "28000",
             1046 => "3D000",
-            1044 | 1049 | 1064 | 1102 | 1103 | 1115 | 1149 | 1226 | 1286 | 1425 | 1426 | 1427 => {
-                "42000"
-            }
+            1044 | 1142 | 1143 | 1227 | 1141 | 1147 | 1144 | 1049 | 1064 | 1102 | 1103 | 1115
+            | 1149 | 1226 | 1286 | 1425 | 1426 | 1427 => "42000",
             1050 => "42S01",
             1051 | 1109 | 1146 | 4092 => "42S02",
             1054 | 1060 => "42S21",
@@ -45,6 +44,7 @@ impl Error {
             1365 => "22012",
             1193 | 1231 | 1232 => "42000",
             1213 => "40001",
+            1959 => "OP000",
             1792 => "25006",
             1205 => "HY000",
             1153 => "08S01",
@@ -122,6 +122,77 @@ impl Error {
             1044,
             format!("Access denied for user '{user}'@'{host}' to database '{db}'"),
         )
+    }
+    /// 1142: `what` (SELECT, DROP, …) refused on a table.
+    pub fn table_access_denied(what: &str, user: &str, host: &str, db: &str, table: &str) -> Error {
+        Error::new(
+            1142,
+            format!("{what} command denied to user '{user}'@'{host}' for table `{db}`.`{table}`"),
+        )
+    }
+    /// 1143: `what` refused on one column of a table.
+    pub fn column_access_denied(
+        what: &str,
+        user: &str,
+        host: &str,
+        column: &str,
+        table: &str,
+    ) -> Error {
+        Error::new(
+            1143,
+            format!(
+                "{what} command denied to user '{user}'@'{host}' for column '{column}' in table '{table}'"
+            ),
+        )
+    }
+    /// 1227: a statement that needs one of the global privileges `names`.
+    pub fn need_privilege(names: &str) -> Error {
+        Error::new(
+            1227,
+            format!("Access denied; you need (at least one of) the {names} privilege(s) for this operation"),
+        )
+    }
+    /// 1045 without a login: what MariaDB answers LOAD DATA INFILE without FILE.
+    pub fn access_denied(user: &str, host: &str) -> Error {
+        Error::new(
+            1045,
+            format!("Access denied for user '{user}'@'{host}' (using password: YES)"),
+        )
+    }
+    pub fn not_thread_owner(id: u64) -> Error {
+        Error::new(1095, format!("You are not owner of thread {id}"))
+    }
+    pub fn no_such_grant(user: &str, host: &str) -> Error {
+        Error::new(
+            1141,
+            format!("There is no such grant defined for user '{user}' on host '{host}'"),
+        )
+    }
+    pub fn no_such_table_grant(user: &str, host: &str, table: &str) -> Error {
+        Error::new(
+            1147,
+            format!(
+                "There is no such grant defined for user '{user}' on host '{host}' on table '{table}'"
+            ),
+        )
+    }
+    /// 1221: a privilege only `*.*` may hold, granted on a database.
+    pub fn db_grant_of_global() -> Error {
+        Error::new(1221, "Incorrect usage of DB GRANT and GLOBAL PRIVILEGES")
+    }
+    /// 1144: a privilege a table cannot hold, granted on one.
+    pub fn illegal_grant() -> Error {
+        Error::new(
+            1144,
+            "Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used",
+        )
+    }
+    /// 1396: an account statement's operation on `who` (`'u'@'h'`, or a role's `'r'`).
+    pub fn operation_failed(op: &str, who: &str) -> Error {
+        Error::new(1396, format!("Operation {op} failed for {who}"))
+    }
+    pub fn invalid_role(role: &str) -> Error {
+        Error::new(1959, format!("Invalid role specification `{role}`"))
     }
     pub fn incorrect_db_name(db: &str) -> Error {
         Error::new(1102, format!("Incorrect database name '{db}'"))

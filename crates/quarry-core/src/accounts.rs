@@ -1,20 +1,30 @@
-//! The account table: `<datadir>/accounts.qacct`, one `user<TAB>host<TAB>hash<TAB>attributes`
-//! per line (version 2; version 1 had no attributes, and reads as none set).
+//! The account table: `<datadir>/accounts.qacct`, the accounts, roles and every grant.
+//!
+//! Version 3 (this one) is tab-separated lines, each led by its kind: `user` (name, host,
+//! hash, attributes, global privileges), `default_role`, and the grant lines of
+//! `privileges.rs`. Versions 1 (`user host hash`) and 2 (with attributes) had no
+//! privileges; they are read and rewritten as version 3 at the first start (`parse_v2`
+//! says what the accounts get).
 //!
 //! `hash` is SHA1(SHA1(password)) in hex, as MySQL's `mysql_native_password` stores it (empty
-//! = no password). The default account is `root`@`localhost` without a password, which
-//! matches loopback connections only. Privileges are not modelled yet: every account may do
-//! everything (COMPAT.md).
+//! = no password). The default account is `root`@`localhost` without a password and with
+//! every privilege, which matches loopback connections only. A role is an account with an
+//! empty host that cannot log in.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 use quarry_common::{Error, Result};
 use quarry_sql::{AccountOptions, Secret};
 use sha1::{Digest, Sha1};
 
-const HEADER: &str =
-    "# quarry accounts v2: user<TAB>host<TAB>sha1(sha1(password)) hex<TAB>attributes";
+use crate::privileges::{
+    escape, privs_from_text, privs_text, quote, unescape, Effective, Grantee, Grants, Level, Privs,
+    GLOBAL_ALL, GRANT,
+};
+
+const HEADER: &str = "# quarry accounts v3: kind<TAB>fields (see accounts.rs)";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Account {
@@ -28,6 +38,12 @@ pub struct Account {
     pub max_user_connections: u32,
     /// PASSWORD EXPIRE: a login may only SET PASSWORD (which ends it).
     pub expired: bool,
+    /// Global privileges (`ON *.*`).
+    pub privs: Privs,
+    /// A role (CREATE ROLE): no login; its grants go to whoever has it active.
+    pub role: bool,
+    /// SET DEFAULT ROLE: active from login.
+    pub default_role: Option<String>,
 }
 
 impl Account {
@@ -39,6 +55,9 @@ impl Account {
             locked: false,
             max_user_connections: 0,
             expired: false,
+            privs: 0,
+            role: false,
+            default_role: None,
         }
     }
 
@@ -54,14 +73,10 @@ impl Account {
         }
     }
 
-    /// The statement that makes this account again (SHOW CREATE USER), as MariaDB writes
-    /// it.
-    pub fn create_statement(&self) -> String {
-        let mut s = format!(
-            "CREATE USER `{}`@`{}`",
-            self.user.replace('`', "``"),
-            self.host.replace('`', "``")
-        );
+    /// ` IDENTIFIED BY PASSWORD '*HASH' WITH MAX_USER_CONNECTIONS n`, each part when set,
+    /// as SHOW CREATE USER and SHOW GRANTS write them.
+    fn password_and_limits(&self) -> String {
+        let mut s = String::new();
         if !self.hash2.is_empty() {
             s.push_str(&format!(
                 " IDENTIFIED BY PASSWORD '*{}'",
@@ -74,6 +89,18 @@ impl Account {
                 self.max_user_connections
             ));
         }
+        s
+    }
+
+    /// The statement that makes this account again (SHOW CREATE USER), as MariaDB writes
+    /// it.
+    pub fn create_statement(&self) -> String {
+        let mut s = format!(
+            "CREATE USER `{}`@`{}`",
+            self.user.replace('`', "``"),
+            self.host.replace('`', "``")
+        );
+        s.push_str(&self.password_and_limits());
         if self.locked {
             s.push_str(" ACCOUNT LOCK");
         }
@@ -83,7 +110,8 @@ impl Account {
         s
     }
 
-    /// The fourth column: `locked`, `max_user_connections=N`, `expired`, comma-separated.
+    /// The attributes column: `locked`, `max_user_connections=N`, `expired`, `role`,
+    /// comma-separated.
     fn attributes(&self) -> String {
         let mut a = vec![];
         if self.locked {
@@ -98,6 +126,9 @@ impl Account {
         if self.expired {
             a.push("expired".to_string());
         }
+        if self.role {
+            a.push("role".to_string());
+        }
         a.join(",")
     }
 
@@ -106,6 +137,7 @@ impl Account {
             match a.split_once('=') {
                 None if a == "locked" => self.locked = true,
                 None if a == "expired" => self.expired = true,
+                None if a == "role" => self.role = true,
                 Some(("max_user_connections", n)) => self.max_user_connections = n.parse().ok()?,
                 _ => return None,
             }
@@ -137,11 +169,6 @@ fn hash_of(secret: &Secret) -> Result<Option<Vec<u8>>> {
         Secret::Password(p) => Some(password_hash2(p)),
         Secret::Hash(h) => Some(hash_from_text(h)?),
     })
-}
-
-pub struct Accounts {
-    path: PathBuf,
-    list: RwLock<Vec<Account>>,
 }
 
 pub fn password_hash2(password: &str) -> Vec<u8> {
@@ -181,58 +208,427 @@ fn is_loopback(client: &str) -> bool {
     }
 }
 
+/// The accounts and the grants, changed together (one file holds both).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Store {
+    pub list: Vec<Account>,
+    pub grants: Grants,
+}
+
+fn no_user_row() -> Error {
+    Error::new(1133, "Can't find any matching row in the user table")
+}
+
+impl Store {
+    pub fn account(&self, user: &str, host: &str) -> Option<&Account> {
+        self.list.iter().find(|a| a.user == user && a.host == host)
+    }
+
+    fn account_mut(&mut self, user: &str, host: &str) -> Option<&mut Account> {
+        self.list
+            .iter_mut()
+            .find(|a| a.user == user && a.host == host)
+    }
+
+    /// CREATE USER / CREATE ROLE (`role`: host empty); false when it exists and
+    /// `if_not_exists` (else 1396).
+    pub fn create(
+        &mut self,
+        user: &str,
+        host: &str,
+        secret: &Secret,
+        opts: &AccountOptions,
+        if_not_exists: bool,
+        role: bool,
+    ) -> Result<bool> {
+        let hash2 = hash_of(secret)?.unwrap_or_default();
+        if self.account(user, host).is_some() {
+            if if_not_exists {
+                return Ok(false);
+            }
+            let what = if role { "CREATE ROLE" } else { "CREATE USER" };
+            return Err(Error::operation_failed(what, &grantee_text(user, host)));
+        }
+        let mut a = Account::new(user, host, hash2);
+        a.role = role;
+        a.apply(opts);
+        self.list.push(a);
+        Ok(true)
+    }
+
+    /// ALTER USER: the password when given, and the options; false when the account does
+    /// not exist and `if_exists` (else 1396).
+    pub fn alter(
+        &mut self,
+        user: &str,
+        host: &str,
+        secret: &Secret,
+        opts: &AccountOptions,
+        if_exists: bool,
+    ) -> Result<bool> {
+        let hash2 = hash_of(secret)?;
+        let Some(a) = self.account_mut(user, host).filter(|a| !a.role) else {
+            if if_exists {
+                return Ok(false);
+            }
+            return Err(Error::operation_failed(
+                "ALTER USER",
+                &grantee_text(user, host),
+            ));
+        };
+        if let Some(h) = hash2 {
+            a.hash2 = h;
+            a.expired = false;
+        }
+        a.apply(opts);
+        Ok(true)
+    }
+
+    /// DROP USER / DROP ROLE, with every grant the account or role held (and the role
+    /// from whoever had it); false when it does not exist and `if_exists` (else 1396).
+    pub fn drop_account(
+        &mut self,
+        user: &str,
+        host: &str,
+        if_exists: bool,
+        role: bool,
+    ) -> Result<bool> {
+        let before = self.list.len();
+        self.list
+            .retain(|a| !(a.user == user && a.host == host && a.role == role));
+        if self.list.len() == before {
+            if if_exists {
+                return Ok(false);
+            }
+            let what = if role { "DROP ROLE" } else { "DROP USER" };
+            return Err(Error::operation_failed(what, &grantee_text(user, host)));
+        }
+        self.grants.forget(&(user.to_string(), host.to_string()));
+        if role {
+            for a in &mut self.list {
+                if a.default_role.as_deref() == Some(user) {
+                    a.default_role = None;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    pub fn set_password(&mut self, user: &str, host: &str, password: &str) -> Result<()> {
+        let a = self
+            .account_mut(user, host)
+            .filter(|a| !a.role)
+            .ok_or_else(no_user_row)?;
+        a.hash2 = password_hash2(password);
+        a.expired = false;
+        Ok(())
+    }
+
+    /// GRANT `privs` (with column privileges) at `level` to an existing account or role
+    /// (1133 when there is none).
+    pub fn grant(
+        &mut self,
+        user: &str,
+        host: &str,
+        level: &Level,
+        privs: Privs,
+        columns: &[(String, Privs)],
+    ) -> Result<()> {
+        let a = self.account_mut(user, host).ok_or_else(no_user_row)?;
+        if *level == Level::Global {
+            a.privs |= privs;
+        }
+        self.grants
+            .grant(&(user.into(), host.into()), level, privs, columns);
+        Ok(())
+    }
+
+    pub fn revoke(
+        &mut self,
+        user: &str,
+        host: &str,
+        level: &Level,
+        privs: Privs,
+        columns: &[(String, Privs)],
+    ) -> Result<()> {
+        let a = self
+            .account_mut(user, host)
+            .ok_or_else(|| Error::no_such_grant(user, host))?;
+        if *level == Level::Global {
+            a.privs &= !privs;
+        }
+        self.grants
+            .revoke(&(user.into(), host.into()), level, privs, columns)
+    }
+
+    /// REVOKE ALL PRIVILEGES, GRANT OPTION FROM …: every privilege at every level (roles
+    /// granted stay, as in MariaDB).
+    pub fn revoke_all(&mut self, user: &str, host: &str) -> Result<()> {
+        let a = self.account_mut(user, host).ok_or_else(no_user_row)?;
+        a.privs = 0;
+        self.grants.revoke_all(&(user.into(), host.into()));
+        Ok(())
+    }
+
+    pub fn is_role(&self, name: &str) -> bool {
+        self.list.iter().any(|a| a.role && a.user == name)
+    }
+
+    /// GRANT role TO grantee [WITH ADMIN OPTION]: 1959 for an unknown role, 1133 for an
+    /// unknown grantee.
+    pub fn grant_role(&mut self, role: &str, user: &str, host: &str, admin: bool) -> Result<()> {
+        if !self.is_role(role) {
+            return Err(Error::invalid_role(role));
+        }
+        if self.account(user, host).is_none() {
+            return Err(no_user_row());
+        }
+        let g: Grantee = (user.into(), host.into());
+        if g.1.is_empty()
+            && (g.0 == role || self.grants.has_role(&(role.into(), String::new()), &g.0))
+        {
+            return Err(Error::operation_failed("GRANT", &grantee_text(user, host)));
+        }
+        let e = self.grants.roles.entry((g, role.to_string())).or_default();
+        *e |= admin;
+        Ok(())
+    }
+
+    pub fn revoke_role(&mut self, role: &str, user: &str, host: &str) -> Result<()> {
+        if !self.is_role(role) {
+            return Err(Error::invalid_role(role));
+        }
+        let key = ((user.to_string(), host.to_string()), role.to_string());
+        if self.grants.roles.remove(&key).is_none() {
+            return Err(Error::operation_failed("REVOKE", &grantee_text(user, host)));
+        }
+        Ok(())
+    }
+
+    /// SET DEFAULT ROLE role|NONE FOR user: the role must be granted to the account.
+    pub fn set_default_role(&mut self, role: Option<&str>, user: &str, host: &str) -> Result<()> {
+        let g: Grantee = (user.into(), host.into());
+        if let Some(r) = role {
+            if !self.grants.has_role(&g, r) {
+                return Err(Error::invalid_role(r));
+            }
+        }
+        let a = self
+            .account_mut(user, host)
+            .filter(|a| !a.role)
+            .ok_or_else(no_user_row)?;
+        a.default_role = role.map(str::to_string);
+        Ok(())
+    }
+
+    /// What `user`@`host` may do with `role` active (its granted roles come with it).
+    pub fn effective(&self, user: &str, host: &str, role: Option<&str>) -> Effective {
+        let mut who: Vec<Grantee> = vec![(user.into(), host.into())];
+        let mut global = self.account(user, host).map_or(0, |a| a.privs);
+        if let Some(r) = role {
+            let rg: Grantee = (r.into(), String::new());
+            who.push(rg.clone());
+            who.extend(
+                self.grants
+                    .roles_of(&rg)
+                    .into_iter()
+                    .map(|r| (r, String::new())),
+            );
+            for (r, _) in &who[1..] {
+                global |= self.account(r, "").map_or(0, |a| a.privs);
+            }
+        }
+        self.grants.effective(global, &who)
+    }
+
+    /// SHOW GRANTS FOR an account or role, as MariaDB prints it (1141 for none).
+    pub fn show_grants(&self, user: &str, host: &str) -> Result<Vec<String>> {
+        let a = self
+            .account(user, host)
+            .ok_or_else(|| Error::no_such_grant(user, host))?;
+        let to = if a.role {
+            quote(user)
+        } else {
+            format!("{}@{}", quote(user), quote(host))
+        };
+        let mut first = format!(
+            "GRANT {} ON *.* TO {to}",
+            crate::privileges::global_list(a.privs)
+        );
+        first.push_str(&a.password_and_limits());
+        if a.privs & crate::privileges::GRANT != 0 {
+            first.push_str(" WITH GRANT OPTION");
+        }
+        let g: Grantee = (user.into(), host.into());
+        // Roles granted come first, as MariaDB lists them.
+        let mut out: Vec<String> = self
+            .grants
+            .roles
+            .iter()
+            .filter(|((w, _), _)| *w == g)
+            .map(|((_, r), admin)| {
+                let opt = if *admin { " WITH ADMIN OPTION" } else { "" };
+                format!("GRANT {} TO {to}{opt}", quote(r))
+            })
+            .collect();
+        out.push(first);
+        out.extend(self.grants.show_lines(&g, &to));
+        if let Some(r) = &a.default_role {
+            out.push(format!("SET DEFAULT ROLE {} FOR {to}", quote(r)));
+        }
+        Ok(out)
+    }
+}
+
+/// `'user'@'host'`, or a role's `'name'`, as error messages name them.
+fn grantee_text(user: &str, host: &str) -> String {
+    if host.is_empty() {
+        format!("'{user}'")
+    } else {
+        format!("'{user}'@'{host}'")
+    }
+}
+
+pub struct Accounts {
+    path: PathBuf,
+    store: RwLock<Store>,
+    /// Bumped by every change: sessions re-read their privileges when it moves.
+    generation: AtomicU64,
+    /// What opening the file found worth telling the operator (accounts an upgrade took
+    /// privileges from).
+    pub notes: Vec<String>,
+}
+
+fn parse_v3(text: &str, path: &Path) -> Result<Store> {
+    let bad = || Error::corrupt(path.display());
+    let mut st = Store::default();
+    for l in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let f: Vec<String> = l.split('\t').map(unescape).collect();
+        match (f[0].as_str(), f.len()) {
+            ("user", 6) => {
+                let hash2 = unhex(&f[3]).ok_or_else(bad)?;
+                let mut a = Account::new(&f[1], &f[2], hash2);
+                a.set_attributes(&f[4]).ok_or_else(bad)?;
+                a.privs = privs_from_text(&f[5]).ok_or_else(bad)?;
+                st.list.push(a);
+            }
+            ("default_role", 4) => {
+                if let Some(a) = st.account_mut(&f[1], &f[2]) {
+                    a.default_role = Some(f[3].clone());
+                }
+            }
+            _ => {
+                if !crate::privileges::from_line(&mut st.grants, &f).ok_or_else(bad)? {
+                    return Err(bad());
+                }
+            }
+        }
+    }
+    Ok(st)
+}
+
+/// Versions 1 and 2: `user host hash [attributes]`, and no privileges (every account
+/// could do everything). `root` keeps everything; other accounts start with none, and a
+/// note says so — their GRANTs were accepted and ignored, so what they should have is
+/// not known, and a server must not go on handing them all of it.
+fn parse_v2(text: &str, path: &Path, notes: &mut Vec<String>) -> Result<Store> {
+    let mut st = Store::default();
+    for l in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let mut f = l.split('\t');
+        let (u, h, p, attrs) = (
+            f.next().unwrap_or(""),
+            f.next().unwrap_or(""),
+            f.next().unwrap_or(""),
+            f.next().unwrap_or(""),
+        );
+        let hash2 = unhex(p).ok_or_else(|| Error::corrupt(path.display()))?;
+        let mut a = Account::new(u, h, hash2);
+        a.set_attributes(attrs)
+            .ok_or_else(|| Error::corrupt(path.display()))?;
+        if u == "root" {
+            a.privs = GLOBAL_ALL | GRANT;
+        } else {
+            notes.push(format!(
+                "account '{u}'@'{h}' had every privilege before privileges were kept; it now \
+                 has none (USAGE): GRANT it what it needs"
+            ));
+        }
+        st.list.push(a);
+    }
+    Ok(st)
+}
+
 impl Accounts {
     pub fn open(datadir: &Path) -> Result<Accounts> {
         let path = datadir.join("accounts.qacct");
+        let mut notes = vec![];
         let mut fresh = false;
-        let list = match std::fs::read_to_string(&path) {
-            Ok(text) => text
-                .lines()
-                .filter(|l| !l.starts_with('#') && !l.is_empty())
-                .map(|l| {
-                    let mut f = l.split('\t');
-                    let (u, h, p, attrs) = (
-                        f.next().unwrap_or(""),
-                        f.next().unwrap_or(""),
-                        f.next().unwrap_or(""),
-                        f.next().unwrap_or(""),
-                    );
-                    let hash2 = unhex(p).ok_or_else(|| Error::corrupt(path.display()))?;
-                    let mut a = Account::new(u, h, hash2);
-                    a.set_attributes(attrs)
-                        .ok_or_else(|| Error::corrupt(path.display()))?;
-                    Ok(a)
-                })
-                .collect::<Result<Vec<_>>>()?,
+        let store = match std::fs::read_to_string(&path) {
+            Ok(text) if text.starts_with(HEADER) => parse_v3(&text, &path)?,
+            Ok(text) => {
+                let st = parse_v2(&text, &path, &mut notes)?;
+                // Written as version 3 now: the privileges given here are decided once.
+                fresh = true;
+                st
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 fresh = true;
-                vec![Account::new("root", "localhost", vec![])]
+                let mut root = Account::new("root", "localhost", vec![]);
+                root.privs = GLOBAL_ALL | GRANT;
+                Store {
+                    list: vec![root],
+                    grants: Grants::default(),
+                }
             }
             Err(e) => return Err(Error::io(path.display(), e)),
         };
         let a = Accounts {
             path,
-            list: RwLock::new(list),
+            store: RwLock::new(store),
+            generation: AtomicU64::new(1),
+            notes,
         };
-        // Written at the first start only: a version 1 file stays as it is until an
-        // account changes (it reads the same), and a start does not rewrite and fsync it.
+        // Written at the first start (or the first of this version) only: a start does
+        // not rewrite and fsync it.
         if fresh {
-            a.save()?;
+            a.save(&a.store.read())?;
         }
         Ok(a)
     }
 
-    fn save(&self) -> Result<()> {
+    fn save(&self, st: &Store) -> Result<()> {
         let mut text = format!("{HEADER}\n");
-        for a in self.list.read().iter() {
-            text.push_str(&format!(
-                "{}\t{}\t{}\t{}\n",
-                a.user,
-                a.host,
+        for a in &st.list {
+            let f = [
+                "user".to_string(),
+                escape(&a.user),
+                escape(&a.host),
                 hex(&a.hash2),
-                a.attributes()
-            ));
+                a.attributes(),
+                privs_text(a.privs),
+            ];
+            text.push_str(&f.join("\t"));
+            text.push('\n');
         }
+        for a in &st.list {
+            if let Some(r) = &a.default_role {
+                let f = [
+                    "default_role",
+                    &escape(&a.user),
+                    &escape(&a.host),
+                    &escape(r),
+                ];
+                text.push_str(&f.join("\t"));
+                text.push('\n');
+            }
+        }
+        crate::privileges::to_lines(&st.grants, &mut text);
         // On disk before the rename, and the rename on disk before the statement is
         // answered: a power loss leaves the old file or the new one, never an empty one
         // (which would leave the server without its root account).
@@ -250,12 +646,36 @@ impl Accounts {
         Ok(())
     }
 
+    /// Apply `f` to a copy of the accounts and grants and, when it succeeds, write the copy
+    /// and put it in place: a statement that fails (or cannot be written) changes nothing.
+    pub fn change<T>(&self, f: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
+        let mut st = self.store.write();
+        let mut copy = st.clone();
+        let out = f(&mut copy)?;
+        if copy != *st {
+            self.save(&copy)?;
+            *st = copy;
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+        Ok(out)
+    }
+
+    /// Read the accounts and grants.
+    pub fn read<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        f(&self.store.read())
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     /// The account a login as `user` from `client_host` uses, most specific host first.
     pub fn find(&self, user: &str, client_host: &str) -> Option<Account> {
-        let list = self.list.read();
-        let mut hits: Vec<&Account> = list
+        let st = self.store.read();
+        let mut hits: Vec<&Account> = st
+            .list
             .iter()
-            .filter(|a| a.user == user && host_matches(&a.host, client_host))
+            .filter(|a| !a.role && a.user == user && host_matches(&a.host, client_host))
             .collect();
         hits.sort_by_key(|a| a.host == "%");
         hits.first().map(|a| (*a).clone())
@@ -269,27 +689,9 @@ impl Accounts {
         opts: &AccountOptions,
         if_not_exists: bool,
     ) -> Result<bool> {
-        let hash2 = hash_of(secret)?.unwrap_or_default();
-        let mut list = self.list.write();
-        if list.iter().any(|a| a.user == user && a.host == host) {
-            if if_not_exists {
-                return Ok(false);
-            }
-            return Err(Error::new(
-                1396,
-                format!("Operation CREATE USER failed for '{user}'@'{host}'"),
-            ));
-        }
-        let mut a = Account::new(user, host, hash2);
-        a.apply(opts);
-        list.push(a);
-        drop(list);
-        self.save()?;
-        Ok(true)
+        self.change(|st| st.create(user, host, secret, opts, if_not_exists, false))
     }
 
-    /// ALTER USER: the password when given, and the options; false when the account does
-    /// not exist and `if_exists` (else 1396).
     pub fn alter(
         &self,
         user: &str,
@@ -298,70 +700,17 @@ impl Accounts {
         opts: &AccountOptions,
         if_exists: bool,
     ) -> Result<bool> {
-        let hash2 = hash_of(secret)?;
-        let mut list = self.list.write();
-        let Some(a) = list.iter_mut().find(|a| a.user == user && a.host == host) else {
-            if if_exists {
-                return Ok(false);
-            }
-            return Err(Error::new(
-                1396,
-                format!("Operation ALTER USER failed for '{user}'@'{host}'"),
-            ));
-        };
-        if let Some(h) = hash2 {
-            a.hash2 = h;
-            a.expired = false;
-        }
-        a.apply(opts);
-        drop(list);
-        self.save()?;
-        Ok(true)
-    }
-
-    pub fn drop_user(&self, user: &str, host: &str, if_exists: bool) -> Result<()> {
-        let mut list = self.list.write();
-        let before = list.len();
-        list.retain(|a| !(a.user == user && a.host == host));
-        if list.len() == before && !if_exists {
-            return Err(Error::new(
-                1396,
-                format!("Operation DROP USER failed for '{user}'@'{host}'"),
-            ));
-        }
-        drop(list);
-        self.save()
-    }
-
-    pub fn set_password(&self, user: &str, host: &str, password: &str) -> Result<()> {
-        let mut list = self.list.write();
-        let a = list
-            .iter_mut()
-            .find(|a| a.user == user && a.host == host)
-            .ok_or_else(|| {
-                Error::new(
-                    1133,
-                    format!("Can't find any matching row in the user table for '{user}'@'{host}'"),
-                )
-            })?;
-        a.hash2 = password_hash2(password);
-        a.expired = false;
-        drop(list);
-        self.save()
+        self.change(|st| st.alter(user, host, secret, opts, if_exists))
     }
 
     /// The account `user`@`host` exactly (no host matching), or 1133.
     pub fn get(&self, user: &str, host: &str) -> Result<Account> {
-        self.list
-            .read()
-            .iter()
-            .find(|a| a.user == user && a.host == host)
-            .cloned()
-            .ok_or_else(|| Error::new(1133, "Can't find any matching row in the user table"))
+        self.read(|st| st.account(user, host).filter(|a| !a.role).cloned())
+            .ok_or_else(no_user_row)
     }
 
     pub fn list(&self) -> Vec<Account> {
-        self.list.read().clone()
+        self.read(|st| st.list.clone())
     }
 }
 
@@ -428,6 +777,18 @@ mod tests {
         let app = a.find("app", "10.0.0.1").unwrap();
         assert_eq!(app.hash2, password_hash2("password"));
         assert!(!app.locked && app.max_user_connections == 0);
+        // Before version 3 every account could do everything: root keeps it, others
+        // start with nothing, and the operator is told.
+        assert_eq!(app.privs, 0);
+        assert_eq!(
+            a.find("root", "localhost").unwrap().privs,
+            GLOBAL_ALL | GRANT
+        );
+        assert!(
+            a.notes.iter().any(|n| n.contains("'app'@'%'")),
+            "{:?}",
+            a.notes
+        );
         let opts = AccountOptions {
             max_user_connections: Some(3),
             locked: Some(true),
@@ -436,7 +797,7 @@ mod tests {
         assert!(a.alter("app", "%", &Secret::None, &opts, false).unwrap());
         drop(a);
         let text = std::fs::read_to_string(dir.join("accounts.qacct")).unwrap();
-        assert!(text.starts_with("# quarry accounts v2"), "{text}");
+        assert!(text.starts_with("# quarry accounts v3"), "{text}");
         let a = Accounts::open(&dir).unwrap();
         let app = a.find("app", "10.0.0.1").unwrap();
         assert!(app.locked && app.expired);
@@ -446,11 +807,56 @@ mod tests {
             password_hash2("password"),
             "ALTER without a password keeps it"
         );
+        assert!(a.notes.is_empty(), "a version 3 file is read as it is");
         std::fs::write(dir.join("accounts.qacct"), "app\t%\t\tfrozen\n").unwrap();
         assert!(
             Accounts::open(&dir).is_err(),
             "an unknown attribute is damage"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Roles, default roles and grants at every level (names with tabs and backslashes
+    /// too) read back as they were written.
+    #[test]
+    fn grants_and_roles_survive_a_reopen() {
+        use crate::privileges::{Level, DELETE, SELECT, UPDATE};
+        let dir = std::env::temp_dir().join(format!("quarry-acct-v3-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = Accounts::open(&dir).unwrap();
+        let none = AccountOptions::default();
+        let odd = "we\\ird\tdb";
+        a.change(|st| {
+            st.create(
+                "app",
+                "%",
+                &Secret::Password("pw".into()),
+                &none,
+                false,
+                false,
+            )?;
+            st.create("rw", "", &Secret::None, &none, false, true)?;
+            st.grant("rw", "", &Level::Db(odd.into()), UPDATE, &[])?;
+            st.grant_role("rw", "app", "%", true)?;
+            st.set_default_role(Some("rw"), "app", "%")?;
+            st.grant("app", "%", &Level::Global, DELETE, &[])?;
+            st.grant(
+                "app",
+                "%",
+                &Level::Table("d".into(), "t".into()),
+                SELECT,
+                &[("c".into(), UPDATE)],
+            )
+        })
+        .unwrap();
+        let before = a.read(|st| st.clone());
+        drop(a);
+        let a = Accounts::open(&dir).unwrap();
+        assert_eq!(a.read(|st| st.clone()), before);
+        assert!(a.read(|st| st.is_role("rw")));
+        let e = a.read(|st| st.effective("app", "%", Some("rw")));
+        assert_eq!(e.db(odd), UPDATE | DELETE);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -14,6 +14,7 @@
 pub mod accounts;
 pub mod files;
 mod lock;
+pub mod privileges;
 mod session;
 pub mod throttle;
 pub mod vars;
@@ -371,8 +372,10 @@ impl Database {
             progress: Mutex::new(None),
         });
         self.processes.lock().insert(id, info.clone());
-        let expired = account.is_some_and(|a| a.expired);
-        Session::new(self.clone(), info, expired)
+        let expired = account.as_ref().is_some_and(|a| a.expired);
+        let mut s = Session::new(self.clone(), info, expired);
+        s.role = account.and_then(|a| a.default_role);
+        s
     }
 
     pub fn processes(&self) -> Vec<Arc<ProcessInfo>> {

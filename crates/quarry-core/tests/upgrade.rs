@@ -214,9 +214,9 @@ fn layout_2_opens_and_its_wide_decimals_read_as_written() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// Layout 3's account file (version 1: user, host, hash) opens as written; the first
-/// change writes version 2, whose account attributes (ACCOUNT LOCK, MAX_USER_CONNECTIONS)
-/// survive a reopen. The fixture was written by c33bd3a's `quarry sql`.
+/// Layout 3's account file (version 1: user, host, hash) opens with its accounts (the
+/// first start rewrites it as version 3); account attributes (ACCOUNT LOCK,
+/// MAX_USER_CONNECTIONS) set then survive a reopen. The fixture was written by c33bd3a's `quarry sql`.
 #[test]
 fn layout_3_accounts_open_and_gain_attributes() {
     let dir = fixture(3);
@@ -249,6 +249,51 @@ fn layout_3_accounts_open_and_gain_attributes() {
     assert!(app.locked);
     assert_eq!(app.max_user_connections, 2);
     assert_eq!(app.hash2, quarry_core::accounts::password_hash2("pw"));
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Layout 4's account file (version 2: attributes, no privileges) opens with its accounts
+/// and their attributes; root keeps every privilege, and other accounts — which could do
+/// everything, their GRANTs accepted and ignored — start with none (the server says so
+/// at startup). The file is rewritten as version 3 at that first start. The fixture was
+/// written by 01991fe's `quarry sql`, including `GRANT SELECT ON shop.* TO 'app'@'%'`.
+#[test]
+fn layout_4_accounts_open_and_only_root_keeps_every_privilege() {
+    let dir = fixture(4);
+    let db = Database::open(&dir).unwrap();
+    let app = db.accounts.find("app", "10.1.2.3").expect("app@%");
+    assert_eq!(app.hash2, quarry_core::accounts::password_hash2("pw"));
+    assert_eq!(app.max_user_connections, 2);
+    assert_eq!(app.privs, 0);
+    assert!(db.accounts.find("ro", "localhost").unwrap().locked);
+    assert!(
+        db.accounts.notes.iter().any(|n| n.contains("'app'@'%'")),
+        "{:?}",
+        db.accounts.notes
+    );
+    let text = std::fs::read_to_string(dir.join("accounts.qacct")).unwrap();
+    assert!(text.starts_with("# quarry accounts v3"), "{text}");
+    let mut app = db.session("app", "10.1.2.3");
+    assert_eq!(
+        app.query("SELECT name FROM shop.items").unwrap_err().code,
+        1142
+    );
+    let mut s = db.session("root", "localhost");
+    assert_eq!(
+        texts(&mut s, "SELECT id, name, price FROM shop.items ORDER BY id"),
+        [["1", "tea", "2.50"], ["2", "cake", "4.00"]]
+    );
+    s.query("GRANT SELECT ON shop.* TO 'app'@'%'").unwrap();
+    assert_eq!(texts(&mut app, "SELECT COUNT(*) FROM shop.items"), [["2"]]);
+    check_tables(&mut s, &["shop.items"]);
+    drop((s, app));
+    drop(db);
+    let db = Database::open(&dir).unwrap();
+    assert!(db.accounts.notes.is_empty(), "told once");
+    let mut app = db.session("app", "10.1.2.3");
+    assert_eq!(texts(&mut app, "SELECT COUNT(*) FROM shop.items"), [["2"]]);
+    drop(app);
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }

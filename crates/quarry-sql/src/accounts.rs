@@ -32,17 +32,17 @@ pub struct AccountOptions {
 
 /// A small scanner for account statements, which `sqlparser` does not parse
 /// (`'user'@'host'` with a quoted host).
-struct Scan<'a> {
-    s: &'a str,
-    pos: usize,
+pub(crate) struct Scan<'a> {
+    pub(crate) s: &'a str,
+    pub(crate) pos: usize,
 }
 
 impl Scan<'_> {
-    fn ws(&mut self) {
+    pub(crate) fn ws(&mut self) {
         let rest = &self.s[self.pos..];
         self.pos += rest.len() - rest.trim_start().len();
     }
-    fn kw(&mut self, k: &str) -> bool {
+    pub(crate) fn kw(&mut self, k: &str) -> bool {
         self.ws();
         let rest = &self.s[self.pos..];
         let hit = rest.len() >= k.len()
@@ -54,7 +54,7 @@ impl Scan<'_> {
         }
         hit
     }
-    fn punct(&mut self, c: char) -> bool {
+    pub(crate) fn punct(&mut self, c: char) -> bool {
         self.ws();
         if self.s[self.pos..].starts_with(c) {
             self.pos += c.len_utf8();
@@ -63,11 +63,11 @@ impl Scan<'_> {
             false
         }
     }
-    fn err(&self) -> Error {
+    pub(crate) fn err(&self) -> Error {
         Error::syntax_near(&self.s[self.pos..])
     }
     /// A quoted ('..', "..", `..`) or bare word.
-    fn word(&mut self) -> Result<String> {
+    pub(crate) fn word(&mut self) -> Result<String> {
         self.ws();
         let rest = &self.s[self.pos..];
         let q = rest.chars().next().ok_or_else(|| self.err())?;
@@ -104,7 +104,7 @@ impl Scan<'_> {
         self.pos += n;
         Ok(rest[..n].to_string())
     }
-    fn user(&mut self) -> Result<(String, String)> {
+    pub(crate) fn user(&mut self) -> Result<(String, String)> {
         let u = self.word()?;
         let h = if self.punct('@') {
             self.word()?
@@ -113,7 +113,7 @@ impl Scan<'_> {
         };
         Ok((u, h))
     }
-    fn end(&mut self) -> Result<()> {
+    pub(crate) fn end(&mut self) -> Result<()> {
         let rest = self.s[self.pos..].trim().trim_end_matches(';').trim();
         if rest.is_empty() {
             Ok(())
@@ -212,7 +212,7 @@ pub(crate) fn parse_user_stmt(sql: &str) -> Result<Stmt> {
 /// {AS | USING} '*hash'}]`. Passwords are always stored for mysql_native_password: another
 /// plugin is taken with a password (COMPAT.md), and refused without one — an account
 /// `IDENTIFIED WITH unix_socket` must not become one without a password.
-fn identified(sc: &mut Scan) -> Result<Secret> {
+pub(crate) fn identified(sc: &mut Scan) -> Result<Secret> {
     let plugin = if sc.kw("WITH") || sc.kw("VIA") {
         Some(sc.word()?)
     } else {

@@ -15,10 +15,12 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 pub use sqlparser::ast;
 
 mod accounts;
+mod grants;
 mod into_file;
 mod long_literals;
 
 pub use accounts::{AccountOptions, Secret};
+pub use grants::{GrantOn, GranteeSpec, PrivItem};
 pub use into_file::IntoFile;
 
 /// A statement ready for binding.
@@ -56,8 +58,11 @@ pub enum Stmt {
         table: String,
         engine: String,
     },
-    /// Statements accepted and ignored for connector compatibility (LOCK TABLES, FLUSH, …).
+    /// Statements accepted and ignored for connector compatibility (LOCK TABLES, …).
     Noop,
+    /// FLUSH …: nothing to do (tables, logs and privileges are always current), but it
+    /// needs RELOAD as in MariaDB.
+    Flush,
     CreateUser {
         users: Vec<(String, String, Secret)>,
         opts: AccountOptions,
@@ -80,6 +85,50 @@ pub enum Stmt {
         user: Option<(String, String)>,
         password: String,
     },
+    /// GRANT privileges ON … TO … (an IDENTIFIED BY makes a missing account).
+    Grant {
+        privs: Vec<PrivItem>,
+        on: GrantOn,
+        to: Vec<(GranteeSpec, Secret)>,
+        grant_option: bool,
+        opts: AccountOptions,
+    },
+    Revoke {
+        privs: Vec<PrivItem>,
+        on: GrantOn,
+        from: Vec<GranteeSpec>,
+    },
+    /// REVOKE ALL PRIVILEGES, GRANT OPTION FROM …
+    RevokeAll {
+        from: Vec<GranteeSpec>,
+    },
+    GrantRole {
+        roles: Vec<String>,
+        to: Vec<GranteeSpec>,
+        admin: bool,
+    },
+    RevokeRole {
+        roles: Vec<String>,
+        from: Vec<GranteeSpec>,
+    },
+    CreateRole {
+        names: Vec<String>,
+        if_not_exists: bool,
+    },
+    DropRole {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    /// SET ROLE name | NONE.
+    SetRole(Option<String>),
+    /// SET DEFAULT ROLE name | NONE [FOR user].
+    SetDefaultRole {
+        role: Option<String>,
+        user: GranteeSpec,
+    },
+    /// SHOW GRANTS [FOR user] (None: the current user).
+    ShowGrants(GranteeSpec),
+    ShowPrivileges,
 }
 
 /// How fields and lines are delimited, for LOAD DATA and SELECT … INTO OUTFILE; by default
@@ -683,11 +732,16 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             let engine = t.ident()?;
             t.finish(Stmt::AlterEngine { db, table, engine })
         }
-        ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] | ["FLUSH", ..] => {
+        ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] => {
             Ok(Some(Stmt::Noop))
         }
-        // Privileges are not modelled yet: every account may do everything (COMPAT.md).
-        ["GRANT", ..] | ["REVOKE", ..] => Ok(Some(Stmt::Noop)),
+        ["FLUSH", ..] => Ok(Some(Stmt::Flush)),
+        ["GRANT", ..] | ["REVOKE", ..] => grants::parse_grant(sql).map(Some),
+        ["CREATE" | "DROP", "ROLE", ..]
+        | ["SET", "ROLE", ..]
+        | ["SET", "DEFAULT", "ROLE"]
+        | ["SHOW", "GRANTS", ..]
+        | ["SHOW", "PRIVILEGES", ..] => grants::parse_role_or_show(sql).map(Some),
         ["CREATE", "USER", ..] | ["DROP", "USER", ..] | ["ALTER", "USER", ..] => {
             accounts::parse_user_stmt(sql).map(Some)
         }

@@ -190,6 +190,9 @@ fn serve(o: Opts) -> i32 {
     for p in db.catalog.open_problems() {
         eprintln!("quarry: cannot open {p}; it answers with this error until repaired or dropped");
     }
+    for n in &db.accounts.notes {
+        eprintln!("quarry: {n}");
+    }
     let r = &db.recovery;
     if r.redone > 0 || r.undone_txns > 0 {
         eprintln!(

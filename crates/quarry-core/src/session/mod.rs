@@ -16,6 +16,8 @@ use quarry_executor::{Binder, ExecCtx, OutColumn, SessionInfo, Undo};
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::Stmt;
 
+mod access;
+mod account_stmts;
 mod outfile;
 mod txn;
 
@@ -131,6 +133,10 @@ pub struct Session {
     /// Logged in with an expired password (PASSWORD EXPIRE): only SET PASSWORD runs
     /// until it is set, as MariaDB's sandbox mode.
     must_set_password: bool,
+    /// The active role (SET ROLE, or the account's default role from login).
+    pub(crate) role: Option<String>,
+    /// The privileges in force and the grants' generation they were merged at.
+    access: RefCell<Option<(u64, Arc<crate::privileges::Effective>)>>,
     savepoints: Vec<(String, usize)>,
     rand: Cell<u64>,
     /// When the running statement's time is up, and its error.
@@ -169,6 +175,10 @@ impl SessionInfo for Session {
     }
     fn read_file(&self, name: &str, limit: usize) -> Option<Vec<u8>> {
         use std::io::Read;
+        // Without FILE, NULL (as MariaDB answers).
+        if !self.may_read_files() {
+            return None;
+        }
         let path = self.db.files.allowed(name, self.db.datadir()).ok()?;
         let f = std::fs::File::open(path).ok()?;
         if !f.metadata().ok()?.is_file() {
@@ -250,7 +260,7 @@ fn is_txn_control(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::Ast(s) if matches!(**s, S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } | S::Savepoint { .. } | S::ReleaseSavepoint { .. } | S::Set(_) | S::Use(_)))
         || matches!(
             stmt,
-            Stmt::ShowWarnings { .. } | Stmt::Noop | Stmt::ShowProcessList
+            Stmt::ShowWarnings { .. } | Stmt::Noop | Stmt::ShowProcessList | Stmt::SetRole(_)
         )
 }
 
@@ -332,6 +342,8 @@ impl Session {
             warnings: vec![],
             info,
             must_set_password,
+            role: None,
+            access: RefCell::new(None),
             savepoints: vec![],
             rand: Cell::new(seed | 1),
             deadline: Cell::new(None),
@@ -737,6 +749,9 @@ impl Session {
         if self.must_set_password && !allowed {
             return Err((Error::must_set_password(), vec![]));
         }
+        if let Err(e) = self.check_access(stmt) {
+            return Err((e, vec![]));
+        }
         // Statements that use the executor context collect undo and warnings there.
         let cell: StmtSink = RefCell::new(None);
         let res = match (cache, stmt) {
@@ -828,6 +843,14 @@ impl Session {
         }
     }
 
+    /// SHOW TABLES [FROM db]'s database.
+    fn shown_db(&self, o: &ast::ShowStatementOptions) -> Result<String> {
+        match o.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) {
+            Some(n) => Ok(quarry_executor::bind::object_name(n).join(".")),
+            None => self.require_db(None),
+        }
+    }
+
     fn split_name(&self, n: &ast::ObjectName) -> Result<(String, String)> {
         let parts = quarry_executor::bind::object_name(n);
         match parts.as_slice() {
@@ -845,9 +868,12 @@ impl Session {
         sink: &StmtSink,
         out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
+        if let Some(out) = self.account_statement(stmt)? {
+            return Ok(out);
+        }
         let s = match stmt {
             Stmt::Ast(s) => s,
-            Stmt::Noop => return Ok(Output::ok(0)),
+            Stmt::Noop | Stmt::Flush => return Ok(Output::ok(0)),
             Stmt::SelectInto(q, into) => {
                 let S::Query(q) = &**q else {
                     return Err(Error::syntax_near("INTO"));
@@ -864,61 +890,6 @@ impl Session {
                     outfile::write(&path, &into.file, into, &sp, ctx)
                 })?;
                 return Ok(Output::ok(rows));
-            }
-            Stmt::CreateUser {
-                users,
-                opts,
-                if_not_exists,
-            } => {
-                for (u, h, pw) in users {
-                    if !self.db.accounts.create(u, h, pw, opts, *if_not_exists)? {
-                        self.warnings.push((
-                            "Note".into(),
-                            1973,
-                            format!("Can't create user '{u}'@'{h}'; it already exists"),
-                        ));
-                    }
-                }
-                return Ok(Output::ok(0));
-            }
-            Stmt::AlterUser {
-                users,
-                opts,
-                if_exists,
-            } => {
-                for (u, h, pw) in users {
-                    if !self.db.accounts.alter(u, h, pw, opts, *if_exists)? {
-                        self.warnings.push((
-                            "Note".into(),
-                            1396,
-                            format!("Operation ALTER USER failed for '{u}'@'{h}'"),
-                        ));
-                    }
-                }
-                return Ok(Output::ok(0));
-            }
-            Stmt::ShowCreateUser((u, h)) => {
-                let a = self.db.accounts.get(u, h)?;
-                return Ok(Output::Rows {
-                    columns: vec![text(&format!("CREATE USER for {u}@{h}"), 1024)],
-                    rows: vec![vec![Value::Str(a.create_statement())]],
-                });
-            }
-            Stmt::DropUser { users, if_exists } => {
-                for (u, h) in users {
-                    self.db.accounts.drop_user(u, h, *if_exists)?;
-                }
-                return Ok(Output::ok(0));
-            }
-            Stmt::SetPassword { user, password } => {
-                let (u, h) = user
-                    .clone()
-                    .unwrap_or_else(|| (self.info.user.clone(), self.info.account_host.clone()));
-                self.db.accounts.set_password(&u, &h, password)?;
-                if u == self.info.user && h == self.info.account_host {
-                    self.must_set_password = false;
-                }
-                return Ok(Output::ok(0));
             }
             Stmt::LoadData(ld) => {
                 let db = self.require_db(ld.db.as_deref())?;
@@ -1030,10 +1001,16 @@ impl Session {
                 });
             }
             Stmt::ShowProcessList => {
+                // Without PROCESS an account sees its own threads only.
+                let all = self.privileges().global & crate::privileges::PROCESS != 0;
                 let rows = self
                     .db
                     .processes()
                     .into_iter()
+                    .filter(|p| {
+                        all || (p.user == self.info.user
+                            && p.account_host == self.info.account_host)
+                    })
                     .map(|p| {
                         let progress = p.progress.lock().clone();
                         vec![
@@ -1147,6 +1124,12 @@ impl Session {
                     columns: cols,
                     rows,
                 });
+            }
+            // Run by `account_statement` above.
+            _ => {
+                return Err(Error::internal(
+                    "an account statement went past its handler",
+                ))
             }
         };
         match &**s {
@@ -1385,6 +1368,11 @@ impl Session {
             S::ShowDatabases { show_options, .. } => {
                 let like = show_like(show_options);
                 let mut names = self.db.catalog.databases();
+                // Without SHOW DATABASES, only those the account has a privilege in.
+                let e = self.privileges();
+                if e.global & crate::privileges::SHOW_DB == 0 {
+                    names.retain(|d| e.any_in_db(d));
+                }
                 names.push("information_schema".into());
                 names.sort();
                 let rows = names
@@ -1400,14 +1388,7 @@ impl Session {
             S::ShowTables {
                 show_options, full, ..
             } => {
-                let db = match show_options
-                    .show_in
-                    .as_ref()
-                    .and_then(|i| i.parent_name.as_ref())
-                {
-                    Some(n) => quarry_executor::bind::object_name(n).join("."),
-                    None => self.require_db(None)?,
-                };
+                let db = self.shown_db(show_options)?;
                 if !self.db.catalog.database_exists(&db) {
                     return Err(Error::unknown_database(&db));
                 }
@@ -1439,8 +1420,12 @@ impl Session {
                         .map(|n| (n, "BASE TABLE")),
                 );
                 names.sort();
+                // Without a privilege on the database, only the tables with one of their own.
+                let e = self.privileges();
+                let all = e.db(&db) & (crate::privileges::DB_ALL) != 0;
                 let rows = names
                     .into_iter()
+                    .filter(|(n, _)| all || e.any_on_table(&db, n))
                     .filter(|(n, _)| like_filter(like.as_deref(), n))
                     .map(|(n, kind)| {
                         let mut r = vec![Value::Str(n)];
@@ -1697,6 +1682,15 @@ impl Session {
                 let p = procs
                     .get(id)
                     .ok_or_else(|| Error::new(1094, format!("Unknown thread id: {id}")))?;
+                // Another account's thread: CONNECTION ADMIN (or SUPER), else 1095.
+                let own = p.user == self.info.user && p.account_host == self.info.account_host;
+                if !own
+                    && self.privileges().global
+                        & (crate::privileges::SUPER | crate::privileges::CONNECTION_ADMIN)
+                        == 0
+                {
+                    return Err(Error::not_thread_owner(*id));
+                }
                 p.killed.store(true, Ordering::Relaxed);
                 if !matches!(modifier, Some(ast::KillType::Query)) {
                     p.kill_connection.store(true, Ordering::Relaxed);
@@ -1715,6 +1709,9 @@ impl Session {
             && !name.eq_ignore_ascii_case("information_schema")
         {
             return Err(Error::unknown_database(name));
+        }
+        if !name.eq_ignore_ascii_case("information_schema") {
+            self.require_any_in_db(name)?;
         }
         self.current_db = Some(name.to_string());
         *self.info.db.lock() = Some(name.to_string());
@@ -1809,6 +1806,16 @@ impl Session {
             }
             ast::Set::SetTimeZone { .. } => return Ok(Output::ok(0)),
             other => return Err(Error::unsupported(other.to_string())),
+        }
+        // SET GLOBAL needs its privilege before any assignment of the statement happens.
+        for (name, global_kw, _) in &assigns {
+            if name.starts_with('@') && !name.starts_with("@@") {
+                continue;
+            }
+            let (n, scope) = normalise(name);
+            if *global_kw || scope == Some(true) {
+                self.require_global(crate::privileges::set_global_needs(&n))?;
+            }
         }
         for (name, global_kw, expr) in assigns {
             let cur = self.current_db.clone();

@@ -1,0 +1,607 @@
+//! What a statement needs the session's privileges to allow, and the check run before it
+//! (MariaDB's rules and error codes: 1142 for a table, 1143 for a column, 1044 for a
+//! database, 1227 for a global privilege).
+//!
+//! Owns: the session's effective privileges (cached until the grants change or SET ROLE),
+//! the walk over a statement's tables and columns. Must not touch: the grants themselves
+//! (`privileges.rs`, `accounts.rs`), execution.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use quarry_common::{Error, Result};
+use quarry_sql::ast::{
+    self, Expr, SelectItem, SetExpr, Statement as S, TableFactor, Visit, Visitor,
+};
+use quarry_sql::Stmt;
+
+use super::Session;
+use crate::privileges::{self as p, Effective, Privs};
+
+/// A table a statement uses, and the names it goes by in it.
+#[derive(Clone)]
+struct TableRef {
+    db: String,
+    table: String,
+    alias: Option<String>,
+}
+
+/// The tables a statement reads (FROM clauses, subqueries included), the column names it
+/// mentions (with their qualifier), and its `*`s.
+#[derive(Default)]
+struct Refs {
+    tables: Vec<TableRef>,
+    idents: Vec<(Option<String>, String)>,
+    /// `*` alone, or `t.*` (the qualifier).
+    wildcards: Vec<Option<String>>,
+}
+
+struct Collect<'a> {
+    refs: Refs,
+    current_db: Option<&'a str>,
+}
+
+fn wildcards_of(body: &SetExpr, out: &mut Vec<Option<String>>) {
+    match body {
+        SetExpr::Select(s) => {
+            for item in &s.projection {
+                match item {
+                    SelectItem::Wildcard(_) => out.push(None),
+                    SelectItem::QualifiedWildcard(k, _) => {
+                        let name = k.to_string();
+                        let last = name.rsplit('.').next().unwrap_or(&name);
+                        out.push(Some(last.trim_matches('`').to_string()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            wildcards_of(left, out);
+            wildcards_of(right, out);
+        }
+        _ => {}
+    }
+}
+
+impl Visitor for Collect<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+        wildcards_of(&q.body, &mut self.refs.wildcards);
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, alias, .. } = t {
+            let parts = quarry_executor::bind::object_name(name);
+            let (db, table) = match parts.as_slice() {
+                [t] => match self.current_db {
+                    Some(d) => (d.to_string(), t.clone()),
+                    // No database: the statement fails with 1046 when it runs.
+                    None => return ControlFlow::Continue(()),
+                },
+                [d, t] => (d.clone(), t.clone()),
+                _ => return ControlFlow::Continue(()),
+            };
+            self.refs.tables.push(TableRef {
+                db,
+                table,
+                alias: alias.as_ref().map(|a| a.name.value.clone()),
+            });
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        match e {
+            Expr::Identifier(i) => self.refs.idents.push((None, i.value.clone())),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let n = parts.len();
+                self.refs
+                    .idents
+                    .push((Some(parts[n - 2].value.clone()), parts[n - 1].value.clone()));
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn collect<V: Visit>(node: &V, current_db: Option<&str>) -> Refs {
+    let mut c = Collect {
+        refs: Refs::default(),
+        current_db,
+    };
+    let _ = node.visit(&mut c);
+    c.refs
+}
+
+/// How a table is used, for the check's errors.
+#[derive(Clone, Copy, PartialEq)]
+enum Use {
+    /// SELECT: no SELECT on the table and none on any of its columns is 1142.
+    Select,
+    /// Columns an UPDATE or DELETE reads from its own table: each is checked (1143).
+    Reads,
+}
+
+impl Session {
+    /// The session's privileges: its account's and its active role's, merged again only
+    /// after a change of the grants.
+    pub(crate) fn privileges(&self) -> Arc<Effective> {
+        let generation = self.db.accounts.generation();
+        if let Some((g, e)) = &*self.access.borrow() {
+            if *g == generation {
+                return e.clone();
+            }
+        }
+        let e = Arc::new(self.db.accounts.read(|st| {
+            st.effective(
+                &self.info.user,
+                &self.info.account_host,
+                self.role.as_deref(),
+            )
+        }));
+        *self.access.borrow_mut() = Some((generation, e.clone()));
+        e
+    }
+
+    pub(crate) fn forget_privileges(&self) {
+        *self.access.borrow_mut() = None;
+    }
+
+    fn who(&self) -> (&str, &str) {
+        (&self.info.user, &self.info.account_host)
+    }
+
+    /// 1227 unless the session has one of `any`.
+    pub(crate) fn require_global(&self, any: Privs) -> Result<()> {
+        if self.privileges().global & any != 0 {
+            return Ok(());
+        }
+        Err(Error::need_privilege(&p::names(any).join(", ")))
+    }
+
+    /// 1044 unless the session has all of `need` on database `db`.
+    pub(crate) fn require_db_privs(&self, db: &str, need: Privs) -> Result<()> {
+        if self.privileges().db(db) & need == need {
+            return Ok(());
+        }
+        let (u, h) = self.who();
+        Err(Error::db_access_denied(u, h, db))
+    }
+
+    /// 1044 unless the session has some privilege in `db` (USE, SHOW TABLES).
+    pub(crate) fn require_any_in_db(&self, db: &str) -> Result<()> {
+        if self.privileges().any_in_db(db) {
+            return Ok(());
+        }
+        let (u, h) = self.who();
+        Err(Error::db_access_denied(u, h, db))
+    }
+
+    /// 1142 unless the session has all of `need` on the table (or, with `columns`, each
+    /// of them has what the table lacks).
+    fn require_table(
+        &self,
+        db: &str,
+        table: &str,
+        need: Privs,
+        columns: Option<&[String]>,
+    ) -> Result<()> {
+        let e = self.privileges();
+        let (have, grant) = e.table(db, table);
+        let missing = need & !have;
+        if missing == 0 {
+            return Ok(());
+        }
+        let (u, h) = self.who();
+        let denied = || Error::table_access_denied(&p::names(missing).join(", "), u, h, db, table);
+        let (Some(cols), Some(g)) = (columns, grant) else {
+            return Err(denied());
+        };
+        if g.any_column() & missing != missing {
+            return Err(denied());
+        }
+        for c in cols {
+            let lacks = missing & !g.column(c);
+            if lacks != 0 {
+                return Err(Error::column_access_denied(
+                    &p::names(lacks).join(", "),
+                    u,
+                    h,
+                    c,
+                    table,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Is there any privilege on the table (SHOW CREATE TABLE, DESCRIBE)? 1142 naming `what`.
+    fn require_any_on_table(&self, db: &str, table: &str, what: &str) -> Result<()> {
+        if self.privileges().any_on_table(db, table) {
+            return Ok(());
+        }
+        let (u, h) = self.who();
+        Err(Error::table_access_denied(what, u, h, db, table))
+    }
+
+    /// The columns of `t` that `refs` mentions under its name or alias (or unqualified).
+    fn columns_used(&self, t: &TableRef, refs: &Refs) -> Option<Vec<String>> {
+        let names: Vec<String> = match self.db.catalog.table(&t.db, &t.table) {
+            Ok(e) => e.def.columns.iter().map(|c| c.name.clone()).collect(),
+            Err(_) => return None,
+        };
+        let mut out: Vec<String> = vec![];
+        for (q, c) in &refs.idents {
+            let mine = match q {
+                None => true,
+                Some(q) => *q == t.table || t.alias.as_deref() == Some(q.as_str()),
+            };
+            if !mine {
+                continue;
+            }
+            if let Some(n) = names.iter().find(|n| n.eq_ignore_ascii_case(c)) {
+                if !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// What [`Session::require_reads`] asks of the one table `t`, with the columns `refs`
+    /// mentions.
+    fn require_reads_of(&self, t: &TableRef, refs: &Refs, how: Use) -> Result<()> {
+        let one = Refs {
+            tables: vec![t.clone()],
+            idents: refs.idents.clone(),
+            wildcards: refs.wildcards.clone(),
+        };
+        self.require_reads(&one, 0, how)
+    }
+
+    /// SELECT on the tables `refs` reads from the `from`th on (those before are the
+    /// caller's), column by column where only columns are granted.
+    fn require_reads(&self, refs: &Refs, from: usize, how: Use) -> Result<()> {
+        for t in &refs.tables[from..] {
+            let e = self.privileges();
+            if e.table(&t.db, &t.table).0 & p::SELECT != 0 {
+                continue;
+            }
+            let star = refs.wildcards.iter().any(|w| match w {
+                None => true,
+                Some(q) => *q == t.table || t.alias.as_deref() == Some(q.as_str()),
+            });
+            let cols = if star {
+                None
+            } else {
+                self.columns_used(t, refs)
+            };
+            match (how, cols) {
+                (Use::Reads, Some(cols)) if cols.is_empty() => {}
+                (Use::Reads, Some(cols)) => {
+                    let (u, h) = self.who();
+                    let g = e.table(&t.db, &t.table).1;
+                    for c in &cols {
+                        if g.is_none_or(|g| g.column(c) & p::SELECT == 0) {
+                            return Err(Error::column_access_denied("SELECT", u, h, c, &t.table));
+                        }
+                    }
+                }
+                (_, cols) => self.require_table(&t.db, &t.table, p::SELECT, cols.as_deref())?,
+            }
+        }
+        Ok(())
+    }
+
+    fn table_of(&self, name: &ast::ObjectName) -> Result<(String, String)> {
+        self.split_name(name)
+    }
+
+    /// Refuse `stmt` unless the session's privileges allow it. Statements whose needs
+    /// depend on what they meet (KILL, SET GLOBAL, SHOW PROCESSLIST, SHOW DATABASES) are
+    /// checked where they run.
+    pub(crate) fn check_access(&self, stmt: &Stmt) -> Result<()> {
+        if self.privileges().is_all() {
+            return Ok(());
+        }
+        let cur = self.current_db.as_deref();
+        match stmt {
+            Stmt::Ast(s) => self.check_ast(s, cur),
+            Stmt::SelectInto(q, _) => {
+                self.require_global(p::FILE)?;
+                self.check_ast(q, cur)
+            }
+            Stmt::LoadData(ld) => {
+                if !ld.local && self.privileges().global & p::FILE == 0 {
+                    let (u, h) = self.who();
+                    return Err(Error::access_denied(u, h));
+                }
+                let db = self.require_db(ld.db.as_deref())?;
+                let need = if ld.replace {
+                    p::INSERT | p::DELETE
+                } else {
+                    p::INSERT
+                };
+                let cols = (!ld.columns.is_empty()).then_some(ld.columns.as_slice());
+                self.require_table(&db, &ld.table, need, cols)
+            }
+            Stmt::ShowTableStatus { db, .. } => {
+                let db = self.require_db(db.as_deref())?;
+                self.require_any_in_db(&db)
+            }
+            Stmt::ShowIndex { table, db } => {
+                let db = self.require_db(db.as_deref())?;
+                self.require_any_on_table(&db, table, "SELECT")
+            }
+            Stmt::ShowCreateDatabase { name } => self.require_any_in_db(name),
+            Stmt::TableMaintenance { tables, .. } => {
+                for (db, t) in tables {
+                    let db = self.require_db(db.as_deref())?;
+                    self.require_table(&db, t, p::SELECT | p::INSERT, None)?;
+                }
+                Ok(())
+            }
+            Stmt::AlterEngine { db, table, .. } => {
+                let db = self.require_db(db.as_deref())?;
+                self.require_table(&db, table, p::ALTER, None)
+            }
+            Stmt::Flush => self.require_global(p::RELOAD),
+            Stmt::CreateUser { .. }
+            | Stmt::AlterUser { .. }
+            | Stmt::DropUser { .. }
+            | Stmt::CreateRole { .. }
+            | Stmt::DropRole { .. } => self.require_global(p::CREATE_USER),
+            // The statements on accounts and grants check their own (they depend on
+            // whose account it is and what the grantor holds).
+            _ => Ok(()),
+        }
+    }
+
+    fn check_ast(&self, s: &S, cur: Option<&str>) -> Result<()> {
+        match s {
+            S::Query(q) => {
+                let refs = collect(&**q, cur);
+                self.require_reads(&refs, 0, Use::Select)
+            }
+            S::Explain { statement, .. } => self.check_ast(statement, cur),
+            S::Insert(ins) => {
+                let ast::TableObject::TableName(name) = &ins.table else {
+                    return Ok(());
+                };
+                let (db, t) = self.table_of(name)?;
+                let need = if ins.replace_into {
+                    p::INSERT | p::DELETE
+                } else {
+                    p::INSERT
+                };
+                let cols: Vec<String> = ins
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        quarry_executor::bind::object_name(c)
+                            .pop()
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                self.require_table(&db, &t, need, (!cols.is_empty()).then_some(&cols[..]))?;
+                if let Some(src) = &ins.source {
+                    let refs = collect(&**src, cur);
+                    self.require_reads(&refs, 0, Use::Select)?;
+                }
+                if let Some(ast::OnInsert::DuplicateKeyUpdate(assign)) = &ins.on {
+                    let targets = assignment_columns(assign);
+                    self.require_table(&db, &t, p::UPDATE, Some(&targets))?;
+                    let mut refs = Refs::default();
+                    for a in assign {
+                        refs.idents.extend(collect(&a.value, cur).idents);
+                    }
+                    refs.idents
+                        .extend(targets.iter().map(|c| (None, c.clone())));
+                    refs.tables.push(TableRef {
+                        db,
+                        table: t,
+                        alias: None,
+                    });
+                    self.require_reads(&refs, 0, Use::Reads)?;
+                }
+                Ok(())
+            }
+            S::Update(u) => {
+                let refs = collect(s, cur);
+                let targets = assignment_columns(&u.assignments);
+                // The first table is the one updated; with a join, a table is updated
+                // when an assignment names it.
+                let n_target = 1 + u.table.joins.len();
+                for (i, t) in refs.tables.iter().take(n_target).enumerate() {
+                    let qualified: Vec<String> = u
+                        .assignments
+                        .iter()
+                        .filter_map(|a| match &a.target {
+                            ast::AssignmentTarget::ColumnName(n) => {
+                                let parts = quarry_executor::bind::object_name(n);
+                                (parts.len() >= 2).then(|| parts[parts.len() - 2].clone())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    let updated = i == 0 && qualified.is_empty()
+                        || qualified
+                            .iter()
+                            .any(|q| *q == t.table || t.alias.as_deref() == Some(q.as_str()));
+                    if updated {
+                        self.require_table(&t.db, &t.table, p::UPDATE, Some(&targets))?;
+                        self.require_reads_of(t, &refs, Use::Reads)?;
+                    } else {
+                        self.require_reads_of(t, &refs, Use::Select)?;
+                    }
+                }
+                self.require_reads(&refs, n_target.min(refs.tables.len()), Use::Select)
+            }
+            S::Delete(_) => {
+                let refs = collect(s, cur);
+                let Some(t) = refs.tables.first() else {
+                    return Ok(());
+                };
+                self.require_table(&t.db, &t.table, p::DELETE, None)?;
+                self.require_reads_of(t, &refs, Use::Reads)?;
+                self.require_reads(&refs, 1, Use::Select)
+            }
+            S::CreateTable(ct) => {
+                let (db, t) = self.table_of(&ct.name)?;
+                if ct.temporary {
+                    self.require_db_privs(&db, p::CREATE_TMP)?;
+                } else {
+                    self.require_table(&db, &t, p::CREATE, None)?;
+                }
+                if let Some(q) = &ct.query {
+                    self.require_reads(&collect(&**q, cur), 0, Use::Select)?;
+                }
+                if let Some(like) = &ct.like {
+                    let name = match like {
+                        ast::CreateTableLikeKind::Parenthesized(l)
+                        | ast::CreateTableLikeKind::Plain(l) => &l.name,
+                    };
+                    let (ldb, lt) = self.table_of(name)?;
+                    self.require_any_on_table(&ldb, &lt, "SELECT")?;
+                }
+                Ok(())
+            }
+            S::CreateView(cv) => {
+                let (db, v) = self.table_of(&cv.name)?;
+                let need = if cv.or_replace {
+                    p::CREATE_VIEW | p::DROP
+                } else {
+                    p::CREATE_VIEW
+                };
+                self.require_table(&db, &v, need, None)?;
+                self.require_reads(&collect(&*cv.query, cur), 0, Use::Select)
+            }
+            S::Drop {
+                object_type,
+                names,
+                table,
+                ..
+            } => match object_type {
+                ast::ObjectType::Database | ast::ObjectType::Schema => {
+                    for n in names {
+                        self.require_db_privs(
+                            &quarry_executor::bind::object_name(n).join("."),
+                            p::DROP,
+                        )?;
+                    }
+                    Ok(())
+                }
+                ast::ObjectType::Index => {
+                    if let Some(t) = table {
+                        let (db, t) = self.table_of(t)?;
+                        self.require_table(&db, &t, p::INDEX, None)?;
+                    }
+                    Ok(())
+                }
+                _ => {
+                    for n in names {
+                        let (db, t) = self.table_of(n)?;
+                        self.require_table(&db, &t, p::DROP, None)?;
+                    }
+                    Ok(())
+                }
+            },
+            S::CreateDatabase { db_name, .. }
+            | S::CreateSchema {
+                schema_name: ast::SchemaName::Simple(db_name),
+                ..
+            } => {
+                let db = quarry_executor::bind::object_name(db_name).join(".");
+                self.require_db_privs(&db, p::CREATE)
+            }
+            S::AlterTable(at) => {
+                let (db, t) = self.table_of(&at.name)?;
+                self.require_table(&db, &t, p::ALTER, None)?;
+                for op in &at.operations {
+                    if let ast::AlterTableOperation::RenameTable { table_name } = op {
+                        let new = match table_name {
+                            ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => n,
+                        };
+                        self.require_table(&db, &t, p::DROP, None)?;
+                        let (ndb, nt) = self.table_of(new)?;
+                        self.require_table(&ndb, &nt, p::CREATE | p::INSERT, None)?;
+                    }
+                }
+                Ok(())
+            }
+            S::CreateIndex(ci) => {
+                let (db, t) = self.table_of(&ci.table_name)?;
+                self.require_table(&db, &t, p::INDEX, None)
+            }
+            S::Truncate(t) => {
+                for tn in &t.table_names {
+                    let (db, name) = self.table_of(&tn.name)?;
+                    self.require_table(&db, &name, p::DROP, None)?;
+                }
+                Ok(())
+            }
+            S::RenameTable(renames) => {
+                for r in renames {
+                    let (db, from) = self.table_of(&r.old_name)?;
+                    self.require_table(&db, &from, p::DROP | p::ALTER, None)?;
+                    let (ndb, to) = self.table_of(&r.new_name)?;
+                    self.require_table(&ndb, &to, p::CREATE | p::INSERT, None)?;
+                }
+                Ok(())
+            }
+            S::ShowTables { show_options, .. } => {
+                self.require_any_in_db(&self.shown_db(show_options)?)
+            }
+            S::ShowColumns { show_options, .. } => {
+                if let Some(tn) = show_options
+                    .show_in
+                    .as_ref()
+                    .and_then(|i| i.parent_name.as_ref())
+                {
+                    let (db, t) = self.table_of(tn)?;
+                    self.require_any_on_table(&db, &t, "SELECT")?;
+                }
+                Ok(())
+            }
+            S::ExplainTable { table_name, .. } => {
+                let (db, t) = self.table_of(table_name)?;
+                self.require_any_on_table(&db, &t, "SELECT")
+            }
+            S::ShowCreate { obj_type, obj_name } => {
+                let (db, t) = self.table_of(obj_name)?;
+                match obj_type {
+                    ast::ShowCreateObject::View => self.require_table(&db, &t, p::SHOW_VIEW, None),
+                    _ => self.require_any_on_table(&db, &t, "SHOW"),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// May this session read files on the server (LOAD_FILE(): NULL without FILE)?
+    pub(crate) fn may_read_files(&self) -> bool {
+        let e = self.privileges();
+        e.is_all() || e.global & p::FILE != 0
+    }
+}
+
+/// The column names an UPDATE's or ON DUPLICATE KEY UPDATE's assignments set.
+fn assignment_columns(assign: &[ast::Assignment]) -> Vec<String> {
+    let mut out = vec![];
+    for a in assign {
+        let names: Vec<&ast::ObjectName> = match &a.target {
+            ast::AssignmentTarget::ColumnName(n) => vec![n],
+            ast::AssignmentTarget::Tuple(ns) => ns.iter().collect(),
+        };
+        for n in names {
+            if let Some(c) = quarry_executor::bind::object_name(n).pop() {
+                out.push(c);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,322 @@
+//! Privileges are checked on every statement. An account granted `SELECT ON db1.*` only
+//! inserted into db1, read and dropped db2's tables, made accounts, set root's password
+//! and SET GLOBAL. Every expected error below (code and text) is what MariaDB 10.11 gave
+//! for the same grants and statement.
+
+mod common;
+
+use common::{fresh_db, lines};
+use quarry_core::Session;
+
+fn err(s: &mut Session, sql: &str) -> String {
+    match s.query(sql) {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{} {}", e.code, e.message),
+    }
+}
+
+fn setup(name: &str) -> (std::sync::Arc<quarry_core::Database>, Session) {
+    let (_, db) = fresh_db(name);
+    let mut root = db.session("root", "localhost");
+    for sql in [
+        "CREATE DATABASE db1",
+        "CREATE DATABASE db2",
+        "CREATE DATABASE db3",
+        "CREATE TABLE db1.t (a INT, b INT)",
+        "CREATE TABLE db2.s (x INT)",
+        "CREATE TABLE db2.s2 (a INT, b INT)",
+        "CREATE TABLE db3.u (k INT)",
+        "INSERT INTO db1.t VALUES (1, 2)",
+        "CREATE USER ro@localhost IDENTIFIED BY 'pw'",
+        "GRANT SELECT ON db1.* TO ro@localhost",
+        "GRANT SELECT (a), UPDATE (a) ON db2.s2 TO ro@localhost",
+    ] {
+        root.query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    (db, root)
+}
+
+#[test]
+fn a_select_only_account_is_refused_every_escalation() {
+    let (db, mut root) = setup("priv-escalation");
+    let mut ro = db.session("ro", "localhost");
+    let denied = |what: &str, t: &str| {
+        format!("1142 {what} command denied to user 'ro'@'localhost' for table {t}")
+    };
+    let cases: Vec<(&str, String)> = vec![
+        ("SELECT a, b FROM db1.t", "ok".into()),
+        ("INSERT INTO db1.t VALUES (3,4)", denied("INSERT", "`db1`.`t`")),
+        ("SELECT * FROM db2.s", denied("SELECT", "`db2`.`s`")),
+        ("SELECT * FROM db3.u", denied("SELECT", "`db3`.`u`")),
+        ("SELECT * FROM db1.t, db3.u", denied("SELECT", "`db3`.`u`")),
+        ("SELECT (SELECT k FROM db3.u)", denied("SELECT", "`db3`.`u`")),
+        ("INSERT INTO db1.t SELECT * FROM db3.u", denied("INSERT", "`db1`.`t`")),
+        ("DROP TABLE db2.s", denied("DROP", "`db2`.`s`")),
+        ("DELETE FROM db1.t", denied("DELETE", "`db1`.`t`")),
+        ("ALTER TABLE db1.t ADD c INT", denied("ALTER", "`db1`.`t`")),
+        ("CREATE INDEX i ON db1.t (a)", denied("INDEX", "`db1`.`t`")),
+        ("CREATE TABLE db1.n (a INT)", denied("CREATE", "`db1`.`n`")),
+        ("CREATE VIEW db1.v AS SELECT 1", denied("CREATE VIEW", "`db1`.`v`")),
+        ("TRUNCATE db1.t", denied("DROP", "`db1`.`t`")),
+        ("RENAME TABLE db1.t TO db1.t2", denied("DROP, ALTER", "`db1`.`t`")),
+        ("SHOW CREATE TABLE db3.u", denied("SHOW", "`db3`.`u`")),
+        ("DESCRIBE db3.u", denied("SELECT", "`db3`.`u`")),
+        ("SELECT * FROM db3.nosuch", denied("SELECT", "`db3`.`nosuch`")),
+        (
+            "SELECT * FROM db1.nosuch",
+            "1146 Table 'db1.nosuch' doesn't exist".into(),
+        ),
+        (
+            "DROP DATABASE db2",
+            "1044 Access denied for user 'ro'@'localhost' to database 'db2'".into(),
+        ),
+        (
+            "CREATE DATABASE x",
+            "1044 Access denied for user 'ro'@'localhost' to database 'x'".into(),
+        ),
+        (
+            "USE db3",
+            "1044 Access denied for user 'ro'@'localhost' to database 'db3'".into(),
+        ),
+        (
+            "SHOW TABLES FROM db3",
+            "1044 Access denied for user 'ro'@'localhost' to database 'db3'".into(),
+        ),
+        ("USE db2", "ok".into()),
+        // Column privileges: a is granted, b is not.
+        ("SELECT a FROM db2.s2", "ok".into()),
+        ("SELECT COUNT(*) FROM db2.s2", "ok".into()),
+        (
+            "SELECT b FROM db2.s2",
+            "1143 SELECT command denied to user 'ro'@'localhost' for column 'b' in table 's2'"
+                .into(),
+        ),
+        ("SELECT * FROM db2.s2", denied("SELECT", "`db2`.`s2`")),
+        (
+            "SELECT a FROM db2.s2 WHERE b = 1",
+            "1143 SELECT command denied to user 'ro'@'localhost' for column 'b' in table 's2'"
+                .into(),
+        ),
+        (
+            "UPDATE db2.s2 SET a = 1 WHERE b = 2",
+            "1143 SELECT command denied to user 'ro'@'localhost' for column 'b' in table 's2'"
+                .into(),
+        ),
+        (
+            "UPDATE db2.s2 SET b = 1",
+            "1143 UPDATE command denied to user 'ro'@'localhost' for column 'b' in table 's2'"
+                .into(),
+        ),
+        ("UPDATE db2.s2 SET a = a + 1", "ok".into()),
+        // Accounts and the server.
+        (
+            "CREATE USER evil",
+            "1227 Access denied; you need (at least one of) the CREATE USER privilege(s) for this operation".into(),
+        ),
+        (
+            "DROP USER ro@localhost",
+            "1227 Access denied; you need (at least one of) the CREATE USER privilege(s) for this operation".into(),
+        ),
+        (
+            "SET PASSWORD FOR root@localhost = PASSWORD('x')",
+            "1044 Access denied for user 'ro'@'localhost' to database 'mysql'".into(),
+        ),
+        (
+            "SHOW GRANTS FOR root@localhost",
+            "1044 Access denied for user 'ro'@'localhost' to database 'mysql'".into(),
+        ),
+        (
+            "GRANT SELECT ON db1.* TO ro@localhost",
+            "1044 Access denied for user 'ro'@'localhost' to database 'db1'".into(),
+        ),
+        (
+            "SET GLOBAL max_connections = 3",
+            "1227 Access denied; you need (at least one of) the SUPER, CONNECTION ADMIN privilege(s) for this operation".into(),
+        ),
+        (
+            "SET GLOBAL read_only = 1",
+            "1227 Access denied; you need (at least one of) the READ_ONLY ADMIN privilege(s) for this operation".into(),
+        ),
+        (
+            "SELECT 1 INTO OUTFILE 'x1'",
+            "1227 Access denied; you need (at least one of) the FILE privilege(s) for this operation".into(),
+        ),
+        (
+            "LOAD DATA INFILE '/etc/passwd' INTO TABLE db1.t",
+            "1045 Access denied for user 'ro'@'localhost' (using password: YES)".into(),
+        ),
+        (
+            "FLUSH PRIVILEGES",
+            "1227 Access denied; you need (at least one of) the RELOAD privilege(s) for this operation".into(),
+        ),
+        ("SET SESSION sql_mode = ''", "ok".into()),
+        ("SET PASSWORD = PASSWORD('pw')", "ok".into()),
+    ];
+    let mut wrong = vec![];
+    for (sql, want) in &cases {
+        let got = err(&mut ro, sql);
+        if got != *want {
+            wrong.push(format!("{sql}\n  want {want}\n  got  {got}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // LOAD_FILE is NULL without FILE, whatever the file.
+    assert_eq!(
+        lines(&mut ro, "SELECT LOAD_FILE('/etc/passwd') IS NULL"),
+        ["1"]
+    );
+    // A database where it holds only a table's column privileges lists that table alone;
+    // information_schema is open to everyone (MariaDB's answers).
+    assert_eq!(lines(&mut ro, "SHOW TABLES FROM db2"), ["s2"]);
+    assert_eq!(err(&mut ro, "USE information_schema"), "ok");
+    // Only databases with a privilege are listed.
+    assert_eq!(
+        lines(&mut ro, "SHOW DATABASES"),
+        ["db1", "db2", "information_schema"]
+    );
+    // Nothing was changed by what was refused; root still does everything.
+    assert_eq!(lines(&mut root, "SELECT COUNT(*) FROM db1.t"), ["1"]);
+    assert_eq!(lines(&mut root, "SELECT COUNT(*) FROM db2.s"), ["0"]);
+    assert!(root.query("SET GLOBAL max_connections = 200").is_ok());
+}
+
+/// SHOW GRANTS prints what MariaDB 10.11 printed for the same statements.
+#[test]
+fn show_grants_is_mariadbs() {
+    let (db, mut root) = setup("priv-show");
+    for sql in [
+        "GRANT SELECT, INSERT, UPDATE (b), REFERENCES (a) ON db1.t TO ro@localhost",
+        "GRANT RELOAD, PROCESS, FILE ON *.* TO ro@localhost WITH MAX_USER_CONNECTIONS 3",
+        "GRANT ALL ON *.* TO big@'%' IDENTIFIED BY 'x' WITH GRANT OPTION",
+    ] {
+        root.query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    assert_eq!(
+        lines(&mut root, "SHOW GRANTS FOR ro@localhost"),
+        [
+            "GRANT RELOAD, PROCESS, FILE ON *.* TO `ro`@`localhost` IDENTIFIED BY PASSWORD '*D821809F681A40A6E379B50D0463EFAE20BDD122' WITH MAX_USER_CONNECTIONS 3",
+            "GRANT SELECT ON `db1`.* TO `ro`@`localhost`",
+            "GRANT SELECT, INSERT, UPDATE (`b`), REFERENCES (`a`) ON `db1`.`t` TO `ro`@`localhost`",
+            "GRANT SELECT (`a`), UPDATE (`a`) ON `db2`.`s2` TO `ro`@`localhost`",
+        ]
+    );
+    assert_eq!(
+        lines(&mut root, "SHOW GRANTS FOR big"),
+        ["GRANT ALL PRIVILEGES ON *.* TO `big`@`%` IDENTIFIED BY PASSWORD '*B69027D44F6E5EDC07F1AEAD1477967B16F28227' WITH GRANT OPTION"]
+    );
+    root.query("REVOKE ALL PRIVILEGES ON *.* FROM big").unwrap();
+    assert_eq!(
+        lines(&mut root, "SHOW GRANTS FOR big"),
+        ["GRANT USAGE ON *.* TO `big`@`%` IDENTIFIED BY PASSWORD '*B69027D44F6E5EDC07F1AEAD1477967B16F28227' WITH GRANT OPTION"]
+    );
+    for (sql, want) in [
+        (
+            "GRANT SUPER ON db1.* TO ro@localhost",
+            "1221 Incorrect usage of DB GRANT and GLOBAL PRIVILEGES",
+        ),
+        (
+            "GRANT FILE ON db1.t TO ro@localhost",
+            "1144 Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used",
+        ),
+        ("GRANT INSERT (zz) ON db1.t TO ro@localhost", "1054 Unknown column 'zz' in 't'"),
+        (
+            "GRANT SELECT ON db1.t TO nobody@localhost",
+            "1133 Can't find any matching row in the user table",
+        ),
+        ("GRANT SELECT ON db1.nosuch TO ro@localhost", "1146 Table 'db1.nosuch' doesn't exist"),
+        (
+            "REVOKE SELECT ON db3.u FROM ro@localhost",
+            "1147 There is no such grant defined for user 'ro' on host 'localhost' on table 'u'",
+        ),
+        (
+            "SHOW GRANTS FOR nobody@localhost",
+            "1141 There is no such grant defined for user 'nobody' on host 'localhost'",
+        ),
+        ("GRANT SELECT ON t TO ro@localhost", "1046 No database selected"),
+    ] {
+        assert_eq!(err(&mut root, sql), want, "{sql}");
+    }
+    // A statement naming a missing account among others changes none of them.
+    assert!(err(
+        &mut root,
+        "GRANT SELECT ON db3.* TO ro@localhost, nobody2@localhost"
+    )
+    .starts_with("1133"));
+    assert!(!lines(&mut root, "SHOW GRANTS FOR ro@localhost")
+        .iter()
+        .any(|l| l.contains("db3")));
+    drop(db);
+}
+
+/// A grantor passes on what it holds WITH GRANT OPTION, nothing more.
+#[test]
+fn grant_option_passes_on_only_what_is_held() {
+    let (db, mut root) = setup("priv-grantor");
+    root.query("CREATE USER boss@localhost, clerk@localhost")
+        .unwrap();
+    root.query("GRANT SELECT, INSERT ON db1.* TO boss@localhost WITH GRANT OPTION")
+        .unwrap();
+    let mut boss = db.session("boss", "localhost");
+    assert_eq!(
+        err(&mut boss, "GRANT SELECT ON db1.* TO clerk@localhost"),
+        "ok"
+    );
+    assert_eq!(
+        err(&mut boss, "GRANT DELETE ON db1.* TO clerk@localhost"),
+        "1044 Access denied for user 'boss'@'localhost' to database 'db1'"
+    );
+    assert_eq!(
+        err(&mut boss, "GRANT SELECT ON db2.* TO clerk@localhost"),
+        "1044 Access denied for user 'boss'@'localhost' to database 'db2'"
+    );
+    let mut clerk = db.session("clerk", "localhost");
+    assert_eq!(lines(&mut clerk, "SELECT a FROM db1.t"), ["1"]);
+    // A change of grants is seen by sessions already logged in.
+    assert_eq!(
+        err(&mut boss, "REVOKE SELECT ON db1.* FROM clerk@localhost"),
+        "ok"
+    );
+    assert!(err(&mut clerk, "SELECT a FROM db1.t").starts_with("1142"));
+}
+
+/// Roles: granted, activated with SET ROLE (1959 for one not granted), default at login.
+#[test]
+fn roles_carry_privileges_when_active() {
+    let (db, mut root) = setup("priv-roles");
+    for sql in [
+        "CREATE ROLE reader",
+        "GRANT SELECT ON db3.* TO reader",
+        "GRANT reader TO ro@localhost",
+    ] {
+        root.query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    let mut ro = db.session("ro", "localhost");
+    assert!(err(&mut ro, "SELECT * FROM db3.u").starts_with("1142"));
+    assert_eq!(
+        err(&mut ro, "SET ROLE nosuch"),
+        "1959 Invalid role specification `nosuch`"
+    );
+    assert_eq!(err(&mut ro, "SET ROLE reader"), "ok");
+    assert_eq!(err(&mut ro, "SELECT * FROM db3.u"), "ok");
+    assert_eq!(err(&mut ro, "SET ROLE NONE"), "ok");
+    assert!(err(&mut ro, "SELECT * FROM db3.u").starts_with("1142"));
+    assert_eq!(err(&mut ro, "SET DEFAULT ROLE reader"), "ok");
+    let g = lines(&mut root, "SHOW GRANTS FOR ro@localhost");
+    assert_eq!(g[0], "GRANT `reader` TO `ro`@`localhost`");
+    assert_eq!(
+        g[g.len() - 1],
+        "SET DEFAULT ROLE `reader` FOR `ro`@`localhost`"
+    );
+    let mut again = db.session("ro", "localhost");
+    assert_eq!(err(&mut again, "SELECT * FROM db3.u"), "ok");
+    assert_eq!(
+        lines(&mut root, "SHOW GRANTS FOR reader"),
+        [
+            "GRANT USAGE ON *.* TO `reader`",
+            "GRANT SELECT ON `db3`.* TO `reader`"
+        ]
+    );
+    root.query("DROP ROLE reader").unwrap();
+    let mut after = db.session("ro", "localhost");
+    assert!(err(&mut after, "SELECT * FROM db3.u").starts_with("1142"));
+}
