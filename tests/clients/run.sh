@@ -15,6 +15,8 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 python3 -c 'import pymysql' 2>/dev/null || pip install -q PyMySQL
+# MySQL 8's connector, for caching_sha2_password (security.py).
+python3 -c 'import mysql.connector' 2>/dev/null || pip install -q mysql-connector-python
 
 cargo build --release -q -p quarry
 # The README's run command: `cargo run --release -- …` from the root must start the server.

@@ -4,8 +4,11 @@ granted `SELECT ON db1.*` only tries every escalation that used to work (insert 
 read and drop db2's tables, create an account without a password, set root's password,
 create root@'%', see and KILL root's connection, SET GLOBAL, LOAD DATA INFILE of
 /etc/passwd); each is refused with MariaDB 10.11's code and root still works. Then: grants
-survive a clean restart and a kill -9, a role is activated, and the lines SHOW GRANTS
-prints recreate the same grants on a second server (a dump of grants round-trips).
+survive a clean restart and a kill -9, a role is activated, the lines SHOW GRANTS
+prints recreate the same grants on a second server (a dump of grants round-trips), and
+TLS works out of the box: the mariadb CLI and PyMySQL verify the server against the CA
+made in the datadir, a REQUIRE SSL account is refused without TLS (1045), and
+mysql-connector-python logs in with caching_sha2_password.
 
 usage: security.py BIN   (exit 0 when every check held)
 """
@@ -176,6 +179,50 @@ def run(binary, work):
     check("the role's grants too", grants(root, "writer") == role_before)
     app = srv.connect("reader", "rpw").cursor()
     check("DELETE granted before the kill works", code_of(app, "DELETE FROM db1.t WHERE a = 2") == 0)
+
+    # TLS out of the box: the CLI and PyMySQL verify the server with the datadir's CA.
+    ca = os.path.join(srv.datadir, "ca.pem")
+    cli = subprocess.run(
+        ["mariadb", "-h127.0.0.1", f"-P{srv.port}", "-ureader", "-prpw", f"--ssl-ca={ca}",
+         "--ssl-verify-server-cert", "-N", "-e", "SHOW STATUS LIKE 'Ssl_version'"],
+        capture_output=True, text=True)
+    check(f"mariadb --ssl-verify-server-cert: {cli.stdout.strip()} {cli.stderr.strip()}",
+          cli.returncode == 0 and "TLSv1." in cli.stdout)
+    sc = pymysql.connect(host="127.0.0.1", port=srv.port, user="reader", password="rpw",
+                         ssl_ca=ca, ssl_verify_cert=True, ssl_verify_identity=True).cursor()
+    sc.execute("SHOW STATUS LIKE 'Ssl_cipher'")
+    check("PyMySQL ssl=: a cipher is in use", sc.fetchone()[1] != "")
+    root.execute("CREATE USER 'tlsonly'@'%' IDENTIFIED BY 'tpw' REQUIRE SSL")
+    try:
+        # PyMySQL asks for TLS whenever the server offers it, unless told not to.
+        pymysql.connect(host="127.0.0.1", port=srv.port, user="tlsonly", password="tpw",
+                        ssl_disabled=True).close()
+        check("REQUIRE SSL refuses a plain login", False)
+    except pymysql.err.OperationalError as e:
+        check("REQUIRE SSL refuses a plain login (1045)", e.args[0] == 1045)
+    pymysql.connect(host="127.0.0.1", port=srv.port, user="tlsonly", password="tpw",
+                    ssl={"ca": ca}).close()
+    check("REQUIRE SSL admits a TLS login", True)
+    root.execute("DROP USER 'tlsonly'@'%'")
+
+    # A MySQL 8-style client with caching_sha2_password: the first login over TLS sends
+    # the password (full authentication), later ones pass the fast path, with or
+    # without TLS.
+    import mysql.connector
+    for label, tls in [("full, over TLS", True), ("fast, over TLS", True),
+                       ("fast, without TLS", False)]:
+        opts = {"ssl_ca": ca, "ssl_verify_cert": True} if tls else {"ssl_disabled": True}
+        try:
+            mc = mysql.connector.connect(host="127.0.0.1", port=srv.port, user="reader",
+                                         password="rpw", auth_plugin="caching_sha2_password",
+                                         **opts)
+            cur = mc.cursor()
+            cur.execute("SELECT CURRENT_USER()")
+            check(f"mysql-connector caching_sha2_password {label}",
+                  cur.fetchone()[0] == "reader@%")
+            mc.close()
+        except mysql.connector.Error as e:
+            check(f"mysql-connector caching_sha2_password {label}: {e}", False)
 
     # SHOW GRANTS' lines recreate the account and its grants on a second server.
     dump = grants(root, "'reader'@'%'")

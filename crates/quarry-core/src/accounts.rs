@@ -44,6 +44,8 @@ pub struct Account {
     pub role: bool,
     /// SET DEFAULT ROLE: active from login.
     pub default_role: Option<String>,
+    /// REQUIRE SSL: logins over TLS only.
+    pub require_ssl: bool,
 }
 
 impl Account {
@@ -58,6 +60,7 @@ impl Account {
             privs: 0,
             role: false,
             default_role: None,
+            require_ssl: false,
         }
     }
 
@@ -71,6 +74,9 @@ impl Account {
         if o.expire {
             self.expired = true;
         }
+        if let Some(r) = o.require_ssl {
+            self.require_ssl = r;
+        }
     }
 
     /// ` IDENTIFIED BY PASSWORD '*HASH' WITH MAX_USER_CONNECTIONS n`, each part when set,
@@ -82,6 +88,9 @@ impl Account {
                 " IDENTIFIED BY PASSWORD '*{}'",
                 hex(&self.hash2).to_ascii_uppercase()
             ));
+        }
+        if self.require_ssl {
+            s.push_str(" REQUIRE SSL");
         }
         if self.max_user_connections > 0 {
             s.push_str(&format!(
@@ -111,7 +120,7 @@ impl Account {
     }
 
     /// The attributes column: `locked`, `max_user_connections=N`, `expired`, `role`,
-    /// comma-separated.
+    /// `require_ssl`, comma-separated.
     fn attributes(&self) -> String {
         let mut a = vec![];
         if self.locked {
@@ -129,6 +138,9 @@ impl Account {
         if self.role {
             a.push("role".to_string());
         }
+        if self.require_ssl {
+            a.push("require_ssl".to_string());
+        }
         a.join(",")
     }
 
@@ -138,6 +150,7 @@ impl Account {
                 None if a == "locked" => self.locked = true,
                 None if a == "expired" => self.expired = true,
                 None if a == "role" => self.role = true,
+                None if a == "require_ssl" => self.require_ssl = true,
                 Some(("max_user_connections", n)) => self.max_user_connections = n.parse().ok()?,
                 _ => return None,
             }
@@ -489,9 +502,17 @@ fn grantee_text(user: &str, host: &str) -> String {
     }
 }
 
+/// What a full caching_sha2_password authentication showed: the account's
+/// SHA1(SHA1(password)) then, and SHA256(SHA256(password)).
+type Sha2Seen = (Vec<u8>, [u8; 32]);
+
 pub struct Accounts {
     path: PathBuf,
     store: RwLock<Store>,
+    /// caching_sha2_password's fast path: SHA256(SHA256(password)) by account, learnt at
+    /// a full authentication (the file keeps no SHA-256 of passwords), with the
+    /// SHA1(SHA1(password)) it was learnt under: a changed password makes it stale.
+    sha2: parking_lot::Mutex<std::collections::HashMap<Grantee, Sha2Seen>>,
     /// Bumped by every change: sessions re-read their privileges when it moves.
     generation: AtomicU64,
     /// What opening the file found worth telling the operator (accounts an upgrade took
@@ -591,6 +612,7 @@ impl Accounts {
         let a = Accounts {
             path,
             store: RwLock::new(store),
+            sha2: Default::default(),
             generation: AtomicU64::new(1),
             notes,
         };
@@ -703,6 +725,23 @@ impl Accounts {
         self.change(|st| st.alter(user, host, secret, opts, if_exists))
     }
 
+    /// SHA256(SHA256(password)) of `a`, when a full authentication showed it the
+    /// password `a` has now.
+    pub fn sha2_cached(&self, a: &Account) -> Option<[u8; 32]> {
+        let cache = self.sha2.lock();
+        let (hash2, stage2) = cache.get(&(a.user.clone(), a.host.clone()))?;
+        (*hash2 == a.hash2).then_some(*stage2)
+    }
+
+    /// After a full caching_sha2_password authentication with `password`: later logins
+    /// of `a` may take the fast path.
+    pub fn remember_sha2(&self, a: &Account, password: &str) {
+        let stage2 = sha256(&sha256(password.as_bytes()));
+        self.sha2
+            .lock()
+            .insert((a.user.clone(), a.host.clone()), (a.hash2.clone(), stage2));
+    }
+
     /// The account `user`@`host` exactly (no host matching), or 1133.
     pub fn get(&self, user: &str, host: &str) -> Result<Account> {
         self.read(|st| st.account(user, host).filter(|a| !a.role).cloned())
@@ -730,6 +769,37 @@ pub fn native_token(password: &str, scramble: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+fn sha256(data: &[u8]) -> [u8; 32] {
+    sha2::Sha256::digest(data).into()
+}
+
+/// What a client sends for `password` under caching_sha2_password's fast path:
+/// SHA256(password) XOR SHA256(SHA256(SHA256(password)) + nonce); nothing for none.
+pub fn sha2_token(password: &str, nonce: &[u8]) -> Vec<u8> {
+    if password.is_empty() {
+        return vec![];
+    }
+    let stage1 = sha256(password.as_bytes());
+    let mut m = sha2::Sha256::new();
+    m.update(sha256(&stage1));
+    m.update(nonce);
+    let mask: [u8; 32] = m.finalize().into();
+    stage1.iter().zip(mask).map(|(a, b)| a ^ b).collect()
+}
+
+/// Check a caching_sha2_password fast-path token against SHA256(SHA256(password)).
+pub fn verify_sha2(token: &[u8], nonce: &[u8], stage2: &[u8; 32]) -> bool {
+    if token.len() != 32 {
+        return false;
+    }
+    let mut m = sha2::Sha256::new();
+    m.update(stage2);
+    m.update(nonce);
+    let mask: [u8; 32] = m.finalize().into();
+    let stage1: Vec<u8> = token.iter().zip(mask).map(|(a, b)| a ^ b).collect();
+    sha256(&stage1) == *stage2
+}
+
 /// Check a `mysql_native_password` token against the stored SHA1(SHA1(password)).
 pub fn verify_native(token: &[u8], scramble: &[u8], hash2: &[u8]) -> bool {
     if hash2.is_empty() {
@@ -749,6 +819,19 @@ pub fn verify_native(token: &[u8], scramble: &[u8], hash2: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sha2_fast_path_round_trip() {
+        let nonce = b"abcdefghijklmnopqrst";
+        let stage2 = sha256(&sha256(b"s3cret"));
+        assert!(verify_sha2(&sha2_token("s3cret", nonce), nonce, &stage2));
+        assert!(!verify_sha2(&sha2_token("other", nonce), nonce, &stage2));
+        assert!(!verify_sha2(
+            &sha2_token("s3cret", b"another nonce 123456"),
+            nonce,
+            &stage2
+        ));
+    }
 
     #[test]
     fn native_password_round_trip() {
@@ -793,6 +876,7 @@ mod tests {
             max_user_connections: Some(3),
             locked: Some(true),
             expire: true,
+            require_ssl: Some(true),
         };
         assert!(a.alter("app", "%", &Secret::None, &opts, false).unwrap());
         drop(a);
@@ -800,7 +884,7 @@ mod tests {
         assert!(text.starts_with("# quarry accounts v3"), "{text}");
         let a = Accounts::open(&dir).unwrap();
         let app = a.find("app", "10.0.0.1").unwrap();
-        assert!(app.locked && app.expired);
+        assert!(app.locked && app.expired && app.require_ssl);
         assert_eq!(app.max_user_connections, 3);
         assert_eq!(
             app.hash2,

@@ -65,6 +65,9 @@ pub struct ProcessInfo {
     /// A long statement's stage and rows done of total (SHOW PROCESSLIST's State and
     /// Progress, the shell's progress line).
     pub progress: Mutex<Option<Progress>>,
+    /// The connection's TLS protocol and cipher (`Ssl_version`, `Ssl_cipher`), set by the
+    /// server when the client asked for TLS.
+    pub tls: std::sync::OnceLock<(String, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -162,6 +165,9 @@ pub struct Options {
     pub log_file_size: Option<usize>,
     /// `secure_file_priv` as given (None: the default directory; see [`files`]).
     pub secure_file_priv: Option<String>,
+    /// TLS settings, kept as the globals of their names for the server to read:
+    /// `ssl_cert`, `ssl_key`, `ssl_ca`, `tls_version`, `require_secure_transport`.
+    pub tls: Vec<(String, Value)>,
 }
 
 /// MariaDB 10.11's default `innodb_log_file_size`.
@@ -266,6 +272,9 @@ impl Database {
             "innodb_log_file_size".into(),
             Value::Int(log_file_size as i64),
         );
+        for (k, v) in &opts.tls {
+            globals.insert(k.clone(), v.clone());
+        }
         let files = files::FilePolicy::from_setting(opts.secure_file_priv.as_deref(), datadir)?;
         globals.insert("secure_file_priv".into(), files.shown());
         let accounts = accounts::Accounts::open(datadir)?;
@@ -370,6 +379,7 @@ impl Database {
             kill_connection: AtomicBool::new(false),
             client_gone: std::sync::OnceLock::new(),
             progress: Mutex::new(None),
+            tls: std::sync::OnceLock::new(),
         });
         self.processes.lock().insert(id, info.clone());
         let expired = account.as_ref().is_some_and(|a| a.expired);

@@ -6,7 +6,7 @@
 //! store, `accounts.rs`, writes them with the accounts: one file, replaced atomically).
 //! Must not touch: statements (the session decides what a statement needs), sockets.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use quarry_common::{Error, Result};
 
@@ -435,7 +435,12 @@ impl Grants {
         }
         for ((w, db, t), g) in &self.tables {
             if who.contains(w) {
-                let have = e.tables.entry((db.clone(), t.clone())).or_default();
+                let have = e
+                    .tables
+                    .entry(db.clone())
+                    .or_default()
+                    .entry(t.clone())
+                    .or_default();
                 have.privs |= g.privs;
                 for (c, p) in &g.columns {
                     *have.columns.entry(c.to_ascii_lowercase()).or_default() |= p;
@@ -456,8 +461,9 @@ pub fn quote(name: &str) -> String {
 pub struct Effective {
     pub global: Privs,
     pub dbs: Vec<(String, Privs)>,
-    /// By (database, table); column names lowercased.
-    pub tables: std::collections::HashMap<(String, String), TableGrant>,
+    /// By database, then table (looked up without building a key); column names
+    /// lowercased.
+    pub tables: HashMap<String, HashMap<String, TableGrant>>,
 }
 
 impl Effective {
@@ -477,7 +483,7 @@ impl Effective {
     /// Privileges on table `db`.`t` as a whole (global and database ones included), and
     /// its column grants.
     pub fn table(&self, db: &str, t: &str) -> (Privs, Option<&TableGrant>) {
-        let g = self.tables.get(&(db.to_string(), t.to_string()));
+        let g = self.tables.get(db).and_then(|ts| ts.get(t));
         (self.db(db) | g.map_or(0, |g| g.privs), g)
     }
 
@@ -492,8 +498,8 @@ impl Effective {
         self.db(db) & !GRANT & (DB_ALL | GLOBAL_ALL) != 0
             || self
                 .tables
-                .iter()
-                .any(|((d, _), g)| d == db && !g.is_empty())
+                .get(db)
+                .is_some_and(|ts| ts.values().any(|g| !g.is_empty()))
     }
 }
 

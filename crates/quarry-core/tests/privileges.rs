@@ -271,12 +271,18 @@ fn grant_option_passes_on_only_what_is_held() {
     );
     let mut clerk = db.session("clerk", "localhost");
     assert_eq!(lines(&mut clerk, "SELECT a FROM db1.t"), ["1"]);
-    // A change of grants is seen by sessions already logged in.
+    let one = || vec![quarry_core::quarry_common::Value::Int(1)];
+    let p = clerk.prepare("SELECT a FROM db1.t WHERE a = ?").unwrap();
+    assert!(clerk.execute(&p, one()).is_ok());
+    assert!(clerk.execute(&p, one()).is_ok());
+    // A change of grants is seen by sessions already logged in, and by their prepared
+    // statements (not checked again while the grants stay the same).
     assert_eq!(
         err(&mut boss, "REVOKE SELECT ON db1.* FROM clerk@localhost"),
         "ok"
     );
     assert!(err(&mut clerk, "SELECT a FROM db1.t").starts_with("1142"));
+    assert_eq!(clerk.execute(&p, one()).unwrap_err().code, 1142);
 }
 
 /// Roles: granted, activated with SET ROLE (1959 for one not granted), default at login.
@@ -319,4 +325,17 @@ fn roles_carry_privileges_when_active() {
     root.query("DROP ROLE reader").unwrap();
     let mut after = db.session("ro", "localhost");
     assert!(err(&mut after, "SELECT * FROM db3.u").starts_with("1142"));
+}
+
+/// CURRENT_USER() is the account that authenticated the session, USER() the name and
+/// host the client came with (both were USER()'s).
+#[test]
+fn current_user_is_the_account() {
+    let (db, mut root) = setup("priv-current-user");
+    root.query("CREATE USER anyhost IDENTIFIED BY 'x'").unwrap();
+    let mut s = db.session("anyhost", "10.0.0.5");
+    assert_eq!(
+        lines(&mut s, "SELECT CONCAT(USER(), ' ', CURRENT_USER())"),
+        ["anyhost@10.0.0.5 anyhost@%"]
+    );
 }

@@ -28,7 +28,12 @@ pub const BATCH_ROWS: usize = 1024;
 pub trait SessionInfo {
     fn sys_var(&self, name: &str) -> Result<Value>;
     fn user_var(&self, name: &str) -> Value;
+    /// USER(): the name the client gave and the host it came from.
     fn user(&self) -> String;
+    /// CURRENT_USER(): the account that authenticated it (`name@%` for a wildcard host).
+    fn current_user(&self) -> String {
+        self.user()
+    }
     fn connection_id(&self) -> u64;
     fn last_insert_id(&self) -> u64;
     fn set_last_insert_id(&self, id: u64);

@@ -748,7 +748,8 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         }
         "DATABASE" | "SCHEMA" => ctx.db.clone().map(Value::Str).unwrap_or(Value::Null),
         "VERSION" => Value::Str(ctx.session.sys_var("version")?.as_str_lossy().into_owned()),
-        "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => Value::Str(ctx.session.user()),
+        "USER" | "SESSION_USER" | "SYSTEM_USER" => Value::Str(ctx.session.user()),
+        "CURRENT_USER" => Value::Str(ctx.session.current_user()),
         "CONNECTION_ID" => Value::UInt(ctx.session.connection_id()),
         "LAST_INSERT_ID" => {
             if vals.is_empty() {

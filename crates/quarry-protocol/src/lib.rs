@@ -17,6 +17,7 @@ pub const CLIENT_CONNECT_WITH_DB: u32 = 8;
 pub const CLIENT_LOCAL_FILES: u32 = 128;
 pub const CLIENT_PROTOCOL_41: u32 = 512;
 pub const CLIENT_INTERACTIVE: u32 = 1024;
+pub const CLIENT_SSL: u32 = 2048;
 pub const CLIENT_TRANSACTIONS: u32 = 8192;
 pub const CLIENT_SECURE_CONNECTION: u32 = 32768;
 pub const CLIENT_MULTI_STATEMENTS: u32 = 1 << 16;
@@ -140,6 +141,15 @@ impl<S: Read + Write> Conn<S> {
             }
         }
         self.read_packet().map(Some)
+    }
+
+    /// The bytes received past the packets read, taken out: a client that asked for TLS
+    /// may send its first TLS record right behind the request, in the same read.
+    pub fn take_unread(&mut self) -> Vec<u8> {
+        let rest = self.inbuf[self.start..self.end].to_vec();
+        self.start = 0;
+        self.end = 0;
+        rest
     }
 
     /// Give back the buffers' memory while nothing is pending (an idle connection).
@@ -345,17 +355,20 @@ impl<'a> Reader<'a> {
     }
 }
 
-pub fn handshake(conn_id: u32, version: &str, scramble: &[u8; 20]) -> Vec<u8> {
+/// The greeting; `ssl`: CLIENT_SSL is offered (the client may ask for TLS before it
+/// answers).
+pub fn handshake(conn_id: u32, version: &str, scramble: &[u8; 20], ssl: bool) -> Vec<u8> {
+    let caps = SERVER_CAPABILITIES | if ssl { CLIENT_SSL } else { 0 };
     let mut p = vec![10];
     p.extend_from_slice(version.as_bytes());
     p.push(0);
     p.extend_from_slice(&conn_id.to_le_bytes());
     p.extend_from_slice(&scramble[..8]);
     p.push(0);
-    p.extend_from_slice(&(SERVER_CAPABILITIES as u16).to_le_bytes());
+    p.extend_from_slice(&(caps as u16).to_le_bytes());
     p.push(45); // utf8mb4_general_ci
     p.extend_from_slice(&SERVER_STATUS_AUTOCOMMIT.to_le_bytes());
-    p.extend_from_slice(&((SERVER_CAPABILITIES >> 16) as u16).to_le_bytes());
+    p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
     p.push(21);
     p.extend_from_slice(&[0; 10]);
     p.extend_from_slice(&scramble[8..]);

@@ -21,11 +21,14 @@ use quarry_core::{Database, OutColumn, Output, Prepared, Session};
 use quarry_protocol::*;
 
 mod admission;
+mod auth;
 mod park;
 mod results;
+mod tls;
 mod workers;
 use admission::{max_connections, ConnSlot, Handshake, Handshakes};
 use park::Parking;
+use tls::Socket;
 
 pub struct Server {
     db: Arc<Database>,
@@ -36,12 +39,32 @@ pub struct Server {
     /// Connections still in their handshake (at most `max_connections` more).
     handshakes: Arc<Handshakes>,
     parking: Arc<Parking>,
+    /// What TLS is offered (None: `--skip-ssl`).
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Server {
+    /// A server offering TLS (see [`tls::setup`]).
     pub fn bind(db: Arc<Database>, addr: &str) -> io::Result<Server> {
+        // A certificate that cannot be read stops the start, rather than a server
+        // without the TLS its clients were told to require.
+        let tls = tls::setup(&db).map_err(io::Error::other)?;
+        Server::bind_with(db, addr, tls)
+    }
+
+    /// A server without TLS (`--skip-ssl`): `have_ssl` stays DISABLED.
+    pub fn bind_without_tls(db: Arc<Database>, addr: &str) -> io::Result<Server> {
+        Server::bind_with(db, addr, None)
+    }
+
+    fn bind_with(
+        db: Arc<Database>,
+        addr: &str,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
         Ok(Server {
+            tls,
             db,
             listener,
             stop: Arc::new(AtomicBool::new(false)),
@@ -131,10 +154,17 @@ impl Server {
                         continue;
                     };
                     let parking = self.parking.clone();
+                    let tls = self.tls.clone();
                     // Out of threads: the connection is closed (the closure dropped) and
                     // the server goes on serving the others.
                     let _ = workers::run(move || {
-                        if let Ok(Some(client)) = login(db, stream, peer, handshake, active) {
+                        let welcome = Welcome {
+                            peer,
+                            place: handshake,
+                            active,
+                            tls,
+                        };
+                        if let Ok(Some(client)) = login(db, stream, welcome) {
                             serve(client, parking);
                         }
                     });
@@ -153,7 +183,7 @@ impl Server {
 /// LOAD DATA LOCAL over the connection: the file is asked for (0xFB) and read as its
 /// packets arrive, up to the empty one that ends it.
 struct LocalFiles<'c> {
-    conn: &'c mut Conn<TcpStream>,
+    conn: &'c mut Conn<Socket>,
     allowed: bool,
 }
 
@@ -178,7 +208,7 @@ impl quarry_core::LocalInfile for LocalFiles<'_> {
 }
 
 struct LocalReader<'c> {
-    conn: &'c mut Conn<TcpStream>,
+    conn: &'c mut Conn<Socket>,
     packet: Vec<u8>,
     at: usize,
     ended: bool,
@@ -227,7 +257,7 @@ struct Client {
     session: Session,
     scramble: [u8; 20],
     host: String,
-    conn: Conn<TcpStream>,
+    conn: Conn<Socket>,
     caps: u32,
     stmts: HashMap<u32, Stmt>,
     next_stmt: u32,
@@ -266,14 +296,22 @@ fn global_secs(db: &Database, name: &str, default: u64) -> Duration {
     Duration::from_secs(v.max(1) as u64)
 }
 
-/// The handshake: a logged-in client, or None when refused (the error is sent).
-fn login(
-    db: Arc<Database>,
-    stream: TcpStream,
+/// What a connection comes with to its handshake.
+struct Welcome {
     peer: SocketAddr,
     place: Handshake,
     active: Arc<AtomicUsize>,
-) -> io::Result<Option<Client>> {
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// The handshake: a logged-in client, or None when refused (the error is sent).
+fn login(db: Arc<Database>, stream: TcpStream, w: Welcome) -> io::Result<Option<Client>> {
+    let Welcome {
+        peer,
+        place,
+        active,
+        tls,
+    } = w;
     let idle_ms = db
         .global("quarry_idle_thread_timeout_ms")
         .map(|v| v.to_i64())
@@ -283,7 +321,7 @@ fn login(
     // connect_timeout bounds the whole handshake, however slowly its bytes come.
     let connect_timeout = global_secs(&db, "connect_timeout", 10);
     stream.set_read_timeout(Some(connect_timeout.min(Duration::from_secs(1))))?;
-    let mut conn = Conn::new(stream);
+    let mut conn = Conn::new(Socket::Plain(stream));
     conn.patience = connect_timeout;
     conn.deadline = Some(std::time::Instant::now() + connect_timeout);
     let scramble = scramble();
@@ -292,10 +330,26 @@ fn login(
         conn_id as u32,
         quarry_core::vars::VERSION,
         &scramble,
+        tls.is_some(),
     ));
     conn.flush()?;
     conn.max_packet = 1 << 20;
-    let pkt = conn.read_packet()?;
+    let mut pkt = conn.read_packet()?;
+    // An SSL request (the response's first 32 bytes with CLIENT_SSL): TLS from here on,
+    // then the whole response again, encrypted.
+    let ssl_request =
+        pkt.len() == 32 && u32::from_le_bytes([pkt[0], pkt[1], pkt[2], pkt[3]]) & CLIENT_SSL != 0;
+    if ssl_request {
+        let Some(config) = tls.clone() else {
+            return Ok(None);
+        };
+        let Socket::Plain(tcp) = std::mem::replace(&mut conn.stream, Socket::Switching) else {
+            return Ok(None);
+        };
+        let early = conn.take_unread();
+        conn.stream = tls::accept(tcp, &early, config, conn.deadline)?;
+        pkt = conn.read_packet()?;
+    }
     let Some(resp) = parse_handshake_response(&pkt) else {
         conn.push(&err_packet(1043, "08S01", "Bad handshake"));
         return conn.flush().map(|()| None);
@@ -307,31 +361,16 @@ fn login(
             .map_or_else(|| v6.to_string(), |v4| v4.to_string()),
         ip => ip.to_string(),
     };
-    let mut auth = resp.auth.clone();
-    let native = matches!(resp.plugin.as_deref(), None | Some("mysql_native_password"));
-    // caching_sha2_password's fast path with an empty password sends nothing (or one NUL);
-    // any other plugin with data is switched to mysql_native_password.
-    if !(native || auth.is_empty() || auth == [0]) {
-        let mut sw = vec![0xfe];
-        sw.extend_from_slice(b"mysql_native_password\0");
-        sw.extend_from_slice(&scramble);
-        sw.push(0);
-        conn.push(&sw);
-        conn.flush()?;
-        auth = conn.read_packet()?;
-    }
-    if auth == [0] {
-        auth.clear();
-    }
+    let account = db.accounts.find(&resp.user, &host);
     // Past a run of failures every attempt waits before it is judged, a right one too:
     // guessing gets slow, and a quick answer does not tell a guess was right.
-    if let Some(d) = db.logins.delay(&resp.user, &host, throttle_policy(&db)) {
-        std::thread::sleep(d);
-    }
-    let account = db.accounts.find(&resp.user, &host);
-    let ok = account
-        .as_ref()
-        .is_some_and(|a| quarry_core::accounts::verify_native(&auth, &scramble, &a.hash2));
+    let wait = || {
+        if let Some(d) = db.logins.delay(&resp.user, &host, throttle_policy(&db)) {
+            std::thread::sleep(d);
+        }
+    };
+    let verdict = auth::authenticate(&mut conn, &db, &resp, &scramble, account.as_ref(), wait)?;
+    let ok = verdict.ok;
     if ok {
         db.logins.succeeded(&resp.user, &host);
     } else {
@@ -342,7 +381,7 @@ fn login(
             "Access denied for user '{}'@'{}' (using password: {})",
             resp.user,
             host,
-            if auth.is_empty() { "NO" } else { "YES" }
+            if verdict.with_password { "YES" } else { "NO" }
         );
         conn.push(&err_packet(1045, "28000", &msg));
         return conn.flush().map(|()| None);
@@ -351,7 +390,14 @@ fn login(
     // the account's own limits, as MariaDB checks them.
     let account = account.expect("checked");
     let limit = account.max_user_connections as usize;
-    let refused = if account.locked {
+    // REQUIRE SSL and require_secure_transport: 1045 without TLS, as MariaDB answers.
+    let secure_only = account.require_ssl
+        || db
+            .global("require_secure_transport")
+            .is_some_and(|v| v.to_i64() != 0);
+    let refused = if secure_only && !conn.stream.is_tls() {
+        Some(Error::access_denied(&resp.user, &host))
+    } else if account.locked {
         Some(Error::account_locked())
     } else if limit > 0 && db.sessions_of(&account.user, &account.host) >= limit {
         Some(Error::user_connections(&account.user, limit))
@@ -369,15 +415,19 @@ fn login(
     // Logged in: the socket's read timeout is how a serving thread notices its client
     // went idle; without parking, reads wait up to wait_timeout.
     conn.deadline = None;
-    conn.stream.set_read_timeout(Some(if idle_ms > 0 {
+    let parks = idle_ms > 0;
+    conn.stream.tcp().set_read_timeout(Some(if parks {
         Duration::from_millis(idle_ms as u64)
     } else {
         wait_timeout
     }))?;
-    conn.stream.set_write_timeout(Some(write_timeout))?;
+    conn.stream.tcp().set_write_timeout(Some(write_timeout))?;
     drop(place);
     let mut session = db.session_with_id(conn_id, &resp.user, &host);
-    watch_client(&session, &conn.stream);
+    watch_client(&session, conn.stream.tcp());
+    if let Some(t) = conn.stream.tls_info() {
+        let _ = session.info.tls.set(t);
+    }
     // The handshake's collation names the client's character set (latin1 clients).
     if let Some(cs) = Charset::of_collation(resp.charset).filter(|c| *c != Charset::Utf8) {
         let _ = session.query(&format!("SET NAMES {}", cs.name()));
@@ -392,7 +442,7 @@ fn login(
         host,
         wait_timeout,
         write_timeout,
-        parks: idle_ms > 0,
+        parks,
         _slot: slot,
     };
     if let Some(d) = &resp.database {
@@ -464,6 +514,8 @@ fn serve(mut client: Client, parking: Arc<Parking>) {
         let pkt = match client.conn.read_command() {
             Ok(Some(p)) => p,
             Ok(None) if !client.parks => return,
+            // TLS may hold decrypted bytes the socket no longer shows: read them first.
+            Ok(None) if client.conn.stream.holds_unread() => continue,
             Ok(None) => {
                 let wait_timeout = match client.session.session_value("wait_timeout") {
                     Some(v) => Duration::from_secs(v.to_i64().max(1) as u64),
@@ -497,7 +549,9 @@ impl Client {
             return;
         };
         let want = Duration::from_secs(v.to_i64().max(1) as u64);
-        if want != self.write_timeout && self.conn.stream.set_write_timeout(Some(want)).is_ok() {
+        if want != self.write_timeout
+            && self.conn.stream.tcp().set_write_timeout(Some(want)).is_ok()
+        {
             self.write_timeout = want;
         }
     }
@@ -605,7 +659,10 @@ impl Client {
                     return false;
                 }
                 self.session = db.session(&user, &self.host);
-                watch_client(&self.session, &self.conn.stream);
+                watch_client(&self.session, self.conn.stream.tcp());
+                if let Some(t) = self.conn.stream.tls_info() {
+                    let _ = self.session.info.tls.set(t);
+                }
                 self.stmts.clear();
                 if let Some(d) = dbname {
                     if let Err(e) = self.session.use_db(&d) {

@@ -2,6 +2,7 @@
 //! protocol, with text in the client's `character_set_results`. Owns the encoding of
 //! values; what a statement returns is the session's.
 
+use crate::tls::Socket;
 use quarry_common::charset::Charset;
 use quarry_common::time::value_to_time;
 use quarry_common::types::flags;
@@ -9,7 +10,6 @@ use quarry_common::value::column_text;
 use quarry_common::{TypeKind, Value};
 use quarry_core::{OutColumn, Output, RowSink};
 use quarry_protocol::*;
-use std::net::TcpStream;
 
 use crate::Client;
 
@@ -66,7 +66,7 @@ impl Client {
     }
 }
 
-fn push_columns(conn: &mut Conn<TcpStream>, cols: &[OutColumn], cs: Charset) {
+fn push_columns(conn: &mut Conn<Socket>, cols: &[OutColumn], cs: Charset) {
     for c in cols {
         let mut f = c.flags | c.ty.column_flags();
         if !c.nullable {
@@ -114,7 +114,7 @@ const STREAM_CHUNK: usize = 256 << 10;
 /// A result set going to the client batch by batch while the statement runs (the
 /// session's [`RowSink`]); the final EOF is sent by the caller once the statement ended.
 pub(crate) struct Streamer<'a> {
-    pub conn: &'a mut Conn<TcpStream>,
+    pub conn: &'a mut Conn<Socket>,
     pub caps: u32,
     /// Status flags for the EOF after the column definitions.
     pub status: u16,
@@ -126,7 +126,7 @@ pub(crate) struct Streamer<'a> {
 
 impl<'a> Streamer<'a> {
     pub(crate) fn new(
-        conn: &'a mut Conn<TcpStream>,
+        conn: &'a mut Conn<Socket>,
         caps: u32,
         status: u16,
         cs: Charset,

@@ -28,6 +28,8 @@ pub struct AccountOptions {
     pub locked: Option<bool>,
     /// `PASSWORD EXPIRE`: the next login may only SET PASSWORD.
     pub expire: bool,
+    /// `REQUIRE SSL` (true) / `REQUIRE NONE` (false): logins over TLS only.
+    pub require_ssl: Option<bool>,
 }
 
 /// A small scanner for account statements, which `sqlparser` does not parse
@@ -240,14 +242,31 @@ pub(crate) fn identified(sc: &mut Scan) -> Result<Secret> {
     Ok(Secret::Password(String::new()))
 }
 
-/// `[WITH MAX_USER_CONNECTIONS n] [ACCOUNT LOCK | UNLOCK] [PASSWORD EXPIRE]`, in MariaDB's
+/// `[REQUIRE {SSL | NONE}]`; X509, ISSUER, SUBJECT and CIPHER (client certificates) are
+/// refused, not ignored.
+pub(crate) fn require(sc: &mut Scan) -> Result<Option<bool>> {
+    if !sc.kw("REQUIRE") {
+        return Ok(None);
+    }
+    if sc.kw("SSL") {
+        return Ok(Some(true));
+    }
+    if sc.kw("NONE") {
+        return Ok(Some(false));
+    }
+    Err(Error::unsupported(
+        "REQUIRE X509 / ISSUER / SUBJECT / CIPHER (client certificates)",
+    ))
+}
+
+/// `[REQUIRE …] [WITH MAX_USER_CONNECTIONS n] [ACCOUNT LOCK | UNLOCK] [PASSWORD EXPIRE]`, in MariaDB's
 /// order. The other resource limits, REQUIRE and password lifetimes are refused, not
 /// ignored.
 fn options(sc: &mut Scan) -> Result<AccountOptions> {
-    let mut o = AccountOptions::default();
-    if sc.kw("REQUIRE") {
-        return Err(Error::unsupported("REQUIRE (accounts needing TLS)"));
-    }
+    let mut o = AccountOptions {
+        require_ssl: require(sc)?,
+        ..AccountOptions::default()
+    };
     if sc.kw("WITH") {
         let mut any = false;
         loop {

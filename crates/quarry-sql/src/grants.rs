@@ -189,11 +189,11 @@ pub(crate) fn parse_grant(sql: &str) -> Result<Stmt> {
                     break;
                 }
             }
-            if sc.kw("REQUIRE") {
-                return Err(Error::unsupported("REQUIRE (accounts needing TLS)"));
-            }
+            let mut opts = AccountOptions {
+                require_ssl: crate::accounts::require(&mut sc)?,
+                ..AccountOptions::default()
+            };
             let mut grant_option = false;
-            let mut opts = AccountOptions::default();
             if sc.kw("WITH") {
                 let mut any = false;
                 loop {

@@ -959,7 +959,8 @@ mod tests {
             AccountOptions {
                 max_user_connections: Some(4),
                 locked: Some(true),
-                expire: false
+                expire: false,
+                require_ssl: None,
             }
         );
         // A bare ALTER USER changes nothing (it cleared the password); BY PASSWORD is a

@@ -26,7 +26,15 @@ engine options (also config file keys, e.g. innodb_flush_log_at_trx_commit = 2):
   --innodb-log-file-size SIZE    log growth between checkpoints (default 96M)
   --secure-file-priv DIR         the only directory LOAD DATA INFILE and LOAD_FILE() read
                                  (default: quarry-files beside the datadir; '' anywhere,
-                                 NULL nowhere)";
+                                 NULL nowhere)
+TLS (serve; config keys ssl_cert, ssl_key, ssl_ca, tls_version, require_secure_transport,
+ssl = 0 for --skip-ssl):
+  --ssl-cert FILE --ssl-key FILE the server's certificate and key, PEM (default: a CA and a
+                                 certificate made in the datadir at the first start)
+  --ssl-ca FILE                  the CA certificate clients are told about (@@ssl_ca)
+  --tls-version LIST             TLSv1.2,TLSv1.3 (default) or either alone
+  --require-secure-transport 1   TCP logins without TLS are refused (1045)
+  --skip-ssl                     no TLS at all (have_ssl = DISABLED)";
 
 struct Opts {
     datadir: PathBuf,
@@ -34,6 +42,23 @@ struct Opts {
     port: u16,
     exec: Option<String>,
     engine: Options,
+    skip_ssl: bool,
+}
+
+/// A TLS setting (`ssl_cert`, …) for the server to read from the globals.
+fn tls_setting(o: &mut Opts, key: &str, v: &str) -> Result<(), String> {
+    use quarry_core::quarry_common::Value;
+    let v = v.trim_matches('"');
+    let value = match key {
+        "require_secure_transport" => Value::Int(match v.to_ascii_uppercase().as_str() {
+            "1" | "ON" | "TRUE" => 1,
+            "0" | "OFF" | "FALSE" => 0,
+            _ => return Err(format!("bad require_secure_transport: {v}")),
+        }),
+        _ => Value::Str(v.to_string()),
+    };
+    o.engine.tls.push((key.to_string(), value));
+    Ok(())
 }
 
 fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
@@ -71,6 +96,13 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
                     Some(parse_size(v).ok_or_else(|| format!("bad innodb_log_file_size: {v}"))?)
             }
             "secure_file_priv" => o.engine.secure_file_priv = Some(v.trim_matches('"').to_string()),
+            key @ ("ssl_cert"
+            | "ssl_key"
+            | "ssl_ca"
+            | "tls_version"
+            | "require_secure_transport") => tls_setting(o, key, v)?,
+            "ssl" => o.skip_ssl = matches!(v.to_ascii_uppercase().as_str(), "0" | "OFF" | "FALSE"),
+            "skip_ssl" => o.skip_ssl = true,
             "quarry_buffer_pool_partitions" | "buffer_pool_partitions" => {
                 o.engine.buffer_pool_partitions = Some(
                     v.parse()
@@ -90,6 +122,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         port: 3306,
         exec: None,
         engine: Options::default(),
+        skip_ssl: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -129,6 +162,19 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                     Some(parse_size(&v).ok_or_else(|| format!("bad --innodb-log-file-size {v}"))?)
             }
             "--secure-file-priv" => o.engine.secure_file_priv = Some(val(i)?),
+            flag @ ("--ssl-cert"
+            | "--ssl-key"
+            | "--ssl-ca"
+            | "--tls-version"
+            | "--require-secure-transport") => {
+                let key = flag.trim_start_matches("--").replace('-', "_");
+                tls_setting(&mut o, &key, &val(i)?)?
+            }
+            "--skip-ssl" => {
+                o.skip_ssl = true;
+                i += 1;
+                continue;
+            }
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
         i += 2;
@@ -205,7 +251,12 @@ fn serve(o: Opts) -> i32 {
         );
     }
     let addr = format!("{}:{}", o.bind, o.port);
-    let server = match quarry_server::Server::bind(db.clone(), &addr) {
+    let bound = if o.skip_ssl {
+        quarry_server::Server::bind_without_tls(db.clone(), &addr)
+    } else {
+        quarry_server::Server::bind(db.clone(), &addr)
+    };
+    let server = match bound {
         Ok(s) => s,
         Err(e) => {
             eprintln!("quarry: cannot listen on {addr}: {e}");

@@ -6,6 +6,7 @@
 //! the walk over a statement's tables and columns. Must not touch: the grants themselves
 //! (`privileges.rs`, `accounts.rs`), execution.
 
+use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -116,6 +117,11 @@ fn collect<V: Visit>(node: &V, current_db: Option<&str>) -> Refs {
     let _ = node.visit(&mut c);
     c.refs
 }
+
+/// The privileges a prepared statement was allowed under, and the default database then.
+/// Holding the `Arc` keeps its address from being reused, so pointer equality means the
+/// same privileges.
+pub(crate) type Checked = RefCell<Option<(Arc<Effective>, Option<String>)>>;
 
 /// How a table is used, for the check's errors.
 #[derive(Clone, Copy, PartialEq)]
@@ -299,6 +305,28 @@ impl Session {
 
     fn table_of(&self, name: &ast::ObjectName) -> Result<(String, String)> {
         self.split_name(name)
+    }
+
+    /// [`Session::check_access`], skipped for a prepared statement already allowed under
+    /// the same privileges and default database (`checked` remembers them): its tables
+    /// and columns do not change between executions.
+    pub(crate) fn check_access_cached(&self, stmt: &Stmt, checked: Option<&Checked>) -> Result<()> {
+        let e = self.privileges();
+        if e.is_all() {
+            return Ok(());
+        }
+        let Some(checked) = checked else {
+            return self.check_access(stmt);
+        };
+        let fresh = checked
+            .borrow()
+            .as_ref()
+            .is_some_and(|(was, db)| Arc::ptr_eq(was, &e) && *db == self.current_db);
+        if !fresh {
+            self.check_access(stmt)?;
+            *checked.borrow_mut() = Some((e, self.current_db.clone()));
+        }
+        Ok(())
     }
 
     /// Refuse `stmt` unless the session's privileges allow it. Statements whose needs

@@ -385,9 +385,9 @@ impl Session {
                 let to: Vec<((String, String), &Secret)> =
                     to.iter().map(|(g, s)| (self.resolve(g), s)).collect();
                 let creates_users = self.privileges().global & p::CREATE_USER != 0;
-                if opts.max_user_connections.is_some()
-                    || to.iter().any(|(_, s)| **s != Secret::None)
-                {
+                let changes_account =
+                    opts.max_user_connections.is_some() || opts.require_ssl.is_some();
+                if changes_account || to.iter().any(|(_, s)| **s != Secret::None) {
                     // Changing an account's password or limits through GRANT is CREATE USER's.
                     if !creates_users {
                         return Err(Error::need_privilege("CREATE USER"));
@@ -404,7 +404,7 @@ impl Session {
                                 ));
                             }
                             st.create(u, h, secret, opts, false, false)?;
-                        } else if **secret != Secret::None || opts.max_user_connections.is_some() {
+                        } else if **secret != Secret::None || changes_account {
                             st.alter(u, h, secret, opts, false)?;
                         }
                         st.grant(u, h, &level, bits, &columns)?;

@@ -60,6 +60,8 @@ pub struct Prepared {
     pub params: usize,
     pub columns: Vec<OutColumn>,
     plan: PlanCache,
+    /// The privileges it was last allowed under (see `Session::check_access_cached`).
+    access: access::Checked,
 }
 
 impl Drop for Prepared {
@@ -217,6 +219,9 @@ impl SessionInfo for Session {
     }
     fn user(&self) -> String {
         format!("{}@{}", self.info.user, self.info.host)
+    }
+    fn current_user(&self) -> String {
+        format!("{}@{}", self.info.user, self.info.account_host)
     }
     fn connection_id(&self) -> u64 {
         self.info.id
@@ -566,6 +571,7 @@ impl Session {
             params,
             columns,
             plan: RefCell::new(None),
+            access: Default::default(),
         })
     }
 
@@ -593,9 +599,7 @@ impl Session {
             return Err(Error::new(1210, "Incorrect arguments to EXECUTE"));
         }
         let mut no_local = refuse_local_infile;
-        on_statement_stack(|| {
-            self.run_cached(&p.stmt, params, &p.sql, &mut no_local, Some(&p.plan), out)
-        })
+        on_statement_stack(|| self.run_cached(&p.stmt, params, &p.sql, &mut no_local, Some(p), out))
     }
 
     fn run(
@@ -614,7 +618,7 @@ impl Session {
         params: Vec<Value>,
         sql: &str,
         load_local: &mut dyn crate::LocalInfile,
-        cache: Option<&PlanCache>,
+        cache: Option<&Prepared>,
         mut out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         self.info.killed.store(false, Ordering::Relaxed);
@@ -734,7 +738,7 @@ impl Session {
         stmt: &Stmt,
         params: Vec<Value>,
         load_local: &mut dyn crate::LocalInfile,
-        cache: Option<&PlanCache>,
+        cache: Option<&Prepared>,
         out: Option<&mut dyn RowSink>,
     ) -> std::result::Result<
         (Output, Vec<Undo>, Vec<quarry_executor::exec::Warning>),
@@ -749,15 +753,15 @@ impl Session {
         if self.must_set_password && !allowed {
             return Err((Error::must_set_password(), vec![]));
         }
-        if let Err(e) = self.check_access(stmt) {
+        if let Err(e) = self.check_access_cached(stmt, cache.map(|p| &p.access)) {
             return Err((e, vec![]));
         }
         // Statements that use the executor context collect undo and warnings there.
         let cell: StmtSink = RefCell::new(None);
         let res = match (cache, stmt) {
-            (Some(cache), Stmt::Ast(s)) if matches!(&**s, S::Query(_)) => {
+            (Some(p), Stmt::Ast(s)) if matches!(&**s, S::Query(_)) => {
                 let S::Query(q) = &**s else { unreachable!() };
-                self.run_prepared_query(q, params, cache, &cell, out)
+                self.run_prepared_query(q, params, &p.plan, &cell, out)
             }
             _ => self.dispatch_inner(stmt, params, load_local, &cell, out),
         };
@@ -1590,11 +1594,17 @@ impl Session {
                 ] {
                     all.push((k.into(), v));
                 }
+                let mut all: Vec<(String, String)> =
+                    all.into_iter().map(|(k, v)| (k, v.to_string())).collect();
+                // This connection's TLS (empty without), as MariaDB reports it.
+                let (version, cipher) = self.info.tls.get().cloned().unwrap_or_default();
+                all.push(("Ssl_version".into(), version));
+                all.push(("Ssl_cipher".into(), cipher));
                 all.sort();
                 let rows = all
                     .into_iter()
                     .filter(|(k, _)| like_filter(like.as_deref(), k))
-                    .map(|(k, v)| vec![Value::Str(k), Value::Str(v.to_string())])
+                    .map(|(k, v)| vec![Value::Str(k), Value::Str(v)])
                     .collect();
                 Ok(Output::Rows {
                     columns: vec![text("Variable_name", 64), text("Value", 64)],
@@ -1858,7 +1868,7 @@ impl Session {
                 return Err(Error::unknown_system_variable(&n));
             }
             let v = match n.as_str() {
-                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" => {
+                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" | "require_secure_transport" => {
                     let on = match &v {
                         Value::Str(s) => match s.to_ascii_uppercase().as_str() {
                             "ON" | "TRUE" | "1" => true,
@@ -1876,7 +1886,7 @@ impl Session {
                     "TRADITIONAL" => "STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,TRADITIONAL,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION".into(),
                     other => other.to_string(),
                 }),
-                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" => {
+                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" | "have_ssl" | "have_openssl" | "ssl_cert" | "ssl_key" | "ssl_ca" | "tls_version" => {
                     return Err(Error::new(1238, format!("Variable '{n}' is a read only variable")));
                 }
                 _ => v,

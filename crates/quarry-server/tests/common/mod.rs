@@ -246,7 +246,7 @@ impl Raw {
 pub struct Running {
     pub server: Arc<Server>,
     pub port: u16,
-    dir: std::path::PathBuf,
+    pub dir: std::path::PathBuf,
     thread: std::thread::JoinHandle<std::io::Result<()>>,
 }
 
