@@ -159,6 +159,13 @@ impl Error {
             format!("Access denied for user '{user}'@'{host}' (using password: YES)"),
         )
     }
+    /// 1129: `max_connect_errors` failed handshakes from `host`.
+    pub fn host_blocked(host: &str) -> Error {
+        Error::new(
+            1129,
+            format!("Host '{host}' is blocked because of many connection errors; unblock with 'mariadb-admin flush-hosts'"),
+        )
+    }
     pub fn not_thread_owner(id: u64) -> Error {
         Error::new(1095, format!("You are not owner of thread {id}"))
     }
@@ -317,6 +324,10 @@ impl Error {
             1366,
             format!("Incorrect {kind} value: '{value}' for column `{col}` at row {row}"),
         )
+    }
+    /// 1525: a value of the wrong kind outside a column (`Incorrect DAY value: '0'`).
+    pub fn wrong_value(kind: &str, value: &str) -> Error {
+        Error::new(1525, format!("Incorrect {kind} value: '{value}'"))
     }
     pub fn unknown_engine(name: &str) -> Error {
         Error::new(1286, format!("Unknown storage engine '{name}'"))

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 use quarry_common::{Error, Result};
-use quarry_sql::{AccountOptions, Secret};
+use quarry_sql::{AccountOptions, PasswordLifetime, Secret};
 use sha1::{Digest, Sha1};
 
 use crate::privileges::{
@@ -46,6 +46,16 @@ pub struct Account {
     pub default_role: Option<String>,
     /// REQUIRE SSL: logins over TLS only.
     pub require_ssl: bool,
+    /// PASSWORD EXPIRE INTERVAL / NEVER / DEFAULT.
+    pub lifetime: PasswordLifetime,
+    /// When the password was last set (seconds since 1970).
+    pub password_changed: u64,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Account {
@@ -61,6 +71,8 @@ impl Account {
             role: false,
             default_role: None,
             require_ssl: false,
+            lifetime: PasswordLifetime::Default,
+            password_changed: now_secs(),
         }
     }
 
@@ -76,6 +88,9 @@ impl Account {
         }
         if let Some(r) = o.require_ssl {
             self.require_ssl = r;
+        }
+        if let Some(l) = o.lifetime {
+            self.lifetime = l;
         }
     }
 
@@ -101,26 +116,52 @@ impl Account {
         s
     }
 
-    /// The statement that makes this account again (SHOW CREATE USER), as MariaDB writes
-    /// it.
-    pub fn create_statement(&self) -> String {
-        let mut s = format!(
-            "CREATE USER `{}`@`{}`",
+    /// Has the password outlived its lifetime (`default_days`: default_password_lifetime)?
+    pub fn password_too_old(&self, default_days: u64, now: u64) -> bool {
+        let days = match self.lifetime {
+            PasswordLifetime::Never => return false,
+            PasswordLifetime::Days(n) => n as u64,
+            PasswordLifetime::Default => default_days,
+        };
+        days > 0 && now.saturating_sub(self.password_changed) >= days * 86_400
+    }
+
+    /// ` PASSWORD EXPIRE INTERVAL n DAY` / ` PASSWORD EXPIRE NEVER` (nothing for DEFAULT).
+    fn lifetime_text(&self) -> String {
+        match self.lifetime {
+            PasswordLifetime::Default => String::new(),
+            PasswordLifetime::Never => " PASSWORD EXPIRE NEVER".into(),
+            PasswordLifetime::Days(n) => format!(" PASSWORD EXPIRE INTERVAL {n} DAY"),
+        }
+    }
+
+    /// The statements that make this account again (SHOW CREATE USER), as MariaDB writes
+    /// them: an expired account with a lifetime takes an ALTER USER for the lifetime.
+    pub fn create_statements(&self) -> Vec<String> {
+        let name = format!(
+            "`{}`@`{}`",
             self.user.replace('`', "``"),
             self.host.replace('`', "``")
         );
+        let mut s = format!("CREATE USER {name}");
         s.push_str(&self.password_and_limits());
         if self.locked {
             s.push_str(" ACCOUNT LOCK");
         }
-        if self.expired {
-            s.push_str(" PASSWORD EXPIRE");
+        if !self.expired {
+            s.push_str(&self.lifetime_text());
+            return vec![s];
         }
-        s
+        s.push_str(" PASSWORD EXPIRE");
+        let mut out = vec![s];
+        if self.lifetime != PasswordLifetime::Default {
+            out.push(format!("ALTER USER {name}{}", self.lifetime_text()));
+        }
+        out
     }
 
     /// The attributes column: `locked`, `max_user_connections=N`, `expired`, `role`,
-    /// `require_ssl`, comma-separated.
+    /// `require_ssl`, `lifetime=N|never`, `changed=<seconds since 1970>`, comma-separated.
     fn attributes(&self) -> String {
         let mut a = vec![];
         if self.locked {
@@ -141,6 +182,12 @@ impl Account {
         if self.require_ssl {
             a.push("require_ssl".to_string());
         }
+        match self.lifetime {
+            PasswordLifetime::Default => {}
+            PasswordLifetime::Never => a.push("lifetime=never".into()),
+            PasswordLifetime::Days(n) => a.push(format!("lifetime={n}")),
+        }
+        a.push(format!("changed={}", self.password_changed));
         a.join(",")
     }
 
@@ -152,6 +199,9 @@ impl Account {
                 None if a == "role" => self.role = true,
                 None if a == "require_ssl" => self.require_ssl = true,
                 Some(("max_user_connections", n)) => self.max_user_connections = n.parse().ok()?,
+                Some(("lifetime", "never")) => self.lifetime = PasswordLifetime::Never,
+                Some(("lifetime", n)) => self.lifetime = PasswordLifetime::Days(n.parse().ok()?),
+                Some(("changed", t)) => self.password_changed = t.parse().ok()?,
                 _ => return None,
             }
         }
@@ -211,7 +261,7 @@ fn host_matches(pattern: &str, client: &str) -> bool {
 }
 
 /// 127.0.0.0/8, ::1, and either as an IPv4-mapped IPv6 address.
-fn is_loopback(client: &str) -> bool {
+pub(crate) fn is_loopback(client: &str) -> bool {
     match client.parse::<std::net::IpAddr>() {
         Ok(std::net::IpAddr::V6(v6)) => {
             v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
@@ -292,6 +342,7 @@ impl Store {
         if let Some(h) = hash2 {
             a.hash2 = h;
             a.expired = false;
+            a.password_changed = now_secs();
         }
         a.apply(opts);
         Ok(true)
@@ -334,6 +385,7 @@ impl Store {
             .ok_or_else(no_user_row)?;
         a.hash2 = password_hash2(password);
         a.expired = false;
+        a.password_changed = now_secs();
         Ok(())
     }
 
@@ -877,6 +929,7 @@ mod tests {
             locked: Some(true),
             expire: true,
             require_ssl: Some(true),
+            lifetime: Some(PasswordLifetime::Days(30)),
         };
         assert!(a.alter("app", "%", &Secret::None, &opts, false).unwrap());
         drop(a);
@@ -885,6 +938,7 @@ mod tests {
         let a = Accounts::open(&dir).unwrap();
         let app = a.find("app", "10.0.0.1").unwrap();
         assert!(app.locked && app.expired && app.require_ssl);
+        assert_eq!(app.lifetime, PasswordLifetime::Days(30));
         assert_eq!(app.max_user_connections, 3);
         assert_eq!(
             app.hash2,

@@ -13,6 +13,7 @@
 
 pub mod accounts;
 pub mod files;
+pub mod hosts;
 mod lock;
 pub mod privileges;
 mod session;
@@ -113,6 +114,8 @@ pub struct Database {
     pub files: files::FilePolicy,
     /// Failed logins by account name and host, and the delays they earn.
     pub logins: throttle::LoginThrottle,
+    /// Failed handshakes by host (`max_connect_errors`).
+    pub hosts: hosts::HostErrors,
     _lockfile: File,
     started: std::time::Instant,
 }
@@ -295,6 +298,7 @@ impl Database {
             datadir: datadir.to_path_buf(),
             files,
             logins: throttle::LoginThrottle::default(),
+            hosts: hosts::HostErrors::default(),
             _lockfile: lockfile,
             started: std::time::Instant::now(),
         });
@@ -382,7 +386,15 @@ impl Database {
             tls: std::sync::OnceLock::new(),
         });
         self.processes.lock().insert(id, info.clone());
-        let expired = account.as_ref().is_some_and(|a| a.expired);
+        let lifetime = self
+            .global("default_password_lifetime")
+            .map_or(0, |v| v.to_i64().max(0) as u64);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let expired = account
+            .as_ref()
+            .is_some_and(|a| a.expired || a.password_too_old(lifetime, now));
         let mut s = Session::new(self.clone(), info, expired);
         s.role = account.and_then(|a| a.default_role);
         s

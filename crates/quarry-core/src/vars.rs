@@ -47,6 +47,10 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // Seconds a statement may run (0: no limit), as MariaDB; fractions allowed.
         ("max_statement_time", Value::Double(0.0)),
         ("max_connections", i(151)),
+        // Failed handshakes in a row before a host is refused (1129) until FLUSH HOSTS.
+        ("max_connect_errors", i(100)),
+        // Days a password lasts for accounts with PASSWORD EXPIRE DEFAULT (0: for ever).
+        ("default_password_lifetime", i(0)),
         ("max_heap_table_size", i(16 * 1024 * 1024)),
         ("net_buffer_length", i(16384)),
         ("net_write_timeout", i(60)),

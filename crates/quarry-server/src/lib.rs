@@ -324,42 +324,66 @@ fn login(db: Arc<Database>, stream: TcpStream, w: Welcome) -> io::Result<Option<
     let mut conn = Conn::new(Socket::Plain(stream));
     conn.patience = connect_timeout;
     conn.deadline = Some(std::time::Instant::now() + connect_timeout);
-    let scramble = scramble();
-    let conn_id = db.reserve_connection_id();
-    conn.push(&handshake(
-        conn_id as u32,
-        quarry_core::vars::VERSION,
-        &scramble,
-        tls.is_some(),
-    ));
-    conn.flush()?;
-    conn.max_packet = 1 << 20;
-    let mut pkt = conn.read_packet()?;
-    // An SSL request (the response's first 32 bytes with CLIENT_SSL): TLS from here on,
-    // then the whole response again, encrypted.
-    let ssl_request =
-        pkt.len() == 32 && u32::from_le_bytes([pkt[0], pkt[1], pkt[2], pkt[3]]) & CLIENT_SSL != 0;
-    if ssl_request {
-        let Some(config) = tls.clone() else {
-            return Ok(None);
-        };
-        let Socket::Plain(tcp) = std::mem::replace(&mut conn.stream, Socket::Switching) else {
-            return Ok(None);
-        };
-        let early = conn.take_unread();
-        conn.stream = tls::accept(tcp, &early, config, conn.deadline)?;
-        pkt = conn.read_packet()?;
-    }
-    let Some(resp) = parse_handshake_response(&pkt) else {
-        conn.push(&err_packet(1043, "08S01", "Bad handshake"));
-        return conn.flush().map(|()| None);
-    };
     // An IPv4 client of a dual-stack socket shows as ::ffff:a.b.c.d: it is a.b.c.d.
     let host = match peer.ip() {
         std::net::IpAddr::V6(v6) => v6
             .to_ipv4_mapped()
             .map_or_else(|| v6.to_string(), |v4| v4.to_string()),
         ip => ip.to_string(),
+    };
+    let max_errors = db
+        .global("max_connect_errors")
+        .map_or(100, |v| v.to_i64().max(0) as u64);
+    if db.hosts.blocked(&host, max_errors) {
+        // As MariaDB: the error instead of the greeting.
+        let e = Error::host_blocked(&host);
+        conn.push(&err_packet(e.code, e.sqlstate(), &e.message));
+        return conn.flush().map(|()| None);
+    }
+    let scramble = scramble();
+    let conn_id = db.reserve_connection_id();
+    // Up to a readable handshake response; what fails here counts against the host.
+    let mut response = || -> io::Result<Option<HandshakeResponse>> {
+        conn.push(&handshake(
+            conn_id as u32,
+            quarry_core::vars::VERSION,
+            &scramble,
+            tls.is_some(),
+        ));
+        conn.flush()?;
+        conn.max_packet = 1 << 20;
+        let mut pkt = conn.read_packet()?;
+        // An SSL request (the response's first 32 bytes with CLIENT_SSL): TLS from here
+        // on, then the whole response again, encrypted.
+        let ssl_request = pkt.len() == 32
+            && u32::from_le_bytes([pkt[0], pkt[1], pkt[2], pkt[3]]) & CLIENT_SSL != 0;
+        if ssl_request {
+            let Some(config) = tls.clone() else {
+                return Ok(None);
+            };
+            let Socket::Plain(tcp) = std::mem::replace(&mut conn.stream, Socket::Switching) else {
+                return Ok(None);
+            };
+            let early = conn.take_unread();
+            conn.stream = tls::accept(tcp, &early, config, conn.deadline)?;
+            pkt = conn.read_packet()?;
+        }
+        Ok(parse_handshake_response(&pkt))
+    };
+    let resp = match response() {
+        Ok(Some(resp)) => resp,
+        Ok(None) => {
+            db.hosts.failed(&host);
+            if !matches!(conn.stream, Socket::Switching) {
+                conn.push(&err_packet(1043, "08S01", "Bad handshake"));
+                return conn.flush().map(|()| None);
+            }
+            return Ok(None);
+        }
+        Err(e) => {
+            db.hosts.failed(&host);
+            return Err(e);
+        }
     };
     let account = db.accounts.find(&resp.user, &host);
     // Past a run of failures every attempt waits before it is judged, a right one too:
@@ -373,6 +397,7 @@ fn login(db: Arc<Database>, stream: TcpStream, w: Welcome) -> io::Result<Option<
     let ok = verdict.ok;
     if ok {
         db.logins.succeeded(&resp.user, &host);
+        db.hosts.succeeded(&host);
     } else {
         db.logins.failed(&resp.user, &host);
     }

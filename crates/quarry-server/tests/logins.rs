@@ -182,3 +182,70 @@ fn an_expired_password_must_be_set_before_anything_else() {
         .is_ok());
     running.stop();
 }
+
+/// This machine's address on its default route, when it is not loopback.
+fn outside_address() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("10.255.255.255:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// The first byte of what the server sends a new connection from `ip`: 10 for the
+/// greeting, 0xFF for an error (with its code).
+fn first_reply(ip: std::net::IpAddr, port: u16) -> (u8, u16) {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect((ip, port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).unwrap();
+    let mut p = vec![0; u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize];
+    s.read_exact(&mut p).unwrap();
+    let code = if p[0] == 0xff {
+        u16::from_le_bytes([p[1], p[2]])
+    } else {
+        0
+    };
+    (p[0], code)
+}
+
+/// max_connect_errors: handshakes that fail (a garbage response) count against their host;
+/// at the limit the host gets 1129 instead of a greeting until FLUSH HOSTS, as MariaDB.
+/// Loopback is never blocked, so this runs over the machine's own outside address, and is
+/// skipped where there is none.
+#[test]
+fn a_host_failing_handshakes_is_blocked_until_flush_hosts() {
+    use std::io::{Read, Write};
+    let Some(ip) = outside_address() else {
+        eprintln!("skipped: this machine has no address besides loopback");
+        return;
+    };
+    let running = Running::start_at(
+        "hosts",
+        &[("max_connect_errors", 2)],
+        &Default::default(),
+        "0.0.0.0:0",
+    );
+    let port = running.port;
+    for _ in 0..2 {
+        let mut s = std::net::TcpStream::connect((ip, port)).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut greeting = [0u8; 256];
+        let _ = s.read(&mut greeting).unwrap();
+        s.write_all(b"\x05\x00\x00\x01\xff\xff\xff\xff\xff")
+            .unwrap();
+        let mut reply = vec![];
+        let _ = s.read_to_end(&mut reply);
+        assert!(
+            reply.windows(13).any(|w| w == b"Bad handshake"),
+            "{reply:?}"
+        );
+    }
+    assert_eq!(first_reply(ip, port), (0xff, 1129));
+    let mut root = Raw::login(port);
+    assert_eq!(root.query_rows(b"FLUSH HOSTS"), Ok(vec![]));
+    assert_eq!(first_reply(ip, port).0, 10, "a greeting again");
+    running.stop();
+}

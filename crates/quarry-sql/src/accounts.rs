@@ -30,6 +30,18 @@ pub struct AccountOptions {
     pub expire: bool,
     /// `REQUIRE SSL` (true) / `REQUIRE NONE` (false): logins over TLS only.
     pub require_ssl: Option<bool>,
+    /// `PASSWORD EXPIRE {INTERVAL n DAY | NEVER | DEFAULT}`.
+    pub lifetime: Option<PasswordLifetime>,
+}
+
+/// How long an account's password lasts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PasswordLifetime {
+    /// `default_password_lifetime` days (0: for ever).
+    #[default]
+    Default,
+    Never,
+    Days(u32),
 }
 
 /// A small scanner for account statements, which `sqlparser` does not parse
@@ -307,10 +319,22 @@ fn options(sc: &mut Scan) -> Result<AccountOptions> {
             if !sc.kw("EXPIRE") {
                 return Err(sc.err());
             }
-            if sc.kw("NEVER") || sc.kw("DEFAULT") || sc.kw("INTERVAL") {
-                return Err(Error::unsupported("password lifetimes"));
+            if sc.kw("NEVER") {
+                o.lifetime = Some(PasswordLifetime::Never);
+            } else if sc.kw("DEFAULT") {
+                o.lifetime = Some(PasswordLifetime::Default);
+            } else if sc.kw("INTERVAL") {
+                let n: u32 = sc.word()?.parse().map_err(|_| sc.err())?;
+                if !sc.kw("DAY") {
+                    return Err(sc.err());
+                }
+                if n == 0 {
+                    return Err(Error::wrong_value("DAY", "0"));
+                }
+                o.lifetime = Some(PasswordLifetime::Days(n));
+            } else {
+                o.expire = true;
             }
-            o.expire = true;
         } else {
             return Ok(o);
         }

@@ -19,7 +19,7 @@ mod grants;
 mod into_file;
 mod long_literals;
 
-pub use accounts::{AccountOptions, Secret};
+pub use accounts::{AccountOptions, PasswordLifetime, Secret};
 pub use grants::{GrantOn, GranteeSpec, PrivItem};
 pub use into_file::IntoFile;
 
@@ -60,9 +60,12 @@ pub enum Stmt {
     },
     /// Statements accepted and ignored for connector compatibility (LOCK TABLES, …).
     Noop,
-    /// FLUSH …: nothing to do (tables, logs and privileges are always current), but it
-    /// needs RELOAD as in MariaDB.
-    Flush,
+    /// FLUSH …: it needs RELOAD, as in MariaDB. `hosts`: FLUSH HOSTS (clears the
+    /// max_connect_errors counts); the rest has nothing to do (tables, logs and privileges
+    /// are always current).
+    Flush {
+        hosts: bool,
+    },
     CreateUser {
         users: Vec<(String, String, Secret)>,
         opts: AccountOptions,
@@ -735,7 +738,11 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
         ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] => {
             Ok(Some(Stmt::Noop))
         }
-        ["FLUSH", ..] => Ok(Some(Stmt::Flush)),
+        ["FLUSH", ..] => Ok(Some(Stmt::Flush {
+            hosts: first_words(sql, 8)
+                .iter()
+                .any(|w| w.trim_matches(',') == "HOSTS"),
+        })),
         ["GRANT", ..] | ["REVOKE", ..] => grants::parse_grant(sql).map(Some),
         ["CREATE" | "DROP", "ROLE", ..]
         | ["SET", "ROLE", ..]
@@ -961,6 +968,7 @@ mod tests {
                 locked: Some(true),
                 expire: false,
                 require_ssl: None,
+                lifetime: None,
             }
         );
         // A bare ALTER USER changes nothing (it cleared the password); BY PASSWORD is a

@@ -377,7 +377,7 @@ impl Session {
                 let db = self.require_db(db.as_deref())?;
                 self.require_table(&db, table, p::ALTER, None)
             }
-            Stmt::Flush => self.require_global(p::RELOAD),
+            Stmt::Flush { .. } => self.require_global(p::RELOAD),
             Stmt::CreateUser { .. }
             | Stmt::AlterUser { .. }
             | Stmt::DropUser { .. }

@@ -345,7 +345,11 @@ impl Session {
                 let a = self.db.accounts.get(u, h)?;
                 Ok(Some(Output::Rows {
                     columns: vec![text(&format!("CREATE USER for {u}@{h}"), 1024)],
-                    rows: vec![vec![Value::Str(a.create_statement())]],
+                    rows: a
+                        .create_statements()
+                        .into_iter()
+                        .map(|s| vec![Value::Str(s)])
+                        .collect(),
                 }))
             }
             Stmt::DropUser { users, if_exists } => {

@@ -877,7 +877,13 @@ impl Session {
         }
         let s = match stmt {
             Stmt::Ast(s) => s,
-            Stmt::Noop | Stmt::Flush => return Ok(Output::ok(0)),
+            Stmt::Noop => return Ok(Output::ok(0)),
+            Stmt::Flush { hosts } => {
+                if *hosts {
+                    self.db.hosts.flush();
+                }
+                return Ok(Output::ok(0));
+            }
             Stmt::SelectInto(q, into) => {
                 let S::Query(q) = &**q else {
                     return Err(Error::syntax_near("INTO"));

@@ -255,13 +255,17 @@ impl Running {
         Running::start_with(name, globals, &Options::default())
     }
     pub fn start_with(name: &str, globals: &[(&str, i64)], opts: &Options) -> Running {
+        Running::start_at(name, globals, opts, "127.0.0.1:0")
+    }
+    /// Listening on `addr` (e.g. every address: "0.0.0.0:0").
+    pub fn start_at(name: &str, globals: &[(&str, i64)], opts: &Options, addr: &str) -> Running {
         let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let db = Database::open_with(&dir, opts).unwrap();
         for &(k, v) in globals {
             db.set_global(k, Value::Int(v));
         }
-        let server = Arc::new(Server::bind(db, "127.0.0.1:0").unwrap());
+        let server = Arc::new(Server::bind(db, addr).unwrap());
         let port = server.local_addr().unwrap().port();
         let thread = {
             let server = server.clone();
