@@ -4,7 +4,9 @@
 //!
 //! ```text
 //! .qdef   QUARRY-TABLE-DEF 2 / row_format=FIXED|DYNAMIC / CREATE TABLE … (canonical)
-//! .qview  QUARRY-VIEW-DEF 1 / column names, tab-separated (may be empty) / SELECT …
+//! .qview  QUARRY-VIEW-DEF 2 / definer<TAB>user<TAB>host<TAB>DEFINER|INVOKER /
+//!         column names, tab-separated (may be empty) / SELECT …  (version 1: no definer
+//!         line)
 //! ```
 
 use std::path::Path;
@@ -19,7 +21,10 @@ const DEF_HEADER: &str = "QUARRY-TABLE-DEF 2";
 /// refused): its DECIMAL(p > 38) columns open as DECIMAL(38,s), which is what their cells
 /// and keys hold. `ALTER TABLE … MODIFY` rebuilds such a column wide.
 const DEF_HEADER_1: &str = "QUARRY-TABLE-DEF 1";
-const VIEW_HEADER: &str = "QUARRY-VIEW-DEF 1";
+const VIEW_HEADER: &str = "QUARRY-VIEW-DEF 2";
+/// Version 1 had no definer line: such views read as made by `root`@`localhost` with SQL
+/// SECURITY DEFINER (any account could do everything when they were made).
+const VIEW_HEADER_1: &str = "QUARRY-VIEW-DEF 1";
 
 pub(crate) fn def_text(def: &TableDef, row_format: RowFormat) -> String {
     let fmt = match row_format {
@@ -30,7 +35,14 @@ pub(crate) fn def_text(def: &TableDef, row_format: RowFormat) -> String {
 }
 
 pub(crate) fn view_text(view: &ViewDef) -> String {
-    format!("{VIEW_HEADER}\n{}\n{}\n", view.columns.join("\t"), view.sql)
+    let security = if view.invoker { "INVOKER" } else { "DEFINER" };
+    format!(
+        "{VIEW_HEADER}\ndefiner\t{}\t{}\t{security}\n{}\n{}\n",
+        escape(&view.definer.0),
+        escape(&view.definer.1),
+        view.columns.join("\t"),
+        view.sql
+    )
 }
 
 /// 1033 for `file`, named relative to the datadir; `why` says what is wrong with it.
@@ -40,11 +52,6 @@ fn incorrect(file: &Path, datadir: &Path, why: &str) -> Error {
 }
 
 /// A definition file's second line and the rest, after its header line.
-fn read_headed(file: &Path, datadir: &Path, header: &str) -> Result<(String, String)> {
-    let bytes = std::fs::read(file).map_err(|e| Error::io(file.display(), e))?;
-    split_headed(bytes, file, datadir, header)
-}
-
 fn split_headed(
     bytes: Vec<u8>,
     file: &Path,
@@ -117,8 +124,56 @@ fn widen_scale_above_precision(ct: &mut quarry_sql::ast::CreateTable) {
     }
 }
 
+/// A name in a tab-separated line: `\\`, tab and newline escaped.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('\t', "\\t")
+        .replace('\n', "\\n")
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        match (c, c == '\\') {
+            (_, true) => match it.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some(o) => out.push(o),
+                None => out.push('\\'),
+            },
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
 pub(crate) fn read_view(file: &Path, datadir: &Path) -> Result<ViewDef> {
-    let (cols, sql) = read_headed(file, datadir, VIEW_HEADER)?;
+    let bytes = std::fs::read(file).map_err(|e| Error::io(file.display(), e))?;
+    let version_1 = bytes.starts_with(format!("{VIEW_HEADER_1}\n").as_bytes());
+    let header = if version_1 {
+        VIEW_HEADER_1
+    } else {
+        VIEW_HEADER
+    };
+    let (second, rest) = split_headed(bytes, file, datadir, header)?;
+    let (definer, invoker, cols, sql) = if version_1 {
+        (("root".into(), "localhost".into()), false, second, rest)
+    } else {
+        let f: Vec<&str> = second.split('\t').collect();
+        let invoker = match f.as_slice() {
+            ["definer", _, _, "DEFINER"] => false,
+            ["definer", _, _, "INVOKER"] => true,
+            _ => return Err(incorrect(file, datadir, "no definer line")),
+        };
+        let (cols, sql) = rest.split_once('\n').unwrap_or((rest.as_str(), ""));
+        (
+            (unescape(f[1]), unescape(f[2])),
+            invoker,
+            cols.to_string(),
+            sql.to_string(),
+        )
+    };
     let columns = if cols.is_empty() {
         vec![]
     } else {
@@ -127,6 +182,8 @@ pub(crate) fn read_view(file: &Path, datadir: &Path) -> Result<ViewDef> {
     Ok(ViewDef {
         columns,
         sql: sql.trim_end().to_string(),
+        definer,
+        invoker,
     })
 }
 

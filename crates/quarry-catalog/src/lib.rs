@@ -218,6 +218,10 @@ struct Databases {
 pub struct ViewDef {
     pub columns: Vec<String>,
     pub sql: String,
+    /// DEFINER= (user, host): whose privileges a DEFINER view reads its tables with.
+    pub definer: (String, String),
+    /// SQL SECURITY INVOKER: the reader's own privileges are checked on its tables.
+    pub invoker: bool,
 }
 
 pub struct Catalog {

@@ -166,6 +166,20 @@ impl Error {
             format!("Host '{host}' is blocked because of many connection errors; unblock with 'mariadb-admin flush-hosts'"),
         )
     }
+    /// 1356: a DEFINER view whose definer may not read what it reads.
+    pub fn view_lacks_rights(db: &str, view: &str) -> Error {
+        Error::new(
+            1356,
+            format!("View '{db}.{view}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them"),
+        )
+    }
+    /// 1449: a DEFINER view whose definer account is gone.
+    pub fn no_such_definer(user: &str, host: &str) -> Error {
+        Error::new(
+            1449,
+            format!("The user specified as a definer ('{user}'@'{host}') does not exist"),
+        )
+    }
     pub fn not_thread_owner(id: u64) -> Error {
         Error::new(1095, format!("You are not owner of thread {id}"))
     }

@@ -426,12 +426,14 @@ impl Store {
             .revoke(&(user.into(), host.into()), level, privs, columns)
     }
 
-    /// REVOKE ALL PRIVILEGES, GRANT OPTION FROM …: every privilege at every level (roles
-    /// granted stay, as in MariaDB).
+    /// REVOKE ALL PRIVILEGES, GRANT OPTION FROM …: every privilege at every level, and
+    /// the roles granted too (as MariaDB does).
     pub fn revoke_all(&mut self, user: &str, host: &str) -> Result<()> {
         let a = self.account_mut(user, host).ok_or_else(no_user_row)?;
         a.privs = 0;
-        self.grants.revoke_all(&(user.into(), host.into()));
+        let g: Grantee = (user.into(), host.into());
+        self.grants.revoke_all(&g);
+        self.grants.roles.retain(|(who, _), _| *who != g);
         Ok(())
     }
 
@@ -486,10 +488,14 @@ impl Store {
         Ok(())
     }
 
-    /// What `user`@`host` may do with `role` active (its granted roles come with it).
+    /// What `user`@`host` may do with `role` active (its granted roles come with it). A
+    /// role no longer granted to the account brings nothing (a default role stays named
+    /// after REVOKE, as in MariaDB, and a session may have it active).
     pub fn effective(&self, user: &str, host: &str, role: Option<&str>) -> Effective {
-        let mut who: Vec<Grantee> = vec![(user.into(), host.into())];
+        let me: Grantee = (user.into(), host.into());
+        let mut who: Vec<Grantee> = vec![me.clone()];
         let mut global = self.account(user, host).map_or(0, |a| a.privs);
+        let role = role.filter(|r| self.grants.has_role(&me, r));
         if let Some(r) = role {
             let rg: Grantee = (r.into(), String::new());
             who.push(rg.clone());

@@ -87,6 +87,7 @@ pub const CREATE_USER: Privs = bit(25);
 pub const EVENT: Privs = bit(26);
 pub const TRIGGER: Privs = bit(27);
 pub const DELETE_HISTORY: Privs = bit(29);
+pub const SET_USER: Privs = bit(30);
 pub const CONNECTION_ADMIN: Privs = bit(32);
 pub const READ_ONLY_ADMIN: Privs = bit(33);
 

@@ -204,6 +204,18 @@ fn show_grants_is_mariadbs() {
         lines(&mut root, "SHOW GRANTS FOR big"),
         ["GRANT ALL PRIVILEGES ON *.* TO `big`@`%` IDENTIFIED BY PASSWORD '*B69027D44F6E5EDC07F1AEAD1477967B16F28227' WITH GRANT OPTION"]
     );
+    // SHOW PRIVILEGES: MariaDB 10.11's 41 rows, in its order.
+    let privs = common::texts(&mut root, "SHOW PRIVILEGES");
+    assert_eq!(privs.len(), 41);
+    assert_eq!(privs[0], ["Alter", "Tables", "To alter the table"]);
+    assert_eq!(
+        privs[40],
+        [
+            "Usage",
+            "Server Admin",
+            "No privileges - allow connect only"
+        ]
+    );
     root.query("REVOKE ALL PRIVILEGES ON *.* FROM big").unwrap();
     assert_eq!(
         lines(&mut root, "SHOW GRANTS FOR big"),
@@ -322,6 +334,12 @@ fn roles_carry_privileges_when_active() {
             "GRANT SELECT ON `db3`.* TO `reader`"
         ]
     );
+    // Revoked, a default role brings nothing at login (it stays named, as in MariaDB).
+    root.query("REVOKE reader FROM ro@localhost").unwrap();
+    let mut revoked = db.session("ro", "localhost");
+    assert!(err(&mut revoked, "SELECT * FROM db3.u").starts_with("1142"));
+    assert!(err(&mut again, "SELECT * FROM db3.u").starts_with("1142"));
+    root.query("GRANT reader TO ro@localhost").unwrap();
     root.query("DROP ROLE reader").unwrap();
     let mut after = db.session("ro", "localhost");
     assert!(err(&mut after, "SELECT * FROM db3.u").starts_with("1142"));
@@ -338,4 +356,68 @@ fn current_user_is_the_account() {
         lines(&mut s, "SELECT CONCAT(USER(), ' ', CURRENT_USER())"),
         ["anyhost@10.0.0.5 anyhost@%"]
     );
+}
+
+/// Views read their tables with their definer's privileges (SQL SECURITY DEFINER, the
+/// default) or the reader's (INVOKER); a reader needs SELECT on the view itself. A view
+/// kept working for everyone after its definer lost the right to read its table. The
+/// answers are MariaDB 10.11's.
+#[test]
+fn views_read_with_their_definers_or_invokers_rights() {
+    let (db, mut root) = setup("priv-views");
+    for sql in [
+        "CREATE USER maker@localhost",
+        "GRANT SELECT, CREATE VIEW ON db1.* TO maker@localhost",
+        "CREATE USER reader2@localhost",
+    ] {
+        root.query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    let mut maker = db.session("maker", "localhost");
+    for sql in [
+        "CREATE VIEW db1.vd AS SELECT a FROM db1.t",
+        "CREATE SQL SECURITY INVOKER VIEW db1.vi AS SELECT a FROM db1.t",
+    ] {
+        maker.query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    assert_eq!(
+        err(&mut maker, "CREATE DEFINER=root@localhost VIEW db1.vx AS SELECT 1"),
+        "1227 Access denied; you need (at least one of) the SUPER, SET USER privilege(s) for this operation"
+    );
+    assert!(
+        texts_first(&mut root, "SHOW CREATE VIEW db1.vd").starts_with(
+            "CREATE ALGORITHM=UNDEFINED DEFINER=`maker`@`localhost` SQL SECURITY DEFINER VIEW `vd`"
+        )
+    );
+    root.query("GRANT SELECT ON db1.vd TO reader2@localhost")
+        .unwrap();
+    root.query("GRANT SELECT ON db1.vi TO reader2@localhost")
+        .unwrap();
+    let mut reader = db.session("reader2", "localhost");
+    assert_eq!(lines(&mut reader, "SELECT a FROM db1.vd"), ["1"]);
+    let lacks = |v: &str| {
+        format!("1356 View 'db1.{v}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them")
+    };
+    assert_eq!(err(&mut reader, "SELECT a FROM db1.vi"), lacks("vi"));
+    assert!(err(&mut reader, "SELECT * FROM db1.t").starts_with("1142"));
+    root.query("REVOKE SELECT ON db1.* FROM maker@localhost")
+        .unwrap();
+    assert_eq!(err(&mut reader, "SELECT a FROM db1.vd"), lacks("vd"));
+    root.query("DROP USER maker@localhost").unwrap();
+    assert_eq!(
+        err(&mut reader, "SELECT a FROM db1.vd"),
+        "1449 The user specified as a definer ('maker'@'localhost') does not exist"
+    );
+    // The definer's file outlives a restart (version 2 of the view file).
+    drop((reader, maker, root));
+    let dir = db.datadir().to_path_buf();
+    drop(db);
+    let db = quarry_core::Database::open(&dir).unwrap();
+    let mut root = db.session("root", "localhost");
+    assert!(texts_first(&mut root, "SHOW CREATE VIEW db1.vi")
+        .contains("DEFINER=`maker`@`localhost` SQL SECURITY INVOKER"));
+}
+
+/// The second column of the first row.
+fn texts_first(s: &mut Session, sql: &str) -> String {
+    common::texts(s, sql)[0][1].clone()
 }

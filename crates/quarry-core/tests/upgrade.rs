@@ -256,8 +256,9 @@ fn layout_3_accounts_open_and_gain_attributes() {
 /// Layout 4's account file (version 2: attributes, no privileges) opens with its accounts
 /// and their attributes; root keeps every privilege, and other accounts — which could do
 /// everything, their GRANTs accepted and ignored — start with none (the server says so
-/// at startup). The file is rewritten as version 3 at that first start. The fixture was
-/// written by 01991fe's `quarry sql`, including `GRANT SELECT ON shop.* TO 'app'@'%'`.
+/// at startup). The file is rewritten as version 3 at that first start. Its view (file
+/// version 1) reads as made by root. The fixture was written by 01991fe's `quarry sql`,
+/// including `GRANT SELECT ON shop.* TO 'app'@'%'`.
 #[test]
 fn layout_4_accounts_open_and_only_root_keeps_every_privilege() {
     let dir = fixture(4);
@@ -286,6 +287,10 @@ fn layout_4_accounts_open_and_only_root_keeps_every_privilege() {
     );
     s.query("GRANT SELECT ON shop.* TO 'app'@'%'").unwrap();
     assert_eq!(texts(&mut app, "SELECT COUNT(*) FROM shop.items"), [["2"]]);
+    // A view of version 1 (no definer) reads as root's, SQL SECURITY DEFINER.
+    assert!(texts(&mut s, "SHOW CREATE VIEW shop.cheap")[0][1]
+        .starts_with("CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `cheap`"));
+    assert_eq!(texts(&mut app, "SELECT name FROM shop.cheap"), [["tea"]]);
     check_tables(&mut s, &["shop.items"]);
     drop((s, app));
     drop(db);

@@ -270,35 +270,109 @@ impl Session {
     }
 
     /// SELECT on the tables `refs` reads from the `from`th on (those before are the
-    /// caller's), column by column where only columns are granted.
+    /// caller's), column by column where only columns are granted; through views, what
+    /// their SQL SECURITY asks.
     fn require_reads(&self, refs: &Refs, from: usize, how: Use) -> Result<()> {
         for t in &refs.tables[from..] {
-            let e = self.privileges();
-            if e.table(&t.db, &t.table).0 & p::SELECT != 0 {
-                continue;
-            }
-            let star = refs.wildcards.iter().any(|w| match w {
-                None => true,
-                Some(q) => *q == t.table || t.alias.as_deref() == Some(q.as_str()),
-            });
-            let cols = if star {
-                None
-            } else {
-                self.columns_used(t, refs)
-            };
-            match (how, cols) {
-                (Use::Reads, Some(cols)) if cols.is_empty() => {}
-                (Use::Reads, Some(cols)) => {
-                    let (u, h) = self.who();
-                    let g = e.table(&t.db, &t.table).1;
-                    for c in &cols {
-                        if g.is_none_or(|g| g.column(c) & p::SELECT == 0) {
-                            return Err(Error::column_access_denied("SELECT", u, h, c, &t.table));
-                        }
+            self.require_read(t, refs, how)?;
+            self.require_view_reads(t, 0)?;
+        }
+        Ok(())
+    }
+
+    /// SELECT on `t` itself, for the columns `refs` uses of it.
+    fn require_read(&self, t: &TableRef, refs: &Refs, how: Use) -> Result<()> {
+        let e = self.privileges();
+        if e.table(&t.db, &t.table).0 & p::SELECT != 0 {
+            return Ok(());
+        }
+        let star = refs.wildcards.iter().any(|w| match w {
+            None => true,
+            Some(q) => *q == t.table || t.alias.as_deref() == Some(q.as_str()),
+        });
+        let cols = if star {
+            None
+        } else {
+            self.columns_used(t, refs)
+        };
+        match (how, cols) {
+            (Use::Reads, Some(cols)) => {
+                let (u, h) = self.who();
+                let g = e.table(&t.db, &t.table).1;
+                for c in &cols {
+                    if g.is_none_or(|g| g.column(c) & p::SELECT == 0) {
+                        return Err(Error::column_access_denied("SELECT", u, h, c, &t.table));
                     }
                 }
-                (_, cols) => self.require_table(&t.db, &t.table, p::SELECT, cols.as_deref())?,
+                Ok(())
             }
+            (_, cols) => self.require_table(&t.db, &t.table, p::SELECT, cols.as_deref()),
+        }
+    }
+
+    /// CREATE VIEW's DEFINER= (the creating account when not given; another account
+    /// needs SUPER or SET USER, 1227) and whether it is SQL SECURITY INVOKER.
+    pub(crate) fn view_definer(
+        &self,
+        params: Option<&ast::CreateViewParams>,
+    ) -> Result<((String, String), bool)> {
+        let me = (self.info.user.clone(), self.info.account_host.clone());
+        let invoker = params
+            .and_then(|p| p.security.as_ref())
+            .is_some_and(|s| matches!(s, ast::CreateViewSecurity::Invoker));
+        let definer = match params.and_then(|p| p.definer.as_ref()) {
+            Some(ast::GranteeName::UserHost { user, host }) => {
+                (user.value.clone(), host.value.clone())
+            }
+            Some(ast::GranteeName::ObjectName(n))
+                if !n.to_string().eq_ignore_ascii_case("CURRENT_USER") =>
+            {
+                (quarry_executor::bind::object_name(n).join("."), "%".into())
+            }
+            _ => me.clone(),
+        };
+        if definer != me {
+            self.require_global(p::SUPER | p::SET_USER)?;
+        }
+        Ok((definer, invoker))
+    }
+
+    /// Reading view `t`: an INVOKER view's tables need the reader's own SELECT, a
+    /// DEFINER view's its definer's (else 1356 either way, as MariaDB; 1449 when the
+    /// definer is gone). Views it reads are checked the same way. `depth` stops a chain
+    /// of views that somehow loops.
+    fn require_view_reads(&self, t: &TableRef, depth: usize) -> Result<()> {
+        let Some(view) = self.db.catalog.view(&t.db, &t.table) else {
+            return Ok(());
+        };
+        if depth > 32 {
+            return Err(Error::view_recursion(&t.db, &t.table));
+        }
+        let Ok(Stmt::Ast(q)) = quarry_sql::parse_one(&view.sql) else {
+            return Ok(());
+        };
+        let refs = collect(&*q, Some(&t.db));
+        let e = if view.invoker {
+            self.privileges()
+        } else {
+            let (du, dh) = &view.definer;
+            let e = self.db.accounts.read(|st| {
+                st.account(du, dh)
+                    .is_some()
+                    .then(|| st.effective(du, dh, None))
+            });
+            Arc::new(e.ok_or_else(|| Error::no_such_definer(du, dh))?)
+        };
+        for r in &refs.tables {
+            self.require_view_reads(r, depth + 1)?;
+        }
+        let allowed = e.is_all()
+            || refs.tables.iter().all(|r| {
+                let (have, g) = e.table(&r.db, &r.table);
+                have & p::SELECT != 0 || g.is_some_and(|g| g.any_column() & p::SELECT != 0)
+            });
+        if !allowed {
+            return Err(Error::view_lacks_rights(&t.db, &t.table));
         }
         Ok(())
     }

@@ -1319,9 +1319,12 @@ impl Session {
                         "View's SELECT and view's field list have different column counts",
                     ));
                 }
+                let (definer, invoker) = self.view_definer(cv.params.as_ref())?;
                 let view = quarry_catalog::ViewDef {
                     columns,
                     sql: cv.query.to_string(),
+                    definer,
+                    invoker,
                 };
                 self.db
                     .catalog
@@ -1502,7 +1505,13 @@ impl Session {
                             .join(",")
                     )
                 };
-                let sql = format!("CREATE VIEW `{v}`{cols} AS {}", view.sql);
+                let sql = format!(
+                    "CREATE ALGORITHM=UNDEFINED DEFINER={}@{} SQL SECURITY {} VIEW `{v}`{cols} AS {}",
+                    crate::privileges::quote(&view.definer.0),
+                    crate::privileges::quote(&view.definer.1),
+                    if view.invoker { "INVOKER" } else { "DEFINER" },
+                    view.sql
+                );
                 let columns = vec![
                     text("View", 64),
                     text("Create View", 1024),
