@@ -7,8 +7,8 @@ create root@'%', see and KILL root's connection, SET GLOBAL, LOAD DATA INFILE of
 survive a clean restart and a kill -9, a role is activated, the lines SHOW GRANTS
 prints recreate the same grants on a second server (a dump of grants round-trips), and
 TLS works out of the box: the mariadb CLI and PyMySQL verify the server against the CA
-made in the datadir, a REQUIRE SSL account is refused without TLS (1045), and
-mysql-connector-python logs in with caching_sha2_password.
+made in the datadir, a REQUIRE SSL account is refused without TLS (1045),
+mysql-connector-python logs in with caching_sha2_password, and the CLI with ed25519.
 
 usage: security.py BIN   (exit 0 when every check held)
 """
@@ -204,6 +204,17 @@ def run(binary, work):
                     ssl={"ca": ca}).close()
     check("REQUIRE SSL admits a TLS login", True)
     root.execute("DROP USER 'tlsonly'@'%'")
+
+    # MariaDB's ed25519: the CLI's client_ed25519 plugin signs the server's nonce.
+    root.execute("CREATE USER 'edu'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('edpw')")
+    for pw, want in [("edpw", True), ("nope", False)]:
+        cli = subprocess.run(
+            ["mariadb", "-h127.0.0.1", f"-P{srv.port}", "-uedu", f"-p{pw}", "-N", "-e",
+             "SELECT CURRENT_USER()"], capture_output=True, text=True)
+        got = cli.returncode == 0 and cli.stdout.strip() == "edu@%"
+        check(f"mariadb CLI ed25519 login with {'the right' if want else 'a wrong'} password"
+              f" {'works' if want else 'is refused'} {cli.stderr.strip()}", got == want)
+    root.execute("DROP USER 'edu'@'%'")
 
     # A MySQL 8-style client with caching_sha2_password: the first login over TLS sends
     # the password (full authentication), later ones pass the fast path, with or

@@ -46,6 +46,8 @@ pub struct Account {
     pub default_role: Option<String>,
     /// REQUIRE SSL: logins over TLS only.
     pub require_ssl: bool,
+    /// IDENTIFIED VIA ed25519: the public key logins are checked with (`hash2` is empty).
+    pub ed25519: Option<[u8; 32]>,
     /// PASSWORD EXPIRE INTERVAL / NEVER / DEFAULT.
     pub lifetime: PasswordLifetime,
     /// When the password was last set (seconds since 1970).
@@ -71,6 +73,7 @@ impl Account {
             role: false,
             default_role: None,
             require_ssl: false,
+            ed25519: None,
             lifetime: PasswordLifetime::Default,
             password_changed: now_secs(),
         }
@@ -98,7 +101,12 @@ impl Account {
     /// as SHOW CREATE USER and SHOW GRANTS write them.
     fn password_and_limits(&self) -> String {
         let mut s = String::new();
-        if !self.hash2.is_empty() {
+        if let Some(k) = &self.ed25519 {
+            s.push_str(&format!(
+                " IDENTIFIED VIA ed25519 USING '{}'",
+                crate::ed25519::to_text(k)
+            ));
+        } else if !self.hash2.is_empty() {
             s.push_str(&format!(
                 " IDENTIFIED BY PASSWORD '*{}'",
                 hex(&self.hash2).to_ascii_uppercase()
@@ -114,6 +122,14 @@ impl Account {
             ));
         }
         s
+    }
+
+    /// A new password: its proof, not expired, changed now.
+    fn set_credentials(&mut self, c: Credentials) {
+        self.hash2 = c.hash2;
+        self.ed25519 = c.ed25519;
+        self.expired = false;
+        self.password_changed = now_secs();
     }
 
     /// Has the password outlived its lifetime (`default_days`: default_password_lifetime)?
@@ -161,7 +177,8 @@ impl Account {
     }
 
     /// The attributes column: `locked`, `max_user_connections=N`, `expired`, `role`,
-    /// `require_ssl`, `lifetime=N|never`, `changed=<seconds since 1970>`, comma-separated.
+    /// `require_ssl`, `ed25519=<public key, base64>`, `lifetime=N|never`,
+    /// `changed=<seconds since 1970>`, comma-separated.
     fn attributes(&self) -> String {
         let mut a = vec![];
         if self.locked {
@@ -181,6 +198,9 @@ impl Account {
         }
         if self.require_ssl {
             a.push("require_ssl".to_string());
+        }
+        if let Some(k) = &self.ed25519 {
+            a.push(format!("ed25519={}", crate::ed25519::to_text(k)));
         }
         match self.lifetime {
             PasswordLifetime::Default => {}
@@ -202,6 +222,7 @@ impl Account {
                 Some(("lifetime", "never")) => self.lifetime = PasswordLifetime::Never,
                 Some(("lifetime", n)) => self.lifetime = PasswordLifetime::Days(n.parse().ok()?),
                 Some(("changed", t)) => self.password_changed = t.parse().ok()?,
+                Some(("ed25519", k)) => self.ed25519 = Some(crate::ed25519::from_text(k)?),
                 _ => return None,
             }
         }
@@ -226,11 +247,31 @@ fn hash_from_text(text: &str) -> Result<Vec<u8>> {
         })
 }
 
-fn hash_of(secret: &Secret) -> Result<Option<Vec<u8>>> {
+/// How an account proves its password: SHA1(SHA1(password)) for mysql_native_password,
+/// or an ed25519 public key.
+#[derive(Debug, Clone, PartialEq)]
+struct Credentials {
+    hash2: Vec<u8>,
+    ed25519: Option<[u8; 32]>,
+}
+
+/// What `secret` sets (None: nothing, the password stays).
+fn credentials(secret: &Secret) -> Result<Option<Credentials>> {
+    let native = |hash2| Credentials {
+        hash2,
+        ed25519: None,
+    };
+    let ed = |key| Credentials {
+        hash2: vec![],
+        ed25519: Some(key),
+    };
     Ok(match secret {
         Secret::None => None,
-        Secret::Password(p) => Some(password_hash2(p)),
-        Secret::Hash(h) => Some(hash_from_text(h)?),
+        Secret::Password(p) => Some(native(password_hash2(p))),
+        Secret::Hash(h) => Some(native(hash_from_text(h)?)),
+        Secret::Ed25519Password(p) => Some(ed(crate::ed25519::public_key(p))),
+        Secret::Ed25519Key(k) => Some(ed(crate::ed25519::from_text(k)
+            .ok_or_else(|| Error::new(1372, "Password hash should be 43 characters of base64"))?)),
     })
 }
 
@@ -304,7 +345,7 @@ impl Store {
         if_not_exists: bool,
         role: bool,
     ) -> Result<bool> {
-        let hash2 = hash_of(secret)?.unwrap_or_default();
+        let creds = credentials(secret)?;
         if self.account(user, host).is_some() {
             if if_not_exists {
                 return Ok(false);
@@ -312,7 +353,10 @@ impl Store {
             let what = if role { "CREATE ROLE" } else { "CREATE USER" };
             return Err(Error::operation_failed(what, &grantee_text(user, host)));
         }
-        let mut a = Account::new(user, host, hash2);
+        let mut a = Account::new(user, host, vec![]);
+        if let Some(c) = creds {
+            a.set_credentials(c);
+        }
         a.role = role;
         a.apply(opts);
         self.list.push(a);
@@ -329,7 +373,7 @@ impl Store {
         opts: &AccountOptions,
         if_exists: bool,
     ) -> Result<bool> {
-        let hash2 = hash_of(secret)?;
+        let creds = credentials(secret)?;
         let Some(a) = self.account_mut(user, host).filter(|a| !a.role) else {
             if if_exists {
                 return Ok(false);
@@ -339,10 +383,8 @@ impl Store {
                 &grantee_text(user, host),
             ));
         };
-        if let Some(h) = hash2 {
-            a.hash2 = h;
-            a.expired = false;
-            a.password_changed = now_secs();
+        if let Some(c) = creds {
+            a.set_credentials(c);
         }
         a.apply(opts);
         Ok(true)
@@ -383,9 +425,19 @@ impl Store {
             .account_mut(user, host)
             .filter(|a| !a.role)
             .ok_or_else(no_user_row)?;
-        a.hash2 = password_hash2(password);
-        a.expired = false;
-        a.password_changed = now_secs();
+        // An ed25519 account keeps its plugin: the new password makes its key.
+        let c = if a.ed25519.is_some() {
+            Credentials {
+                hash2: vec![],
+                ed25519: Some(crate::ed25519::public_key(password)),
+            }
+        } else {
+            Credentials {
+                hash2: password_hash2(password),
+                ed25519: None,
+            }
+        };
+        a.set_credentials(c);
         Ok(())
     }
 

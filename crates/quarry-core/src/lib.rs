@@ -12,6 +12,7 @@
 //! Must not touch: sockets and packets (the server crate), file formats (engines).
 
 pub mod accounts;
+pub mod ed25519;
 pub mod files;
 pub mod hosts;
 mod lock;

@@ -1,5 +1,6 @@
-//! The login exchange after the handshake response: mysql_native_password, and
-//! caching_sha2_password for clients that answer with it (MySQL 8's connectors).
+//! The login exchange after the handshake response: mysql_native_password,
+//! caching_sha2_password for clients that answer with it (MySQL 8's connectors), and
+//! MariaDB's ed25519 for accounts identified with it (the client signs a 32-byte nonce).
 //!
 //! caching_sha2_password: the fast path (a scramble of SHA-256s) works once a full
 //! authentication has shown the server the password since it started (MySQL's cache
@@ -18,6 +19,8 @@ use crate::tls::Socket;
 
 const NATIVE: &str = "mysql_native_password";
 const SHA2: &str = "caching_sha2_password";
+/// MariaDB's ed25519 plugin, as the client side names it.
+const ED25519: &str = "client_ed25519";
 /// caching_sha2_password's "more data" replies.
 const FAST_AUTH_OK: [u8; 2] = [0x01, 0x03];
 const PERFORM_FULL_AUTH: [u8; 2] = [0x01, 0x04];
@@ -55,6 +58,24 @@ pub(crate) fn authenticate(
     let mut auth = resp.auth.clone();
     if auth == [0] {
         auth.clear();
+    }
+    // An ed25519 account is asked to sign a fresh nonce, whatever the client answered.
+    if let Some(key) = account.and_then(|a| a.ed25519) {
+        let mut nonce = [0u8; 32];
+        nonce[..20].copy_from_slice(&quarry_protocol::scramble());
+        nonce[20..].copy_from_slice(&quarry_protocol::scramble()[..12]);
+        let mut sw = vec![0xfe];
+        sw.extend_from_slice(ED25519.as_bytes());
+        sw.push(0);
+        sw.extend_from_slice(&nonce);
+        conn.push(&sw);
+        conn.flush()?;
+        let signature = conn.read_packet()?;
+        wait();
+        return Ok(Verdict {
+            ok: quarry_core::ed25519::verify(&key, &nonce, &signature),
+            with_password: !signature.is_empty(),
+        });
     }
     let plugin = resp.plugin.as_deref().unwrap_or(NATIVE);
     if plugin == SHA2 && !auth.is_empty() {

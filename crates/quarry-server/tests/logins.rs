@@ -249,3 +249,48 @@ fn a_host_failing_handshakes_is_blocked_until_flush_hosts() {
     assert_eq!(first_reply(ip, port).0, 10, "a greeting again");
     running.stop();
 }
+
+/// MariaDB's ed25519: an account identified with it is asked (AuthSwitchRequest to
+/// client_ed25519) to sign a 32-byte nonce; the signature made from the right password
+/// passes, another is 1045, and an empty answer does not pass for the account's empty
+/// native hash. COM_CHANGE_USER (native only) cannot reach it either.
+#[test]
+fn ed25519_accounts_sign_a_nonce() {
+    let running = Running::start("ed25519", &[]);
+    let port = running.port;
+    let mut root = Raw::login(port);
+    assert_eq!(
+        root.query_rows(b"CREATE USER ed@'%' IDENTIFIED VIA ed25519 USING PASSWORD('secret')"),
+        Ok(vec![])
+    );
+    let attempt = |answer: &dyn Fn(&[u8]) -> Vec<u8>| -> u8 {
+        let mut c = Raw::connect(port);
+        c.read().expect("greeting");
+        c.send(1, &common::response("ed", &[], 0));
+        let (seq, switch) = c.read().expect("switch");
+        assert!(switch.starts_with(b"\xfeclient_ed25519\0"), "{switch:?}");
+        let nonce = &switch[16..];
+        assert_eq!(nonce.len(), 32);
+        c.send(seq + 1, &answer(nonce));
+        c.read().expect("verdict").1[0]
+    };
+    assert_eq!(
+        attempt(&|n| quarry_core::ed25519::sign("secret", n).to_vec()),
+        0
+    );
+    assert_eq!(
+        attempt(&|n| quarry_core::ed25519::sign("wrong", n).to_vec()),
+        0xff
+    );
+    assert_eq!(attempt(&|_| vec![]), 0xff, "an empty answer");
+    // COM_CHANGE_USER with no password to the ed25519 account.
+    let mut p = vec![0x11];
+    p.extend_from_slice(b"ed\0");
+    p.push(0);
+    p.push(0);
+    root.send(0, &p);
+    let (_, reply) = root.read().expect("change user reply");
+    assert_eq!(reply[0], 0xff, "{reply:?}");
+    assert_eq!(u16::from_le_bytes([reply[1], reply[2]]), 1045);
+    running.stop();
+}

@@ -17,6 +17,11 @@ pub enum Secret {
     /// `IDENTIFIED BY PASSWORD '*hex'`: SHA1(SHA1(password)), as SHOW CREATE USER and
     /// dump tools write it.
     Hash(String),
+    /// `IDENTIFIED VIA ed25519 USING PASSWORD('pw')`: MariaDB's ed25519 plugin.
+    Ed25519Password(String),
+    /// `IDENTIFIED VIA ed25519 USING 'key'`: its public key in base64, as SHOW CREATE
+    /// USER writes it.
+    Ed25519Key(String),
 }
 
 /// What CREATE USER and ALTER USER set besides the password (None: unchanged).
@@ -222,8 +227,9 @@ pub(crate) fn parse_user_stmt(sql: &str) -> Result<Stmt> {
     }
 }
 
-/// After IDENTIFIED: `BY 'pw'`, `BY PASSWORD '*hash'`, or `{WITH | VIA} plugin [{BY 'pw' |
-/// {AS | USING} '*hash'}]`. Passwords are always stored for mysql_native_password: another
+/// After IDENTIFIED: `BY 'pw'`, `BY PASSWORD '*hash'`, `{WITH | VIA} ed25519 {USING |
+/// AS} {PASSWORD('pw') | 'key'}`, or `{WITH | VIA} plugin [{BY 'pw' | {AS | USING}
+/// '*hash'}]`. Passwords are always stored for mysql_native_password: another
 /// plugin is taken with a password (COMPAT.md), and refused without one — an account
 /// `IDENTIFIED WITH unix_socket` must not become one without a password.
 pub(crate) fn identified(sc: &mut Scan) -> Result<Secret> {
@@ -242,6 +248,22 @@ pub(crate) fn identified(sc: &mut Scan) -> Result<Secret> {
     let Some(plugin) = plugin else {
         return Err(sc.err());
     };
+    if plugin.eq_ignore_ascii_case("ed25519") {
+        if !(sc.kw("USING") || sc.kw("AS")) {
+            return Err(Error::unsupported("ed25519 without USING"));
+        }
+        if sc.kw("PASSWORD") {
+            if !sc.punct('(') {
+                return Err(sc.err());
+            }
+            let pw = sc.word()?;
+            if !sc.punct(')') {
+                return Err(sc.err());
+            }
+            return Ok(Secret::Ed25519Password(pw));
+        }
+        return Ok(Secret::Ed25519Key(sc.word()?));
+    }
     if !plugin.eq_ignore_ascii_case("mysql_native_password") {
         return Err(Error::unsupported(format!(
             "authentication plugin {plugin} without a password"

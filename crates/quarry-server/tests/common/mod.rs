@@ -15,6 +15,22 @@ pub struct Raw {
     pub s: TcpStream,
 }
 
+/// A handshake response for mysql_native_password: protocol 4.1, secure connection and
+/// plugin auth, with the capabilities `extra` besides.
+pub fn response(user: &str, token: &[u8], extra: u32) -> Vec<u8> {
+    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | extra;
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(user.as_bytes());
+    p.push(0);
+    p.push(token.len() as u8);
+    p.extend_from_slice(token);
+    p.extend_from_slice(b"mysql_native_password\0");
+    p
+}
+
 impl Raw {
     pub fn connect(port: u16) -> Raw {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -51,17 +67,7 @@ impl Raw {
         let rest = v + 12 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
         scramble.extend_from_slice(&hello[rest..rest + 12]);
         let token = quarry_core::accounts::native_token(password, &scramble);
-        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0002_0000;
-        let mut p = caps.to_le_bytes().to_vec();
-        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
-        p.push(45);
-        p.extend_from_slice(&[0; 23]);
-        p.extend_from_slice(user.as_bytes());
-        p.push(0);
-        p.push(token.len() as u8);
-        p.extend_from_slice(&token);
-        p.extend_from_slice(b"mysql_native_password\0");
-        c.send(1, &p);
+        c.send(1, &response(user, &token, 0x0002_0000));
         let (_, reply) = c.read().expect("auth reply");
         match reply[0] {
             0 => Ok(c),
@@ -73,15 +79,7 @@ impl Raw {
     pub fn login_with(port: u16, extra: u32) -> Raw {
         let mut c = Raw::connect(port);
         c.read().expect("greeting");
-        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0002_0000 | extra;
-        let mut p = caps.to_le_bytes().to_vec();
-        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
-        p.push(45);
-        p.extend_from_slice(&[0; 23]);
-        p.extend_from_slice(b"root\0");
-        p.push(0);
-        p.extend_from_slice(b"mysql_native_password\0");
-        c.send(1, &p);
+        c.send(1, &response("root", &[], 0x0002_0000 | extra));
         let (_, ok) = c.read().expect("auth reply");
         assert_eq!(ok[0], 0, "login failed: {:?}", String::from_utf8_lossy(&ok));
         c
