@@ -86,8 +86,8 @@ impl Scan<'_> {
             let stop = rest.is_empty()
                 || rest.starts_with([',', '(', ';'])
                 || ["ON", "TO", "FROM"].iter().any(|k| {
-                    rest.len() >= k.len()
-                        && rest[..k.len()].eq_ignore_ascii_case(k)
+                    rest.get(..k.len())
+                        .is_some_and(|w| w.eq_ignore_ascii_case(k))
                         && !rest[k.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
                 });
             if stop {
@@ -387,6 +387,8 @@ mod tests {
             parse_grant("GRANT SELECT ON db.* TO").unwrap_err().code,
             1064
         );
+        // A multi-byte character where a keyword could start (the fuzz test's find).
+        assert!(parse_grant("GRANT reocalhT\u{fffd}ost").is_err());
         assert!(matches!(
             parse_role_or_show("SHOW GRANTS FOR CURRENT_USER").unwrap(),
             Stmt::ShowGrants(None)
