@@ -203,9 +203,12 @@ fn finish_scan(plan: &mut Plan, n: Need) {
         return;
     };
     let above = n.clone();
-    // A plan optimized before (a view's, a derived table's) is split again from whole.
-    if let Some(p) = pushed.take() {
-        *filter = crate::bind::and_all(filter.take().into_iter().chain([p]).collect());
+    // A plan optimized before (a view's, a derived table's) is split again from whole:
+    // what went to the engine and what was to be checked on index entries come back to
+    // the filter first (the index condition was lost here, and a derived table's
+    // `b = 22 AND b > 39` returned the rows with b = 22).
+    for part in [pushed.take(), index_filter.take()].into_iter().flatten() {
+        *filter = crate::bind::and_all(filter.take().into_iter().chain([part]).collect());
     }
     // With an index path, the rows need checking only against what the key range does
     // not answer; a fall back to a full scan keeps the whole filter.
