@@ -757,6 +757,9 @@ impl Client {
     }
 
     fn com_query(&mut self, body: &[u8]) {
+        // A trailing NUL (mariadb-slap sends one) is not part of the statement, as
+        // MariaDB takes it.
+        let body = body.strip_suffix(&[0]).unwrap_or(body);
         // Borrowed from the packet when it is UTF-8 already: a 100 MB statement is not
         // copied here.
         let sql = match self.charset("character_set_client").decode(body) {

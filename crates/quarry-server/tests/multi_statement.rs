@@ -133,3 +133,27 @@ fn several_statements_need_the_client_flag() {
         Ok(vec![])
     );
 }
+
+/// A COM_QUERY ending in a NUL byte (mariadb-slap sends one) runs the statement before
+/// it, as MariaDB does; it was 1064 near '\x00'. FOUND_ROWS() after SELECT
+/// SQL_CALC_FOUND_ROWS … LIMIT over the wire counts without the LIMIT.
+#[test]
+fn a_trailing_nul_ends_the_statement() {
+    let running = Running::start("trailing-nul", &[]);
+    let mut c = Raw::login(running.port);
+    assert_eq!(c.query_rows(b"SELECT 41 + 1\0").map(|r| r.len()), Ok(1));
+    assert_eq!(c.query_rows(b"CREATE DATABASE n\0"), Ok(vec![]));
+    assert_eq!(c.query_rows(b"CREATE TABLE n.t (a INT)"), Ok(vec![]));
+    assert_eq!(
+        c.query_rows(b"INSERT INTO n.t VALUES (1), (2), (3)"),
+        Ok(vec![])
+    );
+    assert_eq!(
+        c.query_rows(b"SELECT SQL_CALC_FOUND_ROWS a FROM n.t LIMIT 1")
+            .map(|r| r.len()),
+        Ok(1)
+    );
+    let rows = c.query_rows(b"SELECT FOUND_ROWS()").unwrap();
+    assert_eq!(rows, [b"\x013".to_vec()]);
+    running.stop();
+}

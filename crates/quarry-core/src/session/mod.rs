@@ -130,6 +130,8 @@ pub struct Session {
     last_insert_id: Cell<u64>,
     row_count: i64,
     found_rows: u64,
+    /// What the running SELECT SQL_CALC_FOUND_ROWS … LIMIT found without its LIMIT.
+    calc_found: Cell<Option<u64>>,
     pub warnings: Vec<(String, u16, String)>,
     pub info: Arc<ProcessInfo>,
     /// Logged in with an expired password (PASSWORD EXPIRE): only SET PASSWORD runs
@@ -344,6 +346,7 @@ impl Session {
             last_insert_id: Cell::new(0),
             row_count: -1,
             found_rows: 0,
+            calc_found: Cell::new(None),
             warnings: vec![],
             info,
             must_set_password,
@@ -716,13 +719,16 @@ impl Session {
             Ok(Output::Ok { affected, .. }) => self.row_count = *affected as i64,
             Ok(Output::Rows { rows, .. }) => {
                 self.row_count = -1;
-                self.found_rows = rows.len() as u64;
+                self.found_rows = self.calc_found.take().unwrap_or(rows.len() as u64);
             }
             Ok(Output::Streamed { rows }) => {
                 self.row_count = -1;
-                self.found_rows = *rows;
+                self.found_rows = self.calc_found.take().unwrap_or(*rows);
             }
-            Err(_) => self.row_count = -1,
+            Err(_) => {
+                self.row_count = -1;
+                self.calc_found.set(None);
+            }
         }
         *self.info.command.lock() = "Sleep".into();
         *self.info.info.lock() = None;
@@ -797,7 +803,16 @@ impl Session {
         }
         let cached = cache.borrow();
         let sp = &cached.as_ref().expect("bound above").plan;
-        self.exec_ctx(params, sink, |ctx| result_set(sp, ctx, out))
+        self.exec_ctx(params, sink, |ctx| {
+            let r = result_set(sp, ctx, out)?;
+            self.calc_found.set(rows_without_limit(
+                q,
+                &self.db.catalog,
+                self.current_db.clone(),
+                ctx,
+            )?);
+            Ok(r)
+        })
     }
 
     fn exec_ctx<T>(
@@ -1146,9 +1161,12 @@ impl Session {
             S::Query(q) => {
                 let cur = self.current_db.clone();
                 self.exec_ctx(params, sink, |ctx| {
-                    let mut b = Binder::new(&self.db.catalog, cur);
+                    let mut b = Binder::new(&self.db.catalog, cur.clone());
                     let sp = b.bind_query(q)?;
-                    result_set(&sp, ctx, out)
+                    let r = result_set(&sp, ctx, out)?;
+                    self.calc_found
+                        .set(rows_without_limit(q, &self.db.catalog, cur, ctx)?);
+                    Ok(r)
                 })
             }
             S::Insert(ins) => {
@@ -2661,6 +2679,30 @@ fn refuse_local_infile(_: &str) -> Result<Vec<u8>> {
 }
 
 /// A SELECT's result: collected, or passed to `out` batch by batch as it is produced.
+/// `SELECT SQL_CALC_FOUND_ROWS … LIMIT …`: the rows the query has without its LIMIT
+/// (FOUND_ROWS() after it), counted as they are produced; None for other queries.
+fn rows_without_limit(
+    q: &ast::Query,
+    catalog: &quarry_catalog::Catalog,
+    db: Option<String>,
+    ctx: &ExecCtx,
+) -> Result<Option<u64>> {
+    let calc = matches!(&*q.body, ast::SetExpr::Select(s)
+        if s.select_modifiers.as_ref().is_some_and(|m| m.sql_calc_found_rows));
+    if !calc || q.limit_clause.is_none() {
+        return Ok(None);
+    }
+    let mut whole = q.clone();
+    whole.limit_clause = None;
+    let sp = Binder::new(catalog, db).bind_query(&whole)?;
+    let mut n = 0u64;
+    quarry_executor::exec::run(&sp.plan, ctx, &mut |batch| {
+        n += batch.len() as u64;
+        Ok(true)
+    })?;
+    Ok(Some(n))
+}
+
 fn result_set(
     sp: &quarry_executor::SelectPlan,
     ctx: &ExecCtx,
