@@ -38,10 +38,14 @@ pub enum Stmt {
     ShowTableStatus {
         db: Option<String>,
         like: Option<String>,
+        /// `WHERE …` over the output's columns.
+        filter: Option<Box<ast::Expr>>,
     },
     ShowIndex {
         table: String,
         db: Option<String>,
+        /// `WHERE …` over the output's columns.
+        filter: Option<Box<ast::Expr>>,
     },
     ShowCreateDatabase {
         name: String,
@@ -633,6 +637,22 @@ impl Toks {
         self.pos >= self.toks.len()
             || (self.pos == self.toks.len() - 1 && self.at(&Token::SemiColon))
     }
+    /// `WHERE expr` to the end of the statement, if that is what comes next.
+    fn where_clause(&mut self) -> Result<Option<Box<ast::Expr>>> {
+        if !self.eat("WHERE") {
+            return Ok(None);
+        }
+        let rest = self.toks[self.pos..].to_vec();
+        let d = dialect();
+        let mut p = Parser::new(&d).with_tokens(rest);
+        let e = p.parse_expr().map_err(|e| Error::syntax(e.to_string()))?;
+        if p.peek_token().token != Token::EOF {
+            return Err(Error::syntax_near(&p.peek_token().token.to_string()));
+        }
+        self.pos = self.toks.len();
+        Ok(Some(Box::new(e)))
+    }
+
     fn finish(&self, s: Stmt) -> Result<Option<Stmt>> {
         if self.done() {
             Ok(Some(s))
@@ -681,7 +701,8 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             if t.eat("LIKE") {
                 like = Some(t.string()?);
             }
-            t.finish(Stmt::ShowTableStatus { db, like })
+            let filter = t.where_clause()?;
+            t.finish(Stmt::ShowTableStatus { db, like, filter })
         }
         ["SHOW", "INDEX" | "INDEXES" | "KEYS", ..] => {
             let mut t = Toks::new(sql)?;
@@ -693,7 +714,8 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             if t.eat("FROM") || t.eat("IN") {
                 db = Some(t.ident()?);
             }
-            t.finish(Stmt::ShowIndex { table, db })
+            let filter = t.where_clause()?;
+            t.finish(Stmt::ShowIndex { table, db, filter })
         }
         ["SHOW", "CREATE", "DATABASE" | "SCHEMA"] => {
             let mut t = Toks::new(sql)?;

@@ -435,7 +435,7 @@ impl Session {
                 let db = self.require_db(db.as_deref())?;
                 self.require_any_in_db(&db)
             }
-            Stmt::ShowIndex { table, db } => {
+            Stmt::ShowIndex { table, db, .. } => {
                 let db = self.require_db(db.as_deref())?;
                 self.require_any_on_table(&db, table, "SELECT")
             }

@@ -457,6 +457,26 @@ impl Session {
     }
 
     /// Run `f` with an executor context outside any statement (start-up work).
+    /// The rows of a result with `columns` for which `cond` holds (SHOW … WHERE).
+    fn rows_where(
+        &self,
+        cond: &ast::Expr,
+        columns: &[OutColumn],
+        rows: Vec<Row>,
+    ) -> Result<Vec<Row>> {
+        let e =
+            Binder::new(&self.db.catalog, self.current_db.clone()).bind_expr_over(cond, columns)?;
+        self.with_ctx(|ctx| {
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                if e.eval_truth(&r, ctx)? {
+                    out.push(r);
+                }
+            }
+            Ok(out)
+        })
+    }
+
     pub(crate) fn with_ctx<T>(&self, f: impl FnOnce(&ExecCtx) -> Result<T>) -> Result<T> {
         self.exec_ctx(vec![], &RefCell::new(None), f)
     }
@@ -771,6 +791,13 @@ impl Session {
             }
             _ => self.dispatch_inner(stmt, params, load_local, &cell, out),
         };
+        // SHOW … WHERE: the rows the condition holds for, over the output's columns.
+        let res = match (res, show_where(stmt)) {
+            (Ok(Output::Rows { columns, rows }), Some(cond)) => self
+                .rows_where(cond, &columns, rows)
+                .map(|rows| Output::Rows { columns, rows }),
+            (r, _) => r,
+        };
         let (undo, warns) = cell.into_inner().unwrap_or_default();
         match res {
             Ok(o) => Ok((o, undo, warns)),
@@ -1076,10 +1103,10 @@ impl Session {
                     rows,
                 });
             }
-            Stmt::ShowTableStatus { db, like } => {
+            Stmt::ShowTableStatus { db, like, .. } => {
                 return self.show_table_status(db.as_deref(), like.as_deref())
             }
-            Stmt::ShowIndex { table, db } => return self.show_index(db.as_deref(), table),
+            Stmt::ShowIndex { table, db, .. } => return self.show_index(db.as_deref(), table),
             Stmt::ShowCreateDatabase { name } => {
                 if !self.db.catalog.database_exists(name) {
                     return Err(Error::unknown_database(name));
@@ -2679,6 +2706,33 @@ fn refuse_local_infile(_: &str) -> Result<Vec<u8>> {
 }
 
 /// A SELECT's result: collected, or passed to `out` batch by batch as it is produced.
+/// SHOW … WHERE's condition, for the SHOWs that take one.
+fn show_where(stmt: &Stmt) -> Option<&ast::Expr> {
+    use ast::ShowStatementFilter::Where;
+    use ast::ShowStatementFilterPosition::{Infix, Suffix};
+    match stmt {
+        Stmt::ShowTableStatus { filter, .. } | Stmt::ShowIndex { filter, .. } => filter.as_deref(),
+        Stmt::Ast(s) => match &**s {
+            S::ShowVariables {
+                filter: Some(Where(e)),
+                ..
+            }
+            | S::ShowStatus {
+                filter: Some(Where(e)),
+                ..
+            } => Some(e),
+            S::ShowTables { show_options, .. }
+            | S::ShowColumns { show_options, .. }
+            | S::ShowDatabases { show_options, .. } => match &show_options.filter_position {
+                Some(Infix(Where(e)) | Suffix(Where(e))) => Some(e),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// `SELECT SQL_CALC_FOUND_ROWS … LIMIT …`: the rows the query has without its LIMIT
 /// (FOUND_ROWS() after it), counted as they are produced; None for other queries.
 fn rows_without_limit(

@@ -766,6 +766,15 @@ impl<'a> Binder<'a> {
                 group: group_exprs,
                 aggs: agg_tys,
             };
+            // MariaDB returns groups sorted by the GROUP BY columns when there is no
+            // ORDER BY (`ORDER BY NULL` turns it off), and applications rely on it: the
+            // groups are sorted, not the rows going in.
+            if ng > 0 && order.is_empty() {
+                plan = Plan::Sort {
+                    input: Box::new(plan),
+                    keys: (0..ng).map(|i| (Expr::Col(i), false)).collect(),
+                };
+            }
         }
         if let Some(h) = having {
             plan = Plan::Filter {
@@ -1160,6 +1169,21 @@ impl<'a> Binder<'a> {
             correlated,
             id: self.next_sub + 1_000_000 * self.levels.len(),
         }))
+    }
+
+    /// `e` over the columns of a result (SHOW … WHERE): its names are those columns.
+    pub fn bind_expr_over(&mut self, e: &A, cols: &[OutColumn]) -> Result<Expr> {
+        let cols = cols
+            .iter()
+            .map(|c| ScopeCol {
+                table: String::new(),
+                col: c.clone(),
+            })
+            .collect();
+        self.levels.push(Level { cols });
+        let r = self.bind_expr(e);
+        self.levels.pop();
+        r
     }
 
     pub fn bind_expr(&mut self, e: &A) -> Result<Expr> {
