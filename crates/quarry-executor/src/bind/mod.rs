@@ -1254,6 +1254,28 @@ impl<'a> Binder<'a> {
                     other => return Err(Error::unsupported(other.to_string())),
                 }
             }
+            // `d + INTERVAL n unit`, `INTERVAL n unit + d`, `d - INTERVAL n unit`: DATE_ADD
+            // and DATE_SUB, as MySQL reads them (they were 1064).
+            A::BinaryOp {
+                left,
+                op: op @ (B::Plus | B::Minus),
+                right,
+            } if matches!(**right, A::Interval(_))
+                || (matches!(op, B::Plus) && matches!(**left, A::Interval(_))) =>
+            {
+                let (date, iv, sub) = match (&**left, &**right) {
+                    (_, A::Interval(iv)) => (&**left, iv, matches!(op, B::Minus)),
+                    (A::Interval(iv), _) => (&**right, iv, false),
+                    _ => unreachable!("one side is an interval"),
+                };
+                let args = vec![
+                    self.bind_expr(date)?,
+                    self.bind_expr(&iv.value)?,
+                    interval_unit(iv),
+                ];
+                let name = if sub { "DATE_SUB" } else { "DATE_ADD" };
+                Expr::Func(name.into(), args)
+            }
             A::BinaryOp { left, op, right } => {
                 let op = match op {
                     B::Plus => BinOp::Add,
@@ -1647,16 +1669,8 @@ impl<'a> Binder<'a> {
         for a in &args {
             match a {
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(A::Interval(iv))) => {
-                    let n = self.bind_expr(&iv.value)?;
-                    let unit = iv
-                        .leading_field
-                        .as_ref()
-                        .map(|f| f.to_string().to_ascii_uppercase())
-                        .unwrap_or("SECOND".into());
-                    bound.push(n);
-                    bound.push(Expr::Lit(Value::Str(
-                        unit.trim_end_matches('S').to_string(),
-                    )));
+                    bound.push(self.bind_expr(&iv.value)?);
+                    bound.push(interval_unit(iv));
                 }
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
                     bound.push(self.bind_expr(e)?)
@@ -1728,6 +1742,16 @@ impl<'a> Binder<'a> {
         let e = Expr::Func(name, bound);
         Ok(e)
     }
+}
+
+/// An interval's unit as DATE_ADD's third argument (`DAY`, `MONTH`, …; SECOND when none).
+fn interval_unit(iv: &ast::Interval) -> Expr {
+    let unit = iv
+        .leading_field
+        .as_ref()
+        .map(|f| f.to_string().to_ascii_uppercase())
+        .unwrap_or("SECOND".into());
+    Expr::Lit(Value::Str(unit.trim_end_matches('S').to_string()))
 }
 
 fn is_float(t: SqlType) -> bool {
