@@ -1666,8 +1666,20 @@ impl<'a> Binder<'a> {
             return Ok(Expr::AggRef(list.len() - 1));
         }
         let mut bound = vec![];
-        for a in &args {
+        let unit_first = matches!(name.as_str(), "TIMESTAMPDIFF" | "TIMESTAMPADD");
+        for (i, a) in args.iter().enumerate() {
             match a {
+                // TIMESTAMPDIFF(MONTH, …): the unit is a word, not a column (it was 1054).
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(A::Identifier(u)))
+                    if unit_first && i == 0 && u.quote_style.is_none() =>
+                {
+                    bound.push(Expr::Lit(Value::Str(
+                        u.value
+                            .to_ascii_uppercase()
+                            .trim_start_matches("SQL_TSI_")
+                            .to_string(),
+                    )));
+                }
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(A::Interval(iv))) => {
                     bound.push(self.bind_expr(&iv.value)?);
                     bound.push(interval_unit(iv));
@@ -1680,6 +1692,11 @@ impl<'a> Binder<'a> {
         }
         let name = match name.as_str() {
             "ADDDATE" => "DATE_ADD".to_string(),
+            // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
+            "TIMESTAMPADD" if bound.len() == 3 => {
+                bound.swap(0, 2);
+                "DATE_ADD".to_string()
+            }
             "SUBDATE" => "DATE_SUB".to_string(),
             "CHARSET" | "COLLATION" => {
                 return Ok(Expr::Lit(Value::Str(
