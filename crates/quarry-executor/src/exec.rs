@@ -1359,6 +1359,9 @@ pub enum AggState {
         n: u64,
         cut: bool,
     },
+    /// GROUP_CONCAT(… ORDER BY …): each value with its sort keys, joined (and cut at
+    /// `group_concat_max_len`) once sorted at the end.
+    SortedConcat(Vec<(Vec<Value>, String)>),
     Bits(u64),
     Moments {
         n: f64,
@@ -1375,6 +1378,7 @@ impl AggState {
             AggFunc::Sum | AggFunc::Avg => AggState::Sum { sum: None, n: 0 },
             AggFunc::Min | AggFunc::Max => AggState::MinMax(None),
             AggFunc::First => AggState::First(None, false),
+            AggFunc::GroupConcat if !a.order.is_empty() => AggState::SortedConcat(vec![]),
             AggFunc::GroupConcat => AggState::Concat {
                 text: String::new(),
                 n: 0,
@@ -1436,7 +1440,15 @@ impl AggState {
             }
             return Ok(());
         }
-        if vals.iter().any(Value::is_null) {
+        // GROUP_CONCAT's sort keys may be NULL; its values may not.
+        let keys = vals.len().saturating_sub(a.order.len()).max(1);
+        if vals[..keys.min(vals.len())].iter().any(Value::is_null) {
+            return Ok(());
+        }
+        if let AggState::SortedConcat(items) = self {
+            let mut it = vals.into_iter();
+            let v = it.next().unwrap_or(Value::Null);
+            items.push((it.collect(), v.as_str_lossy().into_owned()));
             return Ok(());
         }
         let v = vals.into_iter().next().unwrap_or(Value::Null);
@@ -1486,6 +1498,8 @@ impl AggState {
                     *cut = true;
                 }
             }
+            // Taken above, before the value was split from its keys.
+            AggState::SortedConcat(_) => {}
             AggState::Bits(b) => {
                 let x = v.to_i64() as u64;
                 *b = match a.func {
@@ -1527,6 +1541,22 @@ impl AggState {
             },
             AggState::MinMax(v) => v.unwrap_or(Value::Null),
             AggState::First(v, _) => v.unwrap_or(Value::Null),
+            AggState::SortedConcat(mut items) => {
+                if items.is_empty() {
+                    return Value::Null;
+                }
+                items.sort_by(|x, y| crate::sort::cmp_keys(&x.0, &y.0, &a.order));
+                let mut state = AggState::Concat {
+                    text: String::new(),
+                    n: 0,
+                    cut: false,
+                };
+                for (_, v) in items {
+                    // Appending text (and the cut) cannot fail.
+                    let _ = state.apply(a, vec![Value::Str(v)], ctx);
+                }
+                state.finish(a, ctx)
+            }
             AggState::Concat { text, n, cut } => {
                 if cut {
                     ctx.warn(1260, format!("Row {n} was cut by GROUP_CONCAT()"));

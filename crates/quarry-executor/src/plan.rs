@@ -37,6 +37,9 @@ pub struct Agg {
     pub args: Vec<Expr>,
     pub distinct: bool,
     pub separator: String,
+    /// GROUP_CONCAT(… ORDER BY …): the last `order.len()` of `args` are the sort keys,
+    /// each descending where it says so.
+    pub order: Vec<bool>,
     /// Result type (SUM/AVG scale depends on the input).
     pub ty: SqlType,
 }

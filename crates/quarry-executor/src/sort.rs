@@ -14,7 +14,7 @@ use quarry_common::{Error, Result, Row, Value};
 use quarry_storage_api::HandlerCounters;
 
 /// Keys, desc flags: the comparison used everywhere in this module.
-fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
+pub(crate) fn cmp_keys(a: &[Value], b: &[Value], desc: &[bool]) -> Ordering {
     for (i, d) in desc.iter().enumerate() {
         let o = a[i].total_cmp(&b[i]);
         let o = if *d { o.reverse() } else { o };

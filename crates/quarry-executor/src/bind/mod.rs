@@ -1611,12 +1611,30 @@ impl<'a> Binder<'a> {
                 return Err(Error::syntax_near(&f.to_string()));
             }
             let mut separator = ",".to_string();
+            let mut order = vec![];
             for c in &clauses {
-                if let ast::FunctionArgumentClause::Separator(v) = c {
-                    separator = match &v.value {
-                        ast::Value::SingleQuotedString(s) => s.clone(),
-                        other => other.to_string(),
-                    };
+                match c {
+                    ast::FunctionArgumentClause::Separator(v) => {
+                        separator = match &v.value {
+                            ast::Value::SingleQuotedString(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                    }
+                    // GROUP_CONCAT(x ORDER BY k): the keys ride along as trailing args.
+                    ast::FunctionArgumentClause::OrderBy(keys) if func == AggFunc::GroupConcat => {
+                        let saved = self.aggs.take();
+                        for k in keys {
+                            let b = self.bind_expr(&k.expr);
+                            if b.is_err() {
+                                self.aggs = saved;
+                                return b;
+                            }
+                            bound.push(b?);
+                            order.push(matches!(k.options.sort, Some(ast::OrderBySort::Desc)));
+                        }
+                        self.aggs = saved;
+                    }
+                    _ => {}
                 }
             }
             let cols = self
@@ -1661,6 +1679,7 @@ impl<'a> Binder<'a> {
                 args: bound,
                 distinct,
                 separator,
+                order,
                 ty,
             });
             return Ok(Expr::AggRef(list.len() - 1));
@@ -1846,6 +1865,7 @@ fn rewrite_for_agg(e: Expr, group: &[Expr], aggs: &mut Vec<Agg>, ng: usize) -> E
                     args: vec![Expr::Col(*i)],
                     distinct: false,
                     separator: String::new(),
+                    order: vec![],
                     ty: SqlType::NULL,
                 });
                 Some(Expr::Col(ng + aggs.len() - 1))
