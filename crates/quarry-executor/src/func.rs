@@ -30,7 +30,8 @@ pub fn arity(name: &str) -> Option<(usize, usize)> {
         | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY" | "ISNULL" | "QUARTER"
         | "MONTHNAME" | "DAYNAME" | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX" | "RADIANS"
         | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS" | "COT" | "BIN" | "OCT"
-        | "LOAD_FILE" => (1, 1),
+        | "LOAD_FILE" | "WEEKOFYEAR" => (1, 1),
+        "WEEK" | "YEARWEEK" => (1, 2),
         "LEFT"
         | "RIGHT"
         | "REPEAT"
@@ -589,6 +590,23 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 _ => d.date.to_days(),
             })
         }
+        "WEEK" | "YEARWEEK" | "WEEKOFYEAR" => {
+            let Some(d) = dt_or_null(v(0)) else {
+                return Ok(Value::Null);
+            };
+            // The mode (default_week_format's default, 0; WEEKOFYEAR is mode 3).
+            let mode = match name {
+                "WEEKOFYEAR" => 3,
+                _ if vals.len() > 1 => v(1).to_i64(),
+                _ => 0,
+            };
+            let mut bits = crate::week::mode_bits(mode);
+            if name == "YEARWEEK" {
+                bits |= crate::week::YEAR;
+            }
+            let (w, y) = crate::week::week(&d.date, bits);
+            Value::Int(if name == "YEARWEEK" { y * 100 + w } else { w })
+        }
         "MONTHNAME" | "DAYNAME" => {
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);
@@ -944,6 +962,20 @@ fn date_format(d: &DateTime, fmt: &str) -> String {
                     + 1
             )),
             'w' => out.push_str(&((d.date.weekday() + 1) % 7).to_string()),
+            'U' | 'u' | 'V' | 'v' | 'X' | 'x' => {
+                use crate::week::{week, FIRST_WEEKDAY, MONDAY_FIRST, YEAR};
+                let bits = match f {
+                    'U' => FIRST_WEEKDAY,
+                    'u' => MONDAY_FIRST,
+                    'V' | 'X' => YEAR | FIRST_WEEKDAY,
+                    _ => YEAR | MONDAY_FIRST,
+                };
+                let (w, y) = week(&d.date, bits);
+                match f {
+                    'X' | 'x' => out.push_str(&format!("{y:04}")),
+                    _ => out.push_str(&format!("{w:02}")),
+                }
+            }
             'W' => out.push_str(DAY_NAMES[d.date.weekday() as usize]),
             'a' => out.push_str(&DAY_NAMES[d.date.weekday() as usize][..3]),
             'M' => out.push_str(month_name(d.date.month)),

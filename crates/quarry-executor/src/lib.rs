@@ -25,6 +25,7 @@ pub mod pushdown;
 mod setop;
 pub mod sort;
 pub mod timefn;
+pub mod week;
 
 pub use bind::Binder;
 pub use exec::{ExecCtx, SessionInfo, Undo};
