@@ -32,6 +32,7 @@ pub fn arity(name: &str) -> Option<(usize, usize)> {
         | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS" | "COT" | "BIN" | "OCT"
         | "LOAD_FILE" | "WEEKOFYEAR" => (1, 1),
         "WEEK" | "YEARWEEK" => (1, 2),
+        "STR_TO_DATE" => (2, 2),
         "LEFT"
         | "RIGHT"
         | "REPEAT"
@@ -590,6 +591,22 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 _ => d.date.to_days(),
             })
         }
+        "STR_TO_DATE" => {
+            if v(0).is_null() || v(1).is_null() {
+                return Ok(Value::Null);
+            }
+            let text = s(v(0));
+            match crate::strtodate::str_to_date(&text, &s(v(1))) {
+                Some(d) => d,
+                None => {
+                    ctx.warn(
+                        1411,
+                        format!("Incorrect datetime value: '{text}' for function str_to_date"),
+                    );
+                    Value::Null
+                }
+            }
+        }
         "WEEK" | "YEARWEEK" | "WEEKOFYEAR" => {
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);
@@ -891,7 +908,7 @@ fn add_interval(d: DateTime, n: i64, unit: &str) -> Result<Option<DateTime>> {
         .map(DateTime::from_micros))
 }
 
-const MONTH_NAMES: [&str; 12] = [
+pub(crate) const MONTH_NAMES: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -906,7 +923,7 @@ const MONTH_NAMES: [&str; 12] = [
     "December",
 ];
 /// By `Date::weekday` (Monday first).
-const DAY_NAMES: [&str; 7] = [
+pub(crate) const DAY_NAMES: [&str; 7] = [
     "Monday",
     "Tuesday",
     "Wednesday",

@@ -24,6 +24,7 @@ pub mod plan;
 pub mod pushdown;
 mod setop;
 pub mod sort;
+pub mod strtodate;
 pub mod timefn;
 pub mod week;
 

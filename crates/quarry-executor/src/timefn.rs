@@ -22,7 +22,7 @@ pub fn arity(name: &str) -> Option<(usize, usize)> {
         "TIME" | "HOUR" | "MINUTE" | "SECOND" | "MICROSECOND" | "TIME_TO_SEC" | "SEC_TO_TIME" => {
             (1, 1)
         }
-        "TIMEDIFF" | "ADDTIME" | "SUBTIME" => (2, 2),
+        "TIMEDIFF" | "ADDTIME" | "SUBTIME" | "TIME_FORMAT" => (2, 2),
         "MAKETIME" => (3, 3),
         "CURTIME" | "CURRENT_TIME" => (0, 1),
         _ => return None,
@@ -82,6 +82,12 @@ pub fn call(name: &str, vals: &[Value], ctx: &ExecCtx) -> Result<Value> {
                 .unwrap_or(0);
             Value::Time(truncate_time(time_of_day(&ctx.now), p))
         }
+        "TIME_FORMAT" => match as_time(v(0)) {
+            Some(t) => {
+                time_format(t.micros(), &v(1).as_str_lossy()).map_or(Value::Null, Value::Str)
+            }
+            None => Value::Null,
+        },
         "TIME" => match as_time(v(0)) {
             Some(t) => Value::Time(t.micros()),
             None => Value::Null,
@@ -178,4 +184,48 @@ fn max_datetime() -> i64 {
         day: 31,
     };
     DateTime::from_date(last).to_micros() + 86_400 * MICROS_PER_SEC - 1
+}
+
+/// TIME_FORMAT: the hour, minute, second and fraction specifiers of DATE_FORMAT over a
+/// TIME, whose hours may pass 23 (`%H` and `%k` show them whole; `%h`, `%l`, `%p` and
+/// `%r` take them modulo 12 and 24), a negative one led by `-`. A date specifier makes
+/// the result NULL, as MariaDB answers.
+fn time_format(us: i64, fmt: &str) -> Option<String> {
+    let a = us.unsigned_abs() as i64;
+    let (h, m, sec, f) = (
+        a / MICROS_PER_SEC / 3600,
+        a / MICROS_PER_SEC / 60 % 60,
+        a / MICROS_PER_SEC % 60,
+        a % MICROS_PER_SEC,
+    );
+    let h12 = (h % 12 + 11) % 12 + 1;
+    let ampm = if h % 24 < 12 { "AM" } else { "PM" };
+    let mut out = String::new();
+    if us < 0 {
+        out.push('-');
+    }
+    let mut it = fmt.chars();
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(spec) = it.next() else { break };
+        match spec {
+            'H' => out.push_str(&format!("{h:02}")),
+            'k' => out.push_str(&h.to_string()),
+            'h' | 'I' => out.push_str(&format!("{h12:02}")),
+            'l' => out.push_str(&h12.to_string()),
+            'i' => out.push_str(&format!("{m:02}")),
+            's' | 'S' => out.push_str(&format!("{sec:02}")),
+            'f' => out.push_str(&format!("{f:06}")),
+            'p' => out.push_str(ampm),
+            'T' => out.push_str(&format!("{h:02}:{m:02}:{sec:02}")),
+            'r' => out.push_str(&format!("{h12:02}:{m:02}:{sec:02} {ampm}")),
+            'Y' | 'y' | 'm' | 'c' | 'd' | 'e' | 'D' | 'j' | 'M' | 'b' | 'W' | 'a' | 'w' | 'U'
+            | 'u' | 'V' | 'v' | 'X' | 'x' => return None,
+            other => out.push(other),
+        }
+    }
+    Some(out)
 }

@@ -1057,7 +1057,23 @@ impl<'a> Binder<'a> {
                     | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY"
                     | "DAYOFYEAR" | "TO_DAYS" | "DATEDIFF" | "TIMESTAMPDIFF" | "UNIX_TIMESTAMP"
                     | "ROW_COUNT" | "FOUND_ROWS" | "STRCMP" | "FIELD" | "BIT_LENGTH" | "ISNULL"
-                    | "QUARTER" => SqlType::BIGINT,
+                    | "QUARTER" | "WEEK" | "YEARWEEK" | "WEEKOFYEAR" => SqlType::BIGINT,
+                    // DATE, TIME or DATETIME as the format's specifiers say (MariaDB
+                    // decides the same way, from a constant format).
+                    "STR_TO_DATE" => match args.get(1) {
+                        Some(Expr::Lit(Value::Str(f))) => match crate::strtodate::parts(f) {
+                            (true, false) => SqlType::DATE,
+                            (false, true) => SqlType {
+                                scale: if f.contains("%f") { 6 } else { 0 },
+                                ..SqlType::TIME
+                            },
+                            _ => SqlType {
+                                scale: if f.contains("%f") { 6 } else { 0 },
+                                ..SqlType::DATETIME
+                            },
+                        },
+                        _ => SqlType::DATETIME,
+                    },
                     "LAST_INSERT_ID" | "CONNECTION_ID" => SqlType {
                         unsigned: true,
                         ..SqlType::BIGINT
