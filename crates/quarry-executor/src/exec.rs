@@ -1218,7 +1218,21 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 sink,
             )?;
         }
-        Plan::Aggregate { input, group, aggs } => {
+        Plan::Aggregate {
+            input,
+            group,
+            aggs,
+            rollup: true,
+        } => {
+            for chunk in rollup(input, group, aggs, ctx)?.chunks(BATCH_ROWS) {
+                if !sink(chunk.to_vec())? {
+                    break;
+                }
+            }
+        }
+        Plan::Aggregate {
+            input, group, aggs, ..
+        } => {
             if let Some(n) = count_star(input, group, aggs, ctx)? {
                 sink(vec![vec![Value::Int(n as i64)]])?;
                 return Ok(());
@@ -1251,6 +1265,39 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// GROUP BY … WITH ROLLUP: the groups of every prefix of `group` (the input is read once
+/// per level), the columns past the prefix NULL, sorted as MariaDB returns them: by each
+/// group column in turn, a level's super-aggregate row after the rows it sums up.
+fn rollup(input: &Plan, group: &[Expr], aggs: &[Agg], ctx: &ExecCtx) -> Result<Vec<Row>> {
+    let ng = group.len();
+    let mut rows: Vec<(Vec<Value>, Row)> = vec![];
+    for k in (0..=ng).rev() {
+        // The grand total groups by a constant: no input, no row (as MariaDB).
+        let by: Vec<Expr> = if k == 0 {
+            vec![Expr::Lit(Value::Int(1))]
+        } else {
+            group[..k].to_vec()
+        };
+        let mut out = Vec::new();
+        aggregate(&mut |f| run(input, ctx, f), &by, aggs, ctx, 0, &mut out)?;
+        for r in out {
+            let (keys, vals) = r.split_at(by.len());
+            let mut row: Row = (0..ng)
+                .map(|i| if i < k { keys[i].clone() } else { Value::Null })
+                .collect();
+            row.extend(vals.iter().cloned());
+            // Sort key: for each group column, whether it is rolled up, then its value.
+            let key = (0..ng)
+                .flat_map(|i| [Value::Int((i >= k) as i64), row[i].clone()])
+                .collect();
+            rows.push((key, row));
+        }
+    }
+    let asc = vec![false; 2 * ng];
+    rows.sort_by(|a, b| crate::sort::cmp_keys(&a.0, &b.0, &asc));
+    Ok(rows.into_iter().map(|(_, r)| r).collect())
 }
 
 /// Which of `parts` partitions a key's hash form goes to at a partitioning depth (a new

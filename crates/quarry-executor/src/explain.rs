@@ -52,7 +52,9 @@ fn layout(plan: &Plan) -> Vec<String> {
             let names = layout(input);
             exprs.iter().map(|e| expr_text(e, &names)).collect()
         }
-        Plan::Aggregate { input, group, aggs } => {
+        Plan::Aggregate {
+            input, group, aggs, ..
+        } => {
             let names = layout(input);
             group
                 .iter()
@@ -428,7 +430,9 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
         }
         // Projections are not operators in MySQL's tree.
         Plan::Project { input, .. } => tree_node(input, depth, profile, out),
-        Plan::Aggregate { input, group, aggs } => {
+        Plan::Aggregate {
+            input, group, aggs, ..
+        } => {
             let inner = layout(input);
             let agg_names: Vec<String> = layout(plan).split_off(group.len());
             let line = if group.is_empty() {

@@ -79,7 +79,9 @@ fn need(plan: &mut Plan, n: Need) {
             }
             need(input, m)
         }
-        Plan::Aggregate { input, group, aggs } => {
+        Plan::Aggregate {
+            input, group, aggs, ..
+        } => {
             let mut m = nothing();
             group.iter().for_each(|g| add_cols(g, &mut m));
             aggs.iter()
@@ -616,6 +618,7 @@ fn order_by_index(plan: Plan) -> Plan {
             mut input,
             group,
             aggs,
+            rollup,
         } => {
             if group.is_empty() && aggs.len() == 1 && min_max_by_index(&mut input, &aggs[0]) {
                 input = Box::new(Plan::Limit {
@@ -624,7 +627,12 @@ fn order_by_index(plan: Plan) -> Plan {
                     offset: 0,
                 });
             }
-            Plan::Aggregate { input, group, aggs }
+            Plan::Aggregate {
+                input,
+                group,
+                aggs,
+                rollup,
+            }
         }
         other => other,
     }

@@ -136,6 +136,9 @@ pub enum Plan {
         input: Box<Plan>,
         group: Vec<Expr>,
         aggs: Vec<Agg>,
+        /// GROUP BY … WITH ROLLUP: after each group's rows, its super-aggregate rows
+        /// (rolled-up columns NULL), the grand total last, all in group order.
+        rollup: bool,
     },
     Sort {
         input: Box<Plan>,
@@ -235,10 +238,16 @@ impl Plan {
                 input: m(input),
                 exprs,
             },
-            Plan::Aggregate { input, group, aggs } => Plan::Aggregate {
+            Plan::Aggregate {
+                input,
+                group,
+                aggs,
+                rollup,
+            } => Plan::Aggregate {
                 input: m(input),
                 group,
                 aggs,
+                rollup,
             },
             Plan::Sort { input, keys } => Plan::Sort {
                 input: m(input),

@@ -670,6 +670,24 @@ impl<'a> Binder<'a> {
                 other => return Err(Error::unsupported(other.to_string())),
             }
         }
+        let rollup = match &s.group_by {
+            ast::GroupByExpr::Expressions(_, mods) => {
+                if mods
+                    .iter()
+                    .any(|m| !matches!(m, ast::GroupByWithModifier::Rollup))
+                {
+                    return Err(Error::unsupported("GROUP BY … WITH CUBE / TOTALS"));
+                }
+                !mods.is_empty()
+            }
+            _ => false,
+        };
+        if rollup && !order.is_empty() {
+            return Err(Error::new(
+                1221,
+                "Incorrect usage of CUBE/ROLLUP and ORDER BY",
+            ));
+        }
         let group_exprs: Vec<Expr> = match &s.group_by {
             ast::GroupByExpr::Expressions(v, _) => v
                 .iter()
@@ -765,11 +783,12 @@ impl<'a> Binder<'a> {
                 input: Box::new(plan),
                 group: group_exprs,
                 aggs: agg_tys,
+                rollup,
             };
             // MariaDB returns groups sorted by the GROUP BY columns when there is no
             // ORDER BY (`ORDER BY NULL` turns it off), and applications rely on it: the
-            // groups are sorted, not the rows going in.
-            if ng > 0 && order.is_empty() {
+            // groups are sorted, not the rows going in (ROLLUP sorts its own).
+            if ng > 0 && order.is_empty() && !rollup {
                 plan = Plan::Sort {
                     input: Box::new(plan),
                     keys: (0..ng).map(|i| (Expr::Col(i), false)).collect(),
