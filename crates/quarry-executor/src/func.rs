@@ -722,7 +722,32 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             let Some(d) = dt_or_null(v(0)) else {
                 return Ok(Value::Null);
             };
-            let (mut n, unit) = interval_amount(v(1), s(v(2)));
+            let unit = s(v(2));
+            if let Some(parsed) = compound_interval(v(1), &unit) {
+                // '1:30' HOUR_MINUTE and the like: months, then microseconds; text that
+                // does not fit the unit is NULL, as MariaDB answers.
+                let Some((mut months, mut us)) = parsed else {
+                    return Ok(Value::Null);
+                };
+                if name == "DATE_SUB" {
+                    (months, us) = (-months, -us);
+                }
+                let r = match add_interval(d, months, "MONTH")? {
+                    Some(x) => add_interval(x, us, "MICROSECOND")?,
+                    None => None,
+                };
+                let is_date = matches!(v(0), Value::Date(_))
+                    || (matches!(v(0), Value::Str(t) if t.trim().len() <= 10));
+                return Ok(match r {
+                    None => {
+                        ctx.warn(1441, "Datetime function: datetime field overflow");
+                        Value::Null
+                    }
+                    Some(r) if is_date && unit == "YEAR_MONTH" => Value::Date(r.date),
+                    Some(r) => Value::DateTime(r),
+                });
+            }
+            let (mut n, unit) = interval_amount(v(1), unit);
             if name == "DATE_SUB" {
                 n = -n;
             }
@@ -838,6 +863,62 @@ fn over_packet(func: &str, len: usize, ctx: &ExecCtx) -> bool {
 /// An interval's amount in whole units: rounded, except that a SECOND interval keeps
 /// its fraction (as microseconds), as MariaDB: `INTERVAL 1.5 SECOND` is 1.5 s,
 /// `INTERVAL 1.5 MINUTE` 2 minutes.
+/// A compound unit's amount (`'1 2:30' DAY_MINUTE`) as months and microseconds: None
+/// for a simple unit, Some(None) for text with more parts than the unit has. Parts are
+/// runs of digits, missing ones are the larger units (`'5' HOUR_MINUTE` is 5 minutes), a
+/// microsecond part has its digits as a fraction ('.5' is 500 000), a leading `-` makes it
+/// all negative.
+fn compound_interval(v: &Value, unit: &str) -> Option<Option<(i64, i64)>> {
+    const MICROS: [(&str, i64); 5] = [
+        ("DAY", 86_400_000_000),
+        ("HOUR", 3_600_000_000),
+        ("MINUTE", 60_000_000),
+        ("SECOND", 1_000_000),
+        ("MICROSECOND", 1),
+    ];
+    let (first, last) = unit.split_once('_')?;
+    let fields: Vec<&str> = if unit == "YEAR_MONTH" {
+        vec!["YEAR", "MONTH"]
+    } else {
+        let a = MICROS.iter().position(|(n, _)| *n == first)?;
+        let b = MICROS.iter().position(|(n, _)| *n == last)?;
+        MICROS[a..=b].iter().map(|(n, _)| *n).collect()
+    };
+    let text = v.as_str_lossy();
+    let text = text.trim();
+    let negative = text.starts_with('-');
+    let runs: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|r| !r.is_empty())
+        .collect();
+    if runs.is_empty() || runs.len() > fields.len() {
+        return Some(None);
+    }
+    let pad = fields.len() - runs.len();
+    let (mut months, mut us) = (0i64, 0i64);
+    for (i, run) in runs.iter().enumerate() {
+        let field = fields[pad + i];
+        let n: i64 = run.parse().unwrap_or(i64::MAX / 1_000_000_000);
+        match field {
+            "YEAR" => months = months.saturating_add(n.saturating_mul(12)),
+            "MONTH" => months = months.saturating_add(n),
+            "MICROSECOND" => {
+                let digits = run.len().min(6) as u32;
+                let n: i64 = run[..digits as usize].parse().unwrap_or(0);
+                us = us.saturating_add(n * 10i64.pow(6 - digits));
+            }
+            f => {
+                let per = MICROS.iter().find(|(x, _)| *x == f).map_or(1, |p| p.1);
+                us = us.saturating_add(n.saturating_mul(per));
+            }
+        }
+    }
+    if negative {
+        (months, us) = (-months, -us);
+    }
+    Some(Some((months, us)))
+}
+
 fn interval_amount(v: &Value, unit: String) -> (i64, String) {
     match v {
         Value::Int(_) | Value::UInt(_) => (v.to_i64(), unit),

@@ -296,6 +296,51 @@ fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
     })
 }
 
+/// MySQL's compound interval units (`INTERVAL '1:30' HOUR_MINUTE`), which `sqlparser`
+/// does not know, as the SQL standard's `HOUR TO MINUTE` (which it parses); only right
+/// after `INTERVAL` and a literal, so a column named `day_hour` stays one.
+fn compound_interval_units(sql: &str) -> std::borrow::Cow<'_, str> {
+    const UNITS: [&str; 11] = [
+        "YEAR_MONTH",
+        "DAY_HOUR",
+        "DAY_MINUTE",
+        "DAY_SECOND",
+        "DAY_MICROSECOND",
+        "HOUR_MINUTE",
+        "HOUR_SECOND",
+        "HOUR_MICROSECOND",
+        "MINUTE_SECOND",
+        "MINUTE_MICROSECOND",
+        "SECOND_MICROSECOND",
+    ];
+    let upper = sql.to_ascii_uppercase();
+    if !UNITS.iter().any(|u| upper.contains(u)) {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let Ok(toks) = Tokenizer::new(&dialect(), sql).tokenize() else {
+        return std::borrow::Cow::Borrowed(sql);
+    };
+    let words: Vec<usize> = (0..toks.len())
+        .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
+        .collect();
+    let mut out: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
+    for w in words.windows(3) {
+        let is_interval =
+            matches!(&toks[w[0]], Token::Word(x) if x.value.eq_ignore_ascii_case("INTERVAL"));
+        let literal = matches!(
+            &toks[w[1]],
+            Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) | Token::Number(..)
+        );
+        if let (true, true, Token::Word(u)) = (is_interval, literal, &toks[w[2]]) {
+            let up = u.value.to_ascii_uppercase();
+            if UNITS.contains(&up.as_str()) {
+                out[w[2]] = up.replacen('_', " TO ", 1);
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out.concat())
+}
+
 fn dialect() -> MySqlDialect {
     MySqlDialect {}
 }
@@ -418,6 +463,7 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     let sql = unwrap_versioned_comments(sql);
     let sql = drop_consistent_snapshot(&sql);
     let sql = share_mode_as_for_share(&sql);
+    let sql = compound_interval_units(&sql);
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if trimmed.is_empty() {
         return Err(Error::new(1065, "Query was empty"));

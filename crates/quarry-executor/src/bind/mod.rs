@@ -1815,14 +1815,20 @@ impl<'a> Binder<'a> {
     }
 }
 
-/// An interval's unit as DATE_ADD's third argument (`DAY`, `MONTH`, …; SECOND when none).
+/// An interval's unit as DATE_ADD's third argument (`DAY`, `MONTH`, …; SECOND when none;
+/// `HOUR TO MINUTE`, MySQL's HOUR_MINUTE as the parser takes it, is `HOUR_MINUTE`).
 fn interval_unit(iv: &ast::Interval) -> Expr {
-    let unit = iv
-        .leading_field
-        .as_ref()
-        .map(|f| f.to_string().to_ascii_uppercase())
-        .unwrap_or("SECOND".into());
-    Expr::Lit(Value::Str(unit.trim_end_matches('S').to_string()))
+    let name = |f: &ast::DateTimeField| {
+        f.to_string()
+            .to_ascii_uppercase()
+            .trim_end_matches('S')
+            .to_string()
+    };
+    let mut unit = iv.leading_field.as_ref().map_or("SECOND".into(), name);
+    if let Some(last) = &iv.last_field {
+        unit = format!("{unit}_{}", name(last));
+    }
+    Expr::Lit(Value::Str(unit))
 }
 
 fn is_float(t: SqlType) -> bool {
