@@ -251,13 +251,9 @@ fn rewrite_phrase<'a>(
     {
         return std::borrow::Cow::Borrowed(sql);
     }
-    let Ok(toks) = Tokenizer::new(&dialect(), sql).tokenize() else {
+    let Some((toks, words, mut out)) = for_rewrite(sql) else {
         return std::borrow::Cow::Borrowed(sql);
     };
-    let words: Vec<usize> = (0..toks.len())
-        .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
-        .collect();
-    let mut out: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
     for (at, w) in words.windows(phrase.len()).enumerate() {
         let is_phrase = w
             .iter()
@@ -269,6 +265,17 @@ fn rewrite_phrase<'a>(
         }
     }
     std::borrow::Cow::Owned(out.concat())
+}
+
+/// `sql`'s tokens, the indexes of those that are not whitespace, and each token's text
+/// (to edit and join again); None when it does not tokenize.
+fn for_rewrite(sql: &str) -> Option<(Vec<Token>, Vec<usize>, Vec<String>)> {
+    let toks = Tokenizer::new(&dialect(), sql).tokenize().ok()?;
+    let words: Vec<usize> = (0..toks.len())
+        .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
+        .collect();
+    let out: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
+    Some((toks, words, out))
 }
 
 /// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (the parser does not know it): the snapshot
@@ -317,13 +324,9 @@ fn compound_interval_units(sql: &str) -> std::borrow::Cow<'_, str> {
     if !UNITS.iter().any(|u| upper.contains(u)) {
         return std::borrow::Cow::Borrowed(sql);
     }
-    let Ok(toks) = Tokenizer::new(&dialect(), sql).tokenize() else {
+    let Some((toks, words, mut out)) = for_rewrite(sql) else {
         return std::borrow::Cow::Borrowed(sql);
     };
-    let words: Vec<usize> = (0..toks.len())
-        .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
-        .collect();
-    let mut out: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
     for w in words.windows(3) {
         let is_interval =
             matches!(&toks[w[0]], Token::Word(x) if x.value.eq_ignore_ascii_case("INTERVAL"));
