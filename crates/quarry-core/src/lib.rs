@@ -362,6 +362,15 @@ impl Database {
         self.next_conn.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The embedded shell's session (`quarry sql`): `root`@`localhost` with every
+    /// privilege even when the account file has no such account — opening the datadir
+    /// is already the power to change it.
+    pub fn local_session(self: &Arc<Self>) -> Session {
+        let mut s = self.session("root", "localhost");
+        s.local_admin = true;
+        s
+    }
+
     pub fn session(self: &Arc<Self>, user: &str, host: &str) -> Session {
         let id = self.reserve_connection_id();
         self.session_with_id(id, user, host)

@@ -421,3 +421,25 @@ fn views_read_with_their_definers_or_invokers_rights() {
 fn texts_first(s: &mut Session, sql: &str) -> String {
     common::texts(s, sql)[0][1].clone()
 }
+
+/// The embedded shell (`quarry sql`) holds every privilege whatever the account file
+/// says: with root@localhost dropped, a login as root has none, and the shell's session
+/// still works (it was locked out of its own datadir).
+#[test]
+fn the_embedded_shell_is_never_locked_out() {
+    let (db, mut root) = setup("priv-local");
+    root.query("CREATE USER admin@'%' IDENTIFIED BY 'x'")
+        .unwrap();
+    root.query("GRANT ALL ON *.* TO admin@'%' WITH GRANT OPTION")
+        .unwrap();
+    root.query("DROP USER root@localhost").unwrap();
+    let mut login = db.session("root", "localhost");
+    assert!(err(&mut login, "CREATE DATABASE x").starts_with("1044"));
+    let mut shell = db.local_session();
+    assert_eq!(err(&mut shell, "CREATE DATABASE x"), "ok");
+    assert_eq!(
+        err(&mut shell, "CREATE USER root@localhost"),
+        "ok",
+        "and can make root again"
+    );
+}

@@ -488,7 +488,7 @@ fn shell(o: Opts) -> i32 {
     let Some(db) = open_db(&o.datadir, &o.engine) else {
         return 1;
     };
-    let mut session = db.session("root", "localhost");
+    let mut session = db.local_session();
     if let Some(sql) = o.exec {
         let ok = run_sql(&mut session, &sql);
         drop(session);

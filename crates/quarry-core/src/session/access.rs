@@ -142,13 +142,20 @@ impl Session {
                 return e.clone();
             }
         }
-        let e = Arc::new(self.db.accounts.read(|st| {
-            st.effective(
-                &self.info.user,
-                &self.info.account_host,
-                self.role.as_deref(),
-            )
-        }));
+        let e = Arc::new(if self.local_admin {
+            Effective {
+                global: p::GLOBAL_ALL | p::GRANT,
+                ..Effective::default()
+            }
+        } else {
+            self.db.accounts.read(|st| {
+                st.effective(
+                    &self.info.user,
+                    &self.info.account_host,
+                    self.role.as_deref(),
+                )
+            })
+        });
         *self.access.borrow_mut() = Some((generation, e.clone()));
         e
     }

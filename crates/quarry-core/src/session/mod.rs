@@ -139,6 +139,9 @@ pub struct Session {
     must_set_password: bool,
     /// The active role (SET ROLE, or the account's default role from login).
     pub(crate) role: Option<String>,
+    /// The embedded shell's session: whoever opened the datadir's files holds every
+    /// privilege, whatever the account file says (a dropped root must not lock it out).
+    pub(crate) local_admin: bool,
     /// The privileges in force and the grants' generation they were merged at.
     access: RefCell<Option<(u64, Arc<crate::privileges::Effective>)>>,
     savepoints: Vec<(String, usize)>,
@@ -351,6 +354,7 @@ impl Session {
             info,
             must_set_password,
             role: None,
+            local_admin: false,
             access: RefCell::new(None),
             savepoints: vec![],
             rand: Cell::new(seed | 1),
