@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use quarry_common::field::{escape, unescape};
 use quarry_common::{Error, Result};
 use quarry_storage_api::RowFormat;
 
@@ -122,30 +123,6 @@ fn widen_scale_above_precision(ct: &mut quarry_sql::ast::CreateTable) {
             }
         }
     }
-}
-
-/// A name in a tab-separated line: `\\`, tab and newline escaped.
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('\t', "\\t")
-        .replace('\n', "\\n")
-}
-
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        match (c, c == '\\') {
-            (_, true) => match it.next() {
-                Some('t') => out.push('\t'),
-                Some('n') => out.push('\n'),
-                Some(o) => out.push(o),
-                None => out.push('\\'),
-            },
-            (c, false) => out.push(c),
-        }
-    }
-    out
 }
 
 pub(crate) fn read_view(file: &Path, datadir: &Path) -> Result<ViewDef> {

@@ -8,6 +8,7 @@
 pub mod charset;
 pub mod decimal;
 pub mod error;
+pub mod field;
 pub mod fuzz;
 pub mod packed;
 pub mod time;

@@ -20,9 +20,9 @@ use quarry_sql::{AccountOptions, PasswordLifetime, Secret};
 use sha1::{Digest, Sha1};
 
 use crate::privileges::{
-    escape, privs_from_text, privs_text, quote, unescape, Effective, Grantee, Grants, Level, Privs,
-    GLOBAL_ALL, GRANT,
+    privs_from_text, privs_text, quote, Effective, Grantee, Grants, Level, Privs, GLOBAL_ALL, GRANT,
 };
+use quarry_common::field::{escape, unescape};
 
 const HEADER: &str = "# quarry accounts v3: kind<TAB>fields (see accounts.rs)";
 

@@ -6,46 +6,32 @@
 //!
 //! Owns the counts. Must not touch: sockets (the server decides what failed).
 
-use std::collections::HashMap;
-
-use parking_lot::Mutex;
-
-/// Hosts remembered at most; past that the one with the fewest errors goes.
-const REMEMBERED: usize = 65_536;
+use crate::throttle::Failures;
 
 #[derive(Default)]
 pub struct HostErrors {
-    counts: Mutex<HashMap<String, u64>>,
+    counts: Failures<String>,
 }
 
 impl HostErrors {
     /// Has `host` failed `max` handshakes in a row (0: never blocked)?
     pub fn blocked(&self, host: &str, max: u64) -> bool {
-        max > 0
-            && !crate::accounts::is_loopback(host)
-            && self.counts.lock().get(host).is_some_and(|n| *n >= max)
+        max > 0 && !crate::accounts::is_loopback(host) && self.counts.get(&host.to_string()) >= max
     }
 
     pub fn failed(&self, host: &str) {
-        if crate::accounts::is_loopback(host) {
-            return;
+        if !crate::accounts::is_loopback(host) {
+            self.counts.failed(host.to_string());
         }
-        let mut c = self.counts.lock();
-        if c.len() >= REMEMBERED && !c.contains_key(host) {
-            if let Some(k) = c.iter().min_by_key(|e| *e.1).map(|e| e.0.clone()) {
-                c.remove(&k);
-            }
-        }
-        *c.entry(host.to_string()).or_default() += 1;
     }
 
     pub fn succeeded(&self, host: &str) {
-        self.counts.lock().remove(host);
+        self.counts.succeeded(&host.to_string());
     }
 
     /// FLUSH HOSTS.
     pub fn flush(&self) {
-        self.counts.lock().clear();
+        self.counts.clear();
     }
 }
 

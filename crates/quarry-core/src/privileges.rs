@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use quarry_common::field::escape;
 use quarry_common::{Error, Result};
 
 /// A set of privileges: bit `i` is `NAMES[i]`, MariaDB's order (`privilege.h`), which is
@@ -579,39 +580,6 @@ pub fn from_line(g: &mut Grants, f: &[String]) -> Option<bool> {
     Some(true)
 }
 
-/// Tabs, newlines and backslashes in a field as `\t`, `\n`, `\\`.
-pub fn escape(s: &str) -> String {
-    if !s.contains(['\t', '\n', '\\', '\r']) {
-        return s.to_string();
-    }
-    s.replace('\\', "\\\\")
-        .replace('\t', "\\t")
-        .replace('\n', "\\n")
-        .replace('\r', "\\r")
-}
-
-pub fn unescape(s: &str) -> String {
-    if !s.contains('\\') {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match it.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some(o) => out.push(o),
-            None => out.push('\\'),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,7 +598,6 @@ mod tests {
             privs_from_text(&privs_text(DB_ALL | GRANT)),
             Some(DB_ALL | GRANT)
         );
-        assert_eq!(unescape(&escape("a\tb\\c\nd")), "a\tb\\c\nd");
     }
 
     /// The lines MariaDB 10.11 printed for the same grants.
@@ -681,7 +648,7 @@ mod tests {
         to_lines(&g, &mut text);
         let mut back = Grants::default();
         for l in text.lines() {
-            let f: Vec<String> = l.split('\t').map(unescape).collect();
+            let f: Vec<String> = l.split('\t').map(quarry_common::field::unescape).collect();
             assert_eq!(from_line(&mut back, &f), Some(true), "{l}");
         }
         assert_eq!(back, g);

@@ -12,13 +12,46 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-/// Accounts/hosts remembered at most; past that the one with the fewest failures goes
-/// (names made up by the thousand cannot grow this without bound).
+/// Keys remembered at most; past that the one with the fewest failures goes (names made
+/// up by the thousand cannot grow this without bound).
 const REMEMBERED: usize = 65_536;
+
+/// Failures in a row by key (an account name and host, or a host), bounded.
+pub(crate) struct Failures<K>(Mutex<HashMap<K, u64>>);
+
+impl<K> Default for Failures<K> {
+    fn default() -> Self {
+        Failures(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Failures<K> {
+    pub(crate) fn get(&self, k: &K) -> u64 {
+        self.0.lock().get(k).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn failed(&self, k: K) {
+        let mut f = self.0.lock();
+        if f.len() >= REMEMBERED && !f.contains_key(&k) {
+            if let Some(old) = f.iter().min_by_key(|e| *e.1).map(|e| e.0.clone()) {
+                f.remove(&old);
+            }
+        }
+        *f.entry(k).or_default() += 1;
+    }
+
+    pub(crate) fn succeeded(&self, k: &K) {
+        self.0.lock().remove(k);
+    }
+
+    pub(crate) fn clear(&self) {
+        self.0.lock().clear();
+    }
+}
 
 #[derive(Default)]
 pub struct LoginThrottle {
-    failures: Mutex<HashMap<(String, String), u32>>,
+    failures: Failures<(String, String)>,
     /// Attempts delayed since start (`Connection_control_delay_generated`).
     pub delays: AtomicU64,
 }
@@ -37,31 +70,22 @@ impl LoginThrottle {
         if p.threshold == 0 {
             return None;
         }
-        let n = *self
-            .failures
-            .lock()
-            .get(&(user.to_string(), host.to_string()))?;
-        if n < p.threshold {
+        let n = self.failures.get(&(user.to_string(), host.to_string()));
+        if n < p.threshold as u64 {
             return None;
         }
         self.delays.fetch_add(1, Ordering::Relaxed);
-        Some(p.step.saturating_mul(n - p.threshold + 1).min(p.max))
+        let over = (n - p.threshold as u64 + 1).min(u32::MAX as u64) as u32;
+        Some(p.step.saturating_mul(over).min(p.max))
     }
 
     pub fn failed(&self, user: &str, host: &str) {
-        let mut f = self.failures.lock();
-        if f.len() >= REMEMBERED && !f.contains_key(&(user.to_string(), host.to_string())) {
-            if let Some(k) = f.iter().min_by_key(|e| *e.1).map(|e| e.0.clone()) {
-                f.remove(&k);
-            }
-        }
-        *f.entry((user.to_string(), host.to_string())).or_default() += 1;
+        self.failures.failed((user.to_string(), host.to_string()));
     }
 
     pub fn succeeded(&self, user: &str, host: &str) {
         self.failures
-            .lock()
-            .remove(&(user.to_string(), host.to_string()));
+            .succeeded(&(user.to_string(), host.to_string()));
     }
 }
 

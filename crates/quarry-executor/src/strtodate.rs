@@ -134,8 +134,8 @@ pub fn str_to_date(text: &str, format: &str) -> Option<Value> {
                 let _ = r.word("st") || r.word("nd") || r.word("rd") || r.word("th");
             }
             'j' => yday = Some(r.number(3)?),
-            'H' | 'k' => h = r.number(2)?,
-            'h' | 'I' | 'l' => h = r.number(2)?,
+            // 12-hour forms take their AM/PM from %p.
+            'H' | 'k' | 'h' | 'I' | 'l' => h = r.number(2)?,
             'i' => mi = r.number(2)?,
             's' | 'S' => sec = r.number(2)?,
             'f' => {

@@ -13,11 +13,7 @@ pub const YEAR: u8 = 2;
 pub const FIRST_WEEKDAY: u8 = 4;
 
 fn days_in_year(y: i64) -> i64 {
-    if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 {
-        366
-    } else {
-        365
-    }
+    337 + Date::days_in_month(y as u16, 2) as i64
 }
 
 /// 0 for the first day of the week (Monday, or Sunday when `sunday_first`) … 6.

@@ -384,10 +384,6 @@ impl Session {
         Ok(())
     }
 
-    fn table_of(&self, name: &ast::ObjectName) -> Result<(String, String)> {
-        self.split_name(name)
-    }
-
     /// [`Session::check_access`], skipped for a prepared statement already allowed under
     /// the same privileges and default database (`checked` remembers them): its tables
     /// and columns do not change between executions.
@@ -481,7 +477,7 @@ impl Session {
                 let ast::TableObject::TableName(name) = &ins.table else {
                     return Ok(());
                 };
-                let (db, t) = self.table_of(name)?;
+                let (db, t) = self.split_name(name)?;
                 let need = if ins.replace_into {
                     p::INSERT | p::DELETE
                 } else {
@@ -560,7 +556,7 @@ impl Session {
                 self.require_reads(&refs, 1, Use::Select)
             }
             S::CreateTable(ct) => {
-                let (db, t) = self.table_of(&ct.name)?;
+                let (db, t) = self.split_name(&ct.name)?;
                 if ct.temporary {
                     self.require_db_privs(&db, p::CREATE_TMP)?;
                 } else {
@@ -574,13 +570,13 @@ impl Session {
                         ast::CreateTableLikeKind::Parenthesized(l)
                         | ast::CreateTableLikeKind::Plain(l) => &l.name,
                     };
-                    let (ldb, lt) = self.table_of(name)?;
+                    let (ldb, lt) = self.split_name(name)?;
                     self.require_any_on_table(&ldb, &lt, "SELECT")?;
                 }
                 Ok(())
             }
             S::CreateView(cv) => {
-                let (db, v) = self.table_of(&cv.name)?;
+                let (db, v) = self.split_name(&cv.name)?;
                 let need = if cv.or_replace {
                     p::CREATE_VIEW | p::DROP
                 } else {
@@ -606,14 +602,14 @@ impl Session {
                 }
                 ast::ObjectType::Index => {
                     if let Some(t) = table {
-                        let (db, t) = self.table_of(t)?;
+                        let (db, t) = self.split_name(t)?;
                         self.require_table(&db, &t, p::INDEX, None)?;
                     }
                     Ok(())
                 }
                 _ => {
                     for n in names {
-                        let (db, t) = self.table_of(n)?;
+                        let (db, t) = self.split_name(n)?;
                         self.require_table(&db, &t, p::DROP, None)?;
                     }
                     Ok(())
@@ -628,7 +624,7 @@ impl Session {
                 self.require_db_privs(&db, p::CREATE)
             }
             S::AlterTable(at) => {
-                let (db, t) = self.table_of(&at.name)?;
+                let (db, t) = self.split_name(&at.name)?;
                 self.require_table(&db, &t, p::ALTER, None)?;
                 for op in &at.operations {
                     if let ast::AlterTableOperation::RenameTable { table_name } = op {
@@ -636,28 +632,28 @@ impl Session {
                             ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => n,
                         };
                         self.require_table(&db, &t, p::DROP, None)?;
-                        let (ndb, nt) = self.table_of(new)?;
+                        let (ndb, nt) = self.split_name(new)?;
                         self.require_table(&ndb, &nt, p::CREATE | p::INSERT, None)?;
                     }
                 }
                 Ok(())
             }
             S::CreateIndex(ci) => {
-                let (db, t) = self.table_of(&ci.table_name)?;
+                let (db, t) = self.split_name(&ci.table_name)?;
                 self.require_table(&db, &t, p::INDEX, None)
             }
             S::Truncate(t) => {
                 for tn in &t.table_names {
-                    let (db, name) = self.table_of(&tn.name)?;
+                    let (db, name) = self.split_name(&tn.name)?;
                     self.require_table(&db, &name, p::DROP, None)?;
                 }
                 Ok(())
             }
             S::RenameTable(renames) => {
                 for r in renames {
-                    let (db, from) = self.table_of(&r.old_name)?;
+                    let (db, from) = self.split_name(&r.old_name)?;
                     self.require_table(&db, &from, p::DROP | p::ALTER, None)?;
-                    let (ndb, to) = self.table_of(&r.new_name)?;
+                    let (ndb, to) = self.split_name(&r.new_name)?;
                     self.require_table(&ndb, &to, p::CREATE | p::INSERT, None)?;
                 }
                 Ok(())
@@ -671,17 +667,17 @@ impl Session {
                     .as_ref()
                     .and_then(|i| i.parent_name.as_ref())
                 {
-                    let (db, t) = self.table_of(tn)?;
+                    let (db, t) = self.split_name(tn)?;
                     self.require_any_on_table(&db, &t, "SELECT")?;
                 }
                 Ok(())
             }
             S::ExplainTable { table_name, .. } => {
-                let (db, t) = self.table_of(table_name)?;
+                let (db, t) = self.split_name(table_name)?;
                 self.require_any_on_table(&db, &t, "SELECT")
             }
             S::ShowCreate { obj_type, obj_name } => {
-                let (db, t) = self.table_of(obj_name)?;
+                let (db, t) = self.split_name(obj_name)?;
                 match obj_type {
                     ast::ShowCreateObject::View => self.require_table(&db, &t, p::SHOW_VIEW, None),
                     _ => self.require_any_on_table(&db, &t, "SHOW"),
