@@ -124,6 +124,12 @@ impl Account {
         s
     }
 
+    /// Does a mysql_native_password answer to `scramble` log in to this account? Never
+    /// for an ed25519 account: its empty native hash is not "no password".
+    pub fn accepts_native(&self, token: &[u8], scramble: &[u8]) -> bool {
+        self.ed25519.is_none() && verify_native(token, scramble, &self.hash2)
+    }
+
     /// A new password: its proof, not expired, changed now.
     fn set_credentials(&mut self, c: Credentials) {
         self.hash2 = c.hash2;

@@ -11,7 +11,7 @@
 
 use std::io;
 
-use quarry_core::accounts::{verify_native, verify_sha2, Account};
+use quarry_core::accounts::{verify_sha2, Account};
 use quarry_core::Database;
 use quarry_protocol::{Conn, HandshakeResponse};
 
@@ -119,7 +119,7 @@ pub(crate) fn authenticate(
     }
     wait();
     Ok(Verdict {
-        ok: account.is_some_and(|a| verify_native(&auth, scramble, &a.hash2)),
+        ok: account.is_some_and(|a| a.accepts_native(&auth, scramble)),
         with_password: !auth.is_empty(),
     })
 }

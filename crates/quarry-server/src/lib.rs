@@ -673,12 +673,11 @@ impl Client {
                     .map(|d| String::from_utf8_lossy(d).into_owned())
                     .filter(|d| !d.is_empty());
                 let db = self.session.db.clone();
-                // mysql_native_password only: an ed25519 account cannot be changed to here
-                // (its empty hash must not pass an empty answer).
-                let ok = db.accounts.find(&user, &self.host).is_some_and(|a| {
-                    a.ed25519.is_none()
-                        && quarry_core::accounts::verify_native(&auth, &self.scramble, &a.hash2)
-                });
+                // mysql_native_password only (an ed25519 account cannot be reached here).
+                let ok = db
+                    .accounts
+                    .find(&user, &self.host)
+                    .is_some_and(|a| a.accepts_native(&auth, &self.scramble));
                 if !ok {
                     self.send_err(&Error::new(
                         1045,
