@@ -55,7 +55,17 @@ fn client_config(dir: &std::path::Path) -> Arc<ClientConfig> {
 /// fast client's may arrive: the server lost a ClientHello read together with the
 /// request, and the handshake hung until connect_timeout.
 fn tls_login(running: &Running, user: &str, password: &str) -> Result<Tls, u16> {
-    let (mut tls, scramble, request) = tls_connect(running);
+    tls_login_trusting(running, &running.dir, user, password)
+}
+
+/// [`tls_login`], trusting the CA in `ca_dir`.
+fn tls_login_trusting(
+    running: &Running,
+    ca_dir: &std::path::Path,
+    user: &str,
+    password: &str,
+) -> Result<Tls, u16> {
+    let (mut tls, scramble, request) = tls_connect_trusting(running, ca_dir);
     let token = quarry_core::accounts::native_token(password, &scramble);
     let mut p = request;
     p.extend_from_slice(user.as_bytes());
@@ -87,6 +97,10 @@ fn sha2_response(request: &[u8], user: &str, password: &str, scramble: &[u8]) ->
 /// TCP connected, greeting read, SSL request and ClientHello sent, TLS set up: the
 /// stream, the scramble and the SSL request's 32 bytes.
 fn tls_connect(running: &Running) -> (Tls, Vec<u8>, Vec<u8>) {
+    tls_connect_trusting(running, &running.dir)
+}
+
+fn tls_connect_trusting(running: &Running, ca_dir: &std::path::Path) -> (Tls, Vec<u8>, Vec<u8>) {
     let mut tcp = TcpStream::connect(("127.0.0.1", running.port)).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (_, hello) = read_packet(&mut tcp);
@@ -103,7 +117,7 @@ fn tls_connect(running: &Running) -> (Tls, Vec<u8>, Vec<u8>) {
     request.push(45);
     request.extend_from_slice(&[0; 23]);
     let name = ServerName::try_from("127.0.0.1").unwrap().to_owned();
-    let mut conn = ClientConnection::new(client_config(&running.dir), name).unwrap();
+    let mut conn = ClientConnection::new(client_config(ca_dir), name).unwrap();
     let mut both = framed(1, &request);
     conn.write_tls(&mut both).unwrap();
     tcp.write_all(&both).unwrap();
@@ -254,4 +268,68 @@ fn caching_sha2_password_full_then_fast() {
         "switched: the cache is stale"
     );
     running.stop();
+}
+
+/// Certificate files given (`--ssl-cert`, `--ssl-key`, `--ssl-ca`) are served and shown,
+/// and none is made; `--tls-version` narrows what is offered, and an old version stops
+/// the start; `--skip-ssl` offers no TLS in the greeting.
+#[test]
+fn given_certificates_versions_and_skip_ssl() {
+    use quarry_core::quarry_common::Value;
+    let a = Running::start("tls-a", &[]);
+    let file = |f: &str| Value::Str(a.dir.join(f).display().to_string());
+    let opts = quarry_core::Options {
+        tls: vec![
+            ("ssl_cert".into(), file("server-cert.pem")),
+            ("ssl_key".into(), file("server-key.pem")),
+            ("ssl_ca".into(), file("ca.pem")),
+            ("tls_version".into(), Value::Str("TLSv1.2".into())),
+        ],
+        ..Default::default()
+    };
+    let b = Running::start_with("tls-b", &[], &opts);
+    assert!(
+        !b.dir.join("ca.pem").exists(),
+        "nothing made when files are given"
+    );
+    let mut tls = tls_login_trusting(&b, &a.dir, "root", "").expect("a's certificate");
+    assert_eq!(
+        status(&mut tls, "SHOW STATUS LIKE 'Ssl_version'"),
+        "TLSv1.2"
+    );
+    assert_eq!(
+        status(&mut tls, "SHOW VARIABLES LIKE 'ssl_cert'"),
+        a.dir.join("server-cert.pem").display().to_string()
+    );
+    drop(tls);
+    b.stop();
+
+    let old = quarry_core::Options {
+        tls: vec![("tls_version".into(), Value::Str("TLSv1.1".into()))],
+        ..Default::default()
+    };
+    let dir = std::env::temp_dir().join(format!("quarry-tls-old-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = quarry_core::Database::open_with(&dir, &old).unwrap();
+    assert!(quarry_server::Server::bind(db.clone(), "127.0.0.1:0").is_err());
+    let plain = quarry_server::Server::bind_without_tls(db, "127.0.0.1:0").unwrap();
+    let mut c = TcpStream::connect(plain.local_addr().unwrap()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // The greeting is sent at accept, which `run` does: read it from a server thread.
+    let plain = Arc::new(plain);
+    let stop = plain.stop_handle();
+    let t = {
+        let p = plain.clone();
+        std::thread::spawn(move || p.run())
+    };
+    let (_, hello) = read_packet(&mut c);
+    let v = 1 + hello[1..].iter().position(|&b| b == 0).unwrap() + 1;
+    let caps_lo = u16::from_le_bytes([hello[v + 13], hello[v + 14]]) as u32;
+    assert_eq!(caps_lo & CLIENT_SSL, 0, "no TLS offered with --skip-ssl");
+    drop(c);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    t.join().unwrap().unwrap();
+    drop(plain);
+    let _ = std::fs::remove_dir_all(&dir);
+    a.stop();
 }
