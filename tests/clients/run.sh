@@ -17,6 +17,7 @@ fi
 python3 -c 'import pymysql' 2>/dev/null || pip install -q PyMySQL
 # MySQL 8's connector, for caching_sha2_password (security.py).
 python3 -c 'import mysql.connector' 2>/dev/null || pip install -q mysql-connector-python
+python3 -c 'import sqlalchemy' 2>/dev/null || pip install -q 'SQLAlchemy>=2'
 
 cargo build --release -q -p quarry
 # The README's run command: `cargo run --release -- …` from the root must start the server.
@@ -92,6 +93,32 @@ PY
 }
 check "PyMySQL" pymysql_test
 
+sqlalchemy_orm() {
+  python3 - "$PORT" <<'PY'
+import sys
+from sqlalchemy import create_engine, event, String, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, Session
+class Base(DeclarativeBase): pass
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(30))
+    nick: Mapped[str] = mapped_column(String(30), server_default="anon")
+e = create_engine(f"mariadb+pymysql://root@127.0.0.1:{sys.argv[1]}/py")
+sent = []
+event.listen(e, "before_cursor_execute", lambda conn, cur, stmt, *a: sent.append(stmt))
+Base.metadata.create_all(e)
+with Session(e) as s:
+    s.add_all([User(name="ann"), User(name="bob")])
+    s.commit()
+    got = [(u.id, u.name, u.nick) for u in s.scalars(select(User).order_by(User.id))]
+    assert got == [(1, "ann", "anon"), (2, "bob", "anon")], got
+assert any("RETURNING" in q for q in sent), sent
+print("sqlalchemy ok")
+PY
+}
+check "SQLAlchemy 2 ORM (INSERT … RETURNING)" sqlalchemy_orm
+
 perl_test() {
   perl - "$PORT" <<'PL'
 use strict; use DBI;
@@ -104,6 +131,10 @@ my $sel = $dbh->prepare("SELECT v, n FROM t WHERE id = ?");
 for my $i (1, 7, 20) { $sel->execute($i); my ($v, $n) = $sel->fetchrow_array; die "row $i: $v $n" unless $v eq "v$i" && $n == $i * 1000; }
 my ($c) = $dbh->selectrow_array("SELECT count(*) FROM t WHERE n > ?", undef, 5000);
 die "count $c" unless $c == 15;
+my $ret = $dbh->prepare("INSERT INTO t VALUES (?, ?, ?) RETURNING id, concat(v, '!')");
+$ret->execute(100, "r", 1);
+my @got = $ret->fetchrow_array;
+die "returning: @got" unless "@got" eq "100 r!" && $ret->{NUM_OF_FIELDS} == 2;
 print "perl ok\n";
 PL
 }

@@ -589,6 +589,10 @@ impl Session {
                     columns = sp.columns;
                     params = b.param_count;
                 }
+                S::Insert(_) | S::Delete(_) => {
+                    columns = quarry_executor::dml::returning_columns(s, &mut b)?;
+                    params = count_placeholders(sql);
+                }
                 _ => params = count_placeholders(sql),
             }
         }
@@ -1209,6 +1213,12 @@ impl Session {
                 if let Some(id) = r.last_insert_id {
                     self.last_insert_id.set(id);
                 }
+                if let Some(ret) = r.returned {
+                    return Ok(Output::Rows {
+                        columns: ret.columns,
+                        rows: ret.rows,
+                    });
+                }
                 Ok(Output::Ok {
                     affected: r.affected,
                     last_insert_id: r.last_insert_id.unwrap_or(0),
@@ -1233,6 +1243,12 @@ impl Session {
                     let mut b = Binder::new(&self.db.catalog, cur);
                     quarry_executor::dml::delete(d, ctx, &mut b)
                 })?;
+                if let Some(ret) = r.returned {
+                    return Ok(Output::Rows {
+                        columns: ret.columns,
+                        rows: ret.rows,
+                    });
+                }
                 Ok(Output::ok(r.affected))
             }
             S::StartTransaction { modes, .. } => {

@@ -627,49 +627,8 @@ impl<'a> Binder<'a> {
             plan = push_filter(plan, pred);
         }
         // Select list (wildcards expanded).
-        let mut items: Vec<(Expr, OutColumn)> = vec![];
         self.aggs = Some(vec![]);
-        for item in &s.projection {
-            match item {
-                SelectItem::Wildcard(_) => {
-                    if cols.is_empty() {
-                        return Err(Error::new(1096, "No tables used"));
-                    }
-                    for (i, c) in cols.iter().enumerate() {
-                        items.push((Expr::Col(i), c.col.clone()));
-                    }
-                }
-                SelectItem::QualifiedWildcard(kind, _) => {
-                    let q = match kind {
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
-                            object_name(n).pop().unwrap_or_default()
-                        }
-                        ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
-                    };
-                    let mut any = false;
-                    for (i, c) in cols.iter().enumerate() {
-                        if c.table == q {
-                            items.push((Expr::Col(i), c.col.clone()));
-                            any = true;
-                        }
-                    }
-                    if !any {
-                        return Err(Error::unknown_table(&q));
-                    }
-                }
-                SelectItem::UnnamedExpr(e) => {
-                    let b = self.bind_expr(e)?;
-                    let oc = self.out_column(&b, e, None, cols);
-                    items.push((b, oc));
-                }
-                SelectItem::ExprWithAlias { expr, alias } => {
-                    let b = self.bind_expr(expr)?;
-                    let oc = self.out_column(&b, expr, Some(&alias.value), cols);
-                    items.push((b, oc));
-                }
-                other => return Err(Error::unsupported(other.to_string())),
-            }
-        }
+        let items = self.bind_items(&s.projection, cols)?;
         let rollup = match &s.group_by {
             ast::GroupByExpr::Expressions(_, mods) => {
                 if mods
@@ -834,6 +793,80 @@ impl<'a> Binder<'a> {
         }
         let columns = items.into_iter().map(|(_, c)| c).collect();
         Ok((crate::optimize::optimize(plan), columns))
+    }
+
+    /// A select list over `cols` (the innermost scope), wildcards expanded.
+    fn bind_items(
+        &mut self,
+        projection: &[SelectItem],
+        cols: &[ScopeCol],
+    ) -> Result<Vec<(Expr, OutColumn)>> {
+        let mut items: Vec<(Expr, OutColumn)> = vec![];
+        for item in projection {
+            match item {
+                SelectItem::Wildcard(_) => {
+                    if cols.is_empty() {
+                        return Err(Error::new(1096, "No tables used"));
+                    }
+                    for (i, c) in cols.iter().enumerate() {
+                        items.push((Expr::Col(i), c.col.clone()));
+                    }
+                }
+                SelectItem::QualifiedWildcard(kind, _) => {
+                    let q = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            object_name(n).pop().unwrap_or_default()
+                        }
+                        ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+                    };
+                    let mut any = false;
+                    for (i, c) in cols.iter().enumerate() {
+                        if c.table == q {
+                            items.push((Expr::Col(i), c.col.clone()));
+                            any = true;
+                        }
+                    }
+                    if !any {
+                        return Err(Error::unknown_table(&q));
+                    }
+                }
+                SelectItem::UnnamedExpr(e) => {
+                    let b = self.bind_expr(e)?;
+                    let oc = self.out_column(&b, e, None, cols);
+                    items.push((b, oc));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    let b = self.bind_expr(expr)?;
+                    let oc = self.out_column(&b, expr, Some(&alias.value), cols);
+                    items.push((b, oc));
+                }
+                other => return Err(Error::unsupported(other.to_string())),
+            }
+        }
+        Ok(items)
+    }
+
+    /// The RETURNING list of INSERT / REPLACE / DELETE over the target's row: no
+    /// aggregates (1111), unknown names "in 'RETURNING'".
+    pub fn bind_returning(
+        &mut self,
+        items: &[SelectItem],
+        entry: &TableEntry,
+        alias: &str,
+    ) -> Result<(Vec<Expr>, Vec<OutColumn>)> {
+        let cols = Self::table_scope(entry, alias);
+        self.levels.push(Level { cols: cols.clone() });
+        let saved = self.aggs.take();
+        let r = self.bind_items(items, &cols);
+        self.aggs = saved;
+        self.levels.pop();
+        let items = r.map_err(|mut e| {
+            if e.code == 1054 {
+                e.message = e.message.replace("'field list'", "'RETURNING'");
+            }
+            e
+        })?;
+        Ok(items.into_iter().unzip())
     }
 
     fn bind_having(&mut self, h: &A, items: &[(Expr, OutColumn)]) -> Result<Expr> {

@@ -4,8 +4,10 @@
 
 mod insert_select;
 mod modify;
+mod returning;
 
 pub use modify::{delete, update};
+pub use returning::{Returned, Returning};
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -19,13 +21,15 @@ use quarry_storage_api::RowId;
 use crate::bind::{object_name, Binder};
 use crate::exec::{scan_table, ExecCtx};
 use crate::expr::Expr;
-use crate::plan::Access;
+use crate::plan::{Access, OutColumn};
 
 #[derive(Debug, Default, Clone)]
 pub struct DmlResult {
     pub affected: u64,
     pub last_insert_id: Option<u64>,
     pub info: Option<String>,
+    /// RETURNING's result set, sent instead of the OK packet.
+    pub returned: Option<Returned>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -516,6 +520,7 @@ pub struct InsertOptions<'e> {
     pub mode: DupMode,
     /// ON DUPLICATE KEY UPDATE assignments: (column, expression over the existing row).
     pub on_dup: &'e [(usize, Expr)],
+    pub returning: Option<&'e Returning>,
 }
 
 /// Rows inserted one at a time, with the statement's counts: `insert_rows` feeds one from
@@ -543,8 +548,9 @@ impl<'a> Inserter<'a> {
             dups: 0,
             records: 0,
             // Needed again only where a duplicate is replaced or updated.
-            keep_row: entry.def.indexes.iter().any(|ix| ix.unique)
-                && (opts.mode == DupMode::Replace || !opts.on_dup.is_empty()),
+            keep_row: opts.returning.is_some()
+                || entry.def.indexes.iter().any(|ix| ix.unique)
+                    && (opts.mode == DupMode::Replace || !opts.on_dup.is_empty()),
         }
     }
 
@@ -578,6 +584,7 @@ impl<'a> Inserter<'a> {
             Ok(id) => {
                 ctx.undo_insert(self.entry, id);
                 self.res.affected += 1;
+                self.returned(&row, ctx)?;
             }
             Err(e) if e.code == 1062 => {
                 self.dups += 1;
@@ -592,9 +599,10 @@ impl<'a> Inserter<'a> {
                             ctx.undo_change(self.entry, true, id, (&old).into());
                             self.res.affected += 1;
                         }
-                        let id = self.entry.handle.insert(row)?;
+                        let id = self.entry.handle.insert(row.clone())?;
                         ctx.undo_insert(self.entry, id);
                         self.res.affected += 1;
+                        self.returned(&row, ctx)?;
                     }
                     _ if !self.opts.on_dup.is_empty() => {
                         let Some(id) = conflicts(self.entry, &row)?.into_iter().next() else {
@@ -612,11 +620,14 @@ impl<'a> Inserter<'a> {
                             )?;
                         }
                         *ctx.insert_row.borrow_mut() = None;
-                        if new != old {
-                            match self.entry.handle.update(id, new) {
+                        if new == old {
+                            self.returned(&new, ctx)?;
+                        } else {
+                            match self.entry.handle.update(id, new.clone()) {
                                 Ok(nid) => {
                                     ctx.undo_change(self.entry, false, nid, (&old).into());
                                     self.res.affected += 2;
+                                    self.returned(&new, ctx)?;
                                 }
                                 Err(e2) if e2.code == 1062 && self.opts.mode == DupMode::Ignore => {
                                     ctx.warn(1062, e2.message)
@@ -631,6 +642,13 @@ impl<'a> Inserter<'a> {
             Err(e) => return Err(e),
         }
         Ok(())
+    }
+
+    fn returned(&self, row: &[Value], ctx: &ExecCtx) -> Result<()> {
+        match self.opts.returning {
+            Some(r) => r.add(row, ctx),
+            None => Ok(()),
+        }
     }
 
     pub fn finish(mut self, ctx: &ExecCtx) -> DmlResult {
@@ -679,11 +697,60 @@ fn column_targets(entry: &TableEntry, names: &[String]) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Result<DmlResult> {
+pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
     let ast::TableObject::TableName(name) = &stmt.table else {
         return Err(Error::unsupported("INSERT INTO TABLE FUNCTION"));
     };
-    let entry = params_base.resolve_table(name)?;
+    let entry = b.resolve_table(name)?;
+    let verb = if stmt.replace_into {
+        "REPLACE"
+    } else {
+        "INSERT"
+    };
+    let returning = Returning::bind(stmt.returning.as_deref(), &entry, &entry.def.name, verb, b)?;
+    let mut r = insert_into(stmt, entry, returning.as_ref(), ctx, b)?;
+    r.returned = returning.map(Returning::finish);
+    Ok(r)
+}
+
+/// The result set INSERT / REPLACE / DELETE … RETURNING will send (COM_STMT_PREPARE
+/// announces it); empty without RETURNING.
+pub fn returning_columns(s: &ast::Statement, b: &mut Binder) -> Result<Vec<OutColumn>> {
+    let (items, entry, alias, verb) = match s {
+        ast::Statement::Insert(ins) => {
+            let (Some(items), ast::TableObject::TableName(name)) = (&ins.returning, &ins.table)
+            else {
+                return Ok(vec![]);
+            };
+            let entry = b.resolve_table(name)?;
+            let alias = entry.def.name.clone();
+            (items, entry, alias, "INSERT")
+        }
+        ast::Statement::Delete(d) => {
+            let Some(items) = &d.returning else {
+                return Ok(vec![]);
+            };
+            let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
+                &d.from;
+            let Some(t) = from.first() else {
+                return Ok(vec![]);
+            };
+            let (entry, alias) = modify::single_table(t, b)?;
+            (items, entry, alias, "DELETE")
+        }
+        _ => return Ok(vec![]),
+    };
+    let r = Returning::bind(Some(items), &entry, &alias, verb, b)?;
+    Ok(r.map(|r| r.columns().to_vec()).unwrap_or_default())
+}
+
+fn insert_into(
+    stmt: &ast::Insert,
+    entry: Arc<TableEntry>,
+    returning: Option<&Returning>,
+    ctx: &ExecCtx,
+    params_base: &mut Binder,
+) -> Result<DmlResult> {
     let names: Vec<String> = stmt
         .columns
         .iter()
@@ -718,6 +785,7 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, params_base: &mut Binder) -> Re
     let opts = InsertOptions {
         mode,
         on_dup: &on_dup,
+        returning,
     };
     let expand = |vals: Vec<Value>, targets: &[usize]| -> Result<Vec<Option<Value>>> {
         if vals.len() != targets.len() {
@@ -846,6 +914,7 @@ pub fn insert_positioned(
             &InsertOptions {
                 mode: DupMode::Error,
                 on_dup: &[],
+                returning: None,
             },
             ctx,
         )
@@ -1212,7 +1281,16 @@ pub fn load_data_from(
         Ok(full)
     });
     let mut r = in_bulk(entry, ctx, || {
-        insert_rows(entry, iter, &InsertOptions { mode, on_dup: &[] }, ctx)
+        insert_rows(
+            entry,
+            iter,
+            &InsertOptions {
+                mode,
+                on_dup: &[],
+                returning: None,
+            },
+            ctx,
+        )
     })?;
     r.info = Some(format!(
         "Records: {}  Deleted: 0  Skipped: 0  Warnings: {}",

@@ -18,7 +18,7 @@ use quarry_common::{Error, Result, Row, Value};
 use quarry_sql::ast::{self, Expr as A};
 use quarry_storage_api::RowId;
 
-use super::{coerce, DmlResult};
+use super::{coerce, DmlResult, Returning};
 use crate::bind::{object_name, push_filter, Binder};
 use crate::exec::{ExecCtx, Undo};
 use crate::expr::Expr;
@@ -159,7 +159,10 @@ fn remember(
     }
 }
 
-fn single_table(t: &ast::TableWithJoins, b: &Binder) -> Result<(Arc<TableEntry>, String)> {
+pub(super) fn single_table(
+    t: &ast::TableWithJoins,
+    b: &Binder,
+) -> Result<(Arc<TableEntry>, String)> {
     if !t.joins.is_empty() {
         return Err(Error::unsupported("multi-table UPDATE/DELETE"));
     }
@@ -179,6 +182,14 @@ fn single_table(t: &ast::TableWithJoins, b: &Binder) -> Result<(Arc<TableEntry>,
 pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlResult> {
     if stmt.from.is_some() {
         return Err(Error::unsupported("UPDATE … FROM"));
+    }
+    // MariaDB's UPDATE has no RETURNING.
+    if let Some(items) = &stmt.returning {
+        let list: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+        return Err(Error::syntax_near(&format!(
+            "RETURNING {}",
+            list.join(", ")
+        )));
     }
     let (entry, alias) = single_table(&stmt.table, b)?;
     let cols = Binder::table_scope(&entry, &alias);
@@ -245,6 +256,7 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
             "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
             ctx.warnings.borrow().len()
         )),
+        returned: None,
     })
 }
 
@@ -256,6 +268,7 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         return Err(Error::unsupported("multi-table DELETE"));
     }
     let (entry, alias) = single_table(&from[0], b)?;
+    let returning = Returning::bind(stmt.returning.as_deref(), &entry, &alias, "DELETE", b)?;
     let rows = targets(
         &entry,
         &alias,
@@ -269,6 +282,9 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
     let mut delete_all = || -> Result<()> {
         for (id, row) in &rows {
             ctx.tick()?;
+            if let Some(r) = &returning {
+                r.add(&row.unpack(), ctx)?;
+            }
             entry.handle.delete_known(*id, row)?;
             deleted += 1;
         }
@@ -282,6 +298,7 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
     let n = deleted as u64;
     Ok(DmlResult {
         affected: n,
+        returned: returning.map(Returning::finish),
         ..Default::default()
     })
 }
