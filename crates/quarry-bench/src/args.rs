@@ -87,6 +87,20 @@ pub struct Options {
     pub app_account: bool,
 }
 
+impl Options {
+    pub fn servers(&self) -> quarry_testkit::servers::ServerOptions {
+        quarry_testkit::servers::ServerOptions {
+            work: self.work.clone(),
+            mariadb_port: self.mariadb_port,
+            quarry_port: self.quarry_port,
+            quarry_bin: self.quarry_bin.clone(),
+            buffer_pool: self.buffer_pool.clone(),
+            key_buffer: self.key_buffer.clone(),
+            flush_log: self.flush_log,
+        }
+    }
+}
+
 fn full_defaults() -> Options {
     Options {
         quick: false,

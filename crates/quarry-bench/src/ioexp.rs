@@ -403,7 +403,7 @@ pub fn run_caches(
         &mut s,
         &format!(
             "LOAD DATA INFILE '{}' INTO TABLE src FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n'",
-            crate::servers::abs(source).display()
+            quarry_testkit::servers::abs(source).display()
         ),
     )?;
     let mut out = Vec::new();

@@ -4,17 +4,16 @@
 
 mod args;
 mod chart;
-mod client;
 mod ioexp;
 mod report;
 mod seed;
 mod seedgen;
-mod servers;
 mod sqlbench;
 mod sysbench;
 
 use args::{Options, Phase};
 use indicatif::{ProgressBar, ProgressStyle};
+use quarry_testkit::servers;
 use report::{Json, SecondsTable, SysbenchResult};
 use servers::Server;
 use std::path::{Path, PathBuf};
@@ -464,9 +463,9 @@ fn run(o: &Options) -> Result<(), String> {
     let mut servers: Option<(Server, Server, Vec<String>)> = None;
     if need_servers {
         p.step("starting MariaDB (mariadb-install-db + mariadbd)");
-        let maria = servers::start_mariadb(o)?;
+        let maria = servers::start_mariadb(&o.servers())?;
         p.step("starting quarry serve");
-        let quarry = servers::start_quarry(o)?;
+        let quarry = servers::start_quarry(&o.servers())?;
         let engines = match &o.engines {
             Some(e) => e.clone(),
             None => quarry_engines(&quarry)?,
@@ -579,7 +578,7 @@ fn run(o: &Options) -> Result<(), String> {
                             "restarting quarry serve with {parts} page-table partitions"
                         ));
                         let server = servers::start_quarry_with(
-                            o,
+                            &o.servers(),
                             &["--buffer-pool-partitions".into(), parts.to_string()],
                         )?;
                         for e in &engines {
@@ -611,7 +610,7 @@ fn run(o: &Options) -> Result<(), String> {
                             o.quarry_partitions
                         ),
                     ));
-                    let quarry = servers::start_quarry(o)?;
+                    let quarry = servers::start_quarry(&o.servers())?;
                     servers = Some((maria, quarry, engines));
                 }
                 res.write(&out)?;

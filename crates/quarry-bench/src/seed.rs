@@ -3,10 +3,10 @@
 //! test, run the same way on every server system and on DuckDB (through Python).
 
 use crate::args::Options;
-use crate::client::Conn;
 use crate::report::{Json, SecondsTable};
 use crate::seedgen::SeedFiles;
-use crate::servers::{free_bytes, Server};
+use quarry_testkit::client::Conn;
+use quarry_testkit::servers::{free_bytes, Server};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -106,7 +106,8 @@ struct Runner<'a> {
 impl Runner<'_> {
     fn conn(&mut self) -> Result<&mut Conn, String> {
         if self.conn.is_none() {
-            let mut opts = crate::client::ConnectOptions::new(self.sys.server.port).db(&self.db);
+            let mut opts =
+                quarry_testkit::client::ConnectOptions::new(self.sys.server.port).db(&self.db);
             opts.read_timeout = Some(Duration::from_secs(self.o.query_timeout));
             let mut c = Conn::connect(&opts).map_err(|e| e.to_string())?;
             if self.sys.server.name == "MariaDB" {
@@ -308,7 +309,7 @@ fn facts_err(system: &str, item: &str, e: &str) {
 fn load_sql(path: &Path, table: &str) -> String {
     format!(
         "LOAD DATA LOCAL INFILE '{}' INTO TABLE {table} FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n'",
-        crate::servers::abs(path).display()
+        quarry_testkit::servers::abs(path).display()
     )
 }
 
@@ -321,18 +322,18 @@ pub fn run_duckdb(
     table: &mut SecondsTable,
     facts: &mut SeedFacts,
 ) -> Result<String, String> {
-    let work = crate::servers::abs(&o.work).join("duckdb");
+    let work = quarry_testkit::servers::abs(&o.work).join("duckdb");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let script = work.join("duckdb_seed.py");
     std::fs::write(&script, DUCKDB_SCRIPT).map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(crate::servers::abs(&o.python))
+    let out = std::process::Command::new(quarry_testkit::servers::abs(&o.python))
         .arg(&script)
         .arg(work.join("seed.duckdb"))
-        .arg(crate::servers::abs(&files.big))
-        .arg(crate::servers::abs(&files.small))
-        .arg(crate::servers::abs(&files.t1_empty))
-        .arg(crate::servers::abs(&files.t1_half))
+        .arg(quarry_testkit::servers::abs(&files.big))
+        .arg(quarry_testkit::servers::abs(&files.small))
+        .arg(quarry_testkit::servers::abs(&files.t1_empty))
+        .arg(quarry_testkit::servers::abs(&files.t1_half))
         .arg(o.seed_rows.to_string())
         .arg(o.t1_rows.to_string())
         .arg(o.query_timeout.to_string())

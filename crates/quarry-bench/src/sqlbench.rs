@@ -1,10 +1,10 @@
 //! An sql-bench-like suite: operations named and shaped after sql-bench's (seed 000's
 //! table), with counts scaled for this machine, run through the MySQL protocol.
 
-use crate::client::{Conn, ConnectOptions};
 use crate::report::SecondsTable;
 use crate::seedgen::Rng;
-use crate::servers::Server;
+use quarry_testkit::client::{Conn, ConnectOptions};
+use quarry_testkit::servers::Server;
 use std::time::Instant;
 
 /// Rows of the main table `bench1` (scaled like the counts).

@@ -2,7 +2,7 @@
 
 use crate::args::Options;
 use crate::report::{parse_sysbench, SysbenchResult};
-use crate::servers::Server;
+use quarry_testkit::servers::Server;
 use std::process::Command;
 
 /// Run order: `oltp_insert` last because it grows the table.

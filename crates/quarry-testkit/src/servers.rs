@@ -2,7 +2,6 @@
 //! and `quarry serve`, both started fresh and stopped by PID at the end, on failure
 //! (drop) and on Ctrl-C (signal handler).
 
-use crate::args::Options;
 use crate::client::{Conn, ConnectOptions};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -56,6 +55,22 @@ fn unregister(pid: i32) {
     for slot in &CHILDREN {
         let _ = slot.compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
+}
+
+/// Where and how the servers run (the bench takes these from its command line).
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Scratch directory: each server's datadir, logs and temporary files go under it.
+    pub work: PathBuf,
+    pub mariadb_port: u16,
+    pub quarry_port: u16,
+    pub quarry_bin: PathBuf,
+    /// innodb_buffer_pool_size, e.g. "1G".
+    pub buffer_pool: String,
+    /// key_buffer_size (MyISAM), e.g. "512M".
+    pub key_buffer: String,
+    /// innodb_flush_log_at_trx_commit, the same on both.
+    pub flush_log: u32,
 }
 
 pub struct Server {
@@ -175,7 +190,7 @@ pub fn abs(p: &Path) -> PathBuf {
 }
 
 /// Install a fresh MariaDB datadir and start `mariadbd` on it.
-pub fn start_mariadb(o: &Options) -> Result<Server, String> {
+pub fn start_mariadb(o: &ServerOptions) -> Result<Server, String> {
     let base = abs(&o.work).join("mariadb");
     let _ = fs::remove_dir_all(&base);
     let data = base.join("data");
@@ -281,12 +296,12 @@ pub fn start_mariadb(o: &Options) -> Result<Server, String> {
 }
 
 /// Start `quarry serve` on a fresh datadir.
-pub fn start_quarry(o: &Options) -> Result<Server, String> {
+pub fn start_quarry(o: &ServerOptions) -> Result<Server, String> {
     start_quarry_with(o, &[])
 }
 
 /// `quarry serve` with extra command-line options (a fresh datadir each time).
-pub fn start_quarry_with(o: &Options, extra: &[String]) -> Result<Server, String> {
+pub fn start_quarry_with(o: &ServerOptions, extra: &[String]) -> Result<Server, String> {
     let bin = abs(&o.quarry_bin);
     if !bin.exists() {
         return Err(format!(
