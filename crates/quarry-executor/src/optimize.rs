@@ -120,6 +120,7 @@ fn need(plan: &mut Plan, n: Need) {
                 add_cols(on, &mut all);
             }
             let (mut l, mut r) = split(&all, lw);
+            keep_width(&mut l);
             left_keys.iter().for_each(|e| add_cols(e, &mut l));
             right_keys.iter().for_each(|e| add_cols(e, &mut r));
             need(left, l);
@@ -140,6 +141,7 @@ fn need(plan: &mut Plan, n: Need) {
                 add_cols(on, &mut all);
             }
             let (mut l, _) = split(&all, lw);
+            keep_width(&mut l);
             keys.iter()
                 .chain(left_keys.iter())
                 .for_each(|e| add_cols(e, &mut l));
@@ -151,6 +153,14 @@ fn need(plan: &mut Plan, n: Need) {
             need(right, None);
         }
         Plan::Dual | Plan::Values(_) => {}
+    }
+}
+
+/// A join's left input keeps its full width even when nothing reads it: the right
+/// input's columns come after it (`SELECT b.pk FROM t a, t b` read past an empty row).
+fn keep_width(n: &mut Need) {
+    if let Some(s) = n.as_mut() {
+        s.insert(WIDTH);
     }
 }
 

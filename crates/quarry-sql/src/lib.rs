@@ -8,13 +8,13 @@
 
 use quarry_common::{Error, Result};
 use sqlparser::ast::Statement as AstStatement;
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 pub use sqlparser::ast;
 
 mod accounts;
+mod dialect;
 mod grants;
 mod into_file;
 mod long_literals;
@@ -344,8 +344,8 @@ fn compound_interval_units(sql: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out.concat())
 }
 
-fn dialect() -> MySqlDialect {
-    MySqlDialect {}
+fn dialect() -> dialect::MariaDialect {
+    dialect::MariaDialect::default()
 }
 
 /// Parse one or more `;`-separated statements.
