@@ -42,6 +42,16 @@ pub struct DateTime {
     pub micro: u32,
 }
 
+/// The datetime a string with trailing characters starts with ('2000-01-02x'), as MariaDB
+/// reads it (truncating, with a warning) when comparing it with a date.
+fn datetime_prefix(s: &str) -> Option<DateTime> {
+    let head: String = s.chars().take(32).collect();
+    let ends: Vec<usize> = head.char_indices().map(|(i, _)| i).skip(8).collect();
+    ends.into_iter()
+        .rev()
+        .find_map(|end| parse_datetime(&head[..end]))
+}
+
 impl Date {
     pub fn days_in_month(year: u16, month: u8) -> u8 {
         match month {
@@ -474,8 +484,9 @@ impl Value {
             Value::Decimal(d) => d.round_to_i128().clamp(i64::MIN as i128, i64::MAX as i128) as i64,
             Value::Str(s) => str_to_i64(s),
             Value::Bytes(b) => str_to_i64(&String::from_utf8_lossy(b)),
+            // A double rounds half to even (rint), as MariaDB: 2.5e0 is 2, 3.5e0 is 4.
             other => {
-                let f = other.to_f64().round();
+                let f = other.to_f64().round_ties_even();
                 if f >= i64::MAX as f64 {
                     i64::MAX
                 } else if f <= i64::MIN as f64 {
@@ -623,9 +634,19 @@ impl Value {
             (DateTime(a), DateTime(b)) => a.cmp(b),
             (Date(a), DateTime(b)) => crate::value::DateTime::from_date(*a).cmp(b),
             (DateTime(a), Date(b)) => a.cmp(&crate::value::DateTime::from_date(*b)),
-            (Date(_) | DateTime(_), Str(_) | Bytes(_)) => match other.to_datetime() {
+            // A string that is no date compares as the zero date, below every date (as
+            // MariaDB does, with warning 1292): DATE '2024-03-29' < 'b' is false.
+            (Date(_) | DateTime(_), Str(_) | Bytes(_)) => match other
+                .to_datetime()
+                .or_else(|| datetime_prefix(&other.as_str_lossy()))
+            {
                 Some(o) => self.to_datetime()?.cmp(&o),
-                None => self.to_string().as_str().cmp(&*other.as_str_lossy()),
+                None => match self.to_datetime() {
+                    Some(d) if d.date.year == 0 && d.date.month == 0 && d.date.day == 0 => {
+                        Ordering::Equal
+                    }
+                    _ => Ordering::Greater,
+                },
             },
             (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
                 return other.sql_cmp(self).map(Ordering::reverse)
@@ -768,6 +789,15 @@ fn str_to_i64(s: &str) -> i64 {
 pub fn column_text<'a>(v: &'a Value, ty: &crate::SqlType) -> std::borrow::Cow<'a, [u8]> {
     use std::borrow::Cow;
     match v {
+        // A double with fixed decimals (DOUBLE(10,2), ROUND(x, 2)) shows them all, as
+        // MariaDB does: ROUND(2.5e0, 2) is 2.50.
+        Value::Double(d)
+            if matches!(ty.kind, crate::TypeKind::Double | crate::TypeKind::Float)
+                && (1..=30).contains(&ty.scale)
+                && d.is_finite() =>
+        {
+            Cow::Owned(format!("{:.*}", ty.scale as usize, d).into_bytes())
+        }
         Value::Double(d) if ty.kind == crate::TypeKind::Float => {
             Cow::Owned(format_float(*d).into_bytes())
         }

@@ -27,6 +27,11 @@ fn format_value(v: &Value, ty: char, col: Option<&OutColumn>) -> String {
     {
         return text;
     }
+    // A double with fixed decimals shows them, as on the wire.
+    if let (Some(c), 'T', Value::Double(_)) = (col, ty, v) {
+        return String::from_utf8_lossy(&quarry_core::quarry_common::value::column_text(v, &c.ty))
+            .into_owned();
+    }
     match v {
         Value::Null => "NULL".into(),
         _ => match ty {

@@ -34,10 +34,19 @@ fn fold(rows: &[Vec<Option<String>>]) -> Rows {
     rows.iter()
         .map(|r| {
             r.iter()
-                .map(|v| v.as_ref().map(|s| s.trim_end_matches(' ').to_lowercase()))
+                .map(|v| v.as_ref().map(|s| fold_value(s)))
                 .collect()
         })
         .collect()
+}
+
+/// Each comma-separated piece (a GROUP_CONCAT's values, whose ties may come either way)
+/// lowercased without trailing spaces.
+fn fold_value(s: &str) -> String {
+    s.split(',')
+        .map(|p| p.trim_end_matches(' ').to_lowercase())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn sorted(rows: &[Vec<Option<String>>]) -> Rows {

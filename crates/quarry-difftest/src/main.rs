@@ -4,8 +4,8 @@
 //! engine with and without secondary indexes and over the column engine). Each mismatch
 //! outside the allow-list is reduced and written as a sqllogictest file.
 //!
-//! `quarry-difftest [--seed N] [--queries N] [--minutes M] [--no-mariadb] [--out DIR]
-//! [--allow FILE] [--quarry-bin PATH] [--work DIR]`
+//! `quarry-difftest [--seed N] [--queries N] [--minutes M] [--mixed-types] [--no-mariadb]
+//! [--out DIR] [--allow FILE] [--quarry-bin PATH] [--work DIR] [--per-case N]`
 
 mod check;
 mod query;
@@ -35,6 +35,8 @@ struct Args {
     work: PathBuf,
     /// Queries per generated schema.
     per_case: usize,
+    /// Operands of mixed types (see [`query::Gen::mixed`]).
+    mixed: bool,
 }
 
 fn args() -> Result<Args, String> {
@@ -48,6 +50,7 @@ fn args() -> Result<Args, String> {
         quarry_bin: PathBuf::from("target/release/quarry"),
         work: std::env::temp_dir().join(format!("quarry-difftest-{}", std::process::id())),
         per_case: 60,
+        mixed: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -59,6 +62,7 @@ fn args() -> Result<Args, String> {
             "--minutes" => a.minutes = num(val()?)?,
             "--per-case" => a.per_case = num(val()?)?.max(1.0) as usize,
             "--no-mariadb" => a.mariadb = false,
+            "--mixed-types" => a.mixed = true,
             "--out" => a.out = val()?.into(),
             "--allow" => a.allow = val()?.into(),
             "--quarry-bin" => a.quarry_bin = val()?.into(),
@@ -86,7 +90,7 @@ fn read_allow(path: &PathBuf) -> Result<Vec<Allowed>, String> {
         }
         let rule = line.split(" -- ").next().unwrap_or(line).trim();
         let (kind, value) = rule.split_once(' ').ok_or(format!("allow-list: {line}"))?;
-        if !["sql", "quarry-error", "mariadb-error"].contains(&kind) {
+        if !["sql", "quarry-error", "mariadb-error", "dml-mariadb-error"].contains(&kind) {
             return Err(format!("allow-list: unknown kind {kind}"));
         }
         out.push(Allowed {
@@ -111,12 +115,16 @@ impl Mismatch {
     fn allowed_by(&self, allow: &mut [Allowed]) -> bool {
         for a in allow.iter_mut() {
             let hit = match a.kind.as_str() {
-                "sql" => self.sql.contains(&a.value),
+                "sql" => a.value.split(" && ").all(|part| self.sql.contains(part)),
                 "quarry-error" => {
                     matches!(&self.got, Outcome::Error(c, _) if c.to_string() == a.value)
                 }
                 "mariadb-error" => {
                     matches!(&self.expected, Outcome::Error(c, _) if c.to_string() == a.value)
+                }
+                "dml-mariadb-error" => {
+                    self.oracle == "DML"
+                        && matches!(&self.expected, Outcome::Error(c, _) if c.to_string() == a.value)
                 }
                 _ => false,
             };
@@ -259,13 +267,17 @@ impl Run {
                 break;
             }
             if step % 12 == 11 {
-                let sql = Gen::new(rng, &tables).dml(step);
+                let mut g = Gen::new(rng, &tables);
+                g.mixed = self.args.mixed;
+                let sql = g.dml(step);
                 if !self.dml(&sql, &mut tables, case)? {
                     return Ok(());
                 }
                 continue;
             }
-            let sel = Gen::new(rng, &tables).select();
+            let mut g = Gen::new(rng, &tables);
+            g.mixed = self.args.mixed;
+            let sel = g.select();
             self.queries += 1;
             self.select(&sel, &tables, case)?;
         }
@@ -466,7 +478,13 @@ impl Run {
             (Some(sel), "MariaDB") if self.reduced < 20 => {
                 self.reduced += 1;
                 let (small, tabs) = self.reduce(sel, tables, m.variant)?;
-                let expected = self.reference_on(&small, &tabs)?;
+                let (expected, got) = self.both_on(&small, &tabs, m.variant)?;
+                eprintln!(
+                    "  reduced: {small}\n  expected: {}\n  quarry:   {}",
+                    expected.show().replace('\n', "\n  "),
+                    got.show().replace('\n', "\n  ")
+                );
+                let header = format!("{header}\nReduced, Quarry gives: {}", got.show());
                 reduce::slt(&header, &small, &tabs, m.variant, &expected)
             }
             (Some(sel), _) => reduce::slt(&header, sel, tables, m.variant, &m.expected),
@@ -525,13 +543,27 @@ impl Run {
         r
     }
 
-    fn reference_on(&mut self, sel: &Select, tables: &[Table]) -> Result<Outcome, String> {
+    /// MariaDB's and Quarry's answers to `sel` over `tables` (loaded into scratch
+    /// databases).
+    fn both_on(
+        &mut self,
+        sel: &Select,
+        tables: &[Table],
+        variant: Variant,
+    ) -> Result<(Outcome, Outcome), String> {
+        let vi = VARIANTS.iter().position(|v| *v == variant).unwrap();
+        let sql = sel.to_string();
         let m = self.maria.as_mut().unwrap();
         scratch(m, 0, true)?;
         load_into(m, 0, tables, Variant::Indexed)?;
-        let out = m.run(0, &sel.to_string());
+        let expected = m.run(0, &sql)?;
         scratch(m, 0, false)?;
-        out
+        let q = &mut self.quarry;
+        scratch(q, vi, true)?;
+        load_into(q, vi, tables, variant)?;
+        let got = q.run(vi, &sql)?;
+        scratch(q, vi, false)?;
+        Ok((expected, got))
     }
 }
 

@@ -50,7 +50,9 @@ impl Select {
 
     /// Whether the query picks one of several equal values (see [`crate::check::same`]).
     pub fn picks_among_equals(&self) -> bool {
-        self.distinct
+        // LIMIT after ORDER BY may cut between rows that compare equal ('a', 'A').
+        self.limit.is_some()
+            || self.distinct
             || !self.group_by.is_empty()
             || self.union.as_ref().is_some_and(|(all, _)| !all)
             || self.items.iter().any(|i| has_aggregate(i))
@@ -128,6 +130,29 @@ pub struct Gen<'a> {
     pub rng: &'a mut Rng,
     pub tables: &'a [Table],
     aliases: Vec<String>,
+    /// Operands of any type together (a string compared with a number, a date divided):
+    /// MariaDB's conversion rules at work. Without it, operands of one class.
+    pub mixed: bool,
+}
+
+/// What a value is, for keeping operands of one kind together.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Class {
+    Num,
+    Text,
+    Time,
+}
+
+impl Kind {
+    pub fn class(self) -> Class {
+        if self.numeric() {
+            Class::Num
+        } else if self.text() {
+            Class::Text
+        } else {
+            Class::Time
+        }
+    }
 }
 
 const ALIASES: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
@@ -138,6 +163,7 @@ impl<'a> Gen<'a> {
             rng,
             tables,
             aliases: ALIASES.iter().map(|s| s.to_string()).collect(),
+            mixed: false,
         }
     }
 
@@ -328,6 +354,153 @@ impl<'a> Gen<'a> {
 
     /// Any scalar expression.
     fn scalar(&mut self, scope: &[InScope<'a>], depth: usize) -> String {
+        if !self.mixed {
+            let class = *self
+                .rng
+                .pick(&[Class::Num, Class::Num, Class::Text, Class::Time]);
+            return self.typed(class, scope, depth);
+        }
+        self.scalar_mixed(scope, depth)
+    }
+
+    fn column_of(&mut self, scope: &[InScope<'a>], class: Class) -> Option<(String, Kind)> {
+        let mut cands = vec![];
+        for s in scope {
+            for c in &s.table.columns {
+                if c.kind.class() == class {
+                    cands.push((format!("{}.{}", s.alias, c.name), c.kind));
+                }
+            }
+        }
+        if cands.is_empty() {
+            None
+        } else {
+            Some(cands[self.below(cands.len())].clone())
+        }
+    }
+
+    fn typed_leaf(&mut self, class: Class, scope: &[InScope<'a>]) -> String {
+        if !self.chance(4) {
+            if let Some((c, _)) = self.column_of(scope, class) {
+                return c;
+            }
+        }
+        let kind = match class {
+            Class::Num => *self.rng.pick(&[
+                Kind::Int,
+                Kind::BigInt,
+                Kind::Decimal,
+                Kind::Double,
+                Kind::TinyInt,
+            ]),
+            Class::Text => Kind::Varchar,
+            Class::Time => *self.rng.pick(&[Kind::Date, Kind::DateTime]),
+        };
+        self.literal(kind)
+    }
+
+    /// An expression of one class whose operands are of the classes its operators take.
+    fn typed(&mut self, class: Class, scope: &[InScope<'a>], depth: usize) -> String {
+        if depth > 2 || self.chance(3) {
+            return self.typed_leaf(class, scope);
+        }
+        let d = depth + 1;
+        let t = |g: &mut Self, c: Class| g.typed(c, scope, d);
+        match (class, self.below(12)) {
+            (_, 0) => format!("COALESCE({}, {})", t(self, class), t(self, class)),
+            (_, 1) => format!("IFNULL({}, {})", t(self, class), t(self, class)),
+            (_, 2) => {
+                let p = self.pred(scope, d);
+                format!("IF({p}, {}, {})", t(self, class), t(self, class))
+            }
+            (_, 3) => {
+                let p = self.pred(scope, d);
+                format!(
+                    "CASE WHEN {p} THEN {} ELSE {} END",
+                    t(self, class),
+                    t(self, class)
+                )
+            }
+            (Class::Num, 4) => format!(
+                "{} {} {}",
+                t(self, Class::Num),
+                self.rng.pick(&["+", "-", "*", "/", "DIV", "%"]),
+                t(self, Class::Num)
+            ),
+            (Class::Num, 5) => format!(
+                "{}({})",
+                self.rng.pick(&["ABS", "FLOOR", "CEIL", "SIGN", "-"]),
+                t(self, Class::Num)
+            ),
+            (Class::Num, 6) => format!(
+                "ROUND({}, {})",
+                t(self, Class::Num),
+                self.rng.pick(&["0", "1", "2", "-1"])
+            ),
+            (Class::Num, 7) => format!(
+                "{}({}, {})",
+                self.rng.pick(&["GREATEST", "LEAST", "NULLIF"]),
+                t(self, Class::Num),
+                t(self, Class::Num)
+            ),
+            (Class::Num, 8) => format!(
+                "{}({})",
+                self.rng.pick(&["LENGTH", "CHAR_LENGTH"]),
+                t(self, Class::Text)
+            ),
+            (Class::Num, 9) => {
+                if self.chance(2) {
+                    format!("YEAR({})", t(self, Class::Time))
+                } else {
+                    format!(
+                        "DATEDIFF({}, {})",
+                        t(self, Class::Time),
+                        t(self, Class::Time)
+                    )
+                }
+            }
+            (Class::Num, 10) => format!(
+                "CAST({} AS {})",
+                t(self, Class::Num),
+                self.rng.pick(&["SIGNED", "DECIMAL(10,2)", "DOUBLE"])
+            ),
+            (Class::Text, 4) => {
+                format!("CONCAT({}, {})", t(self, Class::Text), t(self, Class::Text))
+            }
+            (Class::Text, 5) => format!(
+                "{}({})",
+                self.rng.pick(&["UPPER", "LOWER", "TRIM"]),
+                t(self, Class::Text)
+            ),
+            (Class::Text, 6) => format!(
+                "SUBSTRING({}, {}, {})",
+                t(self, Class::Text),
+                self.rng.pick(&["1", "2", "0", "-1"]),
+                self.rng.pick(&["1", "2", "5"])
+            ),
+            (Class::Text, 7) => format!("CAST({} AS CHAR)", t(self, Class::Num)),
+            (Class::Text, 8) => format!(
+                "{}({}, {})",
+                self.rng.pick(&["GREATEST", "LEAST", "NULLIF"]),
+                t(self, Class::Text),
+                t(self, Class::Text)
+            ),
+            (Class::Time, 4..=6) => format!(
+                "DATE_ADD({}, INTERVAL {} {})",
+                t(self, Class::Time),
+                self.rng.pick(&["1", "-1", "30"]),
+                self.rng.pick(&["DAY", "MONTH", "YEAR", "HOUR"])
+            ),
+            (Class::Time, 7) => format!("CAST({} AS DATE)", t(self, Class::Time)),
+            (_, 11) if class != Class::Time => {
+                let sub = self.subquery_scalar_of(scope, d, class);
+                format!("({sub})")
+            }
+            _ => self.typed_leaf(class, scope),
+        }
+    }
+
+    fn scalar_mixed(&mut self, scope: &[InScope<'a>], depth: usize) -> String {
         if depth > 2 || self.chance(3) {
             return if self.chance(4) {
                 let k = *self.rng.pick(&crate::schema::KINDS);
@@ -459,6 +632,9 @@ impl<'a> Gen<'a> {
     }
 
     fn numeric(&mut self, scope: &[InScope<'a>], depth: usize) -> String {
+        if !self.mixed {
+            return self.typed(Class::Num, scope, depth);
+        }
         if depth > 2 || self.chance(2) {
             if self.chance(3) {
                 let k = *self
@@ -474,6 +650,9 @@ impl<'a> Gen<'a> {
     }
 
     fn text(&mut self, scope: &[InScope<'a>], depth: usize) -> String {
+        if !self.mixed {
+            return self.typed(Class::Text, scope, depth);
+        }
         if depth > 2 || self.chance(2) {
             if self.chance(3) {
                 return self.literal(Kind::Varchar);
@@ -508,10 +687,12 @@ impl<'a> Gen<'a> {
                 let op = *self
                     .rng
                     .pick(&["=", "<>", "<", "<=", ">", ">=", "<=>", "!="]);
-                let rhs = if self.chance(3) {
+                let rhs = if !self.chance(3) {
+                    self.literal(kind)
+                } else if self.mixed {
                     self.column(scope).0
                 } else {
-                    self.literal(kind)
+                    self.typed(kind.class(), scope, d)
                 };
                 format!("{c} {op} {rhs}")
             }
@@ -554,42 +735,71 @@ impl<'a> Gen<'a> {
                 self.pred(scope, d)
             ),
             10 => {
-                let e = self.scalar(scope, d);
+                let (e, rhs) = if self.mixed {
+                    (self.scalar(scope, d), self.scalar(scope, d))
+                } else {
+                    let class = *self.rng.pick(&[Class::Num, Class::Text, Class::Time]);
+                    (self.typed(class, scope, d), self.typed(class, scope, d))
+                };
                 let op = *self.rng.pick(&["=", "<", ">", "<>"]);
-                let rhs = self.scalar(scope, d);
                 format!("{e} {op} {rhs}")
             }
             11 => {
                 // [NOT] EXISTS, correlated on an INT or string column half the time.
-                let sub = self.subquery(scope, d, true);
+                let sub = self.subquery(scope, d, true, None);
                 format!("{}EXISTS ({sub})", if self.chance(3) { "NOT " } else { "" })
             }
             12 => {
-                let (c, _) = self.column(scope);
-                let sub = self.subquery(scope, d, false);
+                let (c, kind) = self.column(scope);
+                let want = (!self.mixed).then(|| kind.class());
+                let sub = self.subquery(scope, d, false, want);
                 format!("{c} {}IN ({sub})", if self.chance(3) { "NOT " } else { "" })
             }
             _ => {
-                let (c, _) = self.column(scope);
+                let (c, kind) = self.column(scope);
                 let op = *self.rng.pick(&["=", "<", ">", ">="]);
-                format!("{c} {op} ({})", self.subquery_scalar(scope, d))
+                let sub = if self.mixed {
+                    self.subquery_scalar(scope, d)
+                } else {
+                    self.subquery_scalar_of(scope, d, kind.class())
+                };
+                format!("{c} {op} ({sub})")
             }
         }
     }
 
-    /// SELECT of one column from one table, maybe correlated with `outer`.
-    fn subquery(&mut self, outer: &[InScope<'a>], depth: usize, any_width: bool) -> String {
+    /// SELECT of one column (of class `want`, when given) from one table, maybe correlated
+    /// with `outer`.
+    fn subquery(
+        &mut self,
+        outer: &[InScope<'a>],
+        depth: usize,
+        any_width: bool,
+        want: Option<Class>,
+    ) -> String {
         let tables = self.tables;
-        let t = &tables[self.below(tables.len())];
+        let fits = |t: &Table| want.is_none_or(|w| t.columns.iter().any(|c| c.kind.class() == w));
+        let choices: Vec<&Table> = tables.iter().filter(|t| fits(t)).collect();
+        let t = if choices.is_empty() {
+            &tables[self.below(tables.len())]
+        } else {
+            choices[self.below(choices.len())]
+        };
         let alias = format!("s{depth}{}", self.below(100));
         let me = InScope {
             alias: alias.clone(),
             table: t,
         };
-        let col = if any_width && self.chance(2) {
+        let cols: Vec<&str> = t
+            .columns
+            .iter()
+            .filter(|c| want.is_none_or(|w| c.kind.class() == w))
+            .map(|c| c.name.as_str())
+            .collect();
+        let col = if any_width && self.chance(2) || cols.is_empty() {
             "1".to_string()
         } else {
-            format!("{alias}.{}", t.columns[self.below(t.columns.len())].name)
+            format!("{alias}.{}", cols[self.below(cols.len())])
         };
         let mut conds = vec![];
         if !outer.is_empty() && self.chance(2) {
@@ -611,10 +821,22 @@ impl<'a> Gen<'a> {
 
     /// A subquery giving at most one value.
     fn subquery_scalar(&mut self, outer: &[InScope<'a>], depth: usize) -> String {
-        let sub = self.subquery(outer, depth, false);
+        let sub = self.subquery(outer, depth, false, None);
         let (sel, rest) = sub.split_once(" FROM ").unwrap();
         let col = sel.trim_start_matches("SELECT ");
         let agg = *self.rng.pick(&["MAX", "MIN", "COUNT", "SUM"]);
+        format!("SELECT {agg}({col}) FROM {rest}")
+    }
+
+    /// A subquery giving at most one value of `class`.
+    fn subquery_scalar_of(&mut self, outer: &[InScope<'a>], depth: usize, class: Class) -> String {
+        let sub = self.subquery(outer, depth, false, Some(class));
+        let (sel, rest) = sub.split_once(" FROM ").unwrap();
+        let col = sel.trim_start_matches("SELECT ");
+        let agg = match class {
+            Class::Num => *self.rng.pick(&["MAX", "MIN", "COUNT", "SUM"]),
+            _ => *self.rng.pick(&["MAX", "MIN"]),
+        };
         format!("SELECT {agg}({col}) FROM {rest}")
     }
 }
@@ -639,8 +861,10 @@ impl Gen<'_> {
                 let c = &t.columns[1 + self.below(t.columns.len() - 1)];
                 let v = if self.chance(2) {
                     self.literal(c.kind)
-                } else {
+                } else if self.mixed {
                     self.scalar(&me, 1)
+                } else {
+                    self.typed(c.kind.class(), &me, 1)
                 };
                 format!("UPDATE {} SET {} = {v}{filter}", t.name, c.name)
             }

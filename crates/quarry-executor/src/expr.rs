@@ -52,6 +52,8 @@ pub struct SubQuery {
     /// References a column of an enclosing query (must re-run per outer row).
     pub correlated: bool,
     pub id: usize,
+    /// Its first column's type (what a scalar subquery gives).
+    pub ty: SqlType,
 }
 
 #[derive(Debug, Clone)]
@@ -742,6 +744,25 @@ fn cast_decimal(v: &Value, ty: &SqlType) -> (Decimal, bool, bool) {
     (d, out, no_number)
 }
 
+/// CAST('2.5' AS SIGNED): the integer a string starts with (2; '1e3' is 1, ' 7x' 7, 'x'
+/// 0), as MariaDB reads it — not the number it holds, which a column store rounds.
+fn integer_prefix(v: &Value) -> i64 {
+    let s = v.as_str_lossy();
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let end = digits
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(digits.len());
+    let n: i128 = digits[..end].parse().unwrap_or(0);
+    let n = if neg { -n } else { n };
+    n.clamp(i64::MIN as i128, u64::MAX as i128) as i64
+}
+
 pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
     if v.is_null() {
         return Ok(Value::Null);
@@ -752,18 +773,16 @@ pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {
                 match v {
                     Value::Int(i) => Value::UInt(i as u64),
                     Value::UInt(u) => Value::UInt(u),
+                    Value::Str(_) | Value::Bytes(_) => Value::UInt(integer_prefix(&v) as u64),
                     other => {
-                        let f = other.to_f64();
-                        Value::UInt(if f < 0.0 {
-                            f.round() as i64 as u64
-                        } else {
-                            f.round() as u64
-                        })
+                        let f = other.to_f64().round_ties_even();
+                        Value::UInt(if f < 0.0 { f as i64 as u64 } else { f as u64 })
                     }
                 }
             } else {
                 match v {
                     Value::UInt(u) => Value::Int(u as i64),
+                    Value::Str(_) | Value::Bytes(_) => Value::Int(integer_prefix(&v)),
                     other => Value::Int(other.to_i64()),
                 }
             }

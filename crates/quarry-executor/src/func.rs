@@ -500,7 +500,9 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                     Value::Double(if trunc {
                         (x * f).trunc() / f
                     } else {
-                        (x * f).round() / f
+                        // Half to even on the scaled double (rint), as MariaDB:
+                        // ROUND(2.5e0) is 2, ROUND(0.125e0, 2) 0.12.
+                        (x * f).round_ties_even() / f
                     })
                 }
             }

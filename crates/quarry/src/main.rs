@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quarry_core::quarry_common::{TypeKind, Value};
+use quarry_core::quarry_common::Value;
 use quarry_core::{parse_size, Database, Options, Output};
 
 // Loads and scans allocate and free millions of small values a second, across threads;
@@ -357,23 +357,13 @@ fn print_output(out: &Output, secs: f64, warnings: usize) {
                 .map(|r| {
                     r.iter()
                         .zip(columns.iter())
+                        // As the wire shows it (quarry_common's column_text).
                         .map(|(v, c)| match v {
-                            Value::Double(d) if c.ty.kind == TypeKind::Float => {
-                                quarry_core::quarry_common::value::format_float(*d)
-                            }
-                            Value::Time(t) if c.ty.kind == TypeKind::Time => {
-                                quarry_core::quarry_common::time::format_time(*t, c.ty.scale)
-                            }
-                            Value::DateTime(d)
-                                if c.ty.scale > 0
-                                    && matches!(
-                                        c.ty.kind,
-                                        TypeKind::DateTime | TypeKind::Timestamp
-                                    ) =>
-                            {
-                                d.fmt_with_scale(c.ty.scale)
-                            }
-                            _ => v.to_text().unwrap_or_else(|| "NULL".into()),
+                            Value::Null => "NULL".to_string(),
+                            _ => String::from_utf8_lossy(
+                                &quarry_core::quarry_common::value::column_text(v, &c.ty),
+                            )
+                            .into_owned(),
                         })
                         .collect()
                 })

@@ -341,6 +341,10 @@ impl<'a> Binder<'a> {
                 set_quantifier,
                 right,
             } => {
+                let all = matches!(set_quantifier, ast::SetQuantifier::All);
+                if *op == ast::SetOperator::Union {
+                    return self.bind_union(left, right, all);
+                }
                 let l = self.bind_set_expr(left)?;
                 let r = self.bind_set_expr(right)?;
                 if l.columns.len() != r.columns.len() {
@@ -349,44 +353,67 @@ impl<'a> Binder<'a> {
                         "The used SELECT statements have a different number of columns",
                     ));
                 }
-                let all = matches!(set_quantifier, ast::SetQuantifier::All);
-                if *op != ast::SetOperator::Union {
-                    let columns = l.columns.clone();
-                    let except = matches!(op, ast::SetOperator::Except | ast::SetOperator::Minus);
-                    return Ok(SelectPlan {
-                        plan: Plan::SetOp {
-                            left: Box::new(l.plan),
-                            right: Box::new(r.plan),
-                            except,
-                            all,
-                        },
-                        columns,
-                    });
-                }
-                let columns = l
-                    .columns
-                    .iter()
-                    .zip(&r.columns)
-                    .map(|(a, b)| OutColumn {
-                        ty: unify(a.ty, b.ty),
-                        nullable: a.nullable || b.nullable,
-                        ..a.clone()
-                    })
-                    .collect();
-                let mut inputs = vec![];
-                for p in [l.plan, r.plan] {
-                    match p {
-                        Plan::Union { inputs: i, all: a } if a == all => inputs.extend(i),
-                        other => inputs.push(other),
-                    }
-                }
+                let columns = l.columns.clone();
+                let except = matches!(op, ast::SetOperator::Except | ast::SetOperator::Minus);
                 Ok(SelectPlan {
-                    plan: Plan::Union { inputs, all },
+                    plan: Plan::SetOp {
+                        left: Box::new(l.plan),
+                        right: Box::new(r.plan),
+                        except,
+                        all,
+                    },
                     columns,
                 })
             }
             other => Err(Error::unsupported(other.to_string())),
         }
+    }
+
+    /// A chain of UNIONs of one kind is one union: its column types come from every input
+    /// at once (an INT beside DECIMAL and then VARCHAR is text, not 20.00).
+    fn bind_union(&mut self, left: &SetExpr, right: &SetExpr, all: bool) -> Result<SelectPlan> {
+        let mut leaves = vec![];
+        self.union_leaves(left, all, &mut leaves)?;
+        self.union_leaves(right, all, &mut leaves)?;
+        let mut columns: Vec<OutColumn> = leaves[0].columns.clone();
+        for leaf in &leaves[1..] {
+            if leaf.columns.len() != columns.len() {
+                return Err(Error::new(
+                    1222,
+                    "The used SELECT statements have a different number of columns",
+                ));
+            }
+            for (c, b) in columns.iter_mut().zip(&leaf.columns) {
+                c.ty = unify(c.ty, b.ty);
+                c.nullable |= b.nullable;
+            }
+        }
+        let inputs = leaves
+            .into_iter()
+            .map(|leaf| widen_union_input(leaf.plan, &leaf.columns, &columns))
+            .collect();
+        Ok(SelectPlan {
+            plan: Plan::Union { inputs, all },
+            columns,
+        })
+    }
+
+    /// The inputs of a chain of UNIONs with the same quantifier, bound.
+    fn union_leaves(&mut self, s: &SetExpr, all: bool, out: &mut Vec<SelectPlan>) -> Result<()> {
+        if let SetExpr::SetOperation {
+            left,
+            op: ast::SetOperator::Union,
+            set_quantifier,
+            right,
+        } = s
+        {
+            if matches!(set_quantifier, ast::SetQuantifier::All) == all {
+                self.union_leaves(left, all, out)?;
+                return self.union_leaves(right, all, out);
+            }
+        }
+        out.push(self.bind_set_expr(s)?);
+        Ok(())
     }
 
     fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Plan, Vec<ScopeCol>)> {
@@ -1073,7 +1100,7 @@ impl<'a> Binder<'a> {
                 }
                 (t, true)
             }
-            Expr::ScalarSub(_) => (SqlType::varchar(255), true),
+            Expr::ScalarSub(q) => (q.ty, true),
             Expr::Func(name, args) => {
                 let arg = |i: usize| {
                     args.get(i)
@@ -1082,16 +1109,30 @@ impl<'a> Binder<'a> {
                 };
                 let t = match name.as_str() {
                     "IF" => unify(arg(1), arg(2)),
-                    "IFNULL" | "COALESCE" | "NULLIF" | "GREATEST" | "LEAST" => args
+                    "NULLIF" => arg(0),
+                    "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => args
                         .iter()
                         .skip(if name == "IF" { 1 } else { 0 })
                         .fold(SqlType::NULL, |t, a| unify(t, self.infer(a, cols).0)),
                     "ABS" | "ROUND" | "TRUNCATE" | "MOD" => {
                         let t = arg(0);
-                        if t.is_integer() || t.kind == TypeKind::Decimal || is_float(t) {
-                            t
-                        } else {
-                            SqlType::DOUBLE
+                        let digits = match args.get(1) {
+                            Some(Expr::Lit(v)) if name != "MOD" => Some(v.to_i64().clamp(0, 30)),
+                            _ => None,
+                        };
+                        match digits {
+                            // ROUND(1.25, 1) is DECIMAL(…,1): IFNULL(1, ROUND(x, 1)) shows 1.0;
+                            // ROUND(2.5e0, 2) a DOUBLE shown with 2 decimals.
+                            Some(d) if t.kind == TypeKind::Decimal => SqlType {
+                                scale: d as u8,
+                                ..t
+                            },
+                            Some(d) if is_float(t) || t.is_string() => SqlType {
+                                scale: d as u8,
+                                ..SqlType::DOUBLE
+                            },
+                            _ if t.is_integer() || t.kind == TypeKind::Decimal || is_float(t) => t,
+                            _ => SqlType::DOUBLE,
                         }
                     }
                     "CEIL" | "CEILING" | "FLOOR" => {
@@ -1233,6 +1274,7 @@ impl<'a> Binder<'a> {
         let sp = r?;
         self.next_sub += 1;
         Ok(Arc::new(SubQuery {
+            ty: sp.columns.first().map(|c| c.ty).unwrap_or(SqlType::NULL),
             plan: sp.plan,
             correlated,
             id: self.next_sub + 1_000_000 * self.levels.len(),
@@ -1256,8 +1298,88 @@ impl<'a> Binder<'a> {
 
     pub fn bind_expr(&mut self, e: &A) -> Result<Expr> {
         self.enter()?;
-        let r = self.bind_expr_nested(e);
+        let r = self.bind_expr_nested(e).map(|x| self.harmonize(x));
         self.leave(r)
+    }
+
+    /// IF / IFNULL / COALESCE / CASE (and GREATEST / LEAST over numbers) give every
+    /// branch in the type the branches unify to, as MariaDB does: `IF(c, 20, 1/3)` is
+    /// 20.0000 and `COALESCE(int_col, 'x')` a string (it gave each branch's own type).
+    fn harmonize(&self, e: Expr) -> Expr {
+        let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+        let convert = |branches: Vec<&mut Expr>, numbers_only: bool| {
+            let tys: Vec<SqlType> = branches.iter().map(|b| self.infer(b, cols).0).collect();
+            if numbers_only
+                && !tys
+                    .iter()
+                    .all(|t| is_number(*t) || t.kind == TypeKind::Null)
+            {
+                return;
+            }
+            let to = tys.iter().fold(SqlType::NULL, |t, b| unify(t, *b));
+            for (b, from) in branches.into_iter().zip(tys) {
+                if let Some(target) = widening(from, to) {
+                    let inner = std::mem::replace(b, Expr::Lit(Value::Null));
+                    *b = Expr::Cast(Box::new(inner), target);
+                }
+            }
+        };
+        match e {
+            Expr::Func(name, mut args)
+                if matches!(
+                    name.as_str(),
+                    "IF" | "IFNULL" | "COALESCE" | "GREATEST" | "LEAST"
+                ) =>
+            {
+                let skip = usize::from(name == "IF");
+                let numbers_only = name == "GREATEST" || name == "LEAST";
+                convert(args.iter_mut().skip(skip).collect(), numbers_only);
+                Expr::Func(name, args)
+            }
+            Expr::Case {
+                operand,
+                mut whens,
+                mut else_,
+            } => {
+                let branches: Vec<&mut Expr> = whens
+                    .iter_mut()
+                    .map(|(_, r)| r)
+                    .chain(else_.as_deref_mut())
+                    .collect();
+                convert(branches, false);
+                Expr::Case {
+                    operand,
+                    whens,
+                    else_,
+                }
+            }
+            // A string compared with a number compares as a number (MariaDB's rule, which
+            // sql_cmp follows row by row); said in the plan, a hash join's keys agree too
+            // ('abc' = 0 matched in a filter but not as a join key).
+            Expr::Bin(op, a, b)
+                if matches!(
+                    op,
+                    BinOp::Eq
+                        | BinOp::NullSafeEq
+                        | BinOp::Ne
+                        | BinOp::Lt
+                        | BinOp::Le
+                        | BinOp::Gt
+                        | BinOp::Ge
+                ) =>
+            {
+                let (ta, tb) = (self.infer(&a, cols).0, self.infer(&b, cols).0);
+                let as_number = |e: Box<Expr>, t: SqlType, other: SqlType| -> Box<Expr> {
+                    if t.is_string() && is_number(other) && !matches!(*e, Expr::Lit(_)) {
+                        Box::new(Expr::Cast(e, SqlType::DOUBLE))
+                    } else {
+                        e
+                    }
+                };
+                Expr::Bin(op, as_number(a, ta, tb), as_number(b, tb, ta))
+            }
+            other => other,
+        }
     }
 
     fn bind_expr_nested(&mut self, e: &A) -> Result<Expr> {
@@ -1869,6 +1991,65 @@ fn is_float(t: SqlType) -> bool {
 }
 
 /// The common type of two branches (CASE, IF, UNION).
+/// A UNION input whose numbers are narrower than the union's column (INT beside DECIMAL,
+/// DECIMAL beside DOUBLE, a number beside text) gives them in the union's type, as MariaDB
+/// does (a BIGINT beside DECIMAL(10,2) shows 42.00).
+fn widen_union_input(plan: Plan, have: &[OutColumn], union: &[OutColumn]) -> Plan {
+    if !have
+        .iter()
+        .zip(union)
+        .any(|(h, u)| widening(h.ty, u.ty).is_some())
+    {
+        return plan;
+    }
+    let exprs = have
+        .iter()
+        .zip(union)
+        .enumerate()
+        .map(|(i, (h, u))| match widening(h.ty, u.ty) {
+            Some(t) => Expr::Cast(Box::new(Expr::Col(i)), t),
+            None => Expr::Col(i),
+        })
+        .collect();
+    Plan::Project {
+        input: Box::new(plan),
+        exprs,
+    }
+}
+
+fn is_number(t: SqlType) -> bool {
+    t.is_integer() || t.kind == TypeKind::Decimal || is_float(t)
+}
+
+/// The type a value of type `from` is cast to as a branch of a result of type `to`: a
+/// number beside a wider number or text, a DATE beside DATETIME; None when it keeps its own.
+fn widening(from: SqlType, to: SqlType) -> Option<SqlType> {
+    if from.kind == TypeKind::Date && matches!(to.kind, TypeKind::DateTime | TypeKind::Timestamp) {
+        return Some(SqlType {
+            kind: TypeKind::DateTime,
+            ..to
+        });
+    }
+    if is_number(from) && from.kind != to.kind && !(from.is_integer() && to.is_integer()) {
+        return widened(to);
+    }
+    None
+}
+
+/// The type a number becomes as a branch of a wider result (`to`): a DECIMAL wide enough
+/// for any BIGINT at `to`'s scale, DOUBLE, or text; None when numbers keep their own.
+fn widened(to: SqlType) -> Option<SqlType> {
+    if to.kind == TypeKind::Decimal {
+        Some(SqlType::decimal(65, to.scale))
+    } else if is_float(to) {
+        Some(SqlType::DOUBLE)
+    } else if to.is_string() {
+        Some(SqlType::new(TypeKind::Text))
+    } else {
+        None
+    }
+}
+
 pub fn unify(a: SqlType, b: SqlType) -> SqlType {
     if a.kind == TypeKind::Null {
         return b;
@@ -1883,6 +2064,16 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
             unsigned: a.unsigned && b.unsigned,
             ..a
         };
+    }
+    // DATE beside DATETIME is DATETIME (COALESCE(d, dt) shows 2000-01-02 00:00:00).
+    let date_time = |x: SqlType, y: SqlType| {
+        x.kind == TypeKind::Date && matches!(y.kind, TypeKind::DateTime | TypeKind::Timestamp)
+    };
+    if date_time(a, b) {
+        return b;
+    }
+    if date_time(b, a) {
+        return a;
     }
     if a.is_string() || b.is_string() || a.is_temporal() || b.is_temporal() {
         return SqlType::varchar(a.display_length().max(b.display_length()).max(1));

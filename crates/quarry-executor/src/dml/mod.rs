@@ -89,7 +89,7 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 Value::UInt(u) => *u as i128,
                 Value::Decimal(d) => d.round_to_i128(),
                 Value::Double(f) => {
-                    let r = f.round();
+                    let r = f.round_ties_even();
                     if r > 1e30 {
                         i128::MAX
                     } else if r < -1e30 {
