@@ -651,6 +651,22 @@ impl Value {
             (Str(_) | Bytes(_), Date(_) | DateTime(_)) => {
                 return other.sql_cmp(self).map(Ordering::reverse)
             }
+            // A number beside a date is read as one (20000102 is 2000-01-02), one that is
+            // no date as the zero date: DATE '2000-01-02' > 2147483647, as in MariaDB.
+            (Date(_) | DateTime(_), Int(_) | UInt(_) | Decimal(_) | Double(_)) => {
+                match other.to_datetime() {
+                    Some(o) => self.to_datetime()?.cmp(&o),
+                    None => match self.to_datetime() {
+                        Some(d) if d.date.year == 0 && d.date.month == 0 && d.date.day == 0 => {
+                            Ordering::Equal
+                        }
+                        _ => Ordering::Greater,
+                    },
+                }
+            }
+            (Int(_) | UInt(_) | Decimal(_) | Double(_), Date(_) | DateTime(_)) => {
+                return other.sql_cmp(self).map(Ordering::reverse)
+            }
             (Time(a), Time(b)) => a.cmp(b),
             (Time(a), Str(_) | Bytes(_)) => {
                 match crate::time::parse_time_unbounded(&other.as_str_lossy()) {
@@ -796,7 +812,13 @@ pub fn column_text<'a>(v: &'a Value, ty: &crate::SqlType) -> std::borrow::Cow<'a
                 && (1..=30).contains(&ty.scale)
                 && d.is_finite() =>
         {
-            Cow::Owned(format!("{:.*}", ty.scale as usize, d).into_bytes())
+            let text = format!("{:.*}", ty.scale as usize, d);
+            // A negative value that rounds to zero shows as 0.0 (MariaDB drops the sign).
+            let text = match text.strip_prefix('-') {
+                Some(t) if t.bytes().all(|b| b == b'0' || b == b'.') => t.to_string(),
+                _ => text,
+            };
+            Cow::Owned(text.into_bytes())
         }
         Value::Double(d) if ty.kind == crate::TypeKind::Float => {
             Cow::Owned(format_float(*d).into_bytes())

@@ -49,15 +49,21 @@ pub struct Side {
     pub conns: Vec<Conn>,
     /// The database each connection is in (to return to after reconnecting).
     dbs: Vec<String>,
+    /// Statements every connection runs first.
+    init: Vec<String>,
 }
 
 impl Side {
-    pub fn open(server: Server, variants: &[Variant]) -> Result<Side, String> {
+    pub fn open(server: Server, variants: &[Variant], init: &[&str]) -> Result<Side, String> {
         let mut conns = vec![];
         for v in variants {
             let mut o = ConnectOptions::new(server.port);
             o.read_timeout = Some(STATEMENT_TIMEOUT);
             let mut c = Conn::connect(&o).map_err(|e| format!("{}: {e}", server.name))?;
+            for s in init {
+                c.exec(s)
+                    .map_err(|e| format!("{}: {s}: {e}", server.name))?;
+            }
             c.exec(&format!("DROP DATABASE IF EXISTS {}", v.db()))
                 .and_then(|_| c.exec(&format!("CREATE DATABASE {}", v.db())))
                 .and_then(|_| c.exec(&format!("USE {}", v.db())))
@@ -65,7 +71,13 @@ impl Side {
             conns.push(c);
         }
         let dbs = variants.iter().map(|v| v.db().to_string()).collect();
-        Ok(Side { server, conns, dbs })
+        let init = init.iter().map(|s| s.to_string()).collect();
+        Ok(Side {
+            server,
+            conns,
+            dbs,
+            init,
+        })
     }
 
     /// Recreate `tables` in every variant's database.
@@ -99,6 +111,9 @@ impl Side {
                         self.server.name
                     )
                 })?;
+                for s in &self.init {
+                    c.exec(s).map_err(|e| e.to_string())?;
+                }
                 c.exec(&format!("USE {db}")).map_err(|e| e.to_string())?;
                 self.conns[i] = c;
                 Ok(Outcome::Error(2013, format!("Lost connection: {message}")))

@@ -306,6 +306,11 @@ impl Expr {
                 match op {
                     UnOp::Not => Value::from_bool(!v.truth().unwrap_or(false)),
                     UnOp::Neg => match v {
+                        // A column's or a result's BIGINT minimum has no negation (1690); a
+                        // literal's becomes a DECIMAL, as in MariaDB.
+                        Value::Int(i64::MIN) if !matches!(**a, Expr::Lit(_)) => {
+                            return Err(Error::bigint_out_of_range("BIGINT", "-(…)"));
+                        }
                         Value::Int(i) => crate::bind::negate_int(i),
                         Value::UInt(u) if u <= i64::MAX as u64 + 1 => {
                             Value::Int((u as i128).wrapping_neg() as i64)
@@ -504,6 +509,16 @@ fn eval_bin(op: BinOp, a: &Expr, b: &Expr, row: &[Value], ctx: &ExecCtx) -> Resu
         _ => {}
     }
     let l = a.eval(row, ctx)?;
+    // A comparison with a NULL left side is NULL before its right side is evaluated (as
+    // in MariaDB, whose right side then raises no error).
+    if l.is_null()
+        && matches!(
+            op,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    {
+        return Ok(Value::Null);
+    }
     let r = b.eval(row, ctx)?;
     binary(op, &l, &r)
 }

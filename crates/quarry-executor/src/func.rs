@@ -488,10 +488,28 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                             Value::Decimal(d.checked_rescale(p).unwrap_or(d))
                         }
                     } else {
-                        let f = 10f64.powi((-places) as i32);
-                        let x = d.to_f64() / f;
-                        let r = if trunc { x.trunc() } else { x.round() } * f;
-                        Value::Int(r as i64)
+                        // Exactly, half away from zero, as a DECIMAL when it passes the
+                        // BIGINT range (ROUND(9223372036854775807, -1)).
+                        let m = d.mantissa.to_i128().unwrap_or(d.round_to_i128());
+                        let sc = if d.mantissa.to_i128().is_some() {
+                            d.scale as u32
+                        } else {
+                            0
+                        };
+                        let k = (-places).min(30) as u32;
+                        let step = 10i128.checked_pow(sc + k).unwrap_or(i128::MAX);
+                        let q = m / step;
+                        let rem = m % step;
+                        let q = if !trunc && rem.abs() >= step - rem.abs() {
+                            q + m.signum()
+                        } else {
+                            q
+                        };
+                        let r = q.saturating_mul(10i128.pow(k));
+                        match i64::try_from(r) {
+                            Ok(i) => Value::Int(i),
+                            Err(_) => Value::Decimal(Decimal::new(r, 0)),
+                        }
                     }
                 }
                 other => {

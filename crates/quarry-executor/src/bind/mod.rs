@@ -400,6 +400,18 @@ impl<'a> Binder<'a> {
 
     /// The inputs of a chain of UNIONs with the same quantifier, bound.
     fn union_leaves(&mut self, s: &SetExpr, all: bool, out: &mut Vec<SelectPlan>) -> Result<()> {
+        // A chain is as deep as it is long: the nesting limit holds here too (1436).
+        self.enter()?;
+        let r = self.union_leaves_nested(s, all, out);
+        self.leave(r)
+    }
+
+    fn union_leaves_nested(
+        &mut self,
+        s: &SetExpr,
+        all: bool,
+        out: &mut Vec<SelectPlan>,
+    ) -> Result<()> {
         if let SetExpr::SetOperation {
             left,
             op: ast::SetOperator::Union,
@@ -942,6 +954,21 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// A DOUBLE with fixed decimals becoming text keeps them (CAST(ROUND(2.5e0, 1) AS
+    /// CHAR) is '2.5', CAST(ROUND(3e0, 1) AS CHAR) '3.0'), through a DECIMAL of that scale.
+    fn fixed_decimals_as_text(&self, x: Expr, to: SqlType) -> Expr {
+        if !to.is_string() {
+            return x;
+        }
+        let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+        let t = self.infer(&x, cols).0;
+        if is_float(t) && (1..=30).contains(&t.scale) {
+            Expr::Cast(Box::new(x), SqlType::decimal(65, t.scale))
+        } else {
+            x
+        }
+    }
+
     /// The type of `e` when it is a TIME, DATETIME or TIMESTAMP (with `date`, also DATE).
     fn temporal_type(&self, e: &Expr, date: bool) -> Option<SqlType> {
         // Operators and literals never are: not asking saves inferring each step of a
@@ -1022,7 +1049,29 @@ impl<'a> Binder<'a> {
                 match op {
                     BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
                         if is_float(ta) || is_float(tb) {
-                            (SqlType::DOUBLE, n)
+                            // A double keeps fixed decimals when both operands have them
+                            // (pk * ROUND(f, 1) shows -2816.0); one without makes it free.
+                            let fixed = |t: SqlType| {
+                                if is_float(t) {
+                                    (t.scale > 0).then_some(t.scale)
+                                } else if is_number(t) {
+                                    Some(t.scale)
+                                } else {
+                                    None
+                                }
+                            };
+                            let scale = match (fixed(ta), fixed(tb)) {
+                                (Some(x), Some(y)) if *op == BinOp::Mul => (x + y).min(30),
+                                (Some(x), Some(y)) => x.max(y),
+                                _ => 0,
+                            };
+                            (
+                                SqlType {
+                                    scale,
+                                    ..SqlType::DOUBLE
+                                },
+                                n,
+                            )
                         } else if ta.kind == TypeKind::Decimal || tb.kind == TypeKind::Decimal {
                             let s = if *op == BinOp::Mul {
                                 ta.scale + tb.scale
@@ -1116,11 +1165,19 @@ impl<'a> Binder<'a> {
                         .fold(SqlType::NULL, |t, a| unify(t, self.infer(a, cols).0)),
                     "ABS" | "ROUND" | "TRUNCATE" | "MOD" => {
                         let t = arg(0);
-                        let digits = match args.get(1) {
-                            Some(Expr::Lit(v)) if name != "MOD" => Some(v.to_i64().clamp(0, 30)),
+                        let given = match args.get(1) {
+                            Some(Expr::Lit(v)) if name != "MOD" => Some(v.to_i64()),
                             _ => None,
                         };
+                        let digits = given.map(|d| d.clamp(0, 30));
                         match digits {
+                            // Of NULL, NULL of no type (ABS(NULL) / 3 is a DECIMAL division).
+                            _ if t.kind == TypeKind::Null => SqlType::NULL,
+                            // ROUND(BIGINT, -1) may pass the BIGINT range: a DECIMAL, as in
+                            // MariaDB (ROUND(9223372036854775807, -1) is 9223372036854775810).
+                            _ if given.is_some_and(|g| g < 0) && t.kind == TypeKind::BigInt => {
+                                SqlType::decimal(21, 0)
+                            }
                             // ROUND(1.25, 1) is DECIMAL(…,1): IFNULL(1, ROUND(x, 1)) shows 1.0;
                             // ROUND(2.5e0, 2) a DOUBLE shown with 2 decimals.
                             Some(d) if t.kind == TypeKind::Decimal => SqlType {
@@ -1212,8 +1269,20 @@ impl<'a> Binder<'a> {
                             TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp => from.scale,
                             _ => 0,
                         };
+                        // A DATE stays one only for whole days (INTERVAL 1 HOUR makes a
+                        // DATETIME), as in MariaDB.
+                        let whole_days = matches!(
+                            args.get(2),
+                            Some(Expr::Lit(Value::Str(u))) if matches!(
+                                u.as_str(),
+                                "DAY" | "WEEK" | "MONTH" | "QUARTER" | "YEAR" | "YEAR_MONTH"
+                            )
+                        );
                         match from.kind {
-                            TypeKind::Date if frac == 0 => SqlType::DATE,
+                            // NULL + INTERVAL is NULL of no type: it leaves IF(c, DATE,
+                            // DATE_ADD(NULL, …)) a DATE.
+                            TypeKind::Null => SqlType::NULL,
+                            TypeKind::Date if frac == 0 && whole_days => SqlType::DATE,
                             TypeKind::Time => SqlType {
                                 scale: own.max(frac).min(6),
                                 ..SqlType::TIME
@@ -1616,6 +1685,7 @@ impl<'a> Binder<'a> {
             } => {
                 let x = self.bind_expr(expr)?;
                 let ty = cast_type(data_type, &expr.to_string())?;
+                let x = self.fixed_decimals_as_text(x, ty);
                 self.temporal_cast(x, ty)
             }
             A::Convert {
@@ -1625,6 +1695,7 @@ impl<'a> Binder<'a> {
             } => {
                 let x = self.bind_expr(expr)?;
                 let ty = cast_type(dt, &expr.to_string())?;
+                let x = self.fixed_decimals_as_text(x, ty);
                 self.temporal_cast(x, ty)
             }
             A::Convert {
@@ -2033,6 +2104,10 @@ fn widening(from: SqlType, to: SqlType) -> Option<SqlType> {
     if is_number(from) && from.kind != to.kind && !(from.is_integer() && to.is_integer()) {
         return widened(to);
     }
+    // A DECIMAL beside one of more decimals shows them: IFNULL(SUM(x), -0.001) is 14.000.
+    if from.kind == TypeKind::Decimal && to.kind == TypeKind::Decimal && from.scale < to.scale {
+        return widened(to);
+    }
     None
 }
 
@@ -2042,7 +2117,10 @@ fn widened(to: SqlType) -> Option<SqlType> {
     if to.kind == TypeKind::Decimal {
         Some(SqlType::decimal(65, to.scale))
     } else if is_float(to) {
-        Some(SqlType::DOUBLE)
+        Some(SqlType {
+            scale: to.scale,
+            ..SqlType::DOUBLE
+        })
     } else if to.is_string() {
         Some(SqlType::new(TypeKind::Text))
     } else {
@@ -2058,9 +2136,12 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
         return a;
     }
     if a.kind == b.kind {
+        // A double's scale 0 means "not fixed": beside one, the result is not fixed either
+        // (CASE of ROUND(f, 2) and f shows 0.5, not 0.50).
+        let free = is_float(a) && (a.scale == 0 || b.scale == 0);
         return SqlType {
             len: a.len.max(b.len),
-            scale: a.scale.max(b.scale),
+            scale: if free { 0 } else { a.scale.max(b.scale) },
             unsigned: a.unsigned && b.unsigned,
             ..a
         };
@@ -2079,7 +2160,22 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
         return SqlType::varchar(a.display_length().max(b.display_length()).max(1));
     }
     if is_float(a) || is_float(b) {
-        return SqlType::DOUBLE;
+        // Fixed decimals survive beside an integer or a DECIMAL (CASE of pk and
+        // ROUND(f, 2) shows 1.00); beside a free double they are free.
+        let fixed = |t: SqlType| {
+            if is_float(t) {
+                (t.scale > 0).then_some(t.scale)
+            } else {
+                Some(t.scale)
+            }
+        };
+        return SqlType {
+            scale: match (fixed(a), fixed(b)) {
+                (Some(x), Some(y)) => x.max(y),
+                _ => 0,
+            },
+            ..SqlType::DOUBLE
+        };
     }
     if a.kind == TypeKind::Decimal || b.kind == TypeKind::Decimal {
         return SqlType::decimal(a.len.max(b.len).max(20), a.scale.max(b.scale));
