@@ -1438,8 +1438,18 @@ impl<'a> Binder<'a> {
                 ) =>
             {
                 let (ta, tb) = (self.infer(&a, cols).0, self.infer(&b, cols).0);
+                // Only a side typed as text: a literal, a placeholder or a variable has
+                // no declared type (`id = ?` stays an index lookup).
                 let as_number = |e: Box<Expr>, t: SqlType, other: SqlType| -> Box<Expr> {
-                    if t.is_string() && is_number(other) && !matches!(*e, Expr::Lit(_)) {
+                    let typed = !matches!(
+                        *e,
+                        Expr::Lit(_)
+                            | Expr::Param(_)
+                            | Expr::UserVar(_)
+                            | Expr::SysVar(_)
+                            | Expr::InsertValue(_)
+                    );
+                    if typed && t.is_string() && is_number(other) {
                         Box::new(Expr::Cast(e, SqlType::DOUBLE))
                     } else {
                         e
