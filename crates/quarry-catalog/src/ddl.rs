@@ -9,7 +9,7 @@ use quarry_sql::ast::{
 };
 use quarry_storage_api::RowFormat;
 
-use crate::{ColumnDef, DefaultValue, IndexDef, TableDef};
+use crate::{CheckDef, ColumnDef, DefaultValue, IndexDef, TableDef};
 
 fn char_len(l: &Option<CharacterLength>, default: u32) -> u32 {
     match l {
@@ -319,7 +319,9 @@ pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> 
                     col.on_update_now = true;
                 }
             }
-            ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) => {}
+            // The table's (table_def_from_ast reads them).
+            ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) | ColumnOption::Check(_) => {
+            }
             ColumnOption::DialectSpecific(toks) => {
                 let s: Vec<String> = toks
                     .iter()
@@ -359,6 +361,20 @@ pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> 
     Ok((col, keys))
 }
 
+/// A CHECK's condition as SHOW CREATE TABLE prints it: names in backticks, as MariaDB.
+pub fn check_text(e: &Expr) -> String {
+    let mut e = e.clone();
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        match x {
+            Expr::Identifier(i) => i.quote_style = Some('`'),
+            Expr::CompoundIdentifier(v) => v.iter_mut().for_each(|i| i.quote_style = Some('`')),
+            _ => {}
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    e.to_string()
+}
+
 /// Build a table definition from a parsed CREATE TABLE.
 pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
     let name = ct
@@ -376,6 +392,7 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
         row_format: None,
         comment: String::new(),
         auto_increment_start: 1,
+        checks: vec![],
     };
     let mut col_keys = vec![];
     for c in &ct.columns {
@@ -408,6 +425,20 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
             add_index(&mut def, None, &[ic], unique, primary)?;
         }
     }
+    // Column-level CHECKs, then the table's (named CONSTRAINT_n when unnamed, n counting
+    // the table's CHECKs, as MariaDB).
+    for c in &ct.columns {
+        for o in &c.options {
+            if let ColumnOption::Check(ck) = &o.option {
+                def.checks.push(CheckDef {
+                    name: String::new(),
+                    expr: check_text(&ck.expr),
+                    column: Some(c.name.value.clone()),
+                });
+            }
+        }
+    }
+    let mut table_checks = 0;
     for c in &ct.constraints {
         match c {
             TableConstraint::PrimaryKey(p) => add_index(&mut def, None, &p.columns, true, true)?,
@@ -426,7 +457,29 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
                 false,
                 false,
             )?,
-            TableConstraint::ForeignKey(_) | TableConstraint::Check(_) => {}
+            TableConstraint::Check(ck) => {
+                table_checks += 1;
+                let name = match &ck.name {
+                    Some(n) => n.value.clone(),
+                    None => format!("CONSTRAINT_{table_checks}"),
+                };
+                if def
+                    .checks
+                    .iter()
+                    .any(|c| c.column.is_none() && c.name.eq_ignore_ascii_case(&name))
+                {
+                    return Err(Error::new(
+                        1826,
+                        format!("Duplicate CHECK constraint name '{name}'"),
+                    ));
+                }
+                def.checks.push(CheckDef {
+                    name,
+                    expr: check_text(&ck.expr),
+                    column: None,
+                });
+            }
+            TableConstraint::ForeignKey(_) => {}
             other => return Err(Error::unsupported(format!("constraint {other}"))),
         }
     }
@@ -540,6 +593,11 @@ pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
             s.push_str(" COMMENT ");
             s.push_str(&quote_string(&c.comment));
         }
+        for ck in &def.checks {
+            if ck.column.as_deref() == Some(c.name.as_str()) {
+                s.push_str(&format!(" CHECK ({})", ck.expr));
+            }
+        }
         lines.push(s);
     }
     for ix in &def.indexes {
@@ -567,6 +625,13 @@ pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
             format!("KEY {}", quote_ident(&ix.name))
         };
         lines.push(format!("  {kind} ({})", cols.join(",")));
+    }
+    for ck in def.checks.iter().filter(|c| c.column.is_none()) {
+        lines.push(format!(
+            "  CONSTRAINT {} CHECK ({})",
+            quote_ident(&ck.name),
+            ck.expr
+        ));
     }
     let mut s = format!(
         "CREATE TABLE {} (\n{}\n) ENGINE={}",

@@ -29,7 +29,7 @@ use quarry_storage_api::{
     TablePath, TableSchema,
 };
 
-pub use ddl::{column_def as ddl_column, sql_type, table_def_from_ast};
+pub use ddl::{check_text, column_def as ddl_column, sql_type, table_def_from_ast};
 use deffile::{def_text, read_def, read_view, view_text};
 use lazy::{LazyTable, OpenCount};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -73,6 +73,27 @@ pub struct TableDef {
     pub comment: String,
     /// AUTO_INCREMENT= table option (first value to hand out).
     pub auto_increment_start: u64,
+    /// CHECK constraints, column-level ones first in column order.
+    pub checks: Vec<CheckDef>,
+}
+
+/// A CHECK constraint: its condition as SHOW CREATE TABLE prints it (names in
+/// backticks) and, written on a column, that column (MariaDB names it `table.column`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckDef {
+    pub name: String,
+    pub expr: String,
+    pub column: Option<String>,
+}
+
+impl CheckDef {
+    /// The name error 4025 gives it.
+    pub fn shown_name(&self, table: &str) -> String {
+        match &self.column {
+            Some(c) => format!("{table}.{c}"),
+            None => self.name.clone(),
+        }
+    }
 }
 
 impl TableDef {

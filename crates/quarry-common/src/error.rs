@@ -381,6 +381,13 @@ impl Error {
             ),
         )
     }
+    /// A row a CHECK constraint makes FALSE (MariaDB's 4025).
+    pub fn check_failed(name: &str, db: &str, table: &str) -> Error {
+        Error::new(
+            4025,
+            format!("CONSTRAINT `{name}` failed for `{db}`.`{table}`"),
+        )
+    }
     pub fn bigint_out_of_range(kind: &str, expr: &str) -> Error {
         Error::new(1690, format!("{kind} value is out of range in '{expr}'"))
     }

@@ -39,6 +39,9 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("innodb_flush_log_at_trx_commit", i(1)),
         ("innodb_lock_wait_timeout", i(50)),
         ("interactive_timeout", i(28800)),
+        // CHECK constraints are tested on the rows statements write (0: skipped, as for a
+        // dump's restore).
+        ("check_constraint_checks", i(1)),
         ("license", s("Apache-2.0")),
         ("lower_case_table_names", i(0)),
         ("max_allowed_packet", i(16 * 1024 * 1024)),

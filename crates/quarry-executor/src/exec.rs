@@ -113,6 +113,8 @@ pub struct ExecCtx<'a> {
     pub warnings: RefCell<Vec<Warning>>,
     pub undo: RefCell<Vec<Undo>>,
     pub strict: bool,
+    /// `check_constraint_checks`: CHECK constraints are tested on written rows.
+    pub check_constraints: bool,
     pub read_buffer: usize,
     pub interrupt: Interrupt<'a>,
     /// The longest record LOAD DATA takes (`max_allowed_packet`).

@@ -18,6 +18,7 @@ use quarry_sql::Stmt;
 
 mod access;
 mod account_stmts;
+mod alter;
 mod outfile;
 mod txn;
 
@@ -308,6 +309,7 @@ enum Isolation {
 #[derive(Clone, Copy)]
 struct Settings {
     strict: bool,
+    check_constraints: bool,
     /// `max_statement_time` (0: none).
     statement_time: Option<Duration>,
     max_packet: usize,
@@ -408,6 +410,10 @@ impl Session {
             .unwrap_or(0.0);
         Settings {
             strict: text("sql_mode").is_none_or(|m| m.contains("STRICT")),
+            check_constraints: self
+                .sys_var("check_constraint_checks")
+                .map(|v| v.to_i64() != 0)
+                .unwrap_or(true),
             statement_time: (secs > 0.0 && secs.is_finite())
                 .then(|| Duration::from_secs_f64(secs.min(31_536_000.0))),
             max_packet: size("max_allowed_packet", 1024, 1 << 30, 16 << 20),
@@ -870,6 +876,7 @@ impl Session {
             warnings: RefCell::new(vec![]),
             undo: RefCell::new(vec![]),
             strict: st.strict,
+            check_constraints: st.check_constraints,
             read_buffer: st.read_buffer,
             interrupt: quarry_executor::exec::Interrupt::new(
                 &self.info.killed,
@@ -888,6 +895,15 @@ impl Session {
         self.rand.set(ctx.rand_state.get());
         *sink.borrow_mut() = Some((ctx.undo.into_inner(), ctx.warnings.into_inner()));
         r
+    }
+
+    /// A definition's CHECK conditions name its columns only and read no other table.
+    fn validate_checks(&self, db: &str, def: &TableDef) -> Result<()> {
+        if def.checks.is_empty() {
+            return Ok(());
+        }
+        let mut b = Binder::new(&self.db.catalog, Some(db.to_string()));
+        quarry_executor::dml::validate_checks(def, db, &mut b)
     }
 
     fn require_db(&self, db: Option<&str>) -> Result<String> {
@@ -2145,6 +2161,7 @@ impl Session {
                 .into_owned();
         }
         let Some(q) = &ct.query else {
+            self.validate_checks(&db, &def)?;
             self.db.catalog.create_table(&db, def)?;
             return Ok(Output::ok(0));
         };
@@ -2165,6 +2182,7 @@ impl Session {
                 });
             }
         }
+        self.validate_checks(&db, &def)?;
         let entry = self.db.catalog.create_table(&db, def)?;
         let positions: Vec<usize> = sp
             .columns
@@ -2509,8 +2527,11 @@ impl Session {
         });
         // Undo records of the copy refer to the temporary table: never replay them.
         *sink.borrow_mut() = None;
-        if let Err(e) = copy {
+        if let Err(mut e) = copy {
             let _ = self.db.catalog.drop_table(db, &tmp);
+            // A row the new definition refuses (a CHECK's 4025) names the table, not the
+            // copy.
+            e.message = e.message.replace(&tmp, &entry.def.name);
             return Err(e);
         }
         self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(entry, ctx))?;
@@ -2543,173 +2564,6 @@ impl Session {
             },
         ])?;
         Ok(())
-    }
-
-    fn alter_table(&mut self, at: &ast::AlterTable, sink: &StmtSink) -> Result<Output> {
-        let (db, t) = self.split_name(&at.name)?;
-        let entry = self.db.catalog.table(&db, &t)?;
-        let mut def = entry.def.clone();
-        // For each resulting column: where its value comes from in the old row (None = default).
-        let mut source: Vec<Option<usize>> = (0..def.columns.len()).map(Some).collect();
-        let mut rename_to: Option<(String, String)> = None;
-        for op in &at.operations {
-            use ast::AlterTableOperation as O;
-            match op {
-                O::AddColumn {
-                    column_def,
-                    column_position,
-                    if_not_exists,
-                    ..
-                } => {
-                    let (col, keys) = quarry_catalog::ddl_column(column_def)?;
-                    if def.column_index(&col.name).is_some() {
-                        if *if_not_exists {
-                            continue;
-                        }
-                        return Err(Error::duplicate_column(&col.name));
-                    }
-                    let pos = match column_position {
-                        Some(ast::MySQLColumnPosition::First) => 0,
-                        Some(ast::MySQLColumnPosition::After(a)) => {
-                            def.column_index(&a.value)
-                                .ok_or_else(|| Error::unknown_column(&a.value, &t))?
-                                + 1
-                        }
-                        None => def.columns.len(),
-                    };
-                    for ix in def.indexes.iter_mut() {
-                        for c in ix.columns.iter_mut() {
-                            if *c >= pos {
-                                *c += 1;
-                            }
-                        }
-                    }
-                    def.columns.insert(pos, col);
-                    source.insert(pos, None);
-                    if !keys.is_empty() {
-                        return Err(Error::unsupported("ADD COLUMN with an inline key"));
-                    }
-                }
-                O::DropColumn {
-                    column_names,
-                    if_exists,
-                    ..
-                } => {
-                    for cn in column_names {
-                        let Some(i) = def.column_index(&cn.value) else {
-                            if *if_exists {
-                                continue;
-                            }
-                            return Err(Error::new(
-                                1091,
-                                format!("Can't DROP COLUMN `{}`; check that it exists", cn.value),
-                            ));
-                        };
-                        if def.columns.len() == 1 {
-                            return Err(Error::new(1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"));
-                        }
-                        def.columns.remove(i);
-                        source.remove(i);
-                        def.indexes.retain_mut(|ix| {
-                            if let Some(p) = ix.columns.iter().position(|c| *c == i) {
-                                ix.columns.remove(p);
-                                ix.prefix.remove(p);
-                                ix.desc.remove(p);
-                            }
-                            for c in ix.columns.iter_mut() {
-                                if *c > i {
-                                    *c -= 1;
-                                }
-                            }
-                            !ix.columns.is_empty()
-                        });
-                    }
-                }
-                O::ModifyColumn {
-                    col_name,
-                    data_type,
-                    options,
-                    ..
-                } => redefine_column(&mut def, &t, col_name, col_name, data_type, options)?,
-                O::ChangeColumn {
-                    old_name,
-                    new_name,
-                    data_type,
-                    options,
-                    ..
-                } => redefine_column(&mut def, &t, old_name, new_name, data_type, options)?,
-                O::RenameColumn {
-                    old_column_name,
-                    new_column_name,
-                } => {
-                    let i = def
-                        .column_index(&old_column_name.value)
-                        .ok_or_else(|| Error::unknown_column(&old_column_name.value, &t))?;
-                    def.columns[i].name = new_column_name.value.clone();
-                }
-                O::RenameTable { table_name } => {
-                    let n = match table_name {
-                        ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => n,
-                    };
-                    let (d2, t2) = self.split_name(n)?;
-                    rename_to = Some((d2, t2));
-                }
-                O::AddConstraint { constraint, .. } => {
-                    let ct = synth_constraint(&def, constraint.clone());
-                    def.indexes = table_def_from_ast(&ct)?.indexes;
-                }
-                O::DropIndex { name } => {
-                    let before = def.indexes.len();
-                    def.indexes
-                        .retain(|ix| !ix.name.eq_ignore_ascii_case(&name.value));
-                    if def.indexes.len() == before {
-                        return Err(Error::new(
-                            1091,
-                            format!("Can't DROP INDEX `{}`; check that it exists", name.value),
-                        ));
-                    }
-                }
-                O::DropPrimaryKey { .. } => def.indexes.retain(|ix| !ix.primary),
-                O::Algorithm { .. } | O::Lock { .. } => {}
-                other => return Err(Error::unsupported(format!("ALTER TABLE {other}"))),
-            }
-        }
-        if def != entry.def {
-            // Existing rows take each added column's default (MariaDB's rule).
-            let added: Vec<Value> = self.with_ctx(|ctx| {
-                def.columns
-                    .iter()
-                    .zip(&source)
-                    .map(|(c, s)| match s {
-                        Some(_) => Ok(Value::Null),
-                        None => quarry_executor::dml::added_column_value(c, ctx),
-                    })
-                    .collect()
-            })?;
-            let ctx_map = move |old: Row| -> Row {
-                source
-                    .iter()
-                    .zip(&added)
-                    .map(|(s, v)| s.map(|i| old[i].clone()).unwrap_or_else(|| v.clone()))
-                    .collect()
-            };
-            self.change_table(&db, &entry, def.clone(), Some(&ctx_map), sink)?;
-        }
-        if let Some((to_db, to)) = rename_to {
-            self.db
-                .catalog
-                .apply_ddl(&[quarry_catalog::DdlStep::Rename {
-                    db: db.clone(),
-                    from: def.name.clone(),
-                    to_db,
-                    to,
-                }])?;
-        }
-        Ok(Output::Ok {
-            affected: 0,
-            last_insert_id: 0,
-            info: Some("Records: 0  Duplicates: 0  Warnings: 0".into()),
-        })
     }
 }
 
@@ -2796,33 +2650,6 @@ fn result_set(
         Ok(true)
     })?;
     Ok(Output::Streamed { rows: n })
-}
-
-/// MODIFY / CHANGE COLUMN: replace a column's definition (values are converted on copy).
-fn redefine_column(
-    def: &mut TableDef,
-    table: &str,
-    old: &ast::Ident,
-    new: &ast::Ident,
-    data_type: &ast::DataType,
-    options: &[ast::ColumnOption],
-) -> Result<()> {
-    let i = def
-        .column_index(&old.value)
-        .ok_or_else(|| Error::unknown_column(&old.value, table))?;
-    let cd = ast::ColumnDef {
-        name: new.clone(),
-        data_type: data_type.clone(),
-        options: options
-            .iter()
-            .map(|o| ast::ColumnOptionDef {
-                name: None,
-                option: o.clone(),
-            })
-            .collect(),
-    };
-    def.columns[i] = quarry_catalog::ddl_column(&cd)?.0;
-    Ok(())
 }
 
 fn show_like(o: &ast::ShowStatementOptions) -> Option<String> {

@@ -161,14 +161,17 @@ impl<'a> Binder<'a> {
     }
 
     pub fn table_scope(entry: &TableEntry, alias: &str) -> Vec<ScopeCol> {
-        entry
-            .def
-            .columns
+        Self::def_scope(&entry.def, &entry.db, alias)
+    }
+
+    /// [`Binder::table_scope`] of a definition (a table being created has no entry yet).
+    pub fn def_scope(def: &quarry_catalog::TableDef, db: &str, alias: &str) -> Vec<ScopeCol> {
+        def.columns
             .iter()
             .enumerate()
             .map(|(i, c)| {
                 let mut f = if c.nullable { 0 } else { flags::NOT_NULL };
-                for ix in &entry.def.indexes {
+                for ix in &def.indexes {
                     if ix.columns.first() == Some(&i) {
                         f |= if ix.primary {
                             flags::PRI_KEY
@@ -188,8 +191,8 @@ impl<'a> Binder<'a> {
                         name: c.name.clone(),
                         org_name: c.name.clone(),
                         table: alias.to_string(),
-                        org_table: entry.def.name.clone(),
-                        db: entry.db.clone(),
+                        org_table: def.name.clone(),
+                        db: db.to_string(),
                         ty: c.ty,
                         nullable: c.nullable,
                         flags: f,

@@ -2,10 +2,12 @@
 //! duplicate-key handling, and undo records for rollback. UPDATE and DELETE are in
 //! [`modify`].
 
+mod checks;
 mod insert_select;
 mod modify;
 mod returning;
 
+pub use checks::{validate as validate_checks, Checks};
 pub use modify::{delete, update};
 pub use returning::{Returned, Returning};
 
@@ -521,6 +523,7 @@ pub struct InsertOptions<'e> {
     /// ON DUPLICATE KEY UPDATE assignments: (column, expression over the existing row).
     pub on_dup: &'e [(usize, Expr)],
     pub returning: Option<&'e Returning>,
+    pub checks: Option<&'e Checks>,
 }
 
 /// Rows inserted one at a time, with the statement's counts: `insert_rows` feeds one from
@@ -574,6 +577,16 @@ impl<'a> Inserter<'a> {
             row.push(v);
         }
         assign_auto_inc(self.entry, &mut row, &mut self.first_id, ctx)?;
+        if let Some(checks) = self.opts.checks {
+            if let Err(e) = checks.test(&row, ctx) {
+                // INSERT IGNORE leaves the row out with the error as a warning.
+                if self.opts.mode == DupMode::Ignore && e.code == 4025 {
+                    ctx.warn(4025, e.message);
+                    return Ok(());
+                }
+                return Err(e);
+            }
+        }
         self.records += 1;
         let inserted = if self.keep_row {
             self.entry.handle.insert(row.clone())
@@ -620,6 +633,9 @@ impl<'a> Inserter<'a> {
                             )?;
                         }
                         *ctx.insert_row.borrow_mut() = None;
+                        if let Some(checks) = self.opts.checks {
+                            checks.test(&new, ctx)?;
+                        }
                         if new == old {
                             self.returned(&new, ctx)?;
                         } else {
@@ -708,7 +724,8 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         "INSERT"
     };
     let returning = Returning::bind(stmt.returning.as_deref(), &entry, &entry.def.name, verb, b)?;
-    let mut r = insert_into(stmt, entry, returning.as_ref(), ctx, b)?;
+    let checks = Checks::of(&entry, ctx)?;
+    let mut r = insert_into(stmt, entry, returning.as_ref(), checks.as_ref(), ctx, b)?;
     r.returned = returning.map(Returning::finish);
     Ok(r)
 }
@@ -748,6 +765,7 @@ fn insert_into(
     stmt: &ast::Insert,
     entry: Arc<TableEntry>,
     returning: Option<&Returning>,
+    checks: Option<&Checks>,
     ctx: &ExecCtx,
     params_base: &mut Binder,
 ) -> Result<DmlResult> {
@@ -786,6 +804,7 @@ fn insert_into(
         mode,
         on_dup: &on_dup,
         returning,
+        checks,
     };
     let expand = |vals: Vec<Value>, targets: &[usize]| -> Result<Vec<Option<Value>>> {
         if vals.len() != targets.len() {
@@ -907,6 +926,7 @@ pub fn insert_positioned(
         }
         Ok(full)
     });
+    let checks = Checks::of(entry, ctx)?;
     in_bulk(entry, ctx, || {
         insert_rows(
             entry,
@@ -915,6 +935,7 @@ pub fn insert_positioned(
                 mode: DupMode::Error,
                 on_dup: &[],
                 returning: None,
+                checks: checks.as_ref(),
             },
             ctx,
         )
@@ -1280,6 +1301,7 @@ pub fn load_data_from(
         }
         Ok(full)
     });
+    let checks = Checks::of(entry, ctx)?;
     let mut r = in_bulk(entry, ctx, || {
         insert_rows(
             entry,
@@ -1288,6 +1310,7 @@ pub fn load_data_from(
                 mode,
                 on_dup: &[],
                 returning: None,
+                checks: checks.as_ref(),
             },
             ctx,
         )

@@ -18,7 +18,7 @@ use quarry_common::{Error, Result, Row, Value};
 use quarry_sql::ast::{self, Expr as A};
 use quarry_storage_api::RowId;
 
-use super::{coerce, DmlResult, Returning};
+use super::{coerce, Checks, DmlResult, Returning};
 use crate::bind::{object_name, push_filter, Binder};
 use crate::exec::{ExecCtx, Undo};
 use crate::expr::Expr;
@@ -216,6 +216,7 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         ctx,
     )?;
     let matched = rows.len();
+    let checks = Checks::of(&entry, ctx)?;
     // rows[..changed]: the rows changed so far, at their new ids, in order.
     let mut changed = 0usize;
     let mut change_all = || -> Result<()> {
@@ -235,6 +236,9 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
                 if col.on_update_now && !sets.iter().any(|(c, _)| *c == k) {
                     new[k] = coerce(Value::DateTime(ctx.now), col, i + 1, ctx)?;
                 }
+            }
+            if let Some(checks) = &checks {
+                checks.test(&new, ctx)?;
             }
             let nid = entry.handle.update_known(*id, packed, new, &mut |_| {})?;
             rows.swap(changed, i);
