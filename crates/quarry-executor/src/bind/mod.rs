@@ -45,6 +45,9 @@ pub struct Binder<'a> {
     pub defining_view: Option<(String, String)>,
     /// Every table a FROM clause bound so far names (through views and subqueries too).
     pub tables_read: Vec<Arc<TableEntry>>,
+    /// The clause being bound, as errors 1054 and 1052 name it ('WHERE', 'ON', …, as
+    /// MariaDB 10.11 does).
+    pub clause: &'static str,
 }
 
 /// How deeply expressions and query bodies (a chain of `UNION`s, a chain of binary
@@ -126,6 +129,7 @@ impl<'a> Binder<'a> {
             views: vec![],
             defining_view: None,
             tables_read: vec![],
+            clause: "SELECT",
         }
     }
 
@@ -501,7 +505,7 @@ impl<'a> Binder<'a> {
         let on = match constraint {
             Some(ast::JoinConstraint::On(e)) => {
                 self.levels.push(Level { cols: cols.clone() });
-                let r = self.bind_expr(e);
+                let r = self.in_clause("ON", |b| b.bind_expr(e));
                 self.levels.pop();
                 Some(r?)
             }
@@ -662,7 +666,7 @@ impl<'a> Binder<'a> {
     ) -> Result<(Plan, Vec<OutColumn>)> {
         let mut plan = std::mem::replace(plan, Plan::Dual);
         if let Some(w) = &s.selection {
-            let pred = self.bind_expr(w)?;
+            let pred = self.in_clause("WHERE", |b| b.bind_expr(w))?;
             if contains_agg(&pred) {
                 return Err(Error::invalid_group());
             }
@@ -670,7 +674,7 @@ impl<'a> Binder<'a> {
         }
         // Select list (wildcards expanded).
         self.aggs = Some(vec![]);
-        let items = self.bind_items(&s.projection, cols)?;
+        let items = self.in_clause("SELECT", |b| b.bind_items(&s.projection, cols))?;
         let rollup = match &s.group_by {
             ast::GroupByExpr::Expressions(_, mods) => {
                 if mods
@@ -711,7 +715,7 @@ impl<'a> Binder<'a> {
                             }
                         }
                     }
-                    self.bind_expr(e)
+                    self.in_clause("GROUP BY", |b| b.bind_expr(e))
                 })
                 .collect::<Result<_>>()?,
             ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
@@ -719,7 +723,7 @@ impl<'a> Binder<'a> {
         let having = s
             .having
             .as_ref()
-            .map(|h| self.bind_having(h, &items))
+            .map(|h| self.in_clause("HAVING", |b| b.bind_having(h, &items)))
             .transpose()?;
         // ORDER BY: select alias, position, or an expression.
         let mut order_keys: Vec<(Expr, bool)> = vec![];
@@ -729,7 +733,7 @@ impl<'a> Binder<'a> {
             let by_pos = match &o.expr {
                 A::Value(v) => match v.value.to_string().parse::<usize>() {
                     Ok(n) if n >= 1 && n <= items.len() => Some(n - 1),
-                    Ok(n) => return Err(Error::unknown_column(&n.to_string(), "order clause")),
+                    Ok(n) => return Err(Error::unknown_column(&n.to_string(), "ORDER BY")),
                     Err(_) => None,
                 },
                 A::Identifier(i) => {
@@ -752,7 +756,7 @@ impl<'a> Binder<'a> {
                 order_keys.push((Expr::Col(p), desc));
                 continue;
             }
-            let b = self.bind_expr(&o.expr)?;
+            let b = self.in_clause("ORDER BY", |b| b.bind_expr(&o.expr))?;
             if let Some(p) = items.iter().position(|(e, _)| e.same(&b)) {
                 order_keys.push((Expr::Col(p), desc));
             } else {
@@ -904,7 +908,7 @@ impl<'a> Binder<'a> {
         self.levels.pop();
         let items = r.map_err(|mut e| {
             if e.code == 1054 {
-                e.message = e.message.replace("'field list'", "'RETURNING'");
+                e.message = e.message.replace("'SELECT'", "'RETURNING'");
             }
             e
         })?;
@@ -1324,7 +1328,7 @@ impl<'a> Binder<'a> {
             let first = hits.next();
             if let Some((i, _)) = first {
                 if tq.is_none() && hits.next().is_some() {
-                    return Err(Error::ambiguous_column(name, "field list"));
+                    return Err(Error::ambiguous_column(name, self.clause));
                 }
                 if depth == 0 {
                     return Ok(Expr::Col(i));
@@ -1333,7 +1337,16 @@ impl<'a> Binder<'a> {
                 return Ok(Expr::Outer(depth, i));
             }
         }
-        Err(Error::unknown_column(&parts.join("."), "field list"))
+        Err(Error::unknown_column(&parts.join("."), self.clause))
+    }
+
+    /// `f` with errors naming `clause`; the clause before is back after it (a subquery
+    /// in WHERE names its own clauses, then WHERE again).
+    pub fn in_clause<T>(&mut self, clause: &'static str, f: impl FnOnce(&mut Self) -> T) -> T {
+        let before = std::mem::replace(&mut self.clause, clause);
+        let r = f(self);
+        self.clause = before;
+        r
     }
 
     fn bind_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {

@@ -61,7 +61,7 @@ fn bind_all(def: &TableDef, db: &str, b: &mut Binder) -> Result<Vec<(String, Exp
             .bind_in_scope(Binder::def_scope(def, db, &def.name), &e)
             .map_err(|mut err| {
                 if err.code == 1054 {
-                    err.message = err.message.replace("'field list'", "'CHECK'");
+                    err.message = err.message.replace("'SELECT'", "'CHECK'");
                 }
                 err
             })?;

@@ -704,7 +704,7 @@ fn column_targets(entry: &TableEntry, names: &[String]) -> Result<Vec<usize>> {
         let i = entry
             .def
             .column_index(n)
-            .ok_or_else(|| Error::unknown_column(n, "field list"))?;
+            .ok_or_else(|| Error::unknown_column(n, "INSERT INTO"))?;
         if out.contains(&i) {
             return Err(Error::new(1110, format!("Column '{n}' specified twice")));
         }
@@ -794,7 +794,7 @@ fn insert_into(
             let c = entry
                 .def
                 .column_index(&cname)
-                .ok_or_else(|| Error::unknown_column(&cname, "field list"))?;
+                .ok_or_else(|| Error::unknown_column(&cname, "UPDATE"))?;
             let e = params_base.bind_in_scope(cols.clone(), &a.value)?;
             on_dup.push((c, e));
         }
@@ -829,11 +829,11 @@ fn insert_into(
                 entry
                     .def
                     .column_index(&cname)
-                    .ok_or_else(|| Error::unknown_column(&cname, "field list"))?,
+                    .ok_or_else(|| Error::unknown_column(&cname, "INSERT INTO"))?,
             );
             vals.push(
                 params_base
-                    .bind_in_scope(vec![], &a.value)?
+                    .in_clause("VALUES", |b| b.bind_in_scope(vec![], &a.value))?
                     .eval(&[], ctx)?,
             );
         }
@@ -857,7 +857,9 @@ fn insert_into(
                     {
                         row.push(None)
                     }
-                    other => row.push(Some(params_base.bind_in_scope(vec![], other)?)),
+                    other => row.push(Some(
+                        params_base.in_clause("VALUES", |b| b.bind_in_scope(vec![], other))?,
+                    )),
                 }
             }
             bound_rows.push(row);

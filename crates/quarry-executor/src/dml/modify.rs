@@ -40,14 +40,14 @@ fn targets(
 ) -> Result<Vec<Target>> {
     let cols = Binder::table_scope(entry, alias);
     let filter = selection
-        .map(|s| b.bind_in_scope(cols.clone(), s))
+        .map(|s| b.in_clause("WHERE", |b| b.bind_in_scope(cols.clone(), s)))
         .transpose()?;
     let recheck = filter.clone();
     let keys: Vec<(Expr, bool)> = order_by
         .iter()
         .map(|o| {
             Ok((
-                b.bind_in_scope(cols.clone(), &o.expr)?,
+                b.in_clause("ORDER BY", |b| b.bind_in_scope(cols.clone(), &o.expr))?,
                 matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
             ))
         })
@@ -203,8 +203,11 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         let c = entry
             .def
             .column_index(&cname)
-            .ok_or_else(|| Error::unknown_column(&parts.join("."), "field list"))?;
-        sets.push((c, b.bind_in_scope(cols.clone(), &a.value)?));
+            .ok_or_else(|| Error::unknown_column(&parts.join("."), "SET"))?;
+        sets.push((
+            c,
+            b.in_clause("SET", |b| b.bind_in_scope(cols.clone(), &a.value))?,
+        ));
     }
     let mut rows = targets(
         &entry,
