@@ -32,6 +32,11 @@ pub enum TypeKind {
 }
 
 /// A declared or inferred SQL type.
+/// A FLOAT/DOUBLE's scale when its decimals are fixed at zero (FLOOR(f), ROUND(f, -1):
+/// shown without an exponent, 1e20 as 100000000000000000000). A double's scale 0 means its
+/// decimals are not fixed; 1..=30 fixes that many (ROUND(f, 2)).
+pub const DOUBLE_FIXED_ZERO: u8 = 31;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SqlType {
     pub kind: TypeKind,
@@ -287,7 +292,12 @@ impl SqlType {
         use TypeKind::*;
         match self.kind {
             Decimal | DateTime | Timestamp | Time => self.scale,
-            Float | Double => 31,
+            // MariaDB's 31 is "not fixed", which a double's scale 0 is here.
+            Float | Double => match self.scale {
+                0 => 31,
+                DOUBLE_FIXED_ZERO => 0,
+                s => s,
+            },
             Char | VarChar | Text | Binary | VarBinary | Blob => 0,
             _ => 0,
         }

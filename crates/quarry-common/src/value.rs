@@ -809,10 +809,14 @@ pub fn column_text<'a>(v: &'a Value, ty: &crate::SqlType) -> std::borrow::Cow<'a
         // MariaDB does: ROUND(2.5e0, 2) is 2.50.
         Value::Double(d)
             if matches!(ty.kind, crate::TypeKind::Double | crate::TypeKind::Float)
-                && (1..=30).contains(&ty.scale)
+                && ty.scale > 0
                 && d.is_finite() =>
         {
-            let text = format!("{:.*}", ty.scale as usize, d);
+            let digits = match ty.scale {
+                crate::types::DOUBLE_FIXED_ZERO => 0,
+                s => s as usize,
+            };
+            let text = fixed_text(*d, digits);
             // A negative value that rounds to zero shows as 0.0 (MariaDB drops the sign).
             let text = match text.strip_prefix('-') {
                 Some(t) if t.bytes().all(|b| b == b'0' || b == b'.') => t.to_string(),
@@ -830,6 +834,35 @@ pub fn column_text<'a>(v: &'a Value, ty: &crate::SqlType) -> std::borrow::Cow<'a
             None => Cow::Owned(v.to_wire_bytes().unwrap_or_default()),
         },
     }
+}
+
+/// `d` with `digits` fixed decimals. Past 1e15 the digits are the shortest that read back
+/// as `d`, then zeros, as MariaDB prints them (-9223372036854776000, not the binary
+/// value's -9223372036854775808).
+fn fixed_text(d: f64, digits: usize) -> String {
+    if d.abs() < 1e15 {
+        return format!("{d:.digits$}");
+    }
+    let e = format!("{d:e}");
+    let Some((mant, exp)) = e.split_once('e') else {
+        return format!("{d:.digits$}");
+    };
+    let exp: usize = exp.parse().unwrap_or(0);
+    let neg = mant.starts_with('-');
+    let m: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let mut s = if m.len() > exp {
+        m[..exp + 1].to_string()
+    } else {
+        format!("{m}{}", "0".repeat(exp + 1 - m.len()))
+    };
+    if digits > 0 {
+        s.push('.');
+        s.push_str(&"0".repeat(digits));
+    }
+    if neg {
+        s.insert(0, '-');
+    }
+    s
 }
 
 pub fn format_float(d: f64) -> String {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use quarry_catalog::{sql_type, Catalog, TableEntry};
-use quarry_common::types::flags;
+use quarry_common::types::{flags, DOUBLE_FIXED_ZERO};
 use quarry_common::{Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{self, BinaryOperator as B, Expr as A, SelectItem, SetExpr, TableFactor};
 
@@ -969,8 +969,8 @@ impl<'a> Binder<'a> {
         }
         let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
         let t = self.infer(&x, cols).0;
-        if is_float(t) && (1..=30).contains(&t.scale) {
-            Expr::Cast(Box::new(x), SqlType::decimal(65, t.scale))
+        if let Some(d) = fixed_decimals(t).filter(|_| is_float(t) && t.scale > 0) {
+            Expr::Cast(Box::new(x), SqlType::decimal(65, d))
         } else {
             x
         }
@@ -1058,18 +1058,11 @@ impl<'a> Binder<'a> {
                         if is_float(ta) || is_float(tb) {
                             // A double keeps fixed decimals when both operands have them
                             // (pk * ROUND(f, 1) shows -2816.0); one without makes it free.
-                            let fixed = |t: SqlType| {
-                                if is_float(t) {
-                                    (t.scale > 0).then_some(t.scale)
-                                } else if is_number(t) {
-                                    Some(t.scale)
-                                } else {
-                                    None
+                            let scale = match (fixed_decimals(ta), fixed_decimals(tb)) {
+                                (Some(x), Some(y)) if *op == BinOp::Mul => {
+                                    double_scale((x + y).min(30))
                                 }
-                            };
-                            let scale = match (fixed(ta), fixed(tb)) {
-                                (Some(x), Some(y)) if *op == BinOp::Mul => (x + y).min(30),
-                                (Some(x), Some(y)) => x.max(y),
+                                (Some(x), Some(y)) => double_scale(x.max(y)),
                                 _ => 0,
                             };
                             (
@@ -1178,7 +1171,16 @@ impl<'a> Binder<'a> {
                         };
                         let digits = given.map(|d| d.clamp(0, 30));
                         match digits {
-                            // Of NULL, NULL of no type (ABS(NULL) / 3 is a DECIMAL division).
+                            // ROUND(NULL, 1) is a DOUBLE of 1 decimal; ABS(NULL) NULL of no
+                            // type (ABS(NULL) / 3 is a DECIMAL division), as in MariaDB.
+                            Some(d) if t.kind == TypeKind::Null => SqlType {
+                                scale: if given.is_some_and(|g| g <= 0) {
+                                    DOUBLE_FIXED_ZERO
+                                } else {
+                                    d as u8
+                                },
+                                ..SqlType::DOUBLE
+                            },
                             _ if t.kind == TypeKind::Null => SqlType::NULL,
                             // ROUND(BIGINT, -1) may pass the BIGINT range: a DECIMAL, as in
                             // MariaDB (ROUND(9223372036854775807, -1) is 9223372036854775810).
@@ -1192,7 +1194,11 @@ impl<'a> Binder<'a> {
                                 ..t
                             },
                             Some(d) if is_float(t) || t.is_string() => SqlType {
-                                scale: d as u8,
+                                scale: if given.is_some_and(|g| g <= 0) {
+                                    DOUBLE_FIXED_ZERO
+                                } else {
+                                    d as u8
+                                },
                                 ..SqlType::DOUBLE
                             },
                             _ if t.is_integer() || t.kind == TypeKind::Decimal || is_float(t) => t,
@@ -1201,7 +1207,10 @@ impl<'a> Binder<'a> {
                     }
                     "CEIL" | "CEILING" | "FLOOR" => {
                         if is_float(arg(0)) || arg(0).is_string() {
-                            SqlType::DOUBLE
+                            SqlType {
+                                scale: DOUBLE_FIXED_ZERO,
+                                ..SqlType::DOUBLE
+                            }
                         } else {
                             SqlType::BIGINT
                         }
@@ -2114,6 +2123,31 @@ fn widen_union_input(plan: Plan, have: &[OutColumn], union: &[OutColumn]) -> Pla
     }
 }
 
+/// The decimals a number shows fixed: an integer's or DECIMAL's scale, a double's when
+/// they are fixed (None: free).
+fn fixed_decimals(t: SqlType) -> Option<u8> {
+    if is_float(t) {
+        match t.scale {
+            0 => None,
+            DOUBLE_FIXED_ZERO => Some(0),
+            s => Some(s),
+        }
+    } else if is_number(t) {
+        Some(t.scale)
+    } else {
+        None
+    }
+}
+
+/// A double's scale for `d` fixed decimals.
+fn double_scale(d: u8) -> u8 {
+    if d == 0 {
+        DOUBLE_FIXED_ZERO
+    } else {
+        d
+    }
+}
+
 fn is_number(t: SqlType) -> bool {
     t.is_integer() || t.kind == TypeKind::Decimal || is_float(t)
 }
@@ -2164,10 +2198,17 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
     if a.kind == b.kind {
         // A double's scale 0 means "not fixed": beside one, the result is not fixed either
         // (CASE of ROUND(f, 2) and f shows 0.5, not 0.50).
-        let free = is_float(a) && (a.scale == 0 || b.scale == 0);
+        let scale = if is_float(a) {
+            match (fixed_decimals(a), fixed_decimals(b)) {
+                (Some(x), Some(y)) => double_scale(x.max(y)),
+                _ => 0,
+            }
+        } else {
+            a.scale.max(b.scale)
+        };
         return SqlType {
             len: a.len.max(b.len),
-            scale: if free { 0 } else { a.scale.max(b.scale) },
+            scale,
             unsigned: a.unsigned && b.unsigned,
             ..a
         };
@@ -2188,16 +2229,9 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
     if is_float(a) || is_float(b) {
         // Fixed decimals survive beside an integer or a DECIMAL (CASE of pk and
         // ROUND(f, 2) shows 1.00); beside a free double they are free.
-        let fixed = |t: SqlType| {
-            if is_float(t) {
-                (t.scale > 0).then_some(t.scale)
-            } else {
-                Some(t.scale)
-            }
-        };
         return SqlType {
-            scale: match (fixed(a), fixed(b)) {
-                (Some(x), Some(y)) => x.max(y),
+            scale: match (fixed_decimals(a), fixed_decimals(b)) {
+                (Some(x), Some(y)) => double_scale(x.max(y)),
                 _ => 0,
             },
             ..SqlType::DOUBLE
