@@ -2686,6 +2686,9 @@ fn storable(t: SqlType) -> SqlType {
         TypeKind::VarChar if t.len == 0 => SqlType::varchar(1),
         TypeKind::VarChar if t.len > 16383 => SqlType::new(TypeKind::Text),
         TypeKind::Decimal => SqlType::decimal(t.len.clamp(1, 65), t.scale),
+        // A column's DOUBLE keeps no fixed decimals (DOUBLE(M,D) is not kept): the same
+        // after a restart as before it.
+        TypeKind::Float | TypeKind::Double => SqlType { scale: 0, ..t },
         _ => t,
     }
 }
