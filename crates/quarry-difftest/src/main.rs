@@ -222,7 +222,7 @@ fn run(args: Args) -> Result<bool, String> {
         // runs the IN-to-EXISTS strategy instead. COMPAT.md, NOT IN.
         Some(Side::open(
             s,
-            &[Variant::Indexed],
+            &[Variant::Reference],
             &["SET SESSION optimizer_switch = 'materialization=off'"],
         )?)
     } else {
@@ -289,7 +289,7 @@ impl Run {
         deadline: Instant,
     ) -> Result<(), String> {
         if let Some(m) = &mut self.maria {
-            m.load(&tables, &[Variant::Indexed])?;
+            m.load(&tables, &[Variant::Reference])?;
         }
         if let Err(e) = self.quarry.load(&tables, &VARIANTS) {
             let m = Mismatch {
@@ -568,7 +568,7 @@ impl Run {
                 .map(|t| format!("{}{:?}", t.create(variant), t.rows))
                 .collect();
             if loaded.as_ref() != Some(&key) {
-                load_into(maria, 0, ts, Variant::Indexed)?;
+                load_into(maria, 0, ts, Variant::Reference)?;
                 load_into(quarry, vi, ts, variant)?;
                 loaded = Some(key);
             }
@@ -595,7 +595,7 @@ impl Run {
         let sql = sel.to_string();
         let m = self.maria.as_mut().unwrap();
         scratch(m, 0, true)?;
-        load_into(m, 0, tables, Variant::Indexed)?;
+        load_into(m, 0, tables, Variant::Reference)?;
         let expected = m.run(0, &sql)?;
         scratch(m, 0, false)?;
         let q = &mut self.quarry;

@@ -117,7 +117,12 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                 other => other.to_i64() as i128,
             };
             let clamped = n.clamp(lo, hi);
-            if clamped != n {
+            // 2^63, which is i64::MAX as a double, stores as BIGINT's largest value, as in
+            // MariaDB (CAST(c AS DOUBLE) back into a BIGINT c); 2^64 into an unsigned one is
+            // out of range there too.
+            let bound_as_double =
+                hi == i64::MAX as i128 && matches!(v, Value::Double(f) if f == i64::MAX as f64);
+            if clamped != n && !bound_as_double {
                 out_of_range()?;
             }
             if ty.unsigned && ty.kind == TypeKind::BigInt {
