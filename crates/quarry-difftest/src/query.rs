@@ -894,8 +894,9 @@ impl<'a> Gen<'a> {
 }
 
 impl Gen<'_> {
-    /// An UPDATE, DELETE or INSERT … SELECT on one table; `step` keeps the primary keys
-    /// INSERT … SELECT makes apart from every earlier step's.
+    /// An UPDATE, DELETE or INSERT … SELECT on one table; `step` (a multiple of 12 less
+    /// one, a case's DMLs) keeps the primary keys INSERT … SELECT makes apart from every
+    /// earlier step's.
     pub fn dml(&mut self, step: usize) -> String {
         let tables = self.tables;
         let t = &tables[self.below(tables.len())];
@@ -928,7 +929,11 @@ impl Gen<'_> {
                     .enumerate()
                     .map(|(i, c)| {
                         if i == 0 {
-                            format!("pk + {}", 1000 * (step + 1))
+                            // 1000 · 2^k for the k-th DML of a case: every key is its
+                            // first row's plus a sum of distinct such offsets, so no two
+                            // copies collide (MariaDB's reference tables have no key to
+                            // refuse one).
+                            format!("pk + {}", 1000u64 << (step / 12).min(20))
                         } else {
                             c.name.clone()
                         }

@@ -1054,6 +1054,13 @@ impl<'a> Binder<'a> {
                 let (tb, nb) = self.infer(b, cols);
                 let n = na || nb;
                 match op {
+                    // A NULL operand has no number type: the result is a DOUBLE, as in
+                    // MariaDB (IF(0, ROUND(NULL + 1, 2), 5) shows 5.00).
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod
+                        if ta.kind == TypeKind::Null || tb.kind == TypeKind::Null =>
+                    {
+                        (SqlType::DOUBLE, true)
+                    }
                     BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod => {
                         if is_float(ta) || is_float(tb) {
                             // A double keeps fixed decimals when both operands have them
