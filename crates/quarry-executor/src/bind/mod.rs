@@ -1054,10 +1054,10 @@ impl<'a> Binder<'a> {
                 let (tb, nb) = self.infer(b, cols);
                 let n = na || nb;
                 match op {
-                    // A NULL operand has no number type: the result is a DOUBLE, as in
-                    // MariaDB (IF(0, ROUND(NULL + 1, 2), 5) shows 5.00).
+                    // Of two NULLs, a DOUBLE, as in MariaDB (IF(0, ROUND(NULL % NULL, 2), 5)
+                    // shows 5.00); beside a typed operand NULL takes its type.
                     BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Mod
-                        if ta.kind == TypeKind::Null || tb.kind == TypeKind::Null =>
+                        if ta.kind == TypeKind::Null && tb.kind == TypeKind::Null =>
                     {
                         (SqlType::DOUBLE, true)
                     }
