@@ -95,6 +95,14 @@ fn unknown_and_ambiguous_columns_name_their_clause() {
             "insert into dm1 values (nope, 1, 1)",
             "Unknown column 'nope' in 'VALUES'",
         ),
+        (
+            "insert into dm1 (pk) values (1) returning nope",
+            "Unknown column 'nope' in 'RETURNING'",
+        ),
+        (
+            "create table c2 (a int, check (nope > 1))",
+            "Unknown column 'nope' in 'CHECK'",
+        ),
     ] {
         let e = s.query(sql).unwrap_err();
         assert_eq!(e.message, want, "{sql}");

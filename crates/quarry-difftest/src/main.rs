@@ -559,8 +559,6 @@ impl Run {
         let vi = VARIANTS.iter().position(|v| *v == variant).unwrap();
         let maria = self.maria.as_mut().unwrap();
         let quarry = &mut self.quarry;
-        scratch(maria, 0, true)?;
-        scratch(quarry, vi, true)?;
         let mut loaded: Option<Vec<String>> = None;
         let mut still = |s: &Select, ts: &[Table]| -> Result<bool, String> {
             let key: Vec<String> = ts
@@ -594,12 +592,10 @@ impl Run {
         let vi = VARIANTS.iter().position(|v| *v == variant).unwrap();
         let sql = sel.to_string();
         let m = self.maria.as_mut().unwrap();
-        scratch(m, 0, true)?;
         load_into(m, 0, tables, Variant::Reference)?;
         let expected = m.run(0, &sql)?;
         scratch(m, 0, false)?;
         let q = &mut self.quarry;
-        scratch(q, vi, true)?;
         load_into(q, vi, tables, variant)?;
         let got = q.run(vi, &sql)?;
         scratch(q, vi, false)?;
@@ -619,10 +615,9 @@ fn scratch(side: &mut Side, i: usize, into: bool) -> Result<(), String> {
     }
 }
 
+/// `tables` in a fresh scratch database `dr`, which connection `i` of `side` is then in.
 fn load_into(side: &mut Side, i: usize, tables: &[Table], variant: Variant) -> Result<(), String> {
-    side.run(i, "DROP DATABASE IF EXISTS dr")?;
-    side.run(i, "CREATE DATABASE dr")?;
-    side.use_db(i, "dr")?;
+    scratch(side, i, true)?;
     for t in tables {
         side.run(i, &t.create(variant))?;
         if let Some(ins) = t.insert() {

@@ -529,7 +529,7 @@ impl<'a> Gen<'a> {
             ),
             (Class::Time, 7) => format!("CAST({} AS DATE)", t(self, Class::Time)),
             (_, 11) if class != Class::Time => {
-                let sub = self.subquery_scalar_of(scope, d, class);
+                let sub = self.subquery_scalar(scope, d, Some(class));
                 format!("({sub})")
             }
             _ => self.typed_leaf(class, scope),
@@ -646,7 +646,7 @@ impl<'a> Gen<'a> {
                 self.temporal(scope, d)
             ),
             19 => format!("-{}", self.numeric(scope, d)),
-            20 => format!("({})", self.subquery_scalar(scope, d)),
+            20 => format!("({})", self.subquery_scalar(scope, d, None)),
             _ => self.pred(scope, d),
         }
     }
@@ -811,9 +811,9 @@ impl<'a> Gen<'a> {
                 let (c, kind) = self.column(scope);
                 let op = *self.rng.pick(&["=", "<", ">", ">="]);
                 let sub = if self.mixed {
-                    self.subquery_scalar(scope, d)
+                    self.subquery_scalar(scope, d, None)
                 } else {
-                    self.subquery_scalar_of(scope, d, kind.class())
+                    self.subquery_scalar(scope, d, Some(kind.class()))
                 };
                 format!("{c} {op} ({sub})")
             }
@@ -871,22 +871,19 @@ impl<'a> Gen<'a> {
         format!("SELECT {col} FROM {} {alias}{w}", t.name)
     }
 
-    /// A subquery giving at most one value.
-    fn subquery_scalar(&mut self, outer: &[InScope<'a>], depth: usize) -> String {
-        let sub = self.subquery(outer, depth, false, None);
-        let (sel, rest) = sub.split_once(" FROM ").unwrap();
-        let col = sel.trim_start_matches("SELECT ");
-        let agg = *self.rng.pick(&["MAX", "MIN", "COUNT", "SUM"]);
-        format!("SELECT {agg}({col}) FROM {rest}")
-    }
-
-    /// A subquery giving at most one value of `class`.
-    fn subquery_scalar_of(&mut self, outer: &[InScope<'a>], depth: usize, class: Class) -> String {
-        let sub = self.subquery(outer, depth, false, Some(class));
+    /// A subquery giving at most one value (of `class`, when given: COUNT and SUM only
+    /// over numbers).
+    fn subquery_scalar(
+        &mut self,
+        outer: &[InScope<'a>],
+        depth: usize,
+        class: Option<Class>,
+    ) -> String {
+        let sub = self.subquery(outer, depth, false, class);
         let (sel, rest) = sub.split_once(" FROM ").unwrap();
         let col = sel.trim_start_matches("SELECT ");
         let agg = match class {
-            Class::Num => *self.rng.pick(&["MAX", "MIN", "COUNT", "SUM"]),
+            None | Some(Class::Num) => *self.rng.pick(&["MAX", "MIN", "COUNT", "SUM"]),
             _ => *self.rng.pick(&["MAX", "MIN"]),
         };
         format!("SELECT {agg}({col}) FROM {rest}")

@@ -55,15 +55,10 @@ pub struct Side {
 
 impl Side {
     pub fn open(server: Server, variants: &[Variant], init: &[&str]) -> Result<Side, String> {
+        let init: Vec<String> = init.iter().map(|s| s.to_string()).collect();
         let mut conns = vec![];
         for v in variants {
-            let mut o = ConnectOptions::new(server.port);
-            o.read_timeout = Some(STATEMENT_TIMEOUT);
-            let mut c = Conn::connect(&o).map_err(|e| format!("{}: {e}", server.name))?;
-            for s in init {
-                c.exec(s)
-                    .map_err(|e| format!("{}: {s}: {e}", server.name))?;
-            }
+            let mut c = connect(&server, &init)?;
             c.exec(&format!("DROP DATABASE IF EXISTS {}", v.db()))
                 .and_then(|_| c.exec(&format!("CREATE DATABASE {}", v.db())))
                 .and_then(|_| c.exec(&format!("USE {}", v.db())))
@@ -71,7 +66,6 @@ impl Side {
             conns.push(c);
         }
         let dbs = variants.iter().map(|v| v.db().to_string()).collect();
-        let init = init.iter().map(|s| s.to_string()).collect();
         Ok(Side {
             server,
             conns,
@@ -102,19 +96,10 @@ impl Side {
             Ok(r) if r.columns.is_empty() => Ok(Outcome::Done(r.affected)),
             Ok(r) => Ok(Outcome::Rows(r.rows)),
             Err(DbError { code: 0, message }) => {
-                let mut o = ConnectOptions::new(self.server.port);
-                o.read_timeout = Some(STATEMENT_TIMEOUT);
-                let db = self.dbs[i].clone();
-                let mut c = Conn::connect(&o).map_err(|e| {
-                    format!(
-                        "{} is gone after `{sql}` ({message}): {e}",
-                        self.server.name
-                    )
-                })?;
-                for s in &self.init {
-                    c.exec(s).map_err(|e| e.to_string())?;
-                }
-                c.exec(&format!("USE {db}")).map_err(|e| e.to_string())?;
+                let mut c = connect(&self.server, &self.init)
+                    .map_err(|e| format!("gone after `{sql}` ({message}): {e}"))?;
+                c.exec(&format!("USE {}", self.dbs[i]))
+                    .map_err(|e| e.to_string())?;
                 self.conns[i] = c;
                 Ok(Outcome::Error(2013, format!("Lost connection: {message}")))
             }
@@ -128,4 +113,16 @@ impl Side {
         self.dbs[i] = db.to_string();
         Ok(())
     }
+}
+
+/// A connection to `server` with the statement timeout, `init` run on it.
+fn connect(server: &Server, init: &[String]) -> Result<Conn, String> {
+    let mut o = ConnectOptions::new(server.port);
+    o.read_timeout = Some(STATEMENT_TIMEOUT);
+    let mut c = Conn::connect(&o).map_err(|e| format!("{}: {e}", server.name))?;
+    for s in init {
+        c.exec(s)
+            .map_err(|e| format!("{}: {s}: {e}", server.name))?;
+    }
+    Ok(c)
 }

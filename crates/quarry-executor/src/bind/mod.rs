@@ -903,16 +903,10 @@ impl<'a> Binder<'a> {
         let cols = Self::table_scope(entry, alias);
         self.levels.push(Level { cols: cols.clone() });
         let saved = self.aggs.take();
-        let r = self.bind_items(items, &cols);
+        let r = self.in_clause("RETURNING", |b| b.bind_items(items, &cols));
         self.aggs = saved;
         self.levels.pop();
-        let items = r.map_err(|mut e| {
-            if e.code == 1054 {
-                e.message = e.message.replace("'SELECT'", "'RETURNING'");
-            }
-            e
-        })?;
-        Ok(items.into_iter().unzip())
+        Ok(r?.into_iter().unzip())
     }
 
     fn bind_having(&mut self, h: &A, items: &[(Expr, OutColumn)]) -> Result<Expr> {

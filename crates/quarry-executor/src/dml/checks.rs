@@ -57,14 +57,8 @@ fn bind_all(def: &TableDef, db: &str, b: &mut Binder) -> Result<Vec<(String, Exp
                 "CHECK does not support subqueries or stored functions",
             ));
         }
-        let bound = b
-            .bind_in_scope(Binder::def_scope(def, db, &def.name), &e)
-            .map_err(|mut err| {
-                if err.code == 1054 {
-                    err.message = err.message.replace("'SELECT'", "'CHECK'");
-                }
-                err
-            })?;
+        let scope = Binder::def_scope(def, db, &def.name);
+        let bound = b.in_clause("CHECK", |b| b.bind_in_scope(scope, &e))?;
         out.push((ck.shown_name(&def.name), bound));
     }
     Ok(out)
