@@ -9,7 +9,7 @@ use quarry_sql::ast::{
 };
 use quarry_storage_api::RowFormat;
 
-use crate::{CheckDef, ColumnDef, DefaultValue, IndexDef, TableDef};
+use crate::{CheckDef, ColumnDef, DefaultValue, FkAction, ForeignKeyDef, IndexDef, TableDef};
 
 fn char_len(l: &Option<CharacterLength>, default: u32) -> u32 {
     match l {
@@ -320,8 +320,10 @@ pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> 
                 }
             }
             // The table's (table_def_from_ast reads them).
-            ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) | ColumnOption::Check(_) => {
-            }
+            ColumnOption::CharacterSet(_)
+            | ColumnOption::Collation(_)
+            | ColumnOption::Check(_)
+            | ColumnOption::ForeignKey(_) => {}
             ColumnOption::DialectSpecific(toks) => {
                 let s: Vec<String> = toks
                     .iter()
@@ -393,6 +395,7 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
         comment: String::new(),
         auto_increment_start: 1,
         checks: vec![],
+        foreign_keys: vec![],
     };
     let mut col_keys = vec![];
     for c in &ct.columns {
@@ -438,6 +441,18 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
             }
         }
     }
+    // Column-level REFERENCES first (MariaDB numbers them, and places their indexes,
+    // before the table's keys).
+    let mut column_fks = vec![];
+    for c in &ct.columns {
+        for o in &c.options {
+            if let ColumnOption::ForeignKey(fk) = &o.option {
+                column_fks.push((fk.clone(), Some(c.name.clone())));
+            }
+        }
+    }
+    add_foreign_keys(&mut def, column_fks)?;
+    let mut foreign_keys = vec![];
     let mut table_checks = 0;
     for c in &ct.constraints {
         match c {
@@ -479,10 +494,11 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
                     column: None,
                 });
             }
-            TableConstraint::ForeignKey(_) => {}
+            TableConstraint::ForeignKey(fk) => foreign_keys.push((fk.clone(), None)),
             other => return Err(Error::unsupported(format!("constraint {other}"))),
         }
     }
+    add_foreign_keys(&mut def, foreign_keys)?;
     let opts: &[SqlOption] = match &ct.table_options {
         ast::CreateTableOptions::Plain(v)
         | ast::CreateTableOptions::Options(v)
@@ -542,7 +558,148 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
     Ok(def)
 }
 
-fn quote_ident(s: &str) -> String {
+fn fk_action(a: Option<&ast::ReferentialAction>) -> FkAction {
+    use ast::ReferentialAction as R;
+    match a {
+        Some(R::Cascade) => FkAction::Cascade,
+        Some(R::SetNull) => FkAction::SetNull,
+        Some(R::NoAction) => FkAction::NoAction,
+        None | Some(R::Restrict) | Some(R::SetDefault) => FkAction::Restrict,
+    }
+}
+
+/// The FOREIGN KEYs of a CREATE TABLE (`column`: written on that column) into `def`:
+/// unnamed ones named `<table>_ibfk_<n>` past the highest such n, an index made for
+/// each whose columns no index starts with (named after the constraint, else its first
+/// column), as InnoDB does.
+fn add_foreign_keys(
+    def: &mut TableDef,
+    fks: Vec<(ast::ForeignKeyConstraint, Option<ast::Ident>)>,
+) -> Result<()> {
+    let prefix = format!("{}_ibfk_", def.name);
+    let given_names = fks
+        .iter()
+        .filter_map(|(fk, _)| fk.name.as_ref().or(fk.index_name.as_ref()))
+        .map(|i| i.value.as_str());
+    let mut next = 1 + def
+        .foreign_keys
+        .iter()
+        .map(|f| f.name.as_str())
+        .chain(given_names)
+        .filter_map(|n| n.strip_prefix(&prefix)?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    let mut made: Vec<usize> = vec![];
+    for (fk, column) in fks {
+        let names: Vec<&ast::Ident> = match &column {
+            Some(c) => vec![c],
+            None => fk.columns.iter().collect(),
+        };
+        let mut columns = vec![];
+        for n in &names {
+            let c = def.column_index(&n.value).ok_or_else(|| {
+                Error::new(
+                    1072,
+                    format!("Key column '{}' doesn't exist in table", n.value),
+                )
+            })?;
+            columns.push(c);
+        }
+        let parts: Vec<String> = fk
+            .foreign_table
+            .0
+            .iter()
+            .map(|p| p.to_string().trim_matches('`').to_string())
+            .collect();
+        let (ref_db, ref_table) = match parts.as_slice() {
+            [db, t] => (Some(db.clone()), t.clone()),
+            [t] => (None, t.clone()),
+            _ => return Err(Error::syntax_near(&fk.foreign_table.to_string())),
+        };
+        let ref_columns: Vec<String> = fk
+            .referred_columns
+            .iter()
+            .map(|i| i.value.clone())
+            .collect();
+        // `FOREIGN KEY name (…)` names the constraint when CONSTRAINT does not.
+        let given = fk.name.as_ref().or(fk.index_name.as_ref());
+        if ref_columns.len() != columns.len() {
+            let shown = given.map_or("foreign key without name".to_string(), |n| n.value.clone());
+            return Err(Error::new(
+                1239,
+                format!("Incorrect foreign key definition for '{shown}': Key reference and table reference don't match"),
+            ));
+        }
+        let name = match given {
+            Some(n) => n.value.clone(),
+            None => {
+                let n = format!("{prefix}{next}");
+                next += 1;
+                n
+            }
+        };
+        // An index made for an earlier key on the same columns takes this key's name
+        // (MariaDB keeps the later of two such indexes).
+        let made_before = made
+            .iter()
+            .copied()
+            .find(|&i: &usize| def.indexes[i].columns == columns);
+        if made_before.is_some() || foreign_key_index(def, &columns).is_none() {
+            let base = given
+                .map(|i| i.value.clone())
+                .unwrap_or_else(|| def.columns[columns[0]].name.clone());
+            let taken = |n: &str| {
+                def.indexes
+                    .iter()
+                    .enumerate()
+                    .any(|(i, ix)| Some(i) != made_before && ix.name.eq_ignore_ascii_case(n))
+            };
+            let mut n = base.clone();
+            let mut k = 2;
+            while taken(&n) {
+                n = format!("{base}_{k}");
+                k += 1;
+            }
+            match made_before {
+                Some(i) => def.indexes[i].name = n,
+                None => {
+                    made.push(def.indexes.len());
+                    def.indexes.push(IndexDef {
+                        name: n,
+                        prefix: vec![0; columns.len()],
+                        desc: vec![false; columns.len()],
+                        columns: columns.clone(),
+                        unique: false,
+                        primary: false,
+                    });
+                }
+            }
+        }
+        def.foreign_keys.push(ForeignKeyDef {
+            name,
+            columns,
+            ref_db,
+            ref_table,
+            ref_columns,
+            on_delete: fk_action(fk.on_delete.as_ref()),
+            on_update: fk_action(fk.on_update.as_ref()),
+        });
+    }
+    def.foreign_keys.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(())
+}
+
+/// The index a foreign key's `columns` use: the first whose columns start with them,
+/// whole (no prefix) and in order.
+pub fn foreign_key_index(def: &TableDef, columns: &[usize]) -> Option<usize> {
+    def.indexes.iter().position(|ix| {
+        ix.columns.len() >= columns.len()
+            && ix.columns[..columns.len()] == *columns
+            && ix.prefix[..columns.len()].iter().all(|&p| p == 0)
+    })
+}
+
+pub fn quote_ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
 }
 
@@ -625,6 +782,13 @@ pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
             format!("KEY {}", quote_ident(&ix.name))
         };
         lines.push(format!("  {kind} ({})", cols.join(",")));
+    }
+    for fk in &def.foreign_keys {
+        lines.push(format!(
+            "  CONSTRAINT {} {}",
+            quote_ident(&fk.name),
+            fk.clause(def, None, true)
+        ));
     }
     for ck in def.checks.iter().filter(|c| c.column.is_none()) {
         lines.push(format!(

@@ -29,7 +29,10 @@ use quarry_storage_api::{
     TablePath, TableSchema,
 };
 
-pub use ddl::{check_text, column_def as ddl_column, sql_type, table_def_from_ast};
+pub use ddl::{
+    check_text, column_def as ddl_column, foreign_key_index, quote_ident, sql_type,
+    table_def_from_ast,
+};
 use deffile::{def_text, read_def, read_view, view_text};
 use lazy::{LazyTable, OpenCount};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -75,6 +78,74 @@ pub struct TableDef {
     pub auto_increment_start: u64,
     /// CHECK constraints, column-level ones first in column order.
     pub checks: Vec<CheckDef>,
+    /// FOREIGN KEY constraints this table (the child) declares, in name order (as
+    /// InnoDB lists them).
+    pub foreign_keys: Vec<ForeignKeyDef>,
+}
+
+/// What a FOREIGN KEY does to the child rows of a parent row deleted or updated.
+/// RESTRICT and NO ACTION both refuse at once (InnoDB checks no action later); SET
+/// DEFAULT is accepted and dropped, as InnoDB does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FkAction {
+    Restrict,
+    NoAction,
+    Cascade,
+    SetNull,
+}
+
+/// A FOREIGN KEY: the child's columns, the parent table and its columns (by name: the
+/// parent may not exist while `foreign_key_checks` is off, as in a dump's restore).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignKeyDef {
+    pub name: String,
+    pub columns: Vec<usize>,
+    /// The parent's database when it is not the child's.
+    pub ref_db: Option<String>,
+    pub ref_table: String,
+    pub ref_columns: Vec<String>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
+}
+
+impl ForeignKeyDef {
+    /// `FOREIGN KEY (…) REFERENCES … (…)`, the actions after it when `actions` (as
+    /// SHOW CREATE TABLE and errors 1451/1452 print it; RESTRICT is not printed).
+    pub fn clause(&self, child: &TableDef, ref_db: Option<&str>, actions: bool) -> String {
+        let q = ddl::quote_ident;
+        let cols: Vec<String> = self
+            .columns
+            .iter()
+            .map(|&c| q(&child.columns[c].name))
+            .collect();
+        let refs: Vec<String> = self.ref_columns.iter().map(|c| q(c)).collect();
+        let table = match ref_db.or(self.ref_db.as_deref()) {
+            Some(db) => format!("{}.{}", q(db), q(&self.ref_table)),
+            None => q(&self.ref_table),
+        };
+        let mut s = format!(
+            "FOREIGN KEY ({}) REFERENCES {table} ({})",
+            cols.join(", "),
+            refs.join(", ")
+        );
+        if actions {
+            for (on, a) in [("DELETE", self.on_delete), ("UPDATE", self.on_update)] {
+                let a = match a {
+                    FkAction::Restrict => continue,
+                    FkAction::NoAction => "NO ACTION",
+                    FkAction::Cascade => "CASCADE",
+                    FkAction::SetNull => "SET NULL",
+                };
+                s.push_str(&format!(" ON {on} {a}"));
+            }
+        }
+        s
+    }
+
+    /// The parent's database, given the child's.
+    pub fn parent_db<'a>(&'a self, child_db: &'a str) -> &'a str {
+        self.ref_db.as_deref().unwrap_or(child_db)
+    }
 }
 
 /// A CHECK constraint: its condition as SHOW CREATE TABLE prints it (names in
@@ -261,7 +332,13 @@ pub struct Catalog {
     open_limit: AtomicUsize,
     /// Ticks once per table lookup: a table's last lookup orders which to close first.
     use_clock: AtomicU64,
+    /// The foreign keys by parent, as of a generation (rebuilt after DDL).
+    fk_parents: Mutex<Option<(u64, Arc<FkParents>)>>,
 }
+
+/// (parent database, parent table) → the (child database, child table, foreign key
+/// index) of each FOREIGN KEY naming it.
+type FkParents = std::collections::HashMap<(String, String), Vec<(String, String, usize)>>;
 
 /// MariaDB's default `table_open_cache`.
 pub const TABLE_OPEN_CACHE: usize = 2000;
@@ -404,6 +481,7 @@ impl Catalog {
             open_tables: OpenCount::default(),
             open_limit: AtomicUsize::new(TABLE_OPEN_CACHE),
             use_clock: AtomicU64::new(0),
+            fk_parents: Mutex::new(None),
         };
         cat.finish_interrupted_ddl()?;
         let rd = std::fs::read_dir(datadir).map_err(|e| Error::io(datadir.display(), e))?;
@@ -723,6 +801,73 @@ impl Catalog {
             .and_then(|o| o.get(name))
             .cloned()
             .unwrap_or_else(|| Error::no_such_table(db, name)))
+    }
+
+    /// The FOREIGN KEYs that name `db`.`table` as their parent: each child table and
+    /// the index of the key in its definition (a self-reference included).
+    pub fn referencing(&self, db: &str, table: &str) -> Vec<(Arc<TableEntry>, usize)> {
+        let map = {
+            let mut cache = self.fk_parents.lock();
+            let generation = self.generation();
+            match &*cache {
+                Some((g, m)) if *g == generation => m.clone(),
+                _ => {
+                    let st = self.state.read();
+                    let mut m = FkParents::new();
+                    for (cdb, tables) in &st.dbs {
+                        for (name, e) in tables {
+                            for (i, fk) in e.def.foreign_keys.iter().enumerate() {
+                                m.entry((fk.parent_db(cdb).to_string(), fk.ref_table.clone()))
+                                    .or_default()
+                                    .push((cdb.clone(), name.clone(), i));
+                            }
+                        }
+                    }
+                    let m = Arc::new(m);
+                    *cache = Some((generation, m.clone()));
+                    m
+                }
+            }
+        };
+        let Some(list) = map.get(&(db.to_string(), table.to_string())) else {
+            return vec![];
+        };
+        list.iter()
+            .filter_map(|(cdb, ct, i)| Some((self.table(cdb, ct).ok()?, *i)))
+            .collect()
+    }
+
+    /// Replace a table's definition by one that differs only in what its rows and files
+    /// do not depend on (its FOREIGN KEYs): the definition file is rewritten, the
+    /// engine's table stays open as it is.
+    pub fn replace_def(&self, db: &str, def: TableDef) -> Result<()> {
+        let entry = self.table(db, &def.name)?;
+        let (mut a, mut b) = (entry.def.clone(), def.clone());
+        a.foreign_keys.clear();
+        b.foreign_keys.clear();
+        if a != b {
+            return Err(Error::internal(
+                "replace_def of a definition that changes the table",
+            ));
+        }
+        let mut st = self.state_mut();
+        self.write_def(db, &def, entry.row_format)?;
+        let new_entry = TableEntry {
+            db: entry.db.clone(),
+            def,
+            handle: entry.handle.clone(),
+            engine: entry.engine.clone(),
+            row_format: entry.row_format,
+            auto_inc: Mutex::new(*entry.auto_inc.lock()),
+            auto_inc_known: AtomicBool::new(entry.auto_inc_known.load(Ordering::Acquire)),
+            create_time: entry.create_time,
+            last_used: AtomicU64::new(entry.last_used.load(Ordering::Relaxed)),
+            lazy: entry.lazy.clone(),
+        };
+        if let Some(tables) = st.dbs.get_mut(db) {
+            tables.insert(new_entry.def.name.clone(), Arc::new(new_entry));
+        }
+        Ok(())
     }
 
     /// A table, view or unreadable definition of that name exists.

@@ -31,7 +31,9 @@ impl Error {
             1046 => "3D000",
             1044 | 1049 | 1061 | 1064 | 1065 | 1066 | 1068 | 1072 | 1075 | 1090 | 1091 | 1102
             | 1103 | 1110 | 1113 | 1115 | 1141 | 1142 | 1143 | 1144 | 1147 | 1149 | 1172 | 1226
-            | 1227 | 1231 | 1232 | 1235 | 1248 | 1286 | 1305 | 1425 | 1426 | 1427 => "42000",
+            | 1227 | 1231 | 1232 | 1235 | 1239 | 1248 | 1286 | 1305 | 1425 | 1426 | 1427 | 1701 => {
+                "42000"
+            }
             1050 => "42S01",
             1051 | 1109 | 1146 | 4092 => "42S02",
             1060 => "42S21",
@@ -380,6 +382,68 @@ impl Error {
                 "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '{name}')"
             ),
         )
+    }
+    /// A child row whose parent a FOREIGN KEY does not find (`fk`: the key as errors
+    /// describe it, "`db`.`child`, CONSTRAINT `name` FOREIGN KEY …").
+    pub fn fk_no_parent(fk: &str) -> Error {
+        Error::new(
+            1452,
+            format!("Cannot add or update a child row: a foreign key constraint fails ({fk})"),
+        )
+    }
+    /// A parent row (or table) a FOREIGN KEY's RESTRICT keeps.
+    pub fn fk_has_children(fk: Option<&str>) -> Error {
+        let mut m =
+            "Cannot delete or update a parent row: a foreign key constraint fails".to_string();
+        if let Some(fk) = fk {
+            m.push_str(&format!(" ({fk})"));
+        }
+        Error::new(1451, m)
+    }
+    /// A FOREIGN KEY that names a missing table or column, or an unusable one (InnoDB's
+    /// errno 150).
+    pub fn fk_malformed(db: &str, table: &str) -> Error {
+        Error::new(
+            1005,
+            format!("Can't create table `{db}`.`{table}` (errno: 150 \"Foreign key constraint is incorrectly formed\")"),
+        )
+    }
+    /// A FOREIGN KEY name another table of the database has (InnoDB's errno 121).
+    pub fn fk_duplicate_name(db: &str, table: &str) -> Error {
+        Error::new(
+            1005,
+            format!("Can't create table `{db}`.`{table}` (errno: 121 \"Duplicate key on write or update\")"),
+        )
+    }
+    /// Cascades that went deeper than InnoDB's 15 levels (its error 193).
+    pub fn fk_cascade_too_deep(fk: &str, engine: &str) -> Error {
+        Error::new(1296, format!("Got error 193 '{fk}' from {engine}"))
+    }
+    pub fn fk_truncate_parent(fk: &str) -> Error {
+        Error::new(
+            1701,
+            format!("Cannot truncate a table referenced in a foreign key constraint ({fk})"),
+        )
+    }
+    pub fn fk_index_needed(index: &str) -> Error {
+        Error::new(
+            1553,
+            format!("Cannot drop index '{index}': needed in a foreign key constraint"),
+        )
+    }
+    /// A column whose type a FOREIGN KEY fixes (`of_table`: the child, when the column
+    /// is the parent's).
+    pub fn fk_column_in_use(column: &str, fk: &str, of_table: Option<&str>) -> Error {
+        match of_table {
+            None => Error::new(
+                1832,
+                format!("Cannot change column '{column}': used in a foreign key constraint '{fk}'"),
+            ),
+            Some(t) => Error::new(
+                1833,
+                format!("Cannot change column '{column}': used in a foreign key constraint '{fk}' of table '{t}'"),
+            ),
+        }
     }
     /// A row a CHECK constraint makes FALSE (MariaDB's 4025).
     pub fn check_failed(name: &str, db: &str, table: &str) -> Error {

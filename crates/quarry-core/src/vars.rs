@@ -42,6 +42,10 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // CHECK constraints are tested on the rows statements write (0: skipped, as for a
         // dump's restore).
         ("check_constraint_checks", i(1)),
+        // FOREIGN KEYs are checked and their ON DELETE / ON UPDATE actions taken (0: not,
+        // as a dump's restore sets it).
+        ("foreign_key_checks", i(1)),
+        ("unique_checks", i(1)),
         ("license", s("Apache-2.0")),
         ("lower_case_table_names", i(0)),
         ("max_allowed_packet", i(16 * 1024 * 1024)),

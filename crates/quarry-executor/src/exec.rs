@@ -115,6 +115,8 @@ pub struct ExecCtx<'a> {
     pub strict: bool,
     /// `check_constraint_checks`: CHECK constraints are tested on written rows.
     pub check_constraints: bool,
+    /// `foreign_key_checks`: FOREIGN KEYs are checked and their actions taken.
+    pub foreign_key_checks: bool,
     pub read_buffer: usize,
     pub interrupt: Interrupt<'a>,
     /// The longest record LOAD DATA takes (`max_allowed_packet`).

@@ -32,6 +32,6 @@ pub mod txn;
 mod version;
 
 pub use lock::{LockKey, LockManager, LockMode};
-pub use mvcc::{current, enter, Context, ContextGuard, MvccTable};
+pub use mvcc::{current, enter, newest_reads, Context, ContextGuard, MvccTable};
 pub use txn::{Snapshot, Txn, TxnManager};
 pub use version::{Seen, Versions};

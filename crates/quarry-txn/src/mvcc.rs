@@ -48,7 +48,7 @@ pub struct Context {
     pub current_read: bool,
     pub lock_timeout: Duration,
     /// KILL ends a lock wait.
-    pub killed: Option<Box<dyn Fn() -> bool>>,
+    pub killed: Option<Rc<dyn Fn() -> bool>>,
 }
 
 thread_local! {
@@ -63,6 +63,25 @@ pub fn enter(ctx: Context) -> ContextGuard {
 
 pub fn current() -> Option<Rc<Context>> {
     CONTEXT.with(|c| c.borrow().clone())
+}
+
+/// Run `f` reading the newest rows, committed or not, instead of the statement's
+/// snapshot, in the same transaction: a foreign key's check must meet a row another
+/// transaction has just written (and then wait for its lock), as InnoDB's does.
+pub fn newest_reads<T>(f: impl FnOnce() -> T) -> T {
+    let Some(cur) = current() else {
+        return f();
+    };
+    let _g = enter(Context {
+        mgr: cur.mgr.clone(),
+        txn: cur.txn.clone(),
+        snap: None,
+        read_lock: None,
+        current_read: true,
+        lock_timeout: cur.lock_timeout,
+        killed: cur.killed.clone(),
+    });
+    f()
 }
 
 pub struct ContextGuard {

@@ -48,6 +48,13 @@ impl Session {
                             }
                         }
                     }
+                    for fk in def.foreign_keys.iter_mut() {
+                        for c in fk.columns.iter_mut() {
+                            if *c >= pos {
+                                *c += 1;
+                            }
+                        }
+                    }
                     def.columns.insert(pos, col);
                     source.insert(pos, None);
                     if !keys.is_empty() {
@@ -71,6 +78,20 @@ impl Session {
                         };
                         if def.columns.len() == 1 {
                             return Err(Error::new(1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"));
+                        }
+                        // A key's column goes only with the key (MariaDB names its index).
+                        if let Some(fk) = def.foreign_keys.iter().find(|f| f.columns.contains(&i)) {
+                            let ix = quarry_catalog::foreign_key_index(&def, &fk.columns)
+                                .map(|x| def.indexes[x].name.clone())
+                                .unwrap_or_default();
+                            return Err(Error::fk_index_needed(&ix));
+                        }
+                        for fk in def.foreign_keys.iter_mut() {
+                            for c in fk.columns.iter_mut() {
+                                if *c > i {
+                                    *c -= 1;
+                                }
+                            }
                         }
                         let gone = def.columns.remove(i).name;
                         source.remove(i);
@@ -134,6 +155,21 @@ impl Session {
                     let new = table_def_from_ast(&ct)?;
                     def.indexes = new.indexes;
                     def.checks = new.checks;
+                    def.foreign_keys = new.foreign_keys;
+                }
+                O::DropForeignKey { name, .. } => {
+                    let before = def.foreign_keys.len();
+                    def.foreign_keys
+                        .retain(|f| !f.name.eq_ignore_ascii_case(&name.value));
+                    if def.foreign_keys.len() == before {
+                        return Err(Error::new(
+                            1091,
+                            format!(
+                                "Can't DROP FOREIGN KEY `{}`; check that it exists",
+                                name.value
+                            ),
+                        ));
+                    }
                 }
                 O::DropIndex { name } => {
                     let before = def.indexes.len();
@@ -175,6 +211,9 @@ impl Session {
             }
         }
         self.validate_checks(&db, &def)?;
+        self.check_altered_foreign_keys(&db, &entry.def, &def)?;
+        self.validate_foreign_keys(&db, &t, &def)?;
+        self.check_added_foreign_keys(&db, &entry.def, &def, &source, sink)?;
         if def != entry.def {
             // Existing rows take each added column's default (MariaDB's rule).
             let added: Vec<Value> = self.with_ctx(|ctx| {
@@ -202,9 +241,10 @@ impl Session {
                 .apply_ddl(&[quarry_catalog::DdlStep::Rename {
                     db: db.clone(),
                     from: def.name.clone(),
-                    to_db,
-                    to,
+                    to_db: to_db.clone(),
+                    to: to.clone(),
                 }])?;
+            self.retarget_foreign_keys(&db, &def.name, &to_db, &to)?;
         }
         Ok(Output::Ok {
             affected: 0,

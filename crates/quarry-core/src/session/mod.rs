@@ -19,6 +19,7 @@ use quarry_sql::Stmt;
 mod access;
 mod account_stmts;
 mod alter;
+mod foreign_keys;
 mod outfile;
 mod txn;
 
@@ -310,6 +311,7 @@ enum Isolation {
 struct Settings {
     strict: bool,
     check_constraints: bool,
+    foreign_key_checks: bool,
     /// `max_statement_time` (0: none).
     statement_time: Option<Duration>,
     max_packet: usize,
@@ -412,6 +414,10 @@ impl Session {
             strict: text("sql_mode").is_none_or(|m| m.contains("STRICT")),
             check_constraints: self
                 .sys_var("check_constraint_checks")
+                .map(|v| v.to_i64() != 0)
+                .unwrap_or(true),
+            foreign_key_checks: self
+                .sys_var("foreign_key_checks")
                 .map(|v| v.to_i64() != 0)
                 .unwrap_or(true),
             statement_time: (secs > 0.0 && secs.is_finite())
@@ -877,6 +883,7 @@ impl Session {
             undo: RefCell::new(vec![]),
             strict: st.strict,
             check_constraints: st.check_constraints,
+            foreign_key_checks: st.foreign_key_checks,
             read_buffer: st.read_buffer,
             interrupt: quarry_executor::exec::Interrupt::new(
                 &self.info.killed,
@@ -1435,6 +1442,7 @@ impl Session {
                 for tn in &t.table_names {
                     let (db, name) = self.split_name(&tn.name)?;
                     let entry = self.db.catalog.table(&db, &name)?;
+                    self.check_truncate_parent(&db, &name)?;
                     entry.handle.truncate()?;
                     *entry.auto_inc.lock() = entry.def.auto_increment_start.max(1);
                     entry
@@ -1457,6 +1465,17 @@ impl Session {
                     });
                 }
                 self.db.catalog.apply_ddl(&steps)?;
+                for st in &steps {
+                    if let quarry_catalog::DdlStep::Rename {
+                        db,
+                        from,
+                        to_db,
+                        to,
+                    } = st
+                    {
+                        self.retarget_foreign_keys(db, from, to_db, to)?;
+                    }
+                }
                 Ok(Output::ok(0))
             }
             S::ShowDatabases { show_options, .. } => {
@@ -2005,6 +2024,11 @@ impl Session {
         match object_type {
             ast::ObjectType::Table => {
                 let mut missing = vec![];
+                let listed = names
+                    .iter()
+                    .map(|n| self.split_name(n))
+                    .collect::<Result<Vec<_>>>()?;
+                self.check_drop_parents(&listed)?;
                 for n in names {
                     let (db, t) = self.split_name(n)?;
                     if self.db.catalog.drop_offline(&db, &t, false)? {
@@ -2149,6 +2173,8 @@ impl Session {
             let (sdb, st) = self.split_name(src)?;
             let mut def = self.db.catalog.table(&sdb, &st)?.def.clone();
             def.name = name;
+            // LIKE copies the indexes, not the FOREIGN KEYs (as MariaDB).
+            def.foreign_keys.clear();
             self.db.catalog.create_table(&db, def)?;
             return Ok(Output::ok(0));
         }
@@ -2162,6 +2188,7 @@ impl Session {
         }
         let Some(q) = &ct.query else {
             self.validate_checks(&db, &def)?;
+            self.validate_foreign_keys(&db, &name, &def)?;
             self.db.catalog.create_table(&db, def)?;
             return Ok(Output::ok(0));
         };
@@ -2183,6 +2210,7 @@ impl Session {
             }
         }
         self.validate_checks(&db, &def)?;
+        self.validate_foreign_keys(&db, &name, &def)?;
         let entry = self.db.catalog.create_table(&db, def)?;
         let positions: Vec<usize> = sp
             .columns
@@ -2453,8 +2481,14 @@ impl Session {
         map: Option<&dyn Fn(Row) -> Row>,
         sink: &StmtSink,
     ) -> Result<()> {
+        let (mut a, mut b) = (entry.def.clone(), new_def.clone());
+        a.foreign_keys.clear();
+        b.foreign_keys.clear();
+        if a == b {
+            // Only FOREIGN KEYs change: the definition alone.
+            return self.db.catalog.replace_def(db, new_def);
+        }
         let same_columns = {
-            let (mut a, mut b) = (entry.def.clone(), new_def.clone());
             a.indexes.clear();
             b.indexes.clear();
             a == b

@@ -96,7 +96,9 @@ impl Session {
             read_lock,
             current_read: write,
             lock_timeout: self.lock_timeout(),
-            killed: Some(Box::new(move || info.killed.load(Ordering::Relaxed))),
+            killed: Some(std::rc::Rc::new(move || {
+                info.killed.load(Ordering::Relaxed)
+            })),
         }
     }
 

@@ -3,11 +3,13 @@
 //! [`modify`].
 
 mod checks;
+mod foreign_keys;
 mod insert_select;
 mod modify;
 mod returning;
 
 pub use checks::{validate as validate_checks, Checks};
+pub use foreign_keys::ForeignKeys;
 pub use modify::{delete, update};
 pub use returning::{Returned, Returning};
 
@@ -529,6 +531,7 @@ pub struct InsertOptions<'e> {
     pub on_dup: &'e [(usize, Expr)],
     pub returning: Option<&'e Returning>,
     pub checks: Option<&'e Checks>,
+    pub fks: Option<&'e ForeignKeys>,
 }
 
 /// Rows inserted one at a time, with the statement's counts: `insert_rows` feeds one from
@@ -558,7 +561,9 @@ impl<'a> Inserter<'a> {
             // Needed again only where a duplicate is replaced or updated.
             keep_row: opts.returning.is_some()
                 || entry.def.indexes.iter().any(|ix| ix.unique)
-                    && (opts.mode == DupMode::Replace || !opts.on_dup.is_empty()),
+                    && (opts.mode == DupMode::Replace
+                        || !opts.on_dup.is_empty()
+                        || opts.fks.is_some()),
         }
     }
 
@@ -592,6 +597,16 @@ impl<'a> Inserter<'a> {
                 return Err(e);
             }
         }
+        if let Some(fks) = self.opts.fks {
+            if let Err(e) = fks.check_parents(&row, None, ctx) {
+                // INSERT IGNORE leaves the row out with the error as a warning.
+                if self.opts.mode == DupMode::Ignore && e.code == 1452 {
+                    ctx.warn(1452, e.message);
+                    return Ok(());
+                }
+                return Err(e);
+            }
+        }
         self.records += 1;
         let inserted = if self.keep_row {
             self.entry.handle.insert(row.clone())
@@ -613,6 +628,9 @@ impl<'a> Inserter<'a> {
                     DupMode::Replace => {
                         for id in conflicts(self.entry, &row)? {
                             let old = self.entry.handle.fetch(&[id])?.pop().unwrap();
+                            if let Some(fks) = self.opts.fks {
+                                fks.on_delete(&old, id, 0, ctx)?;
+                            }
                             self.entry.handle.delete(id)?;
                             ctx.undo_change(self.entry, true, id, (&old).into());
                             self.res.affected += 1;
@@ -640,6 +658,10 @@ impl<'a> Inserter<'a> {
                         *ctx.insert_row.borrow_mut() = None;
                         if let Some(checks) = self.opts.checks {
                             checks.test(&new, ctx)?;
+                        }
+                        if let (Some(fks), false) = (self.opts.fks, new == old) {
+                            fks.check_parents(&new, Some(&old), ctx)?;
+                            fks.on_update(&old, &new, id, 0, ctx)?;
                         }
                         if new == old {
                             self.returned(&new, ctx)?;
@@ -730,7 +752,15 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
     };
     let returning = Returning::bind(stmt.returning.as_deref(), &entry, &entry.def.name, verb, b)?;
     let checks = Checks::of(&entry, ctx)?;
-    let mut r = insert_into(stmt, entry, returning.as_ref(), checks.as_ref(), ctx, b)?;
+    let fks = ForeignKeys::of(&entry, ctx)?;
+    let mut r = insert_into(
+        stmt,
+        entry,
+        returning.as_ref(),
+        (checks.as_ref(), fks.as_deref()),
+        ctx,
+        b,
+    )?;
     r.returned = returning.map(Returning::finish);
     Ok(r)
 }
@@ -770,7 +800,7 @@ fn insert_into(
     stmt: &ast::Insert,
     entry: Arc<TableEntry>,
     returning: Option<&Returning>,
-    checks: Option<&Checks>,
+    (checks, fks): (Option<&Checks>, Option<&ForeignKeys>),
     ctx: &ExecCtx,
     params_base: &mut Binder,
 ) -> Result<DmlResult> {
@@ -810,6 +840,7 @@ fn insert_into(
         on_dup: &on_dup,
         returning,
         checks,
+        fks,
     };
     let expand = |vals: Vec<Value>, targets: &[usize]| -> Result<Vec<Option<Value>>> {
         if vals.len() != targets.len() {
@@ -934,6 +965,7 @@ pub fn insert_positioned(
         Ok(full)
     });
     let checks = Checks::of(entry, ctx)?;
+    let fks = ForeignKeys::of(entry, ctx)?;
     in_bulk(entry, ctx, || {
         insert_rows(
             entry,
@@ -943,6 +975,7 @@ pub fn insert_positioned(
                 on_dup: &[],
                 returning: None,
                 checks: checks.as_ref(),
+                fks: fks.as_deref(),
             },
             ctx,
         )
@@ -1309,6 +1342,7 @@ pub fn load_data_from(
         Ok(full)
     });
     let checks = Checks::of(entry, ctx)?;
+    let fks = ForeignKeys::of(entry, ctx)?;
     let mut r = in_bulk(entry, ctx, || {
         insert_rows(
             entry,
@@ -1318,6 +1352,7 @@ pub fn load_data_from(
                 on_dup: &[],
                 returning: None,
                 checks: checks.as_ref(),
+                fks: fks.as_deref(),
             },
             ctx,
         )

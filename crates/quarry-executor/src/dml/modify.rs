@@ -18,15 +18,18 @@ use quarry_common::{Error, Result, Row, Value};
 use quarry_sql::ast::{self, Expr as A};
 use quarry_storage_api::RowId;
 
-use super::{coerce, Checks, DmlResult, Returning};
+use super::{coerce, Checks, DmlResult, ForeignKeys, Returning};
 use crate::bind::{object_name, push_filter, Binder};
-use crate::exec::{ExecCtx, Undo};
+use crate::exec::ExecCtx;
 use crate::expr::Expr;
 use crate::plan::{Access, Plan, ReadMode};
 
 /// A locked row to change: where it is and its newest version. A statement's list of
 /// them becomes its undo record as it goes (the rows changed so far, where they are now).
-type Target = (RowId, PackedRow);
+pub(super) type Target = (RowId, PackedRow);
+
+/// What an UPDATE makes of a row (given it and its place; None: it stays as it is).
+pub(super) type Assign<'a> = dyn FnMut(&[Value], usize) -> Result<Option<Row>> + 'a;
 
 /// The rows a single-table WHERE / ORDER BY / LIMIT selects, locked, in order.
 fn targets(
@@ -42,7 +45,6 @@ fn targets(
     let filter = selection
         .map(|s| b.in_clause("WHERE", |b| b.bind_in_scope(cols.clone(), s)))
         .transpose()?;
-    let recheck = filter.clone();
     let keys: Vec<(Expr, bool)> = order_by
         .iter()
         .map(|o| {
@@ -58,6 +60,50 @@ fn targets(
             Ok::<_, Error>(n.max(0) as usize)
         })
         .transpose()?;
+    let mut out = locked_rows(entry, filter, true, None, ctx)?;
+    if !keys.is_empty() {
+        let sort_keys: Vec<Row> = out
+            .iter()
+            .map(|(_, r)| {
+                let now = r.unpack();
+                keys.iter().map(|(e, _)| e.eval(&now, ctx)).collect()
+            })
+            .collect::<Result<_>>()?;
+        let mut order: Vec<usize> = (0..out.len()).collect();
+        order.sort_by(|&x, &y| {
+            for (i, (_, desc)) in keys.iter().enumerate() {
+                let o = sort_keys[x][i].total_cmp(&sort_keys[y][i]);
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        drop(sort_keys);
+        let mut slots: Vec<Option<Target>> = out.into_iter().map(Some).collect();
+        out = order
+            .into_iter()
+            .map(|i| slots[i].take().expect("each row once"))
+            .collect();
+    }
+    if let Some(n) = limit {
+        out.truncate(n);
+    }
+    Ok(out)
+}
+
+/// The rows of `entry` that `filter` (over its row) selects, in scan order, each locked
+/// as it is met (`exclusive`: for a change, else shared) and then judged by its newest
+/// version, as InnoDB's locking reads; `stop_after` rows at the most.
+pub(super) fn locked_rows(
+    entry: &Arc<TableEntry>,
+    filter: Option<Expr>,
+    exclusive: bool,
+    stop_after: Option<usize>,
+    ctx: &ExecCtx,
+) -> Result<Vec<Target>> {
+    let recheck = filter.clone();
     let plan = push_filter(
         Plan::scan(entry.clone()),
         filter.unwrap_or(Expr::Lit(Value::Int(1))),
@@ -85,7 +131,6 @@ fn targets(
         columns: None,
     };
     let mut out: Vec<Target> = vec![];
-    let mut sort_keys: Vec<Row> = vec![];
     let mut read = Vec::new();
     crate::exec::scan_with(entry, &how, ctx, &mut |ids, rows| {
         for (id, r) in ids.into_iter().zip(rows) {
@@ -98,7 +143,7 @@ fn targets(
             // newest version: a transaction that changed it meanwhile has ended by now.
             read.clear();
             packed::put_row(&r, &mut read);
-            let Some((id, now)) = entry.handle.lock_row(id, r, true)? else {
+            let Some((id, now)) = entry.handle.lock_row(id, r, exclusive)? else {
                 continue;
             };
             let row = PackedRow::pack(&now);
@@ -109,54 +154,97 @@ fn targets(
                     }
                 }
             }
-            if !keys.is_empty() {
-                sort_keys.push(
-                    keys.iter()
-                        .map(|(e, _)| e.eval(&now, ctx))
-                        .collect::<Result<Row>>()?,
-                );
-            }
             out.push((id, row));
+            if stop_after.is_some_and(|n| out.len() >= n) {
+                return Ok(false);
+            }
         }
         Ok(true)
     })?;
-    if !keys.is_empty() {
-        let mut order: Vec<usize> = (0..out.len()).collect();
-        order.sort_by(|&x, &y| {
-            for (i, (_, desc)) in keys.iter().enumerate() {
-                let o = sort_keys[x][i].total_cmp(&sort_keys[y][i]);
-                let o = if *desc { o.reverse() } else { o };
-                if o.is_ne() {
-                    return o;
-                }
-            }
-            std::cmp::Ordering::Equal
-        });
-        drop(sort_keys);
-        let mut slots: Vec<Option<Target>> = out.into_iter().map(Some).collect();
-        out = order
-            .into_iter()
-            .map(|i| slots[i].take().expect("each row once"))
-            .collect();
-    }
-    if let Some(n) = limit {
-        out.truncate(n);
-    }
     Ok(out)
 }
 
-/// The rows changed so far (`rows[..done]`) become the statement's undo record, whether
-/// it ends here or failed part-way (the session then undoes them).
-fn remember(
+/// A target row as it is now, locked: a cascade of this statement may have changed or
+/// deleted it (None) since it was selected.
+fn reread(entry: &Arc<TableEntry>, (id, row): Target) -> Result<Option<Target>> {
+    let now = quarry_txn::newest_reads(|| entry.handle.lock_row(id, row.unpack(), true))?;
+    Ok(now.map(|(id, r)| (id, PackedRow::pack(&r))))
+}
+
+/// Delete `rows` (locked), each after its children's FOREIGN KEY actions (`depth`: how
+/// many cascades led here); returns how many went. Each change is in the statement's
+/// undo record as soon as it is made.
+pub(super) fn delete_rows(
+    entry: &Arc<TableEntry>,
+    rows: Vec<Target>,
+    fks: Option<&ForeignKeys>,
+    returning: Option<&Returning>,
+    depth: usize,
     ctx: &ExecCtx,
-    mut rows: Vec<Target>,
-    done: usize,
-    record: impl FnOnce(Vec<Target>) -> Undo,
-) {
-    rows.truncate(done);
-    if !rows.is_empty() {
-        ctx.undo.borrow_mut().push(record(rows));
+) -> Result<u64> {
+    let again = fks.is_some_and(ForeignKeys::may_change_own_rows);
+    let mut n = 0;
+    for t in rows {
+        ctx.tick()?;
+        let Some((id, row)) = (if again { reread(entry, t)? } else { Some(t) }) else {
+            continue;
+        };
+        if fks.is_some() || returning.is_some() {
+            let old = row.unpack();
+            if let Some(f) = fks {
+                f.on_delete(&old, id, depth, ctx)?;
+            }
+            if let Some(r) = returning {
+                r.add(&old, ctx)?;
+            }
+        }
+        entry.handle.delete_known(id, &row)?;
+        ctx.undo_change(entry, true, id, row);
+        n += 1;
     }
+    Ok(n)
+}
+
+/// Update `rows` (locked) to what `assign` makes of each (given the row and its place;
+/// None: unchanged), tested against the CHECK constraints and, when `check_parents`,
+/// the table's own FOREIGN KEYs; the children of each follow first. Returns how many
+/// changed. Each change is in the statement's undo record as soon as it is made.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn update_rows(
+    entry: &Arc<TableEntry>,
+    rows: Vec<Target>,
+    assign: &mut Assign,
+    checks: Option<&Checks>,
+    fks: Option<&ForeignKeys>,
+    check_parents: bool,
+    depth: usize,
+    ctx: &ExecCtx,
+) -> Result<u64> {
+    let again = fks.is_some_and(ForeignKeys::may_change_own_rows);
+    let mut n = 0;
+    for (i, t) in rows.into_iter().enumerate() {
+        ctx.tick()?;
+        let Some((id, packed)) = (if again { reread(entry, t)? } else { Some(t) }) else {
+            continue;
+        };
+        let old = packed.unpack();
+        let Some(new) = assign(&old, i)? else {
+            continue;
+        };
+        if let Some(checks) = checks {
+            checks.test(&new, ctx)?;
+        }
+        if let Some(f) = fks {
+            if check_parents {
+                f.check_parents(&new, Some(&old), ctx)?;
+            }
+            f.on_update(&old, &new, id, depth, ctx)?;
+        }
+        let nid = entry.handle.update_known(id, &packed, new, &mut |_| {})?;
+        ctx.undo_change(entry, false, nid, packed);
+        n += 1;
+    }
+    Ok(n)
 }
 
 pub(super) fn single_table(
@@ -209,7 +297,7 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
             b.in_clause("SET", |b| b.bind_in_scope(cols.clone(), &a.value))?,
         ));
     }
-    let mut rows = targets(
+    let rows = targets(
         &entry,
         &alias,
         stmt.selection.as_ref(),
@@ -220,41 +308,32 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
     )?;
     let matched = rows.len();
     let checks = Checks::of(&entry, ctx)?;
-    // rows[..changed]: the rows changed so far, at their new ids, in order.
-    let mut changed = 0usize;
-    let mut change_all = || -> Result<()> {
-        for i in 0..rows.len() {
-            ctx.tick()?;
-            let (id, packed) = &rows[i];
-            let old = packed.unpack();
-            let mut new = old.clone();
+    let fks = ForeignKeys::of(&entry, ctx)?;
+    let changed = update_rows(
+        &entry,
+        rows,
+        &mut |old, i| {
+            let mut new = old.to_vec();
             // MySQL evaluates assignments left to right, later ones seeing earlier results.
             for (c, e) in &sets {
                 new[*c] = coerce(e.eval(&new, ctx)?, &entry.def.columns[*c], i + 1, ctx)?;
             }
             if new == old {
-                continue;
+                return Ok(None);
             }
             for (k, col) in entry.def.columns.iter().enumerate() {
                 if col.on_update_now && !sets.iter().any(|(c, _)| *c == k) {
                     new[k] = coerce(Value::DateTime(ctx.now), col, i + 1, ctx)?;
                 }
             }
-            if let Some(checks) = &checks {
-                checks.test(&new, ctx)?;
-            }
-            let nid = entry.handle.update_known(*id, packed, new, &mut |_| {})?;
-            rows.swap(changed, i);
-            rows[changed].0 = nid;
-            changed += 1;
-        }
-        Ok(())
-    };
-    let r = change_all();
-    remember(ctx, rows, changed, |rows| {
-        Undo::Updated(entry.clone(), rows)
-    });
-    r?;
+            Ok(Some(new))
+        },
+        checks.as_ref(),
+        fks.as_deref(),
+        true,
+        0,
+        ctx,
+    )?;
     let changed = changed as u64;
     Ok(DmlResult {
         affected: changed,
@@ -285,23 +364,8 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         b,
         ctx,
     )?;
-    let mut deleted = 0usize;
-    let mut delete_all = || -> Result<()> {
-        for (id, row) in &rows {
-            ctx.tick()?;
-            if let Some(r) = &returning {
-                r.add(&row.unpack(), ctx)?;
-            }
-            entry.handle.delete_known(*id, row)?;
-            deleted += 1;
-        }
-        Ok(())
-    };
-    let r = delete_all();
-    remember(ctx, rows, deleted, |rows| {
-        Undo::Deleted(entry.clone(), rows)
-    });
-    r?;
+    let fks = ForeignKeys::of(&entry, ctx)?;
+    let deleted = delete_rows(&entry, rows, fks.as_deref(), returning.as_ref(), 0, ctx)?;
     let n = deleted as u64;
     Ok(DmlResult {
         affected: n,
