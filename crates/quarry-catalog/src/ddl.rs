@@ -377,6 +377,28 @@ pub fn check_text(e: &Expr) -> String {
     e.to_string()
 }
 
+/// The CHECKs written on a column; a JSON column without one gets MariaDB's
+/// `CHECK (json_valid(col))` (MariaDB's JSON is LONGTEXT so checked).
+pub fn column_checks(c: &ast::ColumnDef) -> Vec<CheckDef> {
+    let check = |expr: String| CheckDef {
+        name: String::new(),
+        expr,
+        column: Some(c.name.value.clone()),
+    };
+    let mut out: Vec<CheckDef> = c
+        .options
+        .iter()
+        .filter_map(|o| match &o.option {
+            ColumnOption::Check(ck) => Some(check(check_text(&ck.expr))),
+            _ => None,
+        })
+        .collect();
+    if out.is_empty() && matches!(c.data_type, DataType::JSON) {
+        out.push(check(format!("json_valid({})", quote_ident(&c.name.value))));
+    }
+    out
+}
+
 /// Build a table definition from a parsed CREATE TABLE.
 pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
     let name = ct
@@ -431,15 +453,7 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
     // Column-level CHECKs, then the table's (named CONSTRAINT_n when unnamed, n counting
     // the table's CHECKs, as MariaDB).
     for c in &ct.columns {
-        for o in &c.options {
-            if let ColumnOption::Check(ck) = &o.option {
-                def.checks.push(CheckDef {
-                    name: String::new(),
-                    expr: check_text(&ck.expr),
-                    column: Some(c.name.value.clone()),
-                });
-            }
-        }
+        def.checks.extend(column_checks(c));
     }
     // Column-level REFERENCES first (MariaDB numbers them, and places their indexes,
     // before the table's keys).

@@ -30,7 +30,7 @@ use quarry_storage_api::{
 };
 
 pub use ddl::{
-    check_text, column_def as ddl_column, foreign_key_index, quote_ident, sql_type,
+    check_text, column_checks, column_def as ddl_column, foreign_key_index, quote_ident, sql_type,
     table_def_from_ast,
 };
 use deffile::{def_text, read_def, read_view, view_text};

@@ -30,7 +30,7 @@ pub fn arity(name: &str) -> Option<(usize, usize)> {
         | "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "TO_DAYS" | "LAST_DAY" | "ISNULL" | "QUARTER"
         | "MONTHNAME" | "DAYNAME" | "FROM_DAYS" | "BIT_LENGTH" | "UNHEX" | "RADIANS"
         | "DEGREES" | "SIN" | "COS" | "TAN" | "ATAN" | "ASIN" | "ACOS" | "COT" | "BIN" | "OCT"
-        | "LOAD_FILE" | "WEEKOFYEAR" => (1, 1),
+        | "LOAD_FILE" | "WEEKOFYEAR" | "JSON_VALID" => (1, 1),
         "WEEK" | "YEARWEEK" => (1, 2),
         "STR_TO_DATE" => (2, 2),
         "LEFT"
@@ -152,6 +152,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             }
         }
         "ISNULL" => Value::from_bool(v(0).is_null()),
+        "JSON_VALID" => match v(0) {
+            Value::Null => Value::Null,
+            x => Value::from_bool(crate::json::valid(&x.as_str_lossy())),
+        },
         "GREATEST" | "LEAST" => {
             if null_in {
                 return Ok(Value::Null);

@@ -19,6 +19,7 @@ pub mod expr;
 pub mod func;
 mod join;
 pub mod joinorder;
+pub mod json;
 pub mod optimize;
 pub mod plan;
 pub mod pushdown;

@@ -56,6 +56,7 @@ impl Session {
                         }
                     }
                     def.columns.insert(pos, col);
+                    def.checks.extend(quarry_catalog::column_checks(column_def));
                     source.insert(pos, None);
                     if !keys.is_empty() {
                         return Err(Error::unsupported("ADD COLUMN with an inline key"));
@@ -278,5 +279,12 @@ fn redefine_column(
             .collect(),
     };
     def.columns[i] = quarry_catalog::ddl_column(&cd)?.0;
+    // The column's CHECKs are those of its new definition (as MariaDB).
+    def.checks.retain(|c| {
+        !c.column
+            .as_deref()
+            .is_some_and(|n| n.eq_ignore_ascii_case(&old.value))
+    });
+    def.checks.extend(quarry_catalog::column_checks(&cd));
     Ok(())
 }

@@ -1224,7 +1224,9 @@ impl<'a> Binder<'a> {
                     | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK" | "WEEKDAY"
                     | "DAYOFYEAR" | "TO_DAYS" | "DATEDIFF" | "TIMESTAMPDIFF" | "UNIX_TIMESTAMP"
                     | "ROW_COUNT" | "FOUND_ROWS" | "STRCMP" | "FIELD" | "BIT_LENGTH" | "ISNULL"
-                    | "QUARTER" | "WEEK" | "YEARWEEK" | "WEEKOFYEAR" => SqlType::BIGINT,
+                    | "QUARTER" | "WEEK" | "YEARWEEK" | "WEEKOFYEAR" | "JSON_VALID" => {
+                        SqlType::BIGINT
+                    }
                     // DATE, TIME or DATETIME as the format's specifiers say (MariaDB
                     // decides the same way, from a constant format).
                     "STR_TO_DATE" => match args.get(1) {
