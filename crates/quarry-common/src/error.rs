@@ -488,6 +488,32 @@ impl Error {
             format!("Got a record bigger than 'max_allowed_packet' ({limit}) bytes"),
         )
     }
+    /// A table the session's LOCK TABLES did not name (under the name it is used by).
+    pub fn table_not_locked(name: &str) -> Error {
+        Error::new(
+            1100,
+            format!("Table '{name}' was not locked with LOCK TABLES"),
+        )
+    }
+    pub fn table_locked_for_read(name: &str) -> Error {
+        Error::new(
+            1099,
+            format!("Table '{name}' was locked with a READ lock and can't be updated"),
+        )
+    }
+    /// A write by the session holding the global read lock.
+    pub fn read_lock_conflict() -> Error {
+        Error::new(
+            1223,
+            "Can't execute the query because you have a conflicting read lock",
+        )
+    }
+    pub fn locked_tables_or_transaction() -> Error {
+        Error::new(
+            1192,
+            "Can't execute the given command because you have active locked tables or an active transaction",
+        )
+    }
     pub fn lock_wait_timeout() -> Error {
         Error::new(
             1205,

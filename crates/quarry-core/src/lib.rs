@@ -18,6 +18,7 @@ pub mod hosts;
 mod lock;
 pub mod privileges;
 mod session;
+mod table_locks;
 pub mod throttle;
 pub mod vars;
 
@@ -96,6 +97,8 @@ pub struct Database {
     pub catalog: Catalog,
     pub accounts: accounts::Accounts,
     pub(crate) lock: lock::TxnLock,
+    /// LOCK TABLES and FLUSH TABLES WITH READ LOCK, across sessions.
+    pub(crate) table_locks: table_locks::TableLocks,
     /// Transactions, snapshots and row locks.
     pub(crate) txns: Arc<quarry_txn::TxnManager>,
     pub(crate) globals: RwLock<HashMap<String, Value>>,
@@ -286,6 +289,7 @@ impl Database {
             catalog,
             accounts,
             lock: lock::TxnLock::default(),
+            table_locks: table_locks::TableLocks::default(),
             txns: quarry_txn::TxnManager::new(partitions),
             globals: RwLock::new(globals),
             next_conn: AtomicU64::new(1),

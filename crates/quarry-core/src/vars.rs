@@ -38,6 +38,8 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("require_secure_transport", i(0)),
         ("innodb_flush_log_at_trx_commit", i(1)),
         ("innodb_lock_wait_timeout", i(50)),
+        // Seconds a statement waits for another session's LOCK TABLES or global read lock.
+        ("lock_wait_timeout", i(86400)),
         ("interactive_timeout", i(28800)),
         // CHECK constraints are tested on the rows statements write (0: skipped, as for a
         // dump's restore).

@@ -62,14 +62,17 @@ pub enum Stmt {
         table: String,
         engine: String,
     },
-    /// Statements accepted and ignored for connector compatibility (LOCK TABLES, …).
-    Noop,
     /// FLUSH …: it needs RELOAD, as in MariaDB. `hosts`: FLUSH HOSTS (clears the
-    /// max_connect_errors counts); the rest has nothing to do (tables, logs and privileges
-    /// are always current).
+    /// max_connect_errors counts); `read_lock`: FLUSH TABLES [t, …] WITH READ LOCK (no
+    /// tables: the global read lock). The rest has nothing to do (tables, logs and
+    /// privileges are always current).
     Flush {
         hosts: bool,
+        read_lock: Option<Vec<TableName>>,
     },
+    /// LOCK TABLES t [AS a] READ [LOCAL] | [LOW_PRIORITY] WRITE [CONCURRENT], …
+    LockTables(Vec<LockItem>),
+    UnlockTables,
     CreateUser {
         users: Vec<(String, String, Secret)>,
         opts: AccountOptions,
@@ -711,6 +714,49 @@ impl Toks {
     }
 }
 
+/// A table as a statement names it: (database if given, table).
+pub type TableName = (Option<String>, String);
+
+/// One table of LOCK TABLES: where it is, the name statements use for it (its alias, else
+/// its name) and whether they may write it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockItem {
+    pub db: Option<String>,
+    pub table: String,
+    pub alias: Option<String>,
+    pub write: bool,
+}
+
+/// The tables of `FLUSH [LOCAL | NO_WRITE_TO_BINLOG] TABLES [t, …] WITH READ LOCK` (none:
+/// all, the global read lock); None for any other FLUSH.
+fn flush_read_lock(sql: &str) -> Result<Option<Vec<TableName>>> {
+    let mut t = Toks::new(sql)?;
+    t.pos = 1;
+    if !t.eat("LOCAL") {
+        t.eat("NO_WRITE_TO_BINLOG");
+    }
+    if !(t.eat("TABLES") || t.eat("TABLE")) {
+        return Ok(None);
+    }
+    let mut tables = vec![];
+    if !t.done() && t.peek_word().as_deref() != Some("WITH") {
+        loop {
+            tables.push(t.object()?);
+            if !t.at(&Token::Comma) {
+                break;
+            }
+            t.pos += 1;
+        }
+    }
+    if t.eat_seq(&["WITH", "READ", "LOCK"]) {
+        if !t.done() {
+            return Err(t.error());
+        }
+        return Ok(Some(tables));
+    }
+    Ok(None)
+}
+
 fn first_words(sql: &str, n: usize) -> Vec<String> {
     sql.split(|c: char| c.is_whitespace() || c == '(' || c == ';')
         .filter(|w| !w.is_empty())
@@ -806,13 +852,50 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             let engine = t.ident()?;
             t.finish(Stmt::AlterEngine { db, table, engine })
         }
-        ["LOCK", "TABLES" | "TABLE", ..] | ["UNLOCK", "TABLES" | "TABLE", ..] => {
-            Ok(Some(Stmt::Noop))
+        ["LOCK", "TABLES" | "TABLE", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 2;
+            let mut items = vec![];
+            loop {
+                let (db, table) = t.object()?;
+                let aliased = t.eat("AS")
+                    || !matches!(
+                        t.peek_word().as_deref(),
+                        Some("READ" | "WRITE" | "LOW_PRIORITY")
+                    );
+                let alias = if aliased { Some(t.ident()?) } else { None };
+                let write = if t.eat("READ") {
+                    t.eat("LOCAL");
+                    false
+                } else {
+                    t.eat("LOW_PRIORITY");
+                    t.expect("WRITE")?;
+                    t.eat("CONCURRENT");
+                    true
+                };
+                items.push(LockItem {
+                    db,
+                    table,
+                    alias,
+                    write,
+                });
+                if !t.at(&Token::Comma) {
+                    break;
+                }
+                t.pos += 1;
+            }
+            t.finish(Stmt::LockTables(items))
+        }
+        ["UNLOCK", "TABLES" | "TABLE", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 2;
+            t.finish(Stmt::UnlockTables)
         }
         ["FLUSH", ..] => Ok(Some(Stmt::Flush {
             hosts: first_words(sql, 8)
                 .iter()
                 .any(|w| w.trim_matches(',') == "HOSTS"),
+            read_lock: flush_read_lock(sql)?,
         })),
         ["GRANT", ..] | ["REVOKE", ..] => grants::parse_grant(sql).map(Some),
         ["CREATE" | "DROP", "ROLE", ..]

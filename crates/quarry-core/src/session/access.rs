@@ -21,17 +21,17 @@ use crate::privileges::{self as p, Effective, Privs};
 
 /// A table a statement uses, and the names it goes by in it.
 #[derive(Clone)]
-struct TableRef {
-    db: String,
-    table: String,
-    alias: Option<String>,
+pub(super) struct TableRef {
+    pub(super) db: String,
+    pub(super) table: String,
+    pub(super) alias: Option<String>,
 }
 
 /// The tables a statement reads (FROM clauses, subqueries included), the column names it
 /// mentions (with their qualifier), and its `*`s.
 #[derive(Default)]
-struct Refs {
-    tables: Vec<TableRef>,
+pub(super) struct Refs {
+    pub(super) tables: Vec<TableRef>,
     idents: Vec<(Option<String>, String)>,
     /// `*` alone, or `t.*` (the qualifier).
     wildcards: Vec<Option<String>>,
@@ -109,7 +109,7 @@ impl Visitor for Collect<'_> {
     }
 }
 
-fn collect<V: Visit>(node: &V, current_db: Option<&str>) -> Refs {
+pub(super) fn collect<V: Visit>(node: &V, current_db: Option<&str>) -> Refs {
     let mut c = Collect {
         refs: Refs::default(),
         current_db,

@@ -21,6 +21,7 @@ mod account_stmts;
 mod alter;
 mod foreign_keys;
 mod outfile;
+mod table_locks;
 mod txn;
 
 use crate::vars::normalise;
@@ -122,6 +123,8 @@ pub struct Session {
     /// The open transaction was started READ ONLY: writes fail with 1792.
     txn_read_only: bool,
     held: Held,
+    /// LOCK TABLES / FLUSH TABLES WITH READ LOCK held by this session.
+    locked: table_locks::Locked,
     /// The open transaction, as snapshots and locks know it (None between them).
     txn: Option<Arc<quarry_txn::Txn>>,
     /// Its id in the write-ahead log (0: none yet).
@@ -272,7 +275,11 @@ fn is_txn_control(stmt: &Stmt) -> bool {
     matches!(stmt, Stmt::Ast(s) if matches!(**s, S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } | S::Savepoint { .. } | S::ReleaseSavepoint { .. } | S::Set(_) | S::Use(_)))
         || matches!(
             stmt,
-            Stmt::ShowWarnings { .. } | Stmt::Noop | Stmt::ShowProcessList | Stmt::SetRole(_)
+            Stmt::ShowWarnings { .. }
+                | Stmt::ShowProcessList
+                | Stmt::SetRole(_)
+                | Stmt::LockTables(_)
+                | Stmt::UnlockTables
         )
 }
 
@@ -346,6 +353,7 @@ impl Session {
             in_txn: false,
             txn_read_only: false,
             held: Held::None,
+            locked: table_locks::Locked::default(),
             txn: None,
             wal_txn: 0,
             txn_snap: None,
@@ -500,6 +508,7 @@ impl Session {
     /// COM_RESET_CONNECTION / COM_CHANGE_USER: roll back and forget session state.
     pub fn reset(&mut self) {
         let _ = self.rollback();
+        self.unlock_tables();
         self.vars.clear();
         self.settings.set(None);
         self.user_vars.clear();
@@ -680,6 +689,14 @@ impl Session {
         let txn_control = is_txn_control(stmt);
         let refused = self.txn_read_only && !txn_control && !is_read_only(stmt);
         let exclusive = needs_exclusive(stmt);
+        // Other sessions' LOCK TABLES and read locks are waited for before the statement
+        // takes any lock of its own.
+        let db = Arc::clone(&self.db);
+        let _admission = if txn_control {
+            None
+        } else {
+            Some(self.admit(&db, stmt)?)
+        };
         if !txn_control && !refused {
             if !self.autocommit() && !self.in_txn {
                 self.in_txn = true;
@@ -950,11 +967,25 @@ impl Session {
         }
         let s = match stmt {
             Stmt::Ast(s) => s,
-            Stmt::Noop => return Ok(Output::ok(0)),
-            Stmt::Flush { hosts } => {
+            Stmt::Flush { hosts, read_lock } => {
                 if *hosts {
                     self.db.hosts.flush();
                 }
+                if let Some(tables) = read_lock {
+                    self.flush_read_lock(tables)?;
+                }
+                return Ok(Output::ok(0));
+            }
+            Stmt::LockTables(items) => {
+                self.lock_tables(items)?;
+                return Ok(Output::ok(0));
+            }
+            Stmt::UnlockTables => {
+                // Tables locked in a transaction: UNLOCK TABLES commits it (MariaDB).
+                if self.in_txn && self.locked.any() {
+                    self.commit()?;
+                }
+                self.unlock_tables();
                 return Ok(Output::ok(0));
             }
             Stmt::SelectInto(q, into) => {
@@ -1278,6 +1309,7 @@ impl Session {
                 if self.in_txn {
                     self.commit()?;
                 }
+                self.unlock_tables_for_transaction();
                 let session_ro = self
                     .sys_var("transaction_read_only")
                     .map(|v| v.to_i64() != 0)
@@ -1822,7 +1854,7 @@ impl Session {
                 }
                 Ok(Output::ok(0))
             }
-            S::LockTables { .. } | S::UnlockTables | S::Flush { .. } => Ok(Output::ok(0)),
+            S::Flush { .. } => Ok(Output::ok(0)),
             other => Err(Error::unsupported(
                 other.to_string().chars().take(60).collect::<String>(),
             )),
@@ -2604,6 +2636,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = self.rollback();
+        self.unlock_tables();
         self.db.processes.lock().remove(&self.info.id);
     }
 }
