@@ -64,16 +64,15 @@ impl Drop for Admission<'_> {
 const RECHECK: Duration = Duration::from_millis(50);
 
 impl TableLocks {
-    /// Let session `me` run a statement reading `reads` and writing `writes` (`writes_any`:
-    /// it writes something, DDL included): it waits while another session holds a
-    /// conflicting lock.
+    /// Let session `me` run a statement that writes something (`writes_any`, DDL
+    /// included) or not, reading and writing the tables `tables` gives (asked only while
+    /// some session holds a lock): it waits while another session holds a conflicting one.
     pub fn admit(
         &self,
         me: u64,
-        reads: &[TableName],
-        writes: &[TableName],
         writes_any: bool,
         timeout: Duration,
+        tables: impl FnOnce() -> Result<(Vec<TableName>, Vec<TableName>)>,
     ) -> Result<Admission<'_>> {
         if writes_any {
             self.writing.fetch_add(1, Ordering::SeqCst);
@@ -85,6 +84,7 @@ impl TableLocks {
         if self.holders.load(Ordering::SeqCst) == 0 {
             return Ok(admission);
         }
+        let (reads, writes) = tables()?;
         let deadline = Instant::now() + timeout;
         let mut st = self.state.lock();
         loop {

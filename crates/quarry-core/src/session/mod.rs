@@ -695,7 +695,7 @@ impl Session {
         let _admission = if txn_control {
             None
         } else {
-            Some(self.admit(&db, stmt)?)
+            Some(self.admit(&db, stmt, !is_read_only(stmt))?)
         };
         if !txn_control && !refused {
             if !self.autocommit() && !self.in_txn {

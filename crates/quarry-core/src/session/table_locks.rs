@@ -157,38 +157,15 @@ impl Session {
 
     /// Before a statement runs: the session's own locks allow it, and other sessions'
     /// locks have let it in (it waits for them); the returned admission ends with it.
-    pub(super) fn admit<'a>(&self, db: &'a Database, stmt: &Stmt) -> Result<Admission<'a>> {
-        let u = self.uses(stmt)?;
-        if self.locked.global && u.writes_any {
-            return Err(Error::read_lock_conflict());
-        }
-        if let Some(list) = &self.locked.tables {
-            if u.renames {
-                return Err(Error::locked_tables_or_transaction());
-            }
-            if let Some(name) = u.creates.first() {
-                return Err(Error::table_not_locked(name));
-            }
-            for (r, write) in u
-                .reads
-                .iter()
-                .map(|r| (r, false))
-                .chain(u.writes.iter().map(|r| (r, true)))
-            {
-                if exempt(&r.db) {
-                    continue;
-                }
-                let shown = r.alias.as_deref().unwrap_or(&r.table);
-                let Some(e) = list
-                    .iter()
-                    .find(|e| e.db == r.db && e.table == r.table && e.alias == r.alias)
-                else {
-                    return Err(Error::table_not_locked(shown));
-                };
-                if write && !e.write {
-                    return Err(Error::table_locked_for_read(shown));
-                }
-            }
+    /// `writes`: the statement may write (it is counted as a writer meanwhile).
+    pub(super) fn admit<'a>(
+        &self,
+        db: &'a Database,
+        stmt: &Stmt,
+        writes: bool,
+    ) -> Result<Admission<'a>> {
+        if self.locked.any() {
+            self.check_own_locks(&self.uses(stmt)?)?;
         }
         let names = |v: &[TableRef]| -> Vec<TableName> {
             v.iter()
@@ -196,13 +173,46 @@ impl Session {
                 .map(|r| (r.db.clone(), r.table.clone()))
                 .collect()
         };
-        db.table_locks.admit(
-            self.info.id,
-            &names(&u.reads),
-            &names(&u.writes),
-            u.writes_any,
-            self.lock_wait(),
-        )
+        db.table_locks
+            .admit(self.info.id, writes, self.lock_wait(), || {
+                let u = self.uses(stmt)?;
+                Ok((names(&u.reads), names(&u.writes)))
+            })
+    }
+
+    /// 1223 for a write under the session's global read lock; under LOCK TABLES, 1192 for
+    /// RENAME, 1100 for a table not locked under the name it is used by (or created),
+    /// 1099 for a write to one locked READ.
+    fn check_own_locks(&self, u: &Uses) -> Result<()> {
+        if self.locked.global && u.writes_any {
+            return Err(Error::read_lock_conflict());
+        }
+        let Some(list) = &self.locked.tables else {
+            return Ok(());
+        };
+        if u.renames {
+            return Err(Error::locked_tables_or_transaction());
+        }
+        if let Some(name) = u.creates.first() {
+            return Err(Error::table_not_locked(name));
+        }
+        let uses = u.reads.iter().map(|r| (r, false));
+        for (r, write) in uses.chain(u.writes.iter().map(|r| (r, true))) {
+            if exempt(&r.db) {
+                continue;
+            }
+            let shown = r.alias.as_deref().unwrap_or(&r.table);
+            let Some(e) = list
+                .iter()
+                .find(|e| e.db == r.db && e.table == r.table && e.alias == r.alias)
+            else {
+                return Err(Error::table_not_locked(shown));
+            };
+            if write && !e.write {
+                return Err(Error::table_locked_for_read(shown));
+            }
+        }
+        Ok(())
     }
 
     /// LOCK TABLES: an open transaction commits, earlier locks go, then every table is
