@@ -41,6 +41,7 @@ mod codec;
 mod crash_tests;
 pub mod keycode;
 mod records;
+mod salvage;
 mod sidecol;
 
 use records::RecordReader;
@@ -58,7 +59,8 @@ use quarry_storage::wal::TxnId;
 use quarry_storage::{BTree, BufferPool, ExternalSorter, LoggedFile, Wal};
 use quarry_storage_api::{
     Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred,
-    RowFormat, RowId, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
+    RowFormat, RowId, Salvaged, ScanRequest, Stat, Support, Table, TablePath, TableSchema,
+    TableStats,
 };
 
 pub use codec::{decode, encode, fixed_width};
@@ -200,6 +202,14 @@ impl Engine for RowEngine {
             counters,
             self.pool.clone(),
         )?))
+    }
+    fn salvage(
+        &self,
+        path: &TablePath,
+        schema: &TableSchema,
+        each: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<Option<Salvaged>> {
+        salvage::salvage(path, schema, each).map(Some)
     }
     fn drop_table(&self, path: &TablePath) -> Result<()> {
         let wal = self.pool.wal();

@@ -444,6 +444,19 @@ pub trait Table: Send + Sync {
     fn check(&self) -> Result<Vec<String>>;
 }
 
+/// What [`Table::salvage`] met.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Salvaged {
+    /// Rows read and given.
+    pub rows: u64,
+    /// Records that failed their checksum or did not decode (a damaged stretch whose
+    /// records cannot be told apart counts once).
+    pub lost_records: u64,
+    /// Bytes passed over looking for the next readable record (a damaged record
+    /// header hides where the next one starts).
+    pub skipped_bytes: u64,
+}
+
 /// Where a table's files live: `<datadir>/<db>/<table>`.
 #[derive(Debug, Clone)]
 pub struct TablePath {
@@ -473,6 +486,18 @@ pub trait Engine: Send + Sync {
         schema: &TableSchema,
         counters: Arc<HandlerCounters>,
     ) -> Result<Arc<dyn Table>>;
+    /// REPAIR TABLE's reading of a table's files, closed (one too damaged to open
+    /// included): every row its data still holds, given to `each` in storage order, past
+    /// records that fail their checksum or do not decode (counted, not given). None: the
+    /// engine reads no further than its scan does (REPAIR then rebuilds from that).
+    fn salvage(
+        &self,
+        _path: &TablePath,
+        _schema: &TableSchema,
+        _each: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<Option<Salvaged>> {
+        Ok(None)
+    }
     fn drop_table(&self, path: &TablePath) -> Result<()>;
     fn rename(&self, from: &TablePath, to: &TablePath) -> Result<()>;
     /// Put the indexes a table's [`Table::build_indexes`] made in place, once its handle

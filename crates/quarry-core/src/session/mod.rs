@@ -21,6 +21,7 @@ mod account_stmts;
 mod alter;
 mod foreign_keys;
 mod outfile;
+mod rebuild;
 mod table_locks;
 mod txn;
 
@@ -1200,9 +1201,20 @@ impl Session {
                                 Value::Str("Operation failed".into()),
                             ]);
                         }
+                        Ok(entry) if op == "REPAIR" => {
+                            for (kind, msg) in self.repair(&db, &entry, sink) {
+                                rows.push(vec![
+                                    Value::Str(name.clone()),
+                                    Value::Str(op_l.clone()),
+                                    Value::Str(kind.into()),
+                                    Value::Str(msg),
+                                ]);
+                            }
+                        }
                         Ok(entry) => {
-                            let problems = if op == "CHECK" || op == "REPAIR" {
-                                entry.handle.check()?
+                            let problems = if op == "CHECK" {
+                                // A read the damage stops is itself what CHECK found.
+                                entry.handle.check().unwrap_or_else(|e| vec![e.message])
                             } else if op == "ANALYZE" {
                                 entry.handle.analyze().map(|_| vec![])?
                             } else if op == "OPTIMIZE" {
@@ -2501,135 +2513,6 @@ impl Session {
             total,
             unit: "rows",
         });
-    }
-
-    /// Apply a new definition to a table: in place when only its indexes change and the
-    /// engine can build them from the rows, else by copying the rows into a new table.
-    fn change_table(
-        &mut self,
-        db: &str,
-        entry: &Arc<quarry_catalog::TableEntry>,
-        new_def: TableDef,
-        map: Option<&dyn Fn(Row) -> Row>,
-        sink: &StmtSink,
-    ) -> Result<()> {
-        let (mut a, mut b) = (entry.def.clone(), new_def.clone());
-        a.foreign_keys.clear();
-        b.foreign_keys.clear();
-        if a == b {
-            // Only FOREIGN KEYs change: the definition alone.
-            return self.db.catalog.replace_def(db, new_def);
-        }
-        let same_columns = {
-            a.indexes.clear();
-            b.indexes.clear();
-            a == b
-        };
-        if same_columns {
-            self.start_progress("building index", entry);
-            let progress = &self.info.progress;
-            let r = self
-                .db
-                .catalog
-                .alter_indexes(db, &entry.def.name, new_def.clone(), &|n| {
-                    if let Some(g) = progress.lock().as_mut() {
-                        g.done = n;
-                    }
-                });
-            *progress.lock() = None;
-            if r? {
-                return Ok(());
-            }
-        }
-        self.rebuild_table(db, entry, new_def, map, sink)
-    }
-
-    fn rebuild_table(
-        &mut self,
-        db: &str,
-        entry: &Arc<quarry_catalog::TableEntry>,
-        new_def: TableDef,
-        map: Option<&dyn Fn(Row) -> Row>,
-        sink: &StmtSink,
-    ) -> Result<()> {
-        let tmp = format!("#sql-alter-{}-{}", std::process::id(), self.info.id);
-        let mut tmp_def = new_def.clone();
-        tmp_def.name = tmp.clone();
-        let _ = self.db.catalog.drop_table(db, &tmp);
-        let tmp_entry = self.db.catalog.create_table(db, tmp_def)?;
-        // Rows stream from the old table into the new one a batch at a time, so a rebuild
-        // holds one batch of rows (and the index sorters' bounded memory), not the table.
-        let copy = self.exec_ctx(vec![], sink, |ctx| {
-            let mut cursor = entry.handle.scan(&quarry_storage_api::ScanRequest {
-                batch_rows: quarry_executor::exec::BATCH_ROWS,
-                read_buffer: ctx.read_buffer,
-                ..Default::default()
-            })?;
-            let mut batch = Vec::new().into_iter();
-            self.start_progress("copy to tmp table", entry);
-            let progress = &self.info.progress;
-            let rows = std::iter::from_fn(|| loop {
-                if let Some(r) = batch.next() {
-                    return Some(Ok(match map {
-                        Some(f) => f(r),
-                        None => r,
-                    }));
-                }
-                match cursor.next_batch() {
-                    Ok(Some(b)) => {
-                        if let Some(g) = progress.lock().as_mut() {
-                            g.done += b.rows.len() as u64;
-                        }
-                        batch = b.rows.into_iter()
-                    }
-                    Ok(None) => return None,
-                    Err(e) => return Some(Err(e)),
-                }
-            });
-            let positions: Vec<usize> = (0..tmp_entry.def.columns.len()).collect();
-            let r = quarry_executor::dml::insert_positioned(&tmp_entry, rows, &positions, ctx);
-            *progress.lock() = None;
-            r
-        });
-        // Undo records of the copy refer to the temporary table: never replay them.
-        *sink.borrow_mut() = None;
-        if let Err(mut e) = copy {
-            let _ = self.db.catalog.drop_table(db, &tmp);
-            // A row the new definition refuses (a CHECK's 4025) names the table, not the
-            // copy.
-            e.message = e.message.replace(&tmp, &entry.def.name);
-            return Err(e);
-        }
-        self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(entry, ctx))?;
-        *tmp_entry.auto_inc.lock() = *entry.auto_inc.lock();
-        // The copy is committed before the switch: once the journal names the new table,
-        // its rows must survive a crash.
-        let lsn = match self.db.wal.commit_no_wait() {
-            Ok(lsn) => lsn,
-            Err(e) => {
-                let _ = self.db.catalog.drop_table(db, &tmp);
-                return Err(e);
-            }
-        };
-        self.db.wal.wait_commit(lsn)?;
-        self.db.wal.begin();
-        let name = entry.def.name.clone();
-        let old = format!("#sql-old-{}-{}", std::process::id(), self.info.id);
-        let step = |from: &str, to: &str| quarry_catalog::DdlStep::Rename {
-            db: db.to_string(),
-            from: from.to_string(),
-            to_db: db.to_string(),
-            to: to.to_string(),
-        };
-        self.db.catalog.apply_ddl(&[
-            step(&name, &old),
-            step(&tmp, &new_def.name),
-            quarry_catalog::DdlStep::Drop {
-                db: db.to_string(),
-                name: old,
-            },
-        ])?;
-        Ok(())
     }
 }
 

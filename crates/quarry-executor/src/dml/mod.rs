@@ -965,7 +965,8 @@ pub fn insert_positioned(
         Ok(full)
     });
     let checks = Checks::of(entry, ctx)?;
-    let fks = ForeignKeys::of(entry, ctx)?;
+    // FOREIGN KEYs are not checked again on a copy (InnoDB's rule; an ALTER checks the
+    // keys it adds itself).
     in_bulk(entry, ctx, || {
         insert_rows(
             entry,
@@ -975,10 +976,30 @@ pub fn insert_positioned(
                 on_dup: &[],
                 returning: None,
                 checks: checks.as_ref(),
-                fks: fks.as_deref(),
+                fks: None,
             },
             ctx,
         )
+    })
+}
+
+/// Bulk-insert the whole rows `produce` pushes (a duplicate key is an error; no CHECK or
+/// FOREIGN KEY is tested): REPAIR TABLE's copy of what a damaged table still holds.
+pub fn insert_pushed<T>(
+    entry: &Arc<TableEntry>,
+    ctx: &ExecCtx,
+    produce: impl FnOnce(&mut dyn FnMut(Row) -> Result<()>) -> Result<T>,
+) -> Result<T> {
+    let opts = InsertOptions {
+        mode: DupMode::Error,
+        on_dup: &[],
+        returning: None,
+        checks: None,
+        fks: None,
+    };
+    in_bulk(entry, ctx, || {
+        let mut ins = Inserter::new(entry, &opts);
+        produce(&mut |row: Row| ins.push(row.into_iter().map(Some).collect(), ctx))
     })
 }
 
