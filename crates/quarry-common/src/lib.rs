@@ -6,6 +6,7 @@
 //! [`temp_file`] (shared by the executor's sorts and the storage layer's index builds).
 
 pub mod charset;
+pub mod collation;
 pub mod decimal;
 pub mod error;
 pub mod field;
@@ -15,6 +16,7 @@ pub mod time;
 pub mod types;
 pub mod value;
 
+pub use collation::Collation;
 pub use error::{Error, Result};
 pub use types::{SqlType, TypeKind};
 pub use value::{like, Date, DateTime, Decimal, Row, Value};

@@ -357,13 +357,31 @@ fn like_chars(s: &str, p: &str, escape: char) -> bool {
     })
 }
 
+/// LIKE over characters, `eq(pattern character, string character)` deciding a match (a
+/// collation's).
+pub(crate) fn like_with(
+    s: &str,
+    p: &str,
+    escape: char,
+    eq: impl FnMut(char, char) -> bool,
+) -> bool {
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = p.chars().collect();
+    matches(&s, &p, ['%', '_', escape], eq)
+}
+
+/// LIKE over bytes (binary strings: `_` is one byte).
+pub(crate) fn like_bytes(s: &[u8], p: &[u8], escape: u8) -> bool {
+    matches(s, p, [b'%', b'_', escape], |a, b| a == b)
+}
+
 /// LIKE matching (`[any, one, escape]` the pattern's special symbols), backtracking to
 /// the last `%` on a mismatch.
 fn matches<T: Copy + PartialEq>(
     s: &[T],
     p: &[T],
     [any, one, esc]: [T; 3],
-    eq: impl Fn(T, T) -> bool,
+    mut eq: impl FnMut(T, T) -> bool,
 ) -> bool {
     let (mut si, mut pi) = (0, 0);
     let (mut star_p, mut star_s) = (usize::MAX, 0);

@@ -1,0 +1,380 @@
+//! Collations as MariaDB 10.11 defines them: how two strings of a character set compare,
+//! what sort key stands for a string (equal keys ⇔ equal strings; key order is the
+//! collation's), and what LIKE matches. Values are UTF-8 inside the server whatever the
+//! column's character set; a latin1 or ascii collation weighs each character by the
+//! byte it is in that set (a character the set lacks is its '?').
+//!
+//! The weights that are tables, not rules, are generated from MariaDB by
+//! `scripts/gen_collation_tables.py` into `weights.bin` (see [`tables`]):
+//! utf8mb4_general_ci's case and accent folding, UCA 4.0.0 (utf8mb4_unicode_ci) and UCA
+//! 5.2.0 (utf8mb4_unicode_520_ci), latin1 (Windows-1252) and latin1_swedish_ci,
+//! ascii_general_ci. Comparisons are at the primary level, as MariaDB's `_ci` ones.
+//!
+//! PAD SPACE collations (all but `_nopad_` ones and `binary`) compare a shorter string as
+//! if it went on with spaces: 'a' = 'a  ', and 'a\t' < 'a' (a tab weighs less than a
+//! space). Their sort keys leave trailing spaces out; keys then order such a string
+//! after the same string followed by characters below a space (the only place where key
+//! order and the collation's differ).
+//!
+//! Owns no values and no types: [`crate::SqlType`] carries a collation, the executor and
+//! engines call these functions.
+
+mod tables;
+
+use std::cmp::Ordering;
+
+use crate::value::{like_bytes, like_with};
+
+/// A collation MariaDB 10.11 has and Quarry implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Collation {
+    #[default]
+    Utf8mb4GeneralCi,
+    Utf8mb4Bin,
+    Utf8mb4NopadBin,
+    Utf8mb4UnicodeCi,
+    Utf8mb4Unicode520Ci,
+    Utf8mb3GeneralCi,
+    Utf8mb3Bin,
+    Utf8mb3UnicodeCi,
+    Latin1SwedishCi,
+    Latin1Bin,
+    AsciiGeneralCi,
+    AsciiBin,
+    Binary,
+}
+
+/// How a collation weighs characters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// One 16-bit weight a character from utf8mb4_general_ci's table (0xFFFD beyond the
+    /// BMP).
+    General,
+    /// The code point.
+    CodePoint,
+    /// The UCA weights of that version (primary level).
+    Uca(u16),
+    /// latin1_swedish_ci's byte weights.
+    Swedish,
+    /// The character's latin1 byte.
+    Latin1Byte,
+    /// ascii_general_ci's byte weights.
+    AsciiCi,
+    /// The character's ascii byte.
+    AsciiByte,
+    /// The UTF-8 bytes, with no padding (binary strings).
+    Bytes,
+}
+
+/// Every collation, in SHOW COLLATION's order of ids.
+pub const ALL: [Collation; 13] = [
+    Collation::Latin1SwedishCi,
+    Collation::AsciiGeneralCi,
+    Collation::Utf8mb3GeneralCi,
+    Collation::Utf8mb4GeneralCi,
+    Collation::Utf8mb4Bin,
+    Collation::Latin1Bin,
+    Collation::Binary,
+    Collation::AsciiBin,
+    Collation::Utf8mb3Bin,
+    Collation::Utf8mb3UnicodeCi,
+    Collation::Utf8mb4UnicodeCi,
+    Collation::Utf8mb4Unicode520Ci,
+    Collation::Utf8mb4NopadBin,
+];
+
+impl Collation {
+    pub fn name(self) -> &'static str {
+        use Collation::*;
+        match self {
+            Utf8mb4GeneralCi => "utf8mb4_general_ci",
+            Utf8mb4Bin => "utf8mb4_bin",
+            Utf8mb4NopadBin => "utf8mb4_nopad_bin",
+            Utf8mb4UnicodeCi => "utf8mb4_unicode_ci",
+            Utf8mb4Unicode520Ci => "utf8mb4_unicode_520_ci",
+            Utf8mb3GeneralCi => "utf8mb3_general_ci",
+            Utf8mb3Bin => "utf8mb3_bin",
+            Utf8mb3UnicodeCi => "utf8mb3_unicode_ci",
+            Latin1SwedishCi => "latin1_swedish_ci",
+            Latin1Bin => "latin1_bin",
+            AsciiGeneralCi => "ascii_general_ci",
+            AsciiBin => "ascii_bin",
+            Binary => "binary",
+        }
+    }
+
+    /// The id the wire protocol and SHOW COLLATION give it.
+    pub fn id(self) -> u16 {
+        use Collation::*;
+        match self {
+            Utf8mb4GeneralCi => 45,
+            Utf8mb4Bin => 46,
+            Utf8mb4NopadBin => 1070,
+            Utf8mb4UnicodeCi => 224,
+            Utf8mb4Unicode520Ci => 246,
+            Utf8mb3GeneralCi => 33,
+            Utf8mb3Bin => 83,
+            Utf8mb3UnicodeCi => 192,
+            Latin1SwedishCi => 8,
+            Latin1Bin => 47,
+            AsciiGeneralCi => 11,
+            AsciiBin => 65,
+            Binary => 63,
+        }
+    }
+
+    /// Its character set's name.
+    pub fn charset(self) -> &'static str {
+        use Collation::*;
+        match self {
+            Utf8mb4GeneralCi | Utf8mb4Bin | Utf8mb4NopadBin | Utf8mb4UnicodeCi
+            | Utf8mb4Unicode520Ci => "utf8mb4",
+            Utf8mb3GeneralCi | Utf8mb3Bin | Utf8mb3UnicodeCi => "utf8mb3",
+            Latin1SwedishCi | Latin1Bin => "latin1",
+            AsciiGeneralCi | AsciiBin => "ascii",
+            Binary => "binary",
+        }
+    }
+
+    /// Bytes a character takes at the most in its character set.
+    pub fn max_bytes(self) -> u32 {
+        match self.charset() {
+            "utf8mb4" => 4,
+            "utf8mb3" => 3,
+            _ => 1,
+        }
+    }
+
+    /// The character set's default collation.
+    pub fn is_default(self) -> bool {
+        Collation::default_of(self.charset()) == Some(self)
+    }
+
+    /// A collation by name (any case); `utf8_…` names are `utf8mb3_…` ones.
+    pub fn named(name: &str) -> Option<Collation> {
+        let n = name.to_ascii_lowercase();
+        let n = match n.strip_prefix("utf8_") {
+            Some(rest) => format!("utf8mb3_{rest}"),
+            None => n,
+        };
+        ALL.into_iter().find(|c| c.name() == n)
+    }
+
+    /// A character set's default collation, by the set's name (`utf8` is `utf8mb3`).
+    pub fn default_of(charset: &str) -> Option<Collation> {
+        Some(match charset.to_ascii_lowercase().as_str() {
+            "utf8mb4" => Collation::Utf8mb4GeneralCi,
+            "utf8mb3" | "utf8" => Collation::Utf8mb3GeneralCi,
+            "latin1" => Collation::Latin1SwedishCi,
+            "ascii" => Collation::AsciiGeneralCi,
+            "binary" => Collation::Binary,
+            _ => return None,
+        })
+    }
+
+    /// Trailing spaces do not count (PAD SPACE); false for `_nopad_` and binary.
+    pub fn pads(self) -> bool {
+        !matches!(self, Collation::Utf8mb4NopadBin | Collation::Binary)
+    }
+
+    fn rule(self) -> Rule {
+        use Collation::*;
+        match self {
+            Utf8mb4GeneralCi | Utf8mb3GeneralCi => Rule::General,
+            Utf8mb4Bin | Utf8mb4NopadBin | Utf8mb3Bin => Rule::CodePoint,
+            Utf8mb4UnicodeCi | Utf8mb3UnicodeCi => Rule::Uca(400),
+            Utf8mb4Unicode520Ci => Rule::Uca(520),
+            Latin1SwedishCi => Rule::Swedish,
+            Latin1Bin => Rule::Latin1Byte,
+            AsciiGeneralCi => Rule::AsciiCi,
+            AsciiBin => Rule::AsciiByte,
+            Binary => Rule::Bytes,
+        }
+    }
+
+    /// The weight of a space, that padding compares with.
+    fn space(self) -> u32 {
+        match self.rule() {
+            Rule::Uca(400) => 0x0209,
+            Rule::Uca(_) => 0x020A,
+            _ => 0x20,
+        }
+    }
+
+    /// Append `c`'s weights to `out`.
+    fn weigh(self, c: char, out: &mut Vec<u32>) {
+        let cp = c as u32;
+        match self.rule() {
+            Rule::General => out.push(tables::general(cp) as u32),
+            Rule::CodePoint => out.push(cp),
+            Rule::Uca(v) => tables::uca(v, cp, out),
+            Rule::Swedish => out.push(tables::swedish(tables::latin1_byte(cp)) as u32),
+            Rule::Latin1Byte => out.push(tables::latin1_byte(cp) as u32),
+            Rule::AsciiCi => out.push(tables::ascii_ci(ascii_byte(cp)) as u32),
+            Rule::AsciiByte => out.push(ascii_byte(cp) as u32),
+            Rule::Bytes => {
+                let mut b = [0u8; 4];
+                out.extend(c.encode_utf8(&mut b).bytes().map(u32::from));
+            }
+        }
+    }
+
+    fn weights(self, s: &str) -> Vec<u32> {
+        let mut w = Vec::with_capacity(s.len());
+        for c in s.chars() {
+            self.weigh(c, &mut w);
+        }
+        w
+    }
+
+    /// How `a` compares with `b`.
+    pub fn cmp(self, a: &str, b: &str) -> Ordering {
+        match self.rule() {
+            Rule::Bytes => return a.as_bytes().cmp(b.as_bytes()),
+            Rule::CodePoint if !self.pads() => return a.cmp(b),
+            _ => {}
+        }
+        // UCA weighs some ASCII (controls) as nothing, swedish some punctuation apart.
+        let one_per_byte = !matches!(self.rule(), Rule::Uca(_) | Rule::Swedish);
+        if one_per_byte && a.is_ascii() && b.is_ascii() {
+            return self.cmp_ascii(a.as_bytes(), b.as_bytes());
+        }
+        let (wa, wb) = (self.weights(a), self.weights(b));
+        self.cmp_weights(&wa, &wb)
+    }
+
+    fn cmp_weights(self, wa: &[u32], wb: &[u32]) -> Ordering {
+        let n = wa.len().min(wb.len());
+        for i in 0..n {
+            if wa[i] != wb[i] {
+                return wa[i].cmp(&wb[i]);
+            }
+        }
+        if !self.pads() {
+            return wa.len().cmp(&wb.len());
+        }
+        // The shorter goes on with spaces.
+        let space = self.space();
+        let (rest, flip) = if wa.len() > n {
+            (&wa[n..], false)
+        } else {
+            (&wb[n..], true)
+        };
+        for &w in rest {
+            if w != space {
+                let o = w.cmp(&space);
+                return if flip { o.reverse() } else { o };
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// [`Collation::cmp`] of ASCII strings, without building weights: one byte, one
+    /// weight (not for the UCA and swedish rules).
+    fn cmp_ascii(self, a: &[u8], b: &[u8]) -> Ordering {
+        let fold = |c: u8| -> u32 {
+            match self.rule() {
+                Rule::General => tables::general(c as u32) as u32,
+                Rule::AsciiCi => tables::ascii_ci(c) as u32,
+                _ => c as u32,
+            }
+        };
+        let n = a.len().min(b.len());
+        for i in 0..n {
+            let (x, y) = (fold(a[i]), fold(b[i]));
+            if x != y {
+                return x.cmp(&y);
+            }
+        }
+        let (rest, flip) = if a.len() > n {
+            (&a[n..], false)
+        } else {
+            (&b[n..], true)
+        };
+        if !self.pads() {
+            return a.len().cmp(&b.len());
+        }
+        let space = self.space();
+        for &c in rest {
+            let w = fold(c);
+            if w != space {
+                let o = w.cmp(&space);
+                return if flip { o.reverse() } else { o };
+            }
+        }
+        Ordering::Equal
+    }
+
+    pub fn eq(self, a: &str, b: &str) -> bool {
+        self.cmp(a, b) == Ordering::Equal
+    }
+
+    /// Append `s`'s sort key: equal keys ⇔ equal strings, and keys order as the strings
+    /// do (see the module's note on characters below a space).
+    pub fn key(self, s: &str, out: &mut Vec<u8>) {
+        match self.rule() {
+            Rule::Bytes => out.extend_from_slice(s.as_bytes()),
+            // UTF-8 orders as code points do.
+            Rule::CodePoint => {
+                let s = if self.pads() {
+                    s.trim_end_matches(' ')
+                } else {
+                    s
+                };
+                out.extend_from_slice(s.as_bytes());
+            }
+            _ => {
+                let mut w = self.weights(s);
+                if self.pads() {
+                    let space = self.space();
+                    while w.last() == Some(&space) {
+                        w.pop();
+                    }
+                }
+                for x in w {
+                    out.extend_from_slice(&(x as u16).to_be_bytes());
+                }
+            }
+        }
+    }
+
+    /// `s LIKE p ESCAPE escape`: `_` is one character, `%` any run, and characters match
+    /// when their weights are equal (no padding).
+    pub fn like(self, s: &str, p: &str, escape: char) -> bool {
+        match self.rule() {
+            Rule::Bytes if escape.is_ascii() => {
+                like_bytes(s.as_bytes(), p.as_bytes(), escape as u8)
+            }
+            Rule::Bytes | Rule::CodePoint => like_with(s, p, escape, |a, b| a == b),
+            Rule::General if s.is_ascii() && p.is_ascii() => {
+                like_with(s, p, escape, |a, b| a.eq_ignore_ascii_case(&b))
+            }
+            _ => {
+                let mut wa = Vec::new();
+                let mut wb = Vec::new();
+                like_with(s, p, escape, |a, b| {
+                    if a == b {
+                        return true;
+                    }
+                    wa.clear();
+                    wb.clear();
+                    self.weigh(a, &mut wa);
+                    self.weigh(b, &mut wb);
+                    wa == wb
+                })
+            }
+        }
+    }
+}
+
+/// The ascii byte of a code point ('?' for one beyond ASCII).
+fn ascii_byte(cp: u32) -> u8 {
+    if cp < 0x80 {
+        cp as u8
+    } else {
+        b'?'
+    }
+}
+
+#[cfg(test)]
+mod tests;
