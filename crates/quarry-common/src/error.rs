@@ -514,6 +514,9 @@ impl Error {
             "Can't execute the given command because you have active locked tables or an active transaction",
         )
     }
+    pub fn division_by_zero() -> Error {
+        Error::new(1365, "Division by 0")
+    }
     pub fn lock_wait_timeout() -> Error {
         Error::new(
             1205,

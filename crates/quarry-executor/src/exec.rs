@@ -117,6 +117,12 @@ pub struct ExecCtx<'a> {
     pub check_constraints: bool,
     /// `foreign_key_checks`: FOREIGN KEYs are checked and their actions taken.
     pub foreign_key_checks: bool,
+    /// `sql_mode` has ERROR_FOR_DIVISION_BY_ZERO: a division by zero is a warning, and
+    /// an error (with a STRICT mode) in what INSERT and UPDATE evaluate; without it,
+    /// nothing is said.
+    pub div_zero_is_error: bool,
+    /// Set by the statements that write rows (not under IGNORE) while they run.
+    pub writing: Cell<bool>,
     pub read_buffer: usize,
     pub interrupt: Interrupt<'a>,
     /// The longest record LOAD DATA takes (`max_allowed_packet`).
@@ -182,6 +188,20 @@ impl ExecCtx<'_> {
             _ if deleted => undo.push(Undo::Deleted(table.clone(), vec![(id, before)])),
             _ => undo.push(Undo::Updated(table.clone(), vec![(id, before)])),
         }
+    }
+
+    /// A division (or MOD) by zero, whose value is NULL: warning 1365, or error 1365 in
+    /// INSERT / UPDATE in a strict mode, under ERROR_FOR_DIVISION_BY_ZERO (MariaDB's
+    /// rule).
+    pub fn division_by_zero(&self) -> Result<()> {
+        if !self.div_zero_is_error {
+            return Ok(());
+        }
+        if self.strict && self.writing.get() {
+            return Err(Error::division_by_zero());
+        }
+        self.warn(1365, "Division by 0");
+        Ok(())
     }
 
     pub fn warn(&self, code: u16, msg: impl Into<String>) {

@@ -520,7 +520,11 @@ fn eval_bin(op: BinOp, a: &Expr, b: &Expr, row: &[Value], ctx: &ExecCtx) -> Resu
         return Ok(Value::Null);
     }
     let r = b.eval(row, ctx)?;
-    binary(op, &l, &r)
+    let v = binary(op, &l, &r)?;
+    if v.is_null() && matches!(op, BinOp::Div | BinOp::IntDiv | BinOp::Mod) && !r.is_null() {
+        ctx.division_by_zero()?;
+    }
+    Ok(v)
 }
 
 pub fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value> {

@@ -529,7 +529,13 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 }
             }
         }
-        "MOD" => crate::expr::binary(crate::expr::BinOp::Mod, v(0), v(1))?,
+        "MOD" => {
+            let m = crate::expr::binary(crate::expr::BinOp::Mod, v(0), v(1))?;
+            if m.is_null() && !v(0).is_null() && !v(1).is_null() {
+                ctx.division_by_zero()?;
+            }
+            m
+        }
         "POW" | "POWER" => Value::Double(v(0).to_f64().powf(v(1).to_f64())),
         "SQRT" => {
             let x = v(0).to_f64();

@@ -320,6 +320,7 @@ struct Settings {
     strict: bool,
     check_constraints: bool,
     foreign_key_checks: bool,
+    div_zero_is_error: bool,
     /// `max_statement_time` (0: none).
     statement_time: Option<Duration>,
     max_packet: usize,
@@ -421,6 +422,8 @@ impl Session {
             .unwrap_or(0.0);
         Settings {
             strict: text("sql_mode").is_none_or(|m| m.contains("STRICT")),
+            div_zero_is_error: text("sql_mode")
+                .is_none_or(|m| m.contains("ERROR_FOR_DIVISION_BY_ZERO")),
             check_constraints: self
                 .sys_var("check_constraint_checks")
                 .map(|v| v.to_i64() != 0)
@@ -902,6 +905,8 @@ impl Session {
             strict: st.strict,
             check_constraints: st.check_constraints,
             foreign_key_checks: st.foreign_key_checks,
+            div_zero_is_error: st.div_zero_is_error,
+            writing: Cell::new(false),
             read_buffer: st.read_buffer,
             interrupt: quarry_executor::exec::Interrupt::new(
                 &self.info.killed,

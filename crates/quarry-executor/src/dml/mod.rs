@@ -745,6 +745,9 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         return Err(Error::unsupported("INSERT INTO TABLE FUNCTION"));
     };
     let entry = b.resolve_table(name)?;
+    // A division by zero in what INSERT evaluates is an error in strict mode (not under
+    // IGNORE), as in MariaDB.
+    ctx.writing.set(!stmt.ignore);
     let verb = if stmt.replace_into {
         "REPLACE"
     } else {

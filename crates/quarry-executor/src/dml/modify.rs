@@ -280,6 +280,9 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         )));
     }
     let (entry, alias) = single_table(&stmt.table, b)?;
+    // A division by zero anywhere in an UPDATE (its WHERE too) is an error in strict
+    // mode, as in MariaDB; in a DELETE's WHERE it stays a warning.
+    ctx.writing.set(true);
     let cols = Binder::table_scope(&entry, &alias);
     let mut sets = vec![];
     for a in &stmt.assignments {
