@@ -123,6 +123,12 @@ pub struct ExecCtx<'a> {
     pub div_zero_is_error: bool,
     /// Set by the statements that write rows (not under IGNORE) while they run.
     pub writing: Cell<bool>,
+    /// The table a writing statement writes (database, table), as its column errors
+    /// name it (`db`.`t`.`c`).
+    pub target: RefCell<Option<(String, String)>>,
+    /// INSERT / UPDATE / DELETE IGNORE is running: what strict mode refuses becomes a
+    /// warning, and a row a key or constraint refuses is left out.
+    pub ignoring: Cell<bool>,
     pub read_buffer: usize,
     pub interrupt: Interrupt<'a>,
     /// The longest record LOAD DATA takes (`max_allowed_packet`).
@@ -188,6 +194,20 @@ impl ExecCtx<'_> {
             _ if deleted => undo.push(Undo::Deleted(table.clone(), vec![(id, before)])),
             _ => undo.push(Undo::Updated(table.clone(), vec![(id, before)])),
         }
+    }
+
+    /// A column as errors 1366 and 1292 name it: with its table when a writing statement
+    /// set one.
+    pub fn column_name(&self, col: &str) -> String {
+        match &*self.target.borrow() {
+            Some((db, t)) => format!("{db}`.`{t}`.`{col}"),
+            None => col.to_string(),
+        }
+    }
+
+    /// Strict mode, unless the statement runs under IGNORE.
+    pub fn strict_now(&self) -> bool {
+        self.strict && !self.ignoring.get()
     }
 
     /// A division (or MOD) by zero, whose value is NULL: warning 1365, or error 1365 in

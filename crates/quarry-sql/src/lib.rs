@@ -296,6 +296,63 @@ fn drop_consistent_snapshot(sql: &str) -> std::borrow::Cow<'_, str> {
     })
 }
 
+/// The marker an IGNORE of `DELETE` leaves in its statement (an optimizer hint: the only
+/// place the parsed statement keeps for it).
+const DELETE_IGNORE_HINT: &str = "QUARRY_IGNORE";
+
+/// MySQL's modifiers after a statement's `UPDATE` / `DELETE` (`LOW_PRIORITY`, `QUICK`,
+/// `IGNORE`, which the parser does not take): dropped, and IGNORE kept as `UPDATE OR
+/// IGNORE` (the parser's conflict clause) or a `DELETE` hint (see [`delete_ignores`]).
+fn dml_modifiers(sql: &str) -> std::borrow::Cow<'_, str> {
+    let upper = sql.to_ascii_uppercase();
+    if !(upper.contains("IGNORE") || upper.contains("LOW_PRIORITY") || upper.contains("QUICK")) {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let Some((toks, words, mut out)) = for_rewrite(sql) else {
+        return std::borrow::Cow::Borrowed(sql);
+    };
+    let word = |i: usize| match &toks[i] {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    for (k, &w) in words.iter().enumerate() {
+        let starts = k == 0 || matches!(toks[words[k - 1]], Token::SemiColon);
+        let verb = word(w);
+        if !starts || !matches!(verb.as_deref(), Some("UPDATE" | "DELETE")) {
+            continue;
+        }
+        let mut ignore = false;
+        for &m in &words[k + 1..] {
+            match word(m).as_deref() {
+                Some("LOW_PRIORITY") => {}
+                Some("QUICK") if verb.as_deref() == Some("DELETE") => {}
+                Some("IGNORE") => ignore = true,
+                _ => break,
+            }
+            out[m].clear();
+        }
+        if ignore {
+            out[w] = match verb.as_deref() {
+                Some("UPDATE") => format!("{} OR IGNORE", out[w]),
+                _ => format!("{} /*+{DELETE_IGNORE_HINT}*/", out[w]),
+            };
+        }
+    }
+    std::borrow::Cow::Owned(out.concat())
+}
+
+/// `DELETE IGNORE`: a row a FOREIGN KEY keeps is left, with a warning.
+pub fn delete_ignores(d: &ast::Delete) -> bool {
+    d.optimizer_hints
+        .iter()
+        .any(|h| h.text.trim() == DELETE_IGNORE_HINT)
+}
+
+/// `UPDATE IGNORE`: a row a key or constraint refuses is left unchanged, with a warning.
+pub fn update_ignores(u: &ast::Update) -> bool {
+    matches!(u.or, Some(ast::SqliteOnConflict::Ignore))
+}
+
 /// MySQL's `LOCK IN SHARE MODE` is `FOR SHARE` (which `sqlparser` parses).
 fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
     rewrite_phrase(sql, &["LOCK", "IN", "SHARE", "MODE"], |w, _, out| {
@@ -469,6 +526,7 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     let sql = unwrap_versioned_comments(sql);
     let sql = drop_consistent_snapshot(&sql);
     let sql = share_mode_as_for_share(&sql);
+    let sql = dml_modifiers(&sql);
     let sql = compound_interval_units(&sql);
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if trimmed.is_empty() {

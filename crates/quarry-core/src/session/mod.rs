@@ -907,6 +907,8 @@ impl Session {
             foreign_key_checks: st.foreign_key_checks,
             div_zero_is_error: st.div_zero_is_error,
             writing: Cell::new(false),
+            ignoring: Cell::new(false),
+            target: RefCell::new(None),
             read_buffer: st.read_buffer,
             interrupt: quarry_executor::exec::Interrupt::new(
                 &self.info.killed,

@@ -193,6 +193,16 @@ impl ForeignKeys {
         !self.children.is_empty()
     }
 
+    /// Whether a change of a row here may change other rows (a CASCADE or SET NULL
+    /// naming this table as parent).
+    pub fn cascades(&self) -> bool {
+        self.children.iter().any(|c| {
+            [c.fk.on_delete, c.fk.on_update]
+                .iter()
+                .any(|a| matches!(a, FkAction::Cascade | FkAction::SetNull))
+        })
+    }
+
     /// Whether a row written here is checked against a parent (its value is needed
     /// after the write is handed to the engine).
     pub fn has_parents(&self) -> bool {

@@ -51,7 +51,7 @@ fn cut_or_refuse(only_spaces: bool, col: &ColumnDef, row_no: usize, ctx: &ExecCt
         ctx.note(1265, msg());
         return Ok(());
     }
-    if ctx.strict {
+    if ctx.strict_now() {
         return Err(Error::data_too_long(&col.name, row_no));
     }
     ctx.warn(1265, msg());
@@ -69,8 +69,9 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
     }
     let ty = col.ty;
     let bad = |kind: &str, v: &Value| -> Result<()> {
-        let msg = Error::incorrect_value(kind, &v.as_str_lossy(), &col.name, row_no);
-        if ctx.strict {
+        let msg =
+            Error::incorrect_value(kind, &v.as_str_lossy(), &ctx.column_name(&col.name), row_no);
+        if ctx.strict_now() {
             Err(msg)
         } else {
             ctx.warn(1366, msg.message);
@@ -78,7 +79,7 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
         }
     };
     let out_of_range = || -> Result<()> {
-        if ctx.strict {
+        if ctx.strict_now() {
             Err(Error::out_of_range(&col.name, row_no))
         } else {
             ctx.warn(1264, Error::out_of_range(&col.name, row_no).message);
@@ -194,7 +195,7 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                                 .map(|b| format!("\\x{b:02X}"))
                                 .collect();
                             let err = Error::new(1366, format!("Incorrect string value: '{shown}' for column `{}` at row {row_no}", col.name));
-                            if ctx.strict {
+                            if ctx.strict_now() {
                                 return Err(err);
                             }
                             ctx.warn(1366, err.message);
@@ -279,10 +280,10 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
                         format!(
                             "Incorrect {kind} value: '{}' for column `{}` at row {row_no}",
                             v.as_str_lossy(),
-                            col.name
+                            ctx.column_name(&col.name)
                         ),
                     );
-                    if ctx.strict {
+                    if ctx.strict_now() {
                         return Err(err);
                     }
                     ctx.warn(1265, err.message);
@@ -313,18 +314,25 @@ pub fn coerce(v: Value, col: &ColumnDef, row_no: usize, ctx: &ExecCtx) -> Result
         }
         TypeKind::Time => {
             use quarry_common::time::{truncate_time, value_to_time, TimeParse};
-            let bad = || Error::incorrect_temporal("time", &v.as_str_lossy(), &col.name, row_no);
+            let bad = || {
+                Error::incorrect_temporal(
+                    "time",
+                    &v.as_str_lossy(),
+                    &ctx.column_name(&col.name),
+                    row_no,
+                )
+            };
             match value_to_time(&v) {
                 Some(TimeParse::Exact(t)) => Value::Time(truncate_time(t, ty.scale)),
                 Some(TimeParse::Clamped(t)) => {
-                    if ctx.strict {
+                    if ctx.strict_now() {
                         return Err(bad());
                     }
                     ctx.warn(1264, Error::out_of_range(&col.name, row_no).message);
                     Value::Time(truncate_time(t, ty.scale))
                 }
                 None => {
-                    if ctx.strict {
+                    if ctx.strict_now() {
                         return Err(bad());
                     }
                     ctx.warn(1265, Error::data_truncated(&col.name, row_no).message);
@@ -343,7 +351,7 @@ fn default_for(col: &ColumnDef, ctx: &ExecCtx) -> Result<Value> {
         DefaultValue::CurrentTimestamp => coerce(Value::DateTime(ctx.now), col, 0, ctx),
         DefaultValue::None if col.nullable || col.auto_increment => Ok(Value::Null),
         DefaultValue::None => {
-            if ctx.strict {
+            if ctx.strict_now() {
                 Err(Error::no_default(&col.name))
             } else {
                 ctx.warn(1364, Error::no_default(&col.name).message);
@@ -576,7 +584,7 @@ impl<'a> Inserter<'a> {
                 Some(v) if v.is_null() && col.auto_increment => Value::Null,
                 Some(v) => match coerce(v, col, self.n, ctx) {
                     Ok(v) => v,
-                    Err(e) if e.code == 1048 && !ctx.strict => {
+                    Err(e) if e.code == 1048 && !ctx.strict_now() => {
                         ctx.warn(1048, e.message);
                         default_for(col, ctx).unwrap_or(Value::Null)
                     }
@@ -748,6 +756,8 @@ pub fn insert(stmt: &ast::Insert, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
     // A division by zero in what INSERT evaluates is an error in strict mode (not under
     // IGNORE), as in MariaDB.
     ctx.writing.set(!stmt.ignore);
+    ctx.ignoring.set(stmt.ignore);
+    *ctx.target.borrow_mut() = Some((entry.db.clone(), entry.def.name.clone()));
     let verb = if stmt.replace_into {
         "REPLACE"
     } else {

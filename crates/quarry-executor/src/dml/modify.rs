@@ -171,6 +171,12 @@ fn reread(entry: &Arc<TableEntry>, (id, row): Target) -> Result<Option<Target>> 
     Ok(now.map(|(id, r)| (id, PackedRow::pack(&r))))
 }
 
+/// Under IGNORE, whether a refused row may just be left: no key of the table cascades
+/// (a cascade made before the refusal would stay).
+fn ignorable(ctx: &ExecCtx, fks: &ForeignKeys) -> bool {
+    ctx.ignoring.get() && !fks.cascades()
+}
+
 /// Delete `rows` (locked), each after its children's FOREIGN KEY actions (`depth`: how
 /// many cascades led here); returns how many went. Each change is in the statement's
 /// undo record as soon as it is made.
@@ -192,7 +198,15 @@ pub(super) fn delete_rows(
         if fks.is_some() || returning.is_some() {
             let old = row.unpack();
             if let Some(f) = fks {
-                f.on_delete(&old, id, depth, ctx)?;
+                match f.on_delete(&old, id, depth, ctx) {
+                    // DELETE IGNORE leaves a row its children keep (when nothing has
+                    // cascaded from it that the row's staying would leave changed).
+                    Err(e) if e.code == 1451 && depth == 0 && ignorable(ctx, f) => {
+                        ctx.warn(e.code, e.message);
+                        continue;
+                    }
+                    r => r?,
+                }
             }
             if let Some(r) = returning {
                 r.add(&old, ctx)?;
@@ -231,16 +245,35 @@ pub(super) fn update_rows(
         let Some(new) = assign(&old, i)? else {
             continue;
         };
-        if let Some(checks) = checks {
-            checks.test(&new, ctx)?;
-        }
-        if let Some(f) = fks {
-            if check_parents {
-                f.check_parents(&new, Some(&old), ctx)?;
+        let changed = (|| {
+            if let Some(checks) = checks {
+                checks.test(&new, ctx)?;
             }
-            f.on_update(&old, &new, id, depth, ctx)?;
-        }
-        let nid = entry.handle.update_known(id, &packed, new, &mut |_| {})?;
+            if let Some(f) = fks {
+                if check_parents {
+                    f.check_parents(&new, Some(&old), ctx)?;
+                }
+                f.on_update(&old, &new, id, depth, ctx)?;
+            }
+            entry.handle.update_known(id, &packed, new, &mut |_| {})
+        })();
+        let nid = match changed {
+            // UPDATE IGNORE leaves a row a key or constraint refuses (when nothing has
+            // cascaded from it that its staying would leave changed); MariaDB warns of
+            // a CHECK only.
+            Err(e)
+                if matches!(e.code, 1062 | 4025 | 1451 | 1452)
+                    && depth == 0
+                    && ctx.ignoring.get()
+                    && fks.is_none_or(|f| ignorable(ctx, f)) =>
+            {
+                if e.code == 4025 {
+                    ctx.warn(e.code, e.message);
+                }
+                continue;
+            }
+            r => r?,
+        };
         ctx.undo_change(entry, false, nid, packed);
         n += 1;
     }
@@ -282,7 +315,10 @@ pub fn update(stmt: &ast::Update, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
     let (entry, alias) = single_table(&stmt.table, b)?;
     // A division by zero anywhere in an UPDATE (its WHERE too) is an error in strict
     // mode, as in MariaDB; in a DELETE's WHERE it stays a warning.
-    ctx.writing.set(true);
+    let ignore = quarry_sql::update_ignores(stmt);
+    ctx.writing.set(!ignore);
+    ctx.ignoring.set(ignore);
+    *ctx.target.borrow_mut() = Some((entry.db.clone(), entry.def.name.clone()));
     let cols = Binder::table_scope(&entry, &alias);
     let mut sets = vec![];
     for a in &stmt.assignments {
@@ -368,6 +404,7 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         ctx,
     )?;
     let fks = ForeignKeys::of(&entry, ctx)?;
+    ctx.ignoring.set(quarry_sql::delete_ignores(stmt));
     let deleted = delete_rows(&entry, rows, fks.as_deref(), returning.as_ref(), 0, ctx)?;
     let n = deleted as u64;
     Ok(DmlResult {
