@@ -20,7 +20,7 @@ use quarry_storage_api::RowId;
 
 use super::{coerce, Checks, DmlResult, ForeignKeys, Returning};
 use crate::bind::{object_name, push_filter, Binder};
-use crate::exec::ExecCtx;
+use crate::exec::{ExecCtx, Undo};
 use crate::expr::Expr;
 use crate::plan::{Access, Plan, ReadMode};
 
@@ -177,56 +177,122 @@ fn ignorable(ctx: &ExecCtx, fks: &ForeignKeys) -> bool {
     ctx.ignoring.get() && !fks.cascades()
 }
 
+/// How a change of rows records its undo: in the rows' own list, which becomes the
+/// record at the end (a statement changing millions of rows holds one list, not two);
+/// or row by row as each is changed, in order with the records of the cascades it makes
+/// (`per_row`: a cascade may come back to this table, and its rows are read anew).
+struct UndoList {
+    per_row: bool,
+    /// `rows[..done]`: the rows changed so far, where they are now (batched).
+    done: usize,
+}
+
+impl UndoList {
+    fn new(fks: Option<&ForeignKeys>) -> UndoList {
+        UndoList {
+            per_row: fks.is_some_and(ForeignKeys::may_change_own_rows),
+            done: 0,
+        }
+    }
+
+    /// `rows[i]` was changed and is now at `id`.
+    fn changed(
+        &mut self,
+        rows: &mut [Target],
+        i: usize,
+        id: RowId,
+        deleted: bool,
+        entry: &Arc<TableEntry>,
+        ctx: &ExecCtx,
+    ) {
+        if self.per_row {
+            ctx.undo_change(entry, deleted, id, rows[i].1.clone());
+        } else {
+            rows.swap(self.done, i);
+            rows[self.done].0 = id;
+        }
+        self.done += 1;
+    }
+
+    /// The batched record, whether the change ended or failed part-way (the session then
+    /// undoes it).
+    fn finish(
+        self,
+        mut rows: Vec<Target>,
+        deleted: bool,
+        entry: &Arc<TableEntry>,
+        ctx: &ExecCtx,
+    ) -> u64 {
+        if !self.per_row {
+            rows.truncate(self.done);
+            if !rows.is_empty() {
+                let u = if deleted {
+                    Undo::Deleted(entry.clone(), rows)
+                } else {
+                    Undo::Updated(entry.clone(), rows)
+                };
+                ctx.undo.borrow_mut().push(u);
+            }
+        }
+        self.done as u64
+    }
+}
+
 /// Delete `rows` (locked), each after its children's FOREIGN KEY actions (`depth`: how
-/// many cascades led here); returns how many went. Each change is in the statement's
-/// undo record as soon as it is made.
+/// many cascades led here); returns how many went.
 pub(super) fn delete_rows(
     entry: &Arc<TableEntry>,
-    rows: Vec<Target>,
+    mut rows: Vec<Target>,
     fks: Option<&ForeignKeys>,
     returning: Option<&Returning>,
     depth: usize,
     ctx: &ExecCtx,
 ) -> Result<u64> {
-    let again = fks.is_some_and(ForeignKeys::may_change_own_rows);
-    let mut n = 0;
-    for t in rows {
-        ctx.tick()?;
-        let Some((id, row)) = (if again { reread(entry, t)? } else { Some(t) }) else {
-            continue;
-        };
-        if fks.is_some() || returning.is_some() {
-            let old = row.unpack();
-            if let Some(f) = fks {
-                match f.on_delete(&old, id, depth, ctx) {
-                    // DELETE IGNORE leaves a row its children keep (when nothing has
-                    // cascaded from it that the row's staying would leave changed).
-                    Err(e) if e.code == 1451 && depth == 0 && ignorable(ctx, f) => {
-                        ctx.warn(e.code, e.message);
-                        continue;
-                    }
-                    r => r?,
+    let mut undo = UndoList::new(fks);
+    let r = (|| -> Result<()> {
+        for i in 0..rows.len() {
+            ctx.tick()?;
+            if undo.per_row {
+                match reread(entry, rows[i].clone())? {
+                    Some(t) => rows[i] = t,
+                    None => continue,
                 }
             }
-            if let Some(r) = returning {
-                r.add(&old, ctx)?;
+            let (id, row) = (rows[i].0, rows[i].1.clone());
+            if fks.is_some() || returning.is_some() {
+                let old = row.unpack();
+                if let Some(f) = fks {
+                    match f.on_delete(&old, id, depth, ctx) {
+                        // DELETE IGNORE leaves a row its children keep (when nothing has
+                        // cascaded from it that the row's staying would leave changed).
+                        Err(e) if e.code == 1451 && depth == 0 && ignorable(ctx, f) => {
+                            ctx.warn(e.code, e.message);
+                            continue;
+                        }
+                        r => r?,
+                    }
+                }
+                if let Some(r) = returning {
+                    r.add(&old, ctx)?;
+                }
             }
+            entry.handle.delete_known(id, &row)?;
+            undo.changed(&mut rows, i, id, true, entry, ctx);
         }
-        entry.handle.delete_known(id, &row)?;
-        ctx.undo_change(entry, true, id, row);
-        n += 1;
-    }
-    Ok(n)
+        Ok(())
+    })();
+    let n = undo.finish(rows, true, entry, ctx);
+    r.map(|_| n)
 }
 
 /// Update `rows` (locked) to what `assign` makes of each (given the row and its place;
 /// None: unchanged), tested against the CHECK constraints and, when `check_parents`,
 /// the table's own FOREIGN KEYs; the children of each follow first. Returns how many
-/// changed. Each change is in the statement's undo record as soon as it is made.
+/// changed.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn update_rows(
     entry: &Arc<TableEntry>,
-    rows: Vec<Target>,
+    mut rows: Vec<Target>,
     assign: &mut Assign,
     checks: Option<&Checks>,
     fks: Option<&ForeignKeys>,
@@ -234,50 +300,56 @@ pub(super) fn update_rows(
     depth: usize,
     ctx: &ExecCtx,
 ) -> Result<u64> {
-    let again = fks.is_some_and(ForeignKeys::may_change_own_rows);
-    let mut n = 0;
-    for (i, t) in rows.into_iter().enumerate() {
-        ctx.tick()?;
-        let Some((id, packed)) = (if again { reread(entry, t)? } else { Some(t) }) else {
-            continue;
-        };
-        let old = packed.unpack();
-        let Some(new) = assign(&old, i)? else {
-            continue;
-        };
-        let changed = (|| {
-            if let Some(checks) = checks {
-                checks.test(&new, ctx)?;
-            }
-            if let Some(f) = fks {
-                if check_parents {
-                    f.check_parents(&new, Some(&old), ctx)?;
+    let mut undo = UndoList::new(fks);
+    let r = (|| -> Result<()> {
+        for i in 0..rows.len() {
+            ctx.tick()?;
+            if undo.per_row {
+                match reread(entry, rows[i].clone())? {
+                    Some(t) => rows[i] = t,
+                    None => continue,
                 }
-                f.on_update(&old, &new, id, depth, ctx)?;
             }
-            entry.handle.update_known(id, &packed, new, &mut |_| {})
-        })();
-        let nid = match changed {
-            // UPDATE IGNORE leaves a row a key or constraint refuses (when nothing has
-            // cascaded from it that its staying would leave changed); MariaDB warns of
-            // a CHECK only.
-            Err(e)
-                if matches!(e.code, 1062 | 4025 | 1451 | 1452)
-                    && depth == 0
-                    && ctx.ignoring.get()
-                    && fks.is_none_or(|f| ignorable(ctx, f)) =>
-            {
-                if e.code == 4025 {
-                    ctx.warn(e.code, e.message);
-                }
+            let (id, packed) = (rows[i].0, rows[i].1.clone());
+            let old = packed.unpack();
+            let Some(new) = assign(&old, i)? else {
                 continue;
-            }
-            r => r?,
-        };
-        ctx.undo_change(entry, false, nid, packed);
-        n += 1;
-    }
-    Ok(n)
+            };
+            let changed = (|| {
+                if let Some(checks) = checks {
+                    checks.test(&new, ctx)?;
+                }
+                if let Some(f) = fks {
+                    if check_parents {
+                        f.check_parents(&new, Some(&old), ctx)?;
+                    }
+                    f.on_update(&old, &new, id, depth, ctx)?;
+                }
+                entry.handle.update_known(id, &packed, new, &mut |_| {})
+            })();
+            let nid = match changed {
+                // UPDATE IGNORE leaves a row a key or constraint refuses (when nothing has
+                // cascaded from it that its staying would leave changed); MariaDB warns of
+                // a CHECK only.
+                Err(e)
+                    if matches!(e.code, 1062 | 4025 | 1451 | 1452)
+                        && depth == 0
+                        && ctx.ignoring.get()
+                        && fks.is_none_or(|f| ignorable(ctx, f)) =>
+                {
+                    if e.code == 4025 {
+                        ctx.warn(e.code, e.message);
+                    }
+                    continue;
+                }
+                r => r?,
+            };
+            undo.changed(&mut rows, i, nid, false, entry, ctx);
+        }
+        Ok(())
+    })();
+    let n = undo.finish(rows, false, entry, ctx);
+    r.map(|_| n)
 }
 
 pub(super) fn single_table(
