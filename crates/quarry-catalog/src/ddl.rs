@@ -2,7 +2,7 @@
 
 use quarry_common::decimal;
 use quarry_common::types::LOB_BYTES;
-use quarry_common::{Error, Result, SqlType, TypeKind, Value};
+use quarry_common::{Collation, Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{
     self, CharacterLength, ColumnOption, CreateTable, DataType, ExactNumberInfo, Expr, IndexColumn,
     SqlOption, TableConstraint,
@@ -21,6 +21,7 @@ fn char_len(l: &Option<CharacterLength>, default: u32) -> u32 {
 
 fn int(kind: TypeKind, unsigned: bool, width: &Option<u64>) -> SqlType {
     SqlType {
+        coll: Default::default(),
         kind,
         unsigned,
         len: width.unwrap_or(0) as u32,
@@ -45,6 +46,7 @@ fn exact(info: &ExactNumberInfo, unsigned: bool, name: &str) -> Result<SqlType> 
         return Err(Error::scale_above_precision(name));
     }
     Ok(SqlType {
+        coll: Default::default(),
         kind: TypeKind::Decimal,
         unsigned,
         // MariaDB: DECIMAL(0) is DECIMAL(10).
@@ -289,8 +291,80 @@ fn add_index(
     Ok(())
 }
 
-pub fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, Vec<(bool, bool)>)> {
-    let ty = sql_type(&c.data_type, &c.name.value)?;
+/// The collation a column or table names (COLLATE, else its CHARACTER SET's default;
+/// `utf8` is `utf8mb3`), with MariaDB's errors: 1115 for an unknown character set, 1273
+/// for an unknown collation, 1253 for one of another set. None: it names neither.
+pub fn resolve_collation(
+    charset: Option<&str>,
+    collate: Option<&str>,
+) -> Result<Option<Collation>> {
+    let set = match charset {
+        Some(cs) => Some(
+            Collation::default_of(cs)
+                .ok_or_else(|| Error::new(1115, format!("Unknown character set: '{cs}'")))?,
+        ),
+        None => None,
+    };
+    let Some(name) = collate else {
+        return Ok(set);
+    };
+    let c = Collation::named(name)
+        .ok_or_else(|| Error::new(1273, format!("Unknown collation: '{name}'")))?;
+    if let (Some(set), Some(cs)) = (set, charset) {
+        if set.charset() != c.charset() {
+            return Err(Error::new(
+                1253,
+                format!(
+                    "COLLATION '{}' is not valid for CHARACTER SET '{cs}'",
+                    c.name()
+                ),
+            ));
+        }
+    }
+    Ok(Some(c))
+}
+
+/// A string column's type in its collation: a character string takes it (CHARACTER SET
+/// binary makes it a binary string, as in MariaDB); others are left as they are.
+fn collated(mut ty: SqlType, coll: Collation) -> SqlType {
+    if !ty.is_string() || ty.is_binary() {
+        return ty;
+    }
+    if coll == Collation::Binary {
+        ty.kind = match ty.kind {
+            TypeKind::Char => TypeKind::Binary,
+            TypeKind::VarChar => TypeKind::VarBinary,
+            _ => TypeKind::Blob,
+        };
+        return ty;
+    }
+    ty.coll = coll;
+    ty
+}
+
+/// A column definition; its string type takes its own collation, else `table_coll` (a
+/// JSON column utf8mb4_bin, as MariaDB's).
+pub fn column_def(
+    c: &ast::ColumnDef,
+    table_coll: Collation,
+) -> Result<(ColumnDef, Vec<(bool, bool)>)> {
+    let mut charset = None;
+    let mut collate = None;
+    for o in &c.options {
+        match &o.option {
+            ColumnOption::CharacterSet(n) => charset = Some(object_text(n)),
+            ColumnOption::Collation(n) => collate = Some(object_text(n)),
+            _ => {}
+        }
+    }
+    let own = resolve_collation(charset.as_deref(), collate.as_deref())?;
+    let json = matches!(c.data_type, DataType::JSON);
+    let coll = own.unwrap_or(if json {
+        Collation::Utf8mb4Bin
+    } else {
+        table_coll
+    });
+    let ty = collated(sql_type(&c.data_type, &c.name.value)?, coll);
     let mut col = ColumnDef {
         name: c.name.value.clone(),
         ty,
@@ -399,6 +473,35 @@ pub fn column_checks(c: &ast::ColumnDef) -> Vec<CheckDef> {
     out
 }
 
+/// A name as written, without its backticks (`utf8mb4_bin`).
+fn object_text(n: &ast::ObjectName) -> String {
+    n.to_string().trim_matches('`').to_string()
+}
+
+/// The table options' DEFAULT CHARSET / CHARACTER SET and COLLATE, as one collation.
+fn table_collation(ct: &CreateTable) -> Result<Option<Collation>> {
+    let opts: &[SqlOption] = match &ct.table_options {
+        ast::CreateTableOptions::Plain(v)
+        | ast::CreateTableOptions::Options(v)
+        | ast::CreateTableOptions::With(v) => v,
+        _ => &[],
+    };
+    let (mut charset, mut collate) = (None, None);
+    for o in opts {
+        if let SqlOption::KeyValue { key, value } = o {
+            let v = value.to_string().trim_matches(['`', '\'', '"']).to_string();
+            match key.value.to_ascii_uppercase().as_str() {
+                "DEFAULT CHARSET" | "CHARSET" | "DEFAULT CHARACTER SET" | "CHARACTER SET" => {
+                    charset = Some(v)
+                }
+                "DEFAULT COLLATE" | "COLLATE" => collate = Some(v),
+                _ => {}
+            }
+        }
+    }
+    resolve_collation(charset.as_deref(), collate.as_deref())
+}
+
 /// Build a table definition from a parsed CREATE TABLE.
 pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
     let name = ct
@@ -418,10 +521,12 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
         auto_increment_start: 1,
         checks: vec![],
         foreign_keys: vec![],
+        collation: Collation::Utf8mb4GeneralCi,
     };
+    def.collation = table_collation(ct)?.unwrap_or(def.collation);
     let mut col_keys = vec![];
     for c in &ct.columns {
-        let (col, keys) = column_def(c)?;
+        let (col, keys) = column_def(c, def.collation)?;
         if def.column_index(&col.name).is_some() {
             return Err(Error::duplicate_column(&col.name));
         }
@@ -738,6 +843,13 @@ pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
     let mut lines = vec![];
     for c in &def.columns {
         let mut s = format!("  {} {}", quote_ident(&c.name), c.ty);
+        if c.ty.is_string() && !c.ty.is_binary() && c.ty.coll != def.collation {
+            s.push_str(&format!(
+                " CHARACTER SET {} COLLATE {}",
+                c.ty.coll.charset(),
+                c.ty.coll.name()
+            ));
+        }
         if !c.nullable {
             s.push_str(" NOT NULL");
         }
@@ -746,7 +858,7 @@ pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
         }
         match &c.default {
             DefaultValue::None => {
-                if c.nullable && !matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob) {
+                if c.nullable {
                     s.push_str(" DEFAULT NULL");
                 }
             }
@@ -820,7 +932,11 @@ pub fn show_create(def: &TableDef, auto_inc_next: Option<u64>) -> String {
     if let Some(n) = auto_inc_next.filter(|n| *n > 1) {
         s.push_str(&format!(" AUTO_INCREMENT={n}"));
     }
-    s.push_str(" DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci");
+    s.push_str(&format!(
+        " DEFAULT CHARSET={} COLLATE={}",
+        def.collation.charset(),
+        def.collation.name()
+    ));
     if let Some(f) = def.row_format {
         s.push_str(match f {
             RowFormat::Fixed => " ROW_FORMAT=FIXED",

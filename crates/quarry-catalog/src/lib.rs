@@ -23,15 +23,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use quarry_common::{Error, Result, SqlType, Value};
+use quarry_common::{Collation, Error, Result, SqlType, Value};
 use quarry_storage_api::{
     ColumnSchema, Engine, EngineRegistry, HandlerCounters, IndexSchema, RowFormat, Table,
     TablePath, TableSchema,
 };
 
 pub use ddl::{
-    check_text, column_checks, column_def as ddl_column, foreign_key_index, quote_ident, sql_type,
-    table_def_from_ast,
+    check_text, column_checks, column_def as ddl_column, foreign_key_index, quote_ident,
+    resolve_collation, sql_type, table_def_from_ast,
 };
 use deffile::{def_text, read_def, read_view, view_text};
 use lazy::{LazyTable, OpenCount};
@@ -81,6 +81,9 @@ pub struct TableDef {
     /// FOREIGN KEY constraints this table (the child) declares, in name order (as
     /// InnoDB lists them).
     pub foreign_keys: Vec<ForeignKeyDef>,
+    /// The table's default collation (DEFAULT CHARSET / COLLATE): its string columns'
+    /// unless they name their own.
+    pub collation: Collation,
 }
 
 /// What a FOREIGN KEY does to the child rows of a parent row deleted or updated.

@@ -45,6 +45,9 @@ pub struct SqlType {
     pub len: u32,
     /// Digits after the point for DECIMAL / fractional seconds.
     pub scale: u8,
+    /// A character string's collation (and so its character set); others keep the
+    /// default.
+    pub coll: crate::Collation,
 }
 
 /// Wire-protocol column type codes (`enum_field_types`).
@@ -109,6 +112,7 @@ impl SqlType {
             unsigned: false,
             len: 0,
             scale: 0,
+            coll: crate::Collation::Utf8mb4GeneralCi,
         }
     }
     pub const BIGINT: SqlType = SqlType::new(TypeKind::BigInt);
@@ -126,6 +130,7 @@ impl SqlType {
             unsigned: false,
             len: bytes,
             scale: 0,
+            coll: crate::Collation::Utf8mb4GeneralCi,
         }
     }
     /// The smallest TEXT or BLOB (`kind`) that holds `bytes` (`BLOB(n)`).
@@ -138,6 +143,7 @@ impl SqlType {
             unsigned: false,
             len,
             scale: 0,
+            coll: crate::Collation::Utf8mb4GeneralCi,
         }
     }
     pub fn decimal(precision: u32, scale: u8) -> SqlType {
@@ -146,6 +152,7 @@ impl SqlType {
             unsigned: false,
             len: precision.min(65),
             scale: scale.min(38),
+            coll: crate::Collation::Utf8mb4GeneralCi,
         }
     }
 
@@ -314,7 +321,7 @@ impl SqlType {
         if matches!(self.kind, TypeKind::Text | TypeKind::Blob) {
             f |= flags::BLOB;
         }
-        if self.is_binary() {
+        if self.is_binary() || self.is_string() && self.coll.compares_bytes() {
             f |= flags::BINARY;
         }
         f

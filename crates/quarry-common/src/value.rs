@@ -784,6 +784,7 @@ impl Value {
             }
             Value::Str(s) => SqlType::varchar(s.chars().count() as u32),
             Value::Bytes(b) => SqlType {
+                coll: Default::default(),
                 kind: TypeKind::VarBinary,
                 unsigned: false,
                 len: b.len() as u32,

@@ -351,6 +351,7 @@ mod tests {
 
     fn ty(kind: TypeKind, unsigned: bool, len: u32, scale: u8) -> SqlType {
         SqlType {
+            coll: Default::default(),
             kind,
             unsigned,
             len,

@@ -66,21 +66,31 @@ enum Rule {
     Bytes,
 }
 
-/// Every collation, in SHOW COLLATION's order of ids.
+/// Every collation, in the order SHOW COLLATION lists them (MariaDB's, by character set).
 pub const ALL: [Collation; 13] = [
     Collation::Latin1SwedishCi,
-    Collation::AsciiGeneralCi,
-    Collation::Utf8mb3GeneralCi,
-    Collation::Utf8mb4GeneralCi,
-    Collation::Utf8mb4Bin,
     Collation::Latin1Bin,
-    Collation::Binary,
+    Collation::AsciiGeneralCi,
     Collation::AsciiBin,
+    Collation::Utf8mb3GeneralCi,
     Collation::Utf8mb3Bin,
     Collation::Utf8mb3UnicodeCi,
+    Collation::Utf8mb4GeneralCi,
+    Collation::Utf8mb4Bin,
     Collation::Utf8mb4UnicodeCi,
     Collation::Utf8mb4Unicode520Ci,
     Collation::Utf8mb4NopadBin,
+    Collation::Binary,
+];
+
+/// The character sets, in the order SHOW CHARACTER SET lists them: name, description,
+/// bytes a character takes at the most.
+pub const CHARSETS: [(&str, &str, u32); 5] = [
+    ("latin1", "cp1252 West European", 1),
+    ("ascii", "US ASCII", 1),
+    ("utf8mb3", "UTF-8 Unicode", 3),
+    ("utf8mb4", "UTF-8 Unicode", 4),
+    ("binary", "Binary pseudo charset", 1),
 ];
 
 impl Collation {
@@ -136,6 +146,15 @@ impl Collation {
         }
     }
 
+    /// SHOW COLLATION's Sortlen.
+    pub fn sortlen(self) -> u32 {
+        if matches!(self.rule(), Rule::Uca(_)) {
+            8
+        } else {
+            1
+        }
+    }
+
     /// Bytes a character takes at the most in its character set.
     pub fn max_bytes(self) -> u32 {
         match self.charset() {
@@ -170,6 +189,15 @@ impl Collation {
             "binary" => Collation::Binary,
             _ => return None,
         })
+    }
+
+    /// A `_bin` collation (or binary): strings compare by their characters' codes, as
+    /// clients are told with the column's BINARY flag.
+    pub fn compares_bytes(self) -> bool {
+        matches!(
+            self.rule(),
+            Rule::CodePoint | Rule::Latin1Byte | Rule::AsciiByte | Rule::Bytes
+        )
     }
 
     /// Trailing spaces do not count (PAD SPACE); false for `_nopad_` and binary.

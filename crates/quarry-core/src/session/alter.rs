@@ -25,7 +25,7 @@ impl Session {
                     if_not_exists,
                     ..
                 } => {
-                    let (col, keys) = quarry_catalog::ddl_column(column_def)?;
+                    let (col, keys) = quarry_catalog::ddl_column(column_def, def.collation)?;
                     if def.column_index(&col.name).is_some() {
                         if *if_not_exists {
                             continue;
@@ -278,7 +278,7 @@ fn redefine_column(
             })
             .collect(),
     };
-    def.columns[i] = quarry_catalog::ddl_column(&cd)?.0;
+    def.columns[i] = quarry_catalog::ddl_column(&cd, def.collation)?.0;
     // The column's CHECKs are those of its new definition (as MariaDB).
     def.checks.retain(|c| {
         !c.column

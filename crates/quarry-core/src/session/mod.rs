@@ -19,6 +19,7 @@ use quarry_sql::Stmt;
 mod access;
 mod account_stmts;
 mod alter;
+mod charsets;
 mod foreign_keys;
 mod outfile;
 mod rebuild;
@@ -257,6 +258,8 @@ fn is_read_only(stmt: &Stmt) -> bool {
             **s,
             S::Query(_)
                 | S::ShowVariables { .. }
+                | S::ShowCollation { .. }
+                | S::ShowCharset(_)
                 | S::ShowStatus { .. }
                 | S::ShowDatabases { .. }
                 | S::ShowTables { .. }
@@ -1679,6 +1682,8 @@ impl Session {
                     ]],
                 })
             }
+            S::ShowCollation { filter } => self.show_collation(filter.as_ref()),
+            S::ShowCharset(sc) => self.show_charset(sc.filter.as_ref()),
             S::ShowVariables { filter, global, .. } => {
                 let mut all: Vec<(String, Value)> = self
                     .db
@@ -2551,7 +2556,14 @@ fn show_where(stmt: &Stmt) -> Option<&ast::Expr> {
             | S::ShowStatus {
                 filter: Some(Where(e)),
                 ..
+            }
+            | S::ShowCollation {
+                filter: Some(Where(e)),
             } => Some(e),
+            S::ShowCharset(sc) => match &sc.filter {
+                Some(Where(e)) => Some(e),
+                _ => None,
+            },
             S::ShowTables { show_options, .. }
             | S::ShowColumns { show_options, .. }
             | S::ShowDatabases { show_options, .. } => match &show_options.filter_position {

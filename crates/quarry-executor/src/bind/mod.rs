@@ -1741,7 +1741,15 @@ impl<'a> Binder<'a> {
                 data_type: None,
                 ..
             } => self.bind_expr(expr)?,
-            A::Collate { expr, .. } => self.bind_expr(expr)?,
+            // The collation must exist (1273); strings still compare as the default one
+            // (COMPAT.md, collations).
+            A::Collate { expr, collation } => {
+                let name = object_name(collation).join(".");
+                if quarry_common::Collation::named(&name).is_none() {
+                    return Err(Error::new(1273, format!("Unknown collation: '{name}'")));
+                }
+                self.bind_expr(expr)?
+            }
             A::TypedString(ts) => {
                 let s = match &ts.value.value {
                     ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
