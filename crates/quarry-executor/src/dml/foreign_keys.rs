@@ -203,12 +203,6 @@ impl ForeignKeys {
         })
     }
 
-    /// Whether a row written here is checked against a parent (its value is needed
-    /// after the write is handed to the engine).
-    pub fn has_parents(&self) -> bool {
-        !self.parents.is_empty()
-    }
-
     /// Error 1452 unless every key of `row` without NULLs finds its parent row (which
     /// is then locked shared until the transaction ends). `old`: the row before an
     /// UPDATE — keys whose columns did not change are not checked again.
