@@ -768,6 +768,15 @@ fn min_max_by_index(input: &mut Box<Plan>, agg: &crate::plan::Agg) -> bool {
         return false;
     };
     let c = *c;
+    // MAX of a string read backwards meets the last of values its collation calls equal
+    // ('b', 'B'): MariaDB, and this plan's scan, keep the first one met, which a backward
+    // read cannot tell. (MIN reads forwards: the first is the first.)
+    if let Some(Plan::Scan { table, .. }) = scan_below(input) {
+        let ty = table.def.columns[c].ty;
+        if desc && ty.is_string() && !ty.is_binary() {
+            return false;
+        }
+    }
     // Only where the scan has no other index path (a selective filter stays cheaper).
     match scan_below(input) {
         Some(Plan::Scan {
