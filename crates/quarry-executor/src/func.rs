@@ -510,9 +510,11 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                             q
                         };
                         let r = q.saturating_mul(10i128.pow(k));
+                        // A DECIMAL stays one (its type says so: ROUND(ROUND(15.5, -1), 1)
+                        // shows 20.0, as in MariaDB).
                         match i64::try_from(r) {
-                            Ok(i) => Value::Int(i),
-                            Err(_) => Value::Decimal(Decimal::new(r, 0)),
+                            Ok(i) if !matches!(v(0), Value::Decimal(_)) => Value::Int(i),
+                            _ => Value::Decimal(Decimal::new(r, 0)),
                         }
                     }
                 }
