@@ -770,10 +770,16 @@ fn min_max_by_index(input: &mut Box<Plan>, agg: &crate::plan::Agg) -> bool {
     let c = *c;
     // MAX of a string read backwards meets the last of values its collation calls equal
     // ('b', 'B'): MariaDB, and this plan's scan, keep the first one met, which a backward
-    // read cannot tell. (MIN reads forwards: the first is the first.)
+    // read cannot tell — unless a unique key on the column leaves no two such values.
+    // (MIN reads forwards: the first is the first.)
     if let Some(Plan::Scan { table, .. }) = scan_below(input) {
         let ty = table.def.columns[c].ty;
-        if desc && ty.is_string() && !ty.is_binary() {
+        let unique = table
+            .def
+            .indexes
+            .iter()
+            .any(|ix| ix.unique && ix.columns == [c] && ix.prefix.iter().all(|&p| p == 0));
+        if desc && ty.is_string() && !ty.is_binary() && !unique {
             return false;
         }
     }
