@@ -443,3 +443,24 @@ fn the_embedded_shell_is_never_locked_out() {
         "and can make root again"
     );
 }
+
+#[test]
+fn lock_tables_needs_its_privilege_and_select() {
+    let (db, mut root) = setup("priv-lock-tables");
+    root.query("CREATE USER lv@localhost; GRANT LOCK TABLES ON db2.* TO lv@localhost")
+        .unwrap();
+    let mut ro = db.session("ro", "localhost");
+    assert_eq!(
+        err(&mut ro, "LOCK TABLES db1.t READ"),
+        "1044 Access denied for user 'ro'@'localhost' to database 'db1'"
+    );
+    let mut lv = db.session("lv", "localhost");
+    assert_eq!(
+        err(&mut lv, "LOCK TABLES db2.s READ"),
+        "1142 SELECT command denied to user 'lv'@'localhost' for table `db2`.`s`"
+    );
+    root.query("GRANT SELECT ON db2.s TO lv@localhost").unwrap();
+    let mut lv = db.session("lv", "localhost");
+    assert_eq!(err(&mut lv, "LOCK TABLES db2.s READ"), "ok");
+    assert_eq!(err(&mut lv, "UNLOCK TABLES"), "ok");
+}

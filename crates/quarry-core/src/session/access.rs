@@ -455,6 +455,15 @@ impl Session {
                 self.require_table(&db, table, p::ALTER, None)
             }
             Stmt::Flush { .. } => self.require_global(p::RELOAD),
+            // LOCK TABLES in the database (1044), and SELECT on each table (1142).
+            Stmt::LockTables(items) => {
+                for it in items {
+                    let db = self.require_db(it.db.as_deref())?;
+                    self.require_db_privs(&db, p::LOCK_TABLES)?;
+                    self.require_table(&db, &it.table, p::SELECT, None)?;
+                }
+                Ok(())
+            }
             Stmt::CreateUser { .. }
             | Stmt::AlterUser { .. }
             | Stmt::DropUser { .. }
