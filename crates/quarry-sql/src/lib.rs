@@ -304,8 +304,12 @@ const DELETE_IGNORE_HINT: &str = "QUARRY_IGNORE";
 /// `IGNORE`, which the parser does not take): dropped, and IGNORE kept as `UPDATE OR
 /// IGNORE` (the parser's conflict clause) or a `DELETE` hint (see [`delete_ignores`]).
 fn dml_modifiers(sql: &str) -> std::borrow::Cow<'_, str> {
-    let upper = sql.to_ascii_uppercase();
-    if !(upper.contains("IGNORE") || upper.contains("LOW_PRIORITY") || upper.contains("QUICK")) {
+    let holds = |w: &str| {
+        sql.as_bytes()
+            .windows(w.len())
+            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    if !(holds("IGNORE") || holds("LOW_PRIORITY") || holds("QUICK")) {
         return std::borrow::Cow::Borrowed(sql);
     }
     let Some((toks, words, mut out)) = for_rewrite(sql) else {
