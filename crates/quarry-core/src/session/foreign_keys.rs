@@ -8,7 +8,7 @@ use quarry_catalog::{foreign_key_index, FkAction, TableDef};
 use quarry_common::{Error, Result, SqlType, TypeKind};
 
 use quarry_executor::exec::collect;
-use quarry_executor::{Binder, SessionInfo};
+use quarry_executor::Binder;
 use quarry_sql::{ast, Stmt};
 
 use super::{Session, StmtSink};
@@ -34,9 +34,7 @@ fn compatible(a: SqlType, b: SqlType) -> bool {
 
 impl Session {
     fn fk_checks(&self) -> bool {
-        self.sys_var("foreign_key_checks")
-            .map(|v| v.to_i64() != 0)
-            .unwrap_or(true)
+        self.settings().foreign_key_checks
     }
 
     /// CREATE TABLE / ALTER TABLE: each FOREIGN KEY of `def` (to be table `name` of

@@ -328,6 +328,8 @@ struct Settings {
     statement_time: Option<Duration>,
     max_packet: usize,
     lock_timeout: Duration,
+    /// `lock_wait_timeout`: how long a statement waits for another session's LOCK TABLES.
+    lock_wait: Duration,
     isolation: Isolation,
     read_buffer: usize,
     agg_buffer: usize,
@@ -439,6 +441,7 @@ impl Session {
                 .then(|| Duration::from_secs_f64(secs.min(31_536_000.0))),
             max_packet: size("max_allowed_packet", 1024, 1 << 30, 16 << 20),
             lock_timeout: Duration::from_secs(size("innodb_lock_wait_timeout", 1, 86400, 50) as u64),
+            lock_wait: Duration::from_secs(size("lock_wait_timeout", 1, 31_536_000, 86400) as u64),
             isolation: match text("transaction_isolation").as_deref() {
                 Some("READ-COMMITTED") => Isolation::ReadCommitted,
                 Some("READ-UNCOMMITTED") => Isolation::ReadUncommitted,

@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use quarry_common::{Error, Result};
-use quarry_executor::SessionInfo;
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::{LockItem, Stmt};
 
@@ -58,12 +57,7 @@ fn exempt(db: &str) -> bool {
 
 impl Session {
     fn lock_wait(&self) -> Duration {
-        let secs = self
-            .sys_var("lock_wait_timeout")
-            .map(|v| v.to_i64())
-            .unwrap_or(86400)
-            .clamp(1, 31_536_000);
-        Duration::from_secs(secs as u64)
+        self.settings().lock_wait
     }
 
     fn table_ref(&self, name: &ast::ObjectName, alias: Option<String>) -> Result<TableRef> {
