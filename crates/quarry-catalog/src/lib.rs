@@ -339,9 +339,13 @@ pub struct Catalog {
     fk_parents: Mutex<Option<(u64, Arc<FkParents>)>>,
 }
 
-/// (parent database, parent table) → the (child database, child table, foreign key
-/// index) of each FOREIGN KEY naming it.
-type FkParents = std::collections::HashMap<(String, String), Vec<(String, String, usize)>>;
+/// Parent database → parent table → the (child database, child table, foreign key
+/// index) of each FOREIGN KEY naming it (looked up by `&str`, without allocating: every
+/// writing statement asks).
+type FkParents = std::collections::HashMap<
+    String,
+    std::collections::HashMap<String, Vec<(String, String, usize)>>,
+>;
 
 /// MariaDB's default `table_open_cache`.
 pub const TABLE_OPEN_CACHE: usize = 2000;
@@ -820,7 +824,9 @@ impl Catalog {
                     for (cdb, tables) in &st.dbs {
                         for (name, e) in tables {
                             for (i, fk) in e.def.foreign_keys.iter().enumerate() {
-                                m.entry((fk.parent_db(cdb).to_string(), fk.ref_table.clone()))
+                                m.entry(fk.parent_db(cdb).to_string())
+                                    .or_default()
+                                    .entry(fk.ref_table.clone())
                                     .or_default()
                                     .push((cdb.clone(), name.clone(), i));
                             }
@@ -832,7 +838,7 @@ impl Catalog {
                 }
             }
         };
-        let Some(list) = map.get(&(db.to_string(), table.to_string())) else {
+        let Some(list) = map.get(db).and_then(|t| t.get(table)) else {
             return vec![];
         };
         list.iter()
