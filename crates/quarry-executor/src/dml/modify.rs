@@ -164,77 +164,85 @@ pub(super) fn locked_rows(
     Ok(out)
 }
 
-/// A target row as it is now, locked: a cascade of this statement may have changed or
-/// deleted it (None) since it was selected.
-fn reread(entry: &Arc<TableEntry>, (id, row): Target) -> Result<Option<Target>> {
-    let now = quarry_txn::newest_reads(|| entry.handle.lock_row(id, row.unpack(), true))?;
-    Ok(now.map(|(id, r)| (id, PackedRow::pack(&r))))
-}
-
 /// Under IGNORE, whether a refused row may just be left: no key of the table cascades
 /// (a cascade made before the refusal would stay).
 fn ignorable(ctx: &ExecCtx, fks: &ForeignKeys) -> bool {
     ctx.ignoring.get() && !fks.cascades()
 }
 
-/// How a change of rows records its undo: in the rows' own list, which becomes the
-/// record at the end (a statement changing millions of rows holds one list, not two);
-/// or row by row as each is changed, in order with the records of the cascades it makes
-/// (`per_row`: a cascade may come back to this table, and its rows are read anew).
-struct UndoList {
+/// The rows a change goes through, and how it records its undo: in the rows' own list,
+/// which becomes the record at the end (a statement changing millions of rows holds one
+/// list, not two); or row by row as each is changed, in order with the records of the
+/// cascades it makes (`per_row`: a cascade may come back to this table, and each row is
+/// then read again before it is changed).
+struct Changing<'a> {
+    entry: &'a Arc<TableEntry>,
+    rows: Vec<Target>,
+    deleted: bool,
     per_row: bool,
     /// `rows[..done]`: the rows changed so far, where they are now (batched).
     done: usize,
 }
 
-impl UndoList {
-    fn new(fks: Option<&ForeignKeys>) -> UndoList {
-        UndoList {
+impl<'a> Changing<'a> {
+    fn new(
+        entry: &'a Arc<TableEntry>,
+        rows: Vec<Target>,
+        deleted: bool,
+        fks: Option<&ForeignKeys>,
+    ) -> Changing<'a> {
+        Changing {
+            entry,
+            rows,
+            deleted,
             per_row: fks.is_some_and(ForeignKeys::may_change_own_rows),
             done: 0,
         }
     }
 
-    /// `rows[i]` was changed and is now at `id`.
-    fn changed(
-        &mut self,
-        rows: &mut [Target],
-        i: usize,
-        id: RowId,
-        deleted: bool,
-        entry: &Arc<TableEntry>,
-        ctx: &ExecCtx,
-    ) {
+    /// Row `i` as it is now and locked; None when a cascade of this statement deleted it.
+    fn row(&mut self, i: usize, ctx: &ExecCtx) -> Result<Option<Target>> {
+        ctx.tick()?;
         if self.per_row {
-            ctx.undo_change(entry, deleted, id, rows[i].1.clone());
+            let (id, row) = &self.rows[i];
+            let now =
+                quarry_txn::newest_reads(|| self.entry.handle.lock_row(*id, row.unpack(), true))?;
+            match now {
+                Some((id, r)) => self.rows[i] = (id, PackedRow::pack(&r)),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(self.rows[i].clone()))
+    }
+
+    /// Row `i` was changed and is now at `id`.
+    fn changed(&mut self, i: usize, id: RowId, ctx: &ExecCtx) {
+        if self.per_row {
+            ctx.undo_change(self.entry, self.deleted, id, self.rows[i].1.clone());
         } else {
-            rows.swap(self.done, i);
-            rows[self.done].0 = id;
+            self.rows.swap(self.done, i);
+            self.rows[self.done].0 = id;
         }
         self.done += 1;
     }
 
     /// The batched record, whether the change ended or failed part-way (the session then
-    /// undoes it).
-    fn finish(
-        self,
-        mut rows: Vec<Target>,
-        deleted: bool,
-        entry: &Arc<TableEntry>,
-        ctx: &ExecCtx,
-    ) -> u64 {
+    /// undoes it); how many rows changed.
+    fn finish(self, ctx: &ExecCtx) -> u64 {
+        let n = self.done as u64;
         if !self.per_row {
+            let mut rows = self.rows;
             rows.truncate(self.done);
             if !rows.is_empty() {
-                let u = if deleted {
-                    Undo::Deleted(entry.clone(), rows)
+                let u = if self.deleted {
+                    Undo::Deleted(self.entry.clone(), rows)
                 } else {
-                    Undo::Updated(entry.clone(), rows)
+                    Undo::Updated(self.entry.clone(), rows)
                 };
                 ctx.undo.borrow_mut().push(u);
             }
         }
-        self.done as u64
+        n
     }
 }
 
@@ -242,23 +250,18 @@ impl UndoList {
 /// many cascades led here); returns how many went.
 pub(super) fn delete_rows(
     entry: &Arc<TableEntry>,
-    mut rows: Vec<Target>,
+    rows: Vec<Target>,
     fks: Option<&ForeignKeys>,
     returning: Option<&Returning>,
     depth: usize,
     ctx: &ExecCtx,
 ) -> Result<u64> {
-    let mut undo = UndoList::new(fks);
+    let mut c = Changing::new(entry, rows, true, fks);
     let r = (|| -> Result<()> {
-        for i in 0..rows.len() {
-            ctx.tick()?;
-            if undo.per_row {
-                match reread(entry, rows[i].clone())? {
-                    Some(t) => rows[i] = t,
-                    None => continue,
-                }
-            }
-            let (id, row) = (rows[i].0, rows[i].1.clone());
+        for i in 0..c.rows.len() {
+            let Some((id, row)) = c.row(i, ctx)? else {
+                continue;
+            };
             if fks.is_some() || returning.is_some() {
                 let old = row.unpack();
                 if let Some(f) = fks {
@@ -277,11 +280,11 @@ pub(super) fn delete_rows(
                 }
             }
             entry.handle.delete_known(id, &row)?;
-            undo.changed(&mut rows, i, id, true, entry, ctx);
+            c.changed(i, id, ctx);
         }
         Ok(())
     })();
-    let n = undo.finish(rows, true, entry, ctx);
+    let n = c.finish(ctx);
     r.map(|_| n)
 }
 
@@ -292,7 +295,7 @@ pub(super) fn delete_rows(
 #[allow(clippy::too_many_arguments)]
 pub(super) fn update_rows(
     entry: &Arc<TableEntry>,
-    mut rows: Vec<Target>,
+    rows: Vec<Target>,
     assign: &mut Assign,
     checks: Option<&Checks>,
     fks: Option<&ForeignKeys>,
@@ -300,17 +303,12 @@ pub(super) fn update_rows(
     depth: usize,
     ctx: &ExecCtx,
 ) -> Result<u64> {
-    let mut undo = UndoList::new(fks);
+    let mut c = Changing::new(entry, rows, false, fks);
     let r = (|| -> Result<()> {
-        for i in 0..rows.len() {
-            ctx.tick()?;
-            if undo.per_row {
-                match reread(entry, rows[i].clone())? {
-                    Some(t) => rows[i] = t,
-                    None => continue,
-                }
-            }
-            let (id, packed) = (rows[i].0, rows[i].1.clone());
+        for i in 0..c.rows.len() {
+            let Some((id, packed)) = c.row(i, ctx)? else {
+                continue;
+            };
             let old = packed.unpack();
             let Some(new) = assign(&old, i)? else {
                 continue;
@@ -344,11 +342,11 @@ pub(super) fn update_rows(
                 }
                 r => r?,
             };
-            undo.changed(&mut rows, i, nid, false, entry, ctx);
+            c.changed(i, nid, ctx);
         }
         Ok(())
     })();
-    let n = undo.finish(rows, false, entry, ctx);
+    let n = c.finish(ctx);
     r.map(|_| n)
 }
 
