@@ -155,15 +155,6 @@ impl Collation {
         }
     }
 
-    /// Bytes a character takes at the most in its character set.
-    pub fn max_bytes(self) -> u32 {
-        match self.charset() {
-            "utf8mb4" => 4,
-            "utf8mb3" => 3,
-            _ => 1,
-        }
-    }
-
     /// The character set's default collation.
     pub fn is_default(self) -> bool {
         Collation::default_of(self.charset()) == Some(self)
@@ -331,10 +322,6 @@ impl Collation {
             }
         }
         Ordering::Equal
-    }
-
-    pub fn eq(self, a: &str, b: &str) -> bool {
-        self.cmp(a, b) == Ordering::Equal
     }
 
     /// Append `s`'s sort key: equal keys ⇔ equal strings, and keys order as the strings
