@@ -5,6 +5,8 @@ fail. A statement that failed must have changed nothing (it used to commit anywa
 retry then hit 1062); once space returns the server serves on without a restart, and
 after a kill -9 every acknowledged row is there and CHECK TABLE passes.
 
+Then a large UPDATE runs out of space mid-way (`big_rollback`).
+
 usage: full_disk.py BIN   (needs root to mount a tmpfs; says so and exits 0 otherwise)
 """
 
@@ -40,6 +42,40 @@ def start(binary, datadir, log):
     sys.exit("server did not start; see " + log)
 
 
+class Tmpfs:
+    """A tmpfs of `size` for one scenario's datadir, with a scratch folder for the server
+    log; the server started in it is killed and both are removed at the end. `mounted`
+    is false where no tmpfs can be mounted (not root)."""
+
+    def __init__(self, size):
+        self.mnt = tempfile.mkdtemp(prefix="quarry-full-")
+        self.tmp = tempfile.mkdtemp(prefix="quarry-full-in-")
+        self.mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                                       self.mnt], stderr=subprocess.DEVNULL).returncode == 0
+        self.proc = None
+
+    def start(self, binary):
+        self.proc, c = start(binary, os.path.join(self.mnt, "data"),
+                             os.path.join(self.tmp, "server.log"))
+        return c.cursor()
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.mounted:
+            subprocess.run(["umount", self.mnt], stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.mnt, ignore_errors=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 def rows(b):
     return [(b * BATCH + i, "x" * 150, i) for i in range(BATCH)]
 
@@ -61,18 +97,11 @@ def count(cur, table, b):
 
 def main():
     binary = sys.argv[1]
-    mnt = tempfile.mkdtemp(prefix="quarry-full-")
-    tmp = tempfile.mkdtemp(prefix="quarry-full-in-")
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mnt],
-                      stderr=subprocess.DEVNULL).returncode != 0:
-        print("     full disk: cannot mount a tmpfs here (not root?): skipped")
-        return 0
-    log = os.path.join(tmp, "server.log")
-    datadir = os.path.join(mnt, "data")
-    proc = None
-    try:
-        proc, c = start(binary, datadir, log)
-        cur = c.cursor()
+    with Tmpfs("48m") as fs:
+        if not fs.mounted:
+            print("     full disk: cannot mount a tmpfs here (not root?): skipped")
+            return 0
+        cur = fs.start(binary)
         cur.execute("CREATE DATABASE f")
         cur.execute("CREATE TABLE f.r (id INT PRIMARY KEY, pad VARCHAR(200), k INT, KEY (k))")
         cur.execute("CREATE TABLE f.c (id INT PRIMARY KEY, pad VARCHAR(200), k INT) ENGINE=COLUMN")
@@ -81,7 +110,7 @@ def main():
         for b in range(2000):
             table = "f.r" if b % 2 == 0 else "f.c"
             try:
-                insert(cur, table, b, tmp)
+                insert(cur, table, b, fs.tmp)
                 ok[table].append(b)
             except pymysql.err.MySQLError as e:
                 if e.args[0] not in (1021, 1030):
@@ -96,15 +125,13 @@ def main():
                 if count(cur, table, b) != 0:
                     sys.exit(f"{table} batch {b} failed, yet its rows are there")
         # Space returns: the same server takes the failed batches (no duplicates).
-        subprocess.run(["mount", "-o", "remount,size=512m", mnt], check=True)
+        subprocess.run(["mount", "-o", "remount,size=512m", fs.mnt], check=True)
         for table, bs in failed.items():
             for b in bs:
-                insert(cur, table, b, tmp)
+                insert(cur, table, b, fs.tmp)
                 ok[table].append(b)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc, c = start(binary, datadir, log)
-        cur = c.cursor()
+        fs.kill()
+        cur = fs.start(binary)
         for table, bs in ok.items():
             cur.execute(f"SELECT count(*) FROM {table}")
             n = cur.fetchone()[0]
@@ -118,14 +145,69 @@ def main():
               f"tmpfs changed nothing; {sum(len(v) for v in ok.values())} acknowledged batches all "
               f"there after space returned and a kill -9")
         return 0
-    finally:
-        if proc and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
-        shutil.rmtree(mnt, ignore_errors=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def big_rollback(binary):
+    """An UPDATE of 210 000 rows that runs out of space mid-way fails with 1021 and rolls
+    back promptly, reads answer meanwhile with the old values, and once space returns the
+    server writes again and a kill -9 loses nothing. Its rollback used to try writing the
+    buffered log (tens of megabytes into no space) at every row it restored — minutes —
+    and reads failed with 1021 after it."""
+    with Tmpfs("320m") as fs:
+        if not fs.mounted:
+            return "skipped"
+        cur = fs.start(binary)
+        cur.execute("CREATE DATABASE g")
+        cur.execute("CREATE TABLE g.n (a INT PRIMARY KEY)")
+        cur.execute("INSERT INTO g.n VALUES " + ",".join(f"({i})" for i in range(1000)))
+        cur.execute("CREATE TABLE g.big (id INT PRIMARY KEY, pad VARCHAR(200))")
+        cur.execute("INSERT INTO g.big SELECT a.a * 1000 + b.a, REPEAT('p', 180) "
+                    "FROM g.n a, g.n b WHERE a.a < 210")
+        # Leave 40 MB: the UPDATE needs about 100 MB of log.
+        st = os.statvfs(fs.mnt)
+        free = st.f_bavail * st.f_frsize
+        if free < 60 << 20:
+            return f"only {free >> 20} MB free after loading the table"
+        filler = os.path.join(fs.mnt, "filler")
+        fd = os.open(filler, os.O_CREAT | os.O_WRONLY)
+        os.posix_fallocate(fd, 0, free - (40 << 20))
+        os.close(fd)
+        want = (210000, 210000 * 180)
+        t0 = time.time()
+        try:
+            cur.execute("UPDATE g.big SET pad = CONCAT(pad, 'u')")
+            return "the UPDATE of every row succeeded with 40 MB free"
+        except pymysql.err.MySQLError as e:
+            if e.args[0] != 1021:
+                return f"the UPDATE on the full disk: unexpected error {e}"
+        took = time.time() - t0
+        if took > 60:
+            return f"the UPDATE refused on the full disk took {took:.0f} s to roll back"
+        cur.execute("SELECT count(*), sum(length(pad)) FROM g.big")
+        got = cur.fetchone()
+        if got != want:
+            return f"after the refused UPDATE g.big holds {got}, not {want}"
+        os.remove(filler)
+        cur.execute("DELETE FROM g.big WHERE id < 1000")
+        fs.kill()
+        cur = fs.start(binary)
+        cur.execute("SELECT count(*), sum(length(pad)) FROM g.big")
+        got = cur.fetchone()
+        if got != (209000, 209000 * 180):
+            return f"after space returned, a DELETE and a kill -9 g.big holds {got}"
+        cur.execute("CHECK TABLE g.big")
+        r = cur.fetchall()
+        if r[-1][3] != "OK":
+            return f"CHECK TABLE g.big: {r}"
+        print(f"     full disk: an UPDATE of 210 000 rows refused mid-way rolled back in "
+              f"{took:.1f} s; reads went on; writes resumed when space returned")
+        return None
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    if rc:
+        sys.exit(rc)
+    failure = big_rollback(sys.argv[1])
+    if failure and failure != "skipped":
+        sys.exit(failure)

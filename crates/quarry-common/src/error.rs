@@ -119,6 +119,10 @@ impl Error {
             format!("Got error {e} from storage engine ({context})"),
         )
     }
+    /// The disk had no space for a write (ENOSPC: 1021).
+    pub fn is_disk_full(&self) -> bool {
+        self.code == 1021
+    }
     pub fn db_access_denied(user: &str, host: &str, db: &str) -> Error {
         Error::new(
             1044,

@@ -1396,6 +1396,7 @@ impl Table for RowTable {
     }
 
     fn insert_noted(&self, row: Row, note: &mut dyn FnMut(RowId)) -> Result<RowId> {
+        self.file.admit()?;
         let mut st = self.state.lock();
         self.check_unique(&row, None)?;
         self.mark_dirty(&mut st)?;
@@ -1450,6 +1451,7 @@ impl Table for RowTable {
     }
 
     fn update_noted(&self, id: RowId, row: Row, note: &mut dyn FnMut(RowId)) -> Result<RowId> {
+        self.file.admit()?;
         let mut st = self.state.lock();
         let (slot, old) = self.read_record(&mut st, id)?;
         self.check_unique(&row, Some(id))?;
@@ -1466,9 +1468,6 @@ impl Table for RowTable {
             .filter(|(_, before, after)| moves || before != after)
             .collect();
         let with_id = |key: &[u8], id: RowId| [key, &id.to_be_bytes()].concat();
-        for (n, before, _) in &changed {
-            self.trees[*n].delete(&with_id(before, id))?;
-        }
         let new_id = if moves {
             self.mark_deleted(&mut st, id, slot)?;
             let (off, nslot) = self.alloc(&mut st, len as u32);
@@ -1479,8 +1478,8 @@ impl Table for RowTable {
             self.write_record(&mut st, id, slot, len)?;
             id
         };
-        for (n, _, after) in &changed {
-            self.trees[*n].insert(&with_id(after, new_id))?;
+        for (n, before, after) in &changed {
+            self.trees[*n].replace(&with_id(before, id), &with_id(after, new_id))?;
         }
         for s in st.side.iter_mut() {
             if new_id != id || old[s.col] != row[s.col] {
@@ -1495,6 +1494,7 @@ impl Table for RowTable {
     }
 
     fn delete(&self, id: RowId) -> Result<()> {
+        self.file.admit()?;
         let mut st = self.state.lock();
         let (slot, old) = self.read_record(&mut st, id)?;
         self.mark_dirty(&mut st)?;

@@ -292,9 +292,33 @@ impl LoggedFile {
         let over = p.bytes > PENDING_LIMIT;
         drop(p);
         if over {
-            self.inner.write_out(true)?;
+            // The write is done (logged, kept pending). When the log cannot be written
+            // (a full disk) it stays in memory: failing here would leave the caller's
+            // change half made. Writers are refused before they start instead (`admit`).
+            let _ = self.inner.write_out(true);
         }
         Ok(())
+    }
+
+    /// Refuse a change before it is made while the log cannot be written (a full disk),
+    /// so a statement fails there instead of growing in memory for a COMMIT that would
+    /// find no space either (and a rollback that would need as much again). A rollback
+    /// is never refused: it must finish.
+    pub fn admit(&self) -> Result<()> {
+        let Some(wal) = &self.inner.wal else {
+            return Ok(());
+        };
+        if Wal::is_rolling_back() {
+            return Ok(());
+        }
+        if wal.short_of_space() {
+            // A probe of what waits: cheap when the disk is still full.
+            wal.flush_to(wal.next_lsn(), false)?;
+        }
+        if self.inner.pend.lock().bytes <= PENDING_LIMIT {
+            return Ok(());
+        }
+        self.inner.write_out(true).map(|_| ())
     }
 
     /// Shrink the file to `len`. With a log this commits the open transaction (TRUNCATE

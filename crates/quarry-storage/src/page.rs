@@ -297,6 +297,14 @@ impl NodeMut<'_> {
         true
     }
 
+    /// Overwrite the key of leaf cell `i` with one of the same length that keeps the
+    /// order.
+    pub fn set_leaf_key(&mut self, i: usize, key: &[u8]) {
+        let at = self.view().cell(i);
+        debug_assert!(self.view().is_leaf() && get16(self.0, at) == key.len());
+        self.0[at + 2..at + 2 + key.len()].copy_from_slice(key);
+    }
+
     /// Remove cell `i`; its bytes become dead space.
     pub fn remove(&mut self, i: usize) {
         let v = self.view();

@@ -74,6 +74,8 @@ const UNSYNCED_LIMIT: usize = 16 << 20;
 /// The first LSN of a new log (0 means "none").
 const FIRST_LSN: Lsn = 16;
 const HDR: usize = 17;
+/// Bytes written first, alone, while the disk is short of space (`short_of_space`).
+const SPACE_PROBE: usize = 64 << 10;
 /// Appenders write the log buffer out themselves past this size.
 const BUFFER_LIMIT: usize = 16 << 20;
 /// Disk space is reserved for the log this far ahead of the COMMIT that needs it (less
@@ -156,6 +158,17 @@ pub struct Recovery {
 thread_local! {
     /// The transaction this thread's log records belong to (0: none).
     static THREAD_TXN: Cell<TxnId> = const { Cell::new(0) };
+    /// This thread is undoing changes (`Wal::rolling_back`).
+    static ROLLING_BACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// While alive, this thread's changes undo earlier ones (see `Wal::rolling_back`).
+pub struct RollingBack(bool);
+
+impl Drop for RollingBack {
+    fn drop(&mut self) {
+        ROLLING_BACK.set(self.0);
+    }
 }
 
 struct Appender {
@@ -253,6 +266,11 @@ pub struct Wal {
     reserved: AtomicU64,
     control_seq: AtomicU64,
     stop: AtomicBool,
+    /// Writing past the reserved space last failed for lack of space: the next flush
+    /// first writes a small probe of what is waiting, and tries the rest only once that
+    /// went through. A rollback on a full disk flushes at every row it restores; writing
+    /// the same tens of megabytes into no space each time made it take minutes.
+    short_of_space: AtomicBool,
     pub stats: WalStats,
 }
 
@@ -468,6 +486,7 @@ impl Wal {
             files: Mutex::new(Vec::new()),
             pending: Mutex::new(Vec::new()),
             policy: AtomicU8::new(FlushPolicy::EachCommit as u8),
+            short_of_space: AtomicBool::new(false),
             checkpoint_bytes: AtomicU64::new(96 << 20),
             checkpointing: Mutex::new(()),
             held: Mutex::new(HashSet::new()),
@@ -725,6 +744,23 @@ impl Wal {
         THREAD_TXN.get()
     }
 
+    /// Whether the last write of the log past its reserved space failed for lack of
+    /// space (until a write succeeds).
+    pub fn short_of_space(&self) -> bool {
+        self.short_of_space.load(Ordering::Acquire)
+    }
+
+    /// Mark this thread as rolling back until the guard drops: its changes are never
+    /// refused for want of log space (`LoggedFile::admit`), since a rollback left half
+    /// done would leave half-undone rows.
+    pub fn rolling_back() -> RollingBack {
+        RollingBack(ROLLING_BACK.replace(true))
+    }
+
+    pub fn is_rolling_back() -> bool {
+        ROLLING_BACK.get()
+    }
+
     /// Whether `txn` is still open (neither committed nor aborted), or held open for
     /// the engines by [`Wal::hold`].
     pub fn txn_open(&self, txn: TxnId) -> bool {
@@ -902,12 +938,31 @@ impl Wal {
         // With nothing unsynced before them, the bytes themselves become the unsynced
         // copy (moved, not copied: a 100 MB record is not held twice).
         let take = w.unsynced.is_empty();
-        for part in [&bytes[..safe], &bytes[safe..]] {
+        let probe = if self.short_of_space.load(Ordering::Acquire) {
+            (safe + SPACE_PROBE).min(bytes.len())
+        } else {
+            safe
+        };
+        let parts = [
+            (false, &bytes[..safe]),
+            (true, &bytes[safe..probe]),
+            (true, &bytes[probe..]),
+        ];
+        for (unreserved, part) in parts {
+            if part.is_empty() {
+                continue;
+            }
             let (wrote, e) = self.write_segments(&mut w, part, start + done as u64, !take);
             done += wrote;
-            if e.is_some() {
-                err = e;
+            if let Some(e) = e {
+                if unreserved && e.is_disk_full() {
+                    self.short_of_space.store(true, Ordering::Release);
+                }
+                err = Some(e);
                 break;
+            }
+            if unreserved {
+                self.short_of_space.store(false, Ordering::Release);
             }
         }
         if take && done > 0 {
@@ -954,7 +1009,7 @@ impl Wal {
         }
         let step = (segment_bytes() / 8).clamp(4096, RESERVE_STEP);
         match self.allocate_to(&mut w, upto + step) {
-            Err(e) if e.code == 1021 => self.allocate_to(&mut w, upto),
+            Err(e) if e.is_disk_full() => self.allocate_to(&mut w, upto),
             r => r,
         }
     }

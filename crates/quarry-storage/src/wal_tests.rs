@@ -171,6 +171,18 @@ fn btree_pages_recover_to_the_committed_keys() {
                             tree.delete(&first).unwrap();
                             t.remove(&first);
                         }
+                    } else if next().is_multiple_of(4) {
+                        // A moved row's entry: the same key and length, another row id
+                        // (rewritten in place when it keeps its slot).
+                        if let Some(first) = t.range(k.clone()..).next().cloned() {
+                            let mut by = first.clone();
+                            by[19] ^= 1;
+                            if !t.contains(&by) {
+                                tree.replace(&first, &by).unwrap();
+                                t.remove(&first);
+                                t.insert(by);
+                            }
+                        }
                     } else if t.insert(k.clone()) {
                         tree.insert(&k).unwrap();
                     }
@@ -203,7 +215,13 @@ fn btree_pages_recover_to_the_committed_keys() {
                     let k = key(next() % 5000 + 7);
                     if next().is_multiple_of(2) {
                         if let Some(first) = model.range(k.clone()..).next() {
-                            tree.delete(first).unwrap();
+                            if next().is_multiple_of(3) {
+                                let mut by = first.clone();
+                                by[19] ^= 1;
+                                tree.replace(first, &by).unwrap();
+                            } else {
+                                tree.delete(first).unwrap();
+                            }
                         }
                     } else {
                         tree.insert(&k).unwrap();

@@ -119,6 +119,7 @@ impl Session {
         };
         let _g = quarry_txn::enter(ctx);
         quarry_storage::Wal::set_thread_txn(self.wal_txn);
+        let _undoing = quarry_storage::Wal::rolling_back();
         undo_ops(ops)
     }
 
