@@ -713,6 +713,14 @@ impl Value {
         }
     }
 
+    /// [`Value::total_cmp`] with strings compared under `coll`.
+    pub fn total_cmp_in(&self, other: &Value, coll: crate::Collation) -> Ordering {
+        match (self, other) {
+            (Value::Str(a), Value::Str(b)) if !coll.is_plain() => coll.cmp(a, b),
+            _ => self.total_cmp(other),
+        }
+    }
+
     /// Append a key such that equal keys ⇔ values equal under grouping (collation-aware).
     pub fn hash_key(&self, out: &mut Vec<u8>) {
         match self {
@@ -766,6 +774,21 @@ impl Value {
                 out.push(6);
                 out.extend_from_slice(&t.to_le_bytes());
             }
+        }
+    }
+
+    /// [`Value::hash_key`] with strings compared under `coll`: a collation other than the
+    /// plain one keys a string by its sort key (length-prefixed, under a tag of its own).
+    pub fn hash_key_in(&self, coll: crate::Collation, out: &mut Vec<u8>) {
+        match self {
+            Value::Str(s) if !coll.is_plain() => {
+                let mut k = Vec::with_capacity(s.len() * 2);
+                coll.key(s, &mut k);
+                out.push(8);
+                out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+                out.extend_from_slice(&k);
+            }
+            _ => self.hash_key(out),
         }
     }
 

@@ -45,14 +45,14 @@ impl ColumnTable {
                     live.iter()
                         .zip(self.materialize(seg, &live, &ix.columns, &mut chunks)?)
                 {
-                    if let Some(k) = unique_key(ix, &row) {
+                    if let Some(k) = unique_key(&self.schema, ix, &row) {
                         keyed += 1;
                         wrong |= map.get(&k) != Some(&seg.id(pos as usize));
                     }
                 }
             }
             for (id, row) in st.delta.iter() {
-                if let Some(k) = unique_key(ix, row) {
+                if let Some(k) = unique_key(&self.schema, ix, row) {
                     keyed += 1;
                     wrong |= map.get(&k) != Some(id);
                 }

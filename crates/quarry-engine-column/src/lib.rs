@@ -592,7 +592,7 @@ impl ColumnTable {
             while let Some(b) = cursor.next_batch()? {
                 for (id, row) in b.ids.iter().zip(&b.rows) {
                     for (ix, map) in self.schema.indexes.iter().zip(maps.iter_mut()) {
-                        if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+                        if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
                             if map.insert(k, *id).is_some() {
                                 return Err(Error::corrupt(format!(
                                     "{}: duplicate key in unique index {}",
@@ -905,7 +905,7 @@ impl ColumnTable {
 
     fn check_unique(&self, st: &State, row: &Row, ignore: Option<RowId>) -> Result<()> {
         for (ix, map) in self.schema.indexes.iter().zip(&st.unique) {
-            if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+            if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
                 if map.get(&k).is_some_and(|&id| Some(id) != ignore) {
                     return Err(duplicate(ix, row));
                 }
@@ -916,7 +916,7 @@ impl ColumnTable {
 
     fn unique_add(&self, st: &mut State, row: &Row, id: RowId) {
         for (ix, map) in self.schema.indexes.iter().zip(st.unique.iter_mut()) {
-            if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+            if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
                 map.insert(k, id);
             }
         }
@@ -924,7 +924,7 @@ impl ColumnTable {
 
     fn unique_remove(&self, st: &mut State, row: &Row, id: RowId) {
         for (ix, map) in self.schema.indexes.iter().zip(st.unique.iter_mut()) {
-            if let (Some(map), Some(k)) = (map, unique_key(ix, row)) {
+            if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
                 if map.get(&k) == Some(&id) {
                     map.remove(&k);
                 }
@@ -1315,19 +1315,21 @@ fn encode_row(schema: &TableSchema, row: &Row) -> Vec<u8> {
     out
 }
 
-/// The key of `row` in a unique index as grouping compares it (NULL: no key).
-fn unique_key(ix: &IndexSchema, row: &Row) -> Option<Vec<u8>> {
+/// The key of `row` in a unique index as grouping compares it under each column's
+/// collation (NULL: no key).
+fn unique_key(schema: &TableSchema, ix: &IndexSchema, row: &Row) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(16);
     for (&c, &p) in ix.columns.iter().zip(&ix.prefix) {
+        let coll = schema.columns[c].ty.coll;
         match &row[c] {
             Value::Null => return None,
             Value::Str(s) if p > 0 => {
-                Value::Str(s.chars().take(p as usize).collect()).hash_key(&mut out)
+                Value::Str(s.chars().take(p as usize).collect()).hash_key_in(coll, &mut out)
             }
             Value::Bytes(b) if p > 0 => {
                 Value::Bytes(b.iter().take(p as usize).copied().collect()).hash_key(&mut out)
             }
-            v => v.hash_key(&mut out),
+            v => v.hash_key_in(coll, &mut out),
         }
     }
     Some(out)
@@ -1574,7 +1576,7 @@ impl Table for ColumnTable {
                 }
                 let found = {
                     let st = self.state.lock();
-                    unique_key(ix, &row)
+                    unique_key(&self.schema, ix, &row)
                         .and_then(|k| st.unique[scan.index].as_ref()?.get(&k).copied())
                 };
                 if let Some(id) = found {

@@ -771,7 +771,7 @@ fn check_finds_unique_key_entries_that_do_not_match_the_rows() {
     t.delete(gone).unwrap();
     assert_eq!(t.check().unwrap(), Vec::<String>::new());
 
-    let key = |k: i64| unique_key(&t.schema.indexes[0], &vec![Value::Int(k)]).unwrap();
+    let key = |k: i64| unique_key(&t.schema, &t.schema.indexes[0], &vec![Value::Int(k)]).unwrap();
     let wrong = vec!["unique key PRIMARY points at a wrong row".to_string()];
     let id7 = t.state.lock().unique[0]
         .as_mut()

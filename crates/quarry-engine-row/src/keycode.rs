@@ -1,6 +1,6 @@
 //! Memcomparable index keys: column values encoded so that comparing the bytes compares
-//! the values as SQL does — NULL first, numbers by value, strings by the case- and
-//! trailing-space-insensitive collation, dates chronologically. An index entry is the
+//! the values as SQL does — NULL first, numbers by value, strings by their column's
+//! collation (the plain one as `collate_key` keys it), dates chronologically. An index entry is the
 //! encoded key followed by the 8-byte big-endian row id, which makes every entry distinct
 //! and lets a B+tree order entries with plain `memcmp`.
 //!
@@ -84,8 +84,11 @@ pub fn encode_value(v: &Value, ty: &SqlType, prefix: u32, out: &mut Vec<u8>) {
                 TypeKind::Binary | TypeKind::VarBinary | TypeKind::Blob
             ) {
                 k.extend_from_slice(s.as_bytes());
-            } else {
+            } else if ty.coll.is_plain() {
                 collate_key(s, &mut k);
+            } else {
+                // The column's own collation: a utf8mb4_bin key tells 'X' from 'x'.
+                ty.coll.key(s, &mut k);
             }
             push_terminated(&k, out);
         }

@@ -302,6 +302,15 @@ pub fn run_subquery(sub: &SubQuery, row: &[Value], ctx: &ExecCtx) -> Result<Rc<V
     Ok(rows)
 }
 
+/// A group value's key: under the collation its GROUP BY expression carries
+/// (`Expr::Collate`, bind/collation.rs), else as plain values group.
+pub(crate) fn group_key(g: &Expr, v: &Value, out: &mut Vec<u8>) {
+    match g {
+        Expr::Collate(_, c) => v.hash_key_in(*c, out),
+        _ => v.hash_key(out),
+    }
+}
+
 pub(crate) fn key_of(
     exprs: &[Expr],
     row: &[Value],
@@ -1173,10 +1182,10 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 Ok(left > 0)
             })?
         }
-        Plan::Distinct { input, keys } => {
+        Plan::Distinct { input, keys, colls } => {
             let key = |r: &Row, k: &mut Vec<u8>| {
-                for v in &r[..(*keys).min(r.len())] {
-                    v.hash_key(k);
+                for (i, v) in r[..(*keys).min(r.len())].iter().enumerate() {
+                    v.hash_key_in(colls.get(i).copied().unwrap_or_default(), k);
                 }
             };
             crate::distinct::distinct(&mut |f| run(input, ctx, f), &key, ctx, 0, sink)?;
@@ -1199,7 +1208,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             })?;
             sorter.finish(BATCH_ROWS, sink)?;
         }
-        Plan::Union { inputs, all } => {
+        Plan::Union { inputs, all, colls } => {
             // Each input runs while the sink wants more.
             let mut feed = |f: &mut Sink| -> Result<()> {
                 let mut go = true;
@@ -1217,7 +1226,11 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             if *all {
                 feed(sink)?;
             } else {
-                let key = |r: &Row, k: &mut Vec<u8>| r.iter().for_each(|v| v.hash_key(k));
+                let key = |r: &Row, k: &mut Vec<u8>| {
+                    for (i, v) in r.iter().enumerate() {
+                        v.hash_key_in(colls.get(i).copied().unwrap_or_default(), k);
+                    }
+                };
                 crate::distinct::distinct(&mut feed, &key, ctx, 0, sink)?;
             }
         }
@@ -1388,7 +1401,7 @@ fn aggregate(
             let mut gv = Vec::with_capacity(group.len());
             for g in group {
                 let v = g.eval(&r, ctx)?;
-                v.hash_key(&mut k);
+                group_key(g, &v, &mut k);
                 gv.push(v);
             }
             let gi = match index.get(&k) {
@@ -1561,7 +1574,10 @@ impl AggState {
                 let replace = match cur {
                     None => true,
                     Some(c) => {
-                        let o = v.total_cmp(c);
+                        let o = match a.args.first() {
+                            Some(Expr::Collate(_, k)) => v.total_cmp_in(c, *k),
+                            _ => v.total_cmp(c),
+                        };
                         (a.func == AggFunc::Min && o == std::cmp::Ordering::Less)
                             || (a.func == AggFunc::Max && o == std::cmp::Ordering::Greater)
                     }

@@ -8,7 +8,7 @@ use quarry_common::Value;
 
 use crate::bind::columns_used;
 use crate::exec::ScanHow;
-use crate::expr::{BinOp, Expr, SubQuery, UnOp};
+use crate::expr::{Expr, SubQuery, UnOp};
 use crate::optimize::{access_estimate, estimate_rows, key_bytes, rows_per_key};
 use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
@@ -112,29 +112,7 @@ pub fn expr_text(e: &Expr, names: &[String]) -> String {
             UnOp::BitNot => format!("~{}", t(a)),
         },
         Expr::Bin(op, a, b) => {
-            let o = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div => "/",
-                BinOp::IntDiv => "DIV",
-                BinOp::Mod => "%",
-                BinOp::Eq => "=",
-                BinOp::NullSafeEq => "<=>",
-                BinOp::Ne => "<>",
-                BinOp::Lt => "<",
-                BinOp::Le => "<=",
-                BinOp::Gt => ">",
-                BinOp::Ge => ">=",
-                BinOp::And => "and",
-                BinOp::Or => "or",
-                BinOp::Xor => "xor",
-                BinOp::BitAnd => "&",
-                BinOp::BitOr => "|",
-                BinOp::BitXor => "^",
-                BinOp::Shl => "<<",
-                BinOp::Shr => ">>",
-            };
+            let o = op.symbol();
             format!("({} {o} {})", t(a), t(b))
         }
         Expr::IsNull(a, neg) => format!("({} is {}null)", t(a), if *neg { "not " } else { "" }),
@@ -197,6 +175,8 @@ pub fn expr_text(e: &Expr, names: &[String]) -> String {
         Expr::SysVar(v) => format!("@@{v}"),
         Expr::UserVar(v) => format!("@{v}"),
         Expr::InsertValue(i) => format!("values(#{i})"),
+        // As MariaDB shows a comparison under a collation.
+        Expr::Collate(a, c) | Expr::SortKey(a, c) => format!("{} collate {}", t(a), c.name()),
     }
 }
 
@@ -480,7 +460,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             push(out, depth, "Remove duplicates (hash)".into(), None, stat);
             tree_node(input, depth + 1, profile, out);
         }
-        Plan::Union { inputs, all } => {
+        Plan::Union { inputs, all, .. } => {
             push(
                 out,
                 depth,

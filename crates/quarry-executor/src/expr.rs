@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use quarry_common::value::{collate_cmp, parse_datetime, Date, DateTime};
-use quarry_common::{Decimal, Error, Result, SqlType, TypeKind, Value};
+use quarry_common::{Collation, Decimal, Error, Result, SqlType, TypeKind, Value};
 
 use crate::exec::{run_subquery, ExecCtx};
 use crate::plan::Plan;
@@ -37,6 +37,35 @@ pub enum BinOp {
     BitXor,
     Shl,
     Shr,
+}
+
+impl BinOp {
+    /// The operator as SQL writes it (EXPLAIN, error messages).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::IntDiv => "DIV",
+            BinOp::Mod => "%",
+            BinOp::Eq => "=",
+            BinOp::NullSafeEq => "<=>",
+            BinOp::Ne => "<>",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +137,14 @@ pub enum Expr {
     UserVar(String),
     /// VALUES(col) in ON DUPLICATE KEY UPDATE: the row that was to be inserted.
     InsertValue(usize),
+    /// `e COLLATE c`, or the subject of a LIKE under collation `c`: the value of `e`,
+    /// which compares under `c` (bind/collation.rs).
+    Collate(Box<Expr>, Collation),
+    /// The sort key of `e`'s string under `c` (a binary string; NULL and binary strings
+    /// as they are): keys compare as the collation compares the strings. The binder puts
+    /// it around the operands of a comparison, sort or grouping under a collation other
+    /// than the default one, which plain values compare under.
+    SortKey(Box<Expr>, Collation),
 }
 
 impl Expr {
@@ -158,9 +195,12 @@ impl Expr {
     pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Unary(_, a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) | Expr::Cast(a, _) => {
-                a.walk(f)
-            }
+            Expr::Unary(_, a)
+            | Expr::IsNull(a, _)
+            | Expr::IsBool(a, ..)
+            | Expr::Cast(a, _)
+            | Expr::Collate(a, _)
+            | Expr::SortKey(a, _) => a.walk(f),
             Expr::Bin(_, a, b)
             | Expr::Like {
                 expr: a,
@@ -212,6 +252,8 @@ impl Expr {
             Expr::IsNull(a, n) => Expr::IsNull(bx(a, f), n),
             Expr::IsBool(a, t, n) => Expr::IsBool(bx(a, f), t, n),
             Expr::Cast(a, t) => Expr::Cast(bx(a, f), t),
+            Expr::Collate(a, c) => Expr::Collate(bx(a, f), c),
+            Expr::SortKey(a, c) => Expr::SortKey(bx(a, f), c),
             Expr::Bin(op, a, b) => {
                 let a = bx(a, f);
                 Expr::Bin(op, a, bx(b, f))
@@ -339,7 +381,12 @@ impl Expr {
                 if v.is_null() || p.is_null() {
                     return Ok(Value::Null);
                 }
-                Value::from_bool(like(&v.as_str_lossy(), &p.as_str_lossy(), *escape) != *negated)
+                let (s, p) = (v.as_str_lossy(), p.as_str_lossy());
+                let hit = match &**expr {
+                    Expr::Collate(_, c) => c.like(&s, &p, *escape),
+                    _ => like(&s, &p, *escape),
+                };
+                Value::from_bool(hit != *negated)
             }
             Expr::InList {
                 expr,
@@ -455,6 +502,8 @@ impl Expr {
             }
             Expr::Func(name, args) => return crate::func::call(name, args, row, ctx),
             Expr::Cast(a, ty) => cast(a.eval(row, ctx)?, ty, ctx)?,
+            Expr::Collate(a, _) => return a.eval(row, ctx),
+            Expr::SortKey(a, c) => sort_key(a.eval(row, ctx)?, *c),
             Expr::AggRef(_) => return Err(Error::invalid_group()),
             Expr::SysVar(name) => ctx.session.sys_var(name)?,
             Expr::UserVar(name) => ctx.session.user_var(name),
@@ -469,6 +518,24 @@ impl Expr {
 
     pub fn eval_truth(&self, row: &[Value], ctx: &ExecCtx) -> Result<bool> {
         Ok(self.eval(row, ctx)?.truth() == Some(true))
+    }
+}
+
+/// `v`'s sort key under `c` ([`Expr::SortKey`]): a string's key, a binary string and NULL
+/// as they are, another value by its text.
+pub fn sort_key(v: Value, c: Collation) -> Value {
+    let key = |s: &str| {
+        let mut k = Vec::with_capacity(s.len() * 2);
+        c.key(s, &mut k);
+        Value::Bytes(k)
+    };
+    match v {
+        Value::Null | Value::Bytes(_) => v,
+        Value::Str(s) => key(&s),
+        other => match other.to_text() {
+            Some(s) => key(&s),
+            None => Value::Null,
+        },
     }
 }
 

@@ -95,7 +95,7 @@ fn need(plan: &mut Plan, n: Need) {
             need(input, m)
         }
         Plan::Limit { input, .. } => need(input, n),
-        Plan::Distinct { input, keys } => {
+        Plan::Distinct { input, keys, .. } => {
             let mut m = n;
             if let Some(s) = m.as_mut() {
                 s.extend(0..*keys);

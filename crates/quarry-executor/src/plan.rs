@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use quarry_catalog::TableEntry;
-use quarry_common::SqlType;
+use quarry_common::{Collation, SqlType};
 
 use crate::expr::Expr;
 
@@ -149,14 +149,17 @@ pub enum Plan {
         limit: Option<u64>,
         offset: u64,
     },
-    /// Drop duplicate rows, comparing the first `keys` columns.
+    /// Drop duplicate rows, comparing the first `keys` columns (strings under `colls`).
     Distinct {
         input: Box<Plan>,
         keys: usize,
+        colls: Vec<Collation>,
     },
     Union {
         inputs: Vec<Plan>,
         all: bool,
+        /// Each column's collation (duplicates are dropped under it).
+        colls: Vec<Collation>,
     },
     /// INTERSECT (except = false) or EXCEPT of two inputs, with bag semantics when `all`.
     SetOp {
@@ -262,9 +265,10 @@ impl Plan {
                 limit,
                 offset,
             },
-            Plan::Distinct { input, keys } => Plan::Distinct {
+            Plan::Distinct { input, keys, colls } => Plan::Distinct {
                 input: m(input),
                 keys,
+                colls,
             },
             other => other,
         }

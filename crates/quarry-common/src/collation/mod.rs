@@ -191,6 +191,18 @@ impl Collation {
         )
     }
 
+    /// Whether plain string values compare as this collation does: the executor's and
+    /// the engines' comparisons without a collation are utf8mb4_general_ci's (and
+    /// utf8mb3_general_ci's, which weighs the same).
+    pub fn is_plain(self) -> bool {
+        self.rule() == Rule::General
+    }
+
+    /// Whether the character set is a Unicode one (utf8mb4, utf8mb3).
+    pub fn is_unicode(self) -> bool {
+        matches!(self.charset(), "utf8mb4" | "utf8mb3")
+    }
+
     /// Trailing spaces do not count (PAD SPACE); false for `_nopad_` and binary.
     pub fn pads(self) -> bool {
         !matches!(self, Collation::Utf8mb4NopadBin | Collation::Binary)

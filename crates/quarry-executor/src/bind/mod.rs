@@ -15,6 +15,7 @@ use quarry_sql::ast::{self, BinaryOperator as B, Expr as A, SelectItem, SetExpr,
 use crate::expr::{BinOp, Expr, SubQuery, UnOp};
 use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 
+mod collation;
 mod view;
 
 #[derive(Debug, Clone)]
@@ -256,10 +257,12 @@ impl<'a> Binder<'a> {
                         .ok_or_else(|| {
                             Error::unknown_column(&o.expr.to_string(), "order clause")
                         })?;
-                        keys.push((
-                            Expr::Col(idx),
-                            matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
-                        ));
+                        // Strings of another collation than the plain one sort by key.
+                        let key = match collation::of_type(sp.columns[idx].ty) {
+                            Some(c) if !c.is_plain() => Expr::SortKey(Box::new(Expr::Col(idx)), c),
+                            _ => Expr::Col(idx),
+                        };
+                        keys.push((key, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
                     }
                     sp.plan = Plan::Sort {
                         input: Box::new(sp.plan),
@@ -399,8 +402,12 @@ impl<'a> Binder<'a> {
             .into_iter()
             .map(|leaf| widen_union_input(leaf.plan, &leaf.columns, &columns))
             .collect();
+        let colls = columns
+            .iter()
+            .map(|c| collation::of_type(c.ty).unwrap_or_default())
+            .collect();
         Ok(SelectPlan {
-            plan: Plan::Union { inputs, all },
+            plan: Plan::Union { inputs, all, colls },
             columns,
         })
     }
@@ -752,18 +759,30 @@ impl<'a> Binder<'a> {
                 }
                 _ => None,
             };
+            // A string of a collation other than the plain one sorts by its sort key.
+            let key = |b: &Self, p: usize, src: &Expr| -> Result<Expr> {
+                Ok(match b.ordering_collation(src)? {
+                    Some(c) => Expr::SortKey(Box::new(Expr::Col(p)), c),
+                    None => Expr::Col(p),
+                })
+            };
             if let Some(p) = by_pos {
-                order_keys.push((Expr::Col(p), desc));
+                order_keys.push((key(self, p, &items[p].0)?, desc));
                 continue;
             }
             let b = self.in_clause("ORDER BY", |b| b.bind_expr(&o.expr))?;
             if let Some(p) = items.iter().position(|(e, _)| e.same(&b)) {
-                order_keys.push((Expr::Col(p), desc));
+                order_keys.push((key(self, p, &b)?, desc));
             } else {
-                order_keys.push((Expr::Col(items.len() + extra.len()), desc));
+                order_keys.push((key(self, items.len() + extra.len(), &b)?, desc));
                 extra.push(b);
             }
         }
+        // DISTINCT compares strings under their collations (the aggregates still known).
+        let distinct_colls = items
+            .iter()
+            .map(|(e, _)| Ok(self.ordering_collation(e)?.unwrap_or_default()))
+            .collect::<Result<Vec<_>>>()?;
         let aggs = self.aggs.take().unwrap_or_default();
         let is_agg = !aggs.is_empty()
             || !group_exprs.is_empty()
@@ -784,9 +803,22 @@ impl<'a> Binder<'a> {
             having = having.map(|h| fix(h, &mut aggs));
             // Aggregates added by rewriting (bare columns) shift nothing: they are appended.
             let agg_tys = aggs.clone();
+            // Strings of a collation other than the plain one group under it.
+            let colls = group_exprs
+                .iter()
+                .map(|g| self.ordering_collation(g))
+                .collect::<Result<Vec<_>>>()?;
+            let group = group_exprs
+                .into_iter()
+                .zip(&colls)
+                .map(|(g, c)| match c {
+                    Some(c) => Expr::Collate(Box::new(g), *c),
+                    None => g,
+                })
+                .collect();
             plan = Plan::Aggregate {
                 input: Box::new(plan),
-                group: group_exprs,
+                group,
                 aggs: agg_tys,
                 rollup,
             };
@@ -796,7 +828,17 @@ impl<'a> Binder<'a> {
             if ng > 0 && order.is_empty() && !rollup {
                 plan = Plan::Sort {
                     input: Box::new(plan),
-                    keys: (0..ng).map(|i| (Expr::Col(i), false)).collect(),
+                    keys: colls
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let k = match c {
+                                Some(c) => Expr::SortKey(Box::new(Expr::Col(i)), *c),
+                                None => Expr::Col(i),
+                            };
+                            (k, false)
+                        })
+                        .collect(),
                 };
             }
         }
@@ -816,6 +858,7 @@ impl<'a> Binder<'a> {
             plan = Plan::Distinct {
                 input: Box::new(plan),
                 keys: visible,
+                colls: distinct_colls,
             };
         }
         if !order_keys.is_empty() {
@@ -1140,6 +1183,23 @@ impl<'a> Binder<'a> {
                 )
             }
             Expr::Cast(_, t) => (*t, true),
+            // COLLATE keeps the type and changes the collation.
+            Expr::Collate(a, c) => {
+                let (t, n) = self.infer(a, cols);
+                let t = if t.is_string() && !t.is_binary() {
+                    SqlType { coll: *c, ..t }
+                } else {
+                    t
+                };
+                (t, n)
+            }
+            Expr::SortKey(a, _) => (
+                SqlType {
+                    kind: TypeKind::VarBinary,
+                    ..SqlType::varchar(65535)
+                },
+                self.infer(a, cols).1,
+            ),
             Expr::Case { whens, else_, .. } => {
                 let mut t = SqlType::NULL;
                 for (_, r) in whens {
@@ -1395,7 +1455,10 @@ impl<'a> Binder<'a> {
 
     pub fn bind_expr(&mut self, e: &A) -> Result<Expr> {
         self.enter()?;
-        let r = self.bind_expr_nested(e).map(|x| self.harmonize(x));
+        let r = self
+            .bind_expr_nested(e)
+            .map(|x| self.harmonize(x))
+            .and_then(|x| self.collate_comparison(x));
         self.leave(r)
     }
 
@@ -1741,14 +1804,28 @@ impl<'a> Binder<'a> {
                 data_type: None,
                 ..
             } => self.bind_expr(expr)?,
-            // The collation must exist (1273); strings still compare as the default one
-            // (COMPAT.md, collations).
+            // The collation must exist (1273) and be one of the expression's character set
+            // (1253; a literal's is utf8mb4, the connection's).
             A::Collate { expr, collation } => {
                 let name = object_name(collation).join(".");
-                if quarry_common::Collation::named(&name).is_none() {
+                let Some(coll) = quarry_common::Collation::named(&name) else {
                     return Err(Error::new(1273, format!("Unknown collation: '{name}'")));
+                };
+                let x = self.bind_expr(expr)?;
+                let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+                let charset = self
+                    .derivation(&x, cols)?
+                    .map_or("utf8mb4", |d| d.coll.charset());
+                if coll.charset() != charset {
+                    return Err(Error::new(
+                        1253,
+                        format!(
+                            "COLLATION '{}' is not valid for CHARACTER SET '{charset}'",
+                            coll.name()
+                        ),
+                    ));
                 }
-                self.bind_expr(expr)?
+                Expr::Collate(Box::new(x), coll)
             }
             A::TypedString(ts) => {
                 let s = match &ts.value.value {
@@ -1916,6 +1993,21 @@ impl<'a> Binder<'a> {
             }
             if !star && bound.is_empty() {
                 return Err(Error::syntax_near(&f.to_string()));
+            }
+            // MIN and MAX of strings compare under their collation (the value is kept);
+            // COUNT(DISTINCT s) counts strings distinct under it (by their keys).
+            let min_max = matches!(func, AggFunc::Min | AggFunc::Max);
+            if min_max || (distinct && func == AggFunc::Count) {
+                bound = bound
+                    .into_iter()
+                    .map(|b| {
+                        Ok(match self.ordering_collation(&b)? {
+                            Some(c) if min_max => Expr::Collate(Box::new(b), c),
+                            Some(c) => Expr::SortKey(Box::new(b), c),
+                            None => b,
+                        })
+                    })
+                    .collect::<Result<_>>()?;
             }
             let mut separator = ",".to_string();
             let mut order = vec![];
@@ -2642,6 +2734,19 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
     }
     let mut parts = vec![];
     conjuncts(f.clone(), &mut parts);
+    // Comparisons under a column's own collation compare sort keys: the index keys the
+    // column so, and finds the rows by the values compared with.
+    let coll_of = |c: usize| {
+        table
+            .def
+            .columns
+            .get(c)
+            .and_then(|col| collation::of_type(col.ty))
+    };
+    let parts: Vec<Expr> = parts
+        .iter()
+        .map(|p| collation::index_view(p, &coll_of))
+        .collect();
     let usable = |e: &Expr| {
         e.is_const() || matches!(e, Expr::Param(_)) || {
             let mut ok = true;
