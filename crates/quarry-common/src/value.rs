@@ -713,6 +713,14 @@ impl Value {
         }
     }
 
+    /// [`Value::sql_cmp`] with strings compared under `coll`.
+    pub fn sql_cmp_in(&self, other: &Value, coll: crate::Collation) -> Option<Ordering> {
+        match (self, other) {
+            (Value::Str(a), Value::Str(b)) if !coll.is_plain() => Some(coll.cmp(a, b)),
+            _ => self.sql_cmp(other),
+        }
+    }
+
     /// [`Value::total_cmp`] with strings compared under `coll`.
     pub fn total_cmp_in(&self, other: &Value, coll: crate::Collation) -> Ordering {
         match (self, other) {

@@ -13,6 +13,9 @@ pub enum Kind {
     Decimal,
     Double,
     Varchar,
+    /// A case-sensitive string column: comparisons with the others follow the
+    /// coercibility rules (the `_bin` one wins). Not in `KINDS`: see `table`.
+    VarcharBin,
     Char,
     Date,
     DateTime,
@@ -39,6 +42,7 @@ impl Kind {
             Kind::Decimal => "DECIMAL(10,2)",
             Kind::Double => "DOUBLE",
             Kind::Varchar => "VARCHAR(10)",
+            Kind::VarcharBin => "VARCHAR(10) COLLATE utf8mb4_bin",
             Kind::Char => "CHAR(5)",
             Kind::Date => "DATE",
             Kind::DateTime => "DATETIME",
@@ -53,7 +57,7 @@ impl Kind {
     }
 
     pub fn text(self) -> bool {
-        matches!(self, Kind::Varchar | Kind::Char)
+        matches!(self, Kind::Varchar | Kind::VarcharBin | Kind::Char)
     }
 
     pub fn temporal(self) -> bool {
@@ -97,7 +101,7 @@ impl Kind {
                 "10.10",
             ],
             Kind::Double => &["0", "0.5", "-1.25", "3", "100", "1e10", "-0.001", "2.5"],
-            Kind::Varchar => &[
+            Kind::Varchar | Kind::VarcharBin => &[
                 "''", "'a'", "'A'", "'a '", "'b'", "'abc'", "'ABC'", "'x y'", "'10'", "'2'",
                 "' a'", "'zz'",
             ],
@@ -184,6 +188,13 @@ fn table(rng: &mut Rng, i: usize) -> Table {
             0 => Kind::Int,
             1 => Kind::Varchar,
             _ => *rng.pick(&KINDS),
+        };
+        // Every third string column is case-sensitive, chosen without drawing from `rng`
+        // (seeds keep the schemas, data and queries they had).
+        let kind = if kind == Kind::Varchar && (i + c) % 3 == 2 {
+            Kind::VarcharBin
+        } else {
+            kind
         };
         columns.push(Column {
             name: format!("c{c}"),

@@ -1514,7 +1514,9 @@ impl AggState {
                 return Ok(());
             }
             let mut k = Vec::new();
-            vals.iter().for_each(|v| v.hash_key(&mut k));
+            for (v, e) in vals.iter().zip(&a.args) {
+                group_key(e, v, &mut k);
+            }
             if seen.insert(k) {
                 inner.apply(a, vals, ctx)?;
             }

@@ -414,6 +414,10 @@ impl Expr {
             }
             Expr::InSub { expr, sub, negated } => {
                 let v = expr.eval(row, ctx)?;
+                let coll = match &**expr {
+                    Expr::Collate(_, c) => *c,
+                    _ => Collation::default(),
+                };
                 let rows = run_subquery(sub, row, ctx)?;
                 if rows.first().is_some_and(|r| r.len() != 1) {
                     return Err(Error::operand_columns(1));
@@ -426,7 +430,7 @@ impl Expr {
                 }
                 let mut saw_null = false;
                 for r in rows.iter() {
-                    match v.sql_cmp(&r[0]) {
+                    match v.sql_cmp_in(&r[0], coll) {
                         Some(Ordering::Equal) => return Ok(Value::from_bool(!*negated)),
                         None => saw_null = true,
                         _ => {}

@@ -112,6 +112,15 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
     }
     let null_in = vals.iter().any(Value::is_null);
     let v = |i: usize| &vals[i];
+    // Arguments compared under a collation carry it (bind/collation.rs).
+    let coll = match args.first() {
+        Some(Expr::Collate(_, c)) => Some(*c),
+        _ => None,
+    };
+    let cmp = |a: &Value, b: &Value| match coll {
+        Some(c) => a.sql_cmp_in(b, c),
+        None => a.sql_cmp(b),
+    };
     Ok(match name {
         "CONCAT" => {
             if null_in {
@@ -145,7 +154,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             )
         }
         "NULLIF" => {
-            if v(0).sql_cmp(v(1)) == Some(std::cmp::Ordering::Equal) {
+            if cmp(v(0), v(1)) == Some(std::cmp::Ordering::Equal) {
                 Value::Null
             } else {
                 v(0).clone()
@@ -162,7 +171,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             }
             let mut best = v(0).clone();
             for x in &vals[1..] {
-                let o = x.sql_cmp(&best).unwrap_or(std::cmp::Ordering::Equal);
+                let o = cmp(x, &best).unwrap_or(std::cmp::Ordering::Equal);
                 if (name == "GREATEST" && o == std::cmp::Ordering::Greater)
                     || (name == "LEAST" && o == std::cmp::Ordering::Less)
                 {
@@ -177,7 +186,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             }
             let p = vals[1..]
                 .iter()
-                .position(|x| v(0).sql_cmp(x) == Some(std::cmp::Ordering::Equal));
+                .position(|x| cmp(v(0), x) == Some(std::cmp::Ordering::Equal));
             Value::Int(p.map(|p| p as i64 + 1).unwrap_or(0))
         }
         "ELT" => {
@@ -396,7 +405,7 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 body + &fill
             })
         }
-        "STRCMP" => Value::Int(match v(0).sql_cmp(v(1)).unwrap() {
+        "STRCMP" => Value::Int(match cmp(v(0), v(1)).unwrap() {
             std::cmp::Ordering::Less => -1,
             std::cmp::Ordering::Equal => 0,
             std::cmp::Ordering::Greater => 1,

@@ -96,6 +96,26 @@ pub fn aggregate(a: Derivation, b: Derivation, op: &str) -> Result<Derivation> {
     ))
 }
 
+/// The collation of a result that is one of two strings typed `a` and `b` (a UNION's
+/// column, a CASE): as two columns aggregate, the first's where they would not mix
+/// (comparing them is 1267 where it matters).
+pub(crate) fn unify(a: SqlType, b: SqlType) -> Collation {
+    let implicit = |t: SqlType| {
+        of_type(t)
+            .filter(|c| *c != Collation::Binary)
+            .map(|coll| Derivation {
+                coll,
+                how: Coercibility::Implicit,
+            })
+    };
+    match (implicit(a), implicit(b)) {
+        (Some(x), Some(y)) => aggregate(x, y, "").map_or(x.coll, |d| d.coll),
+        (Some(x), None) => x.coll,
+        (None, Some(y)) => y.coll,
+        (None, None) => a.coll,
+    }
+}
+
 /// `e` without `COLLATE` markers on top.
 fn peel(e: Expr) -> Expr {
     match e {
@@ -167,6 +187,23 @@ impl Binder<'_> {
                 if t.is_binary() {
                     return Ok(implicit(t));
                 }
+                // Arguments that carry the collation they are compared under (above)
+                // count as what they were; NULLIF gives its first one's.
+                if let Expr::Func(name, args) = e {
+                    let compared = self.compared_arguments(args, cols)?;
+                    if name == "NULLIF" {
+                        return match (args.first(), compared) {
+                            (Some(Expr::Collate(first, _)), Some(_)) => {
+                                self.derivation(first, cols)
+                            }
+                            (Some(first), _) => self.derivation(first, cols),
+                            (None, _) => Ok(None),
+                        };
+                    }
+                    if compared.is_some() {
+                        return Ok(compared);
+                    }
+                }
                 // A string function's result has its string arguments' collation.
                 let (name, parts): (&str, Vec<&Expr>) = match e {
                     Expr::Func(n, args) if n == "IF" => ("if", args.iter().skip(1).collect()),
@@ -197,6 +234,34 @@ impl Binder<'_> {
             }
             _ => None,
         })
+    }
+
+    /// When every one of `args` carries the same collation and it is the one their own
+    /// derivations aggregate to (the binder put it there), that derivation.
+    fn compared_arguments(&self, args: &[Expr], cols: &[ScopeCol]) -> Result<Option<Derivation>> {
+        let mut marked = None;
+        for a in args {
+            match a {
+                Expr::Collate(_, c) if marked.is_none() || marked == Some(*c) => marked = Some(*c),
+                _ => return Ok(None),
+            }
+        }
+        let mut acc: Option<Derivation> = None;
+        for a in args {
+            let Expr::Collate(inner, _) = a else {
+                return Ok(None);
+            };
+            if let Some(d) = self.derivation(inner, cols)? {
+                acc = match acc {
+                    None => Some(d),
+                    Some(x) => match aggregate(x, d, "") {
+                        Ok(y) => Some(y),
+                        Err(_) => return Ok(None),
+                    },
+                };
+            }
+        }
+        Ok(acc.filter(|d| Some(d.coll) == marked))
     }
 
     /// The collation `operands` of the comparison `op` compare under and each one's own
@@ -357,6 +422,39 @@ impl Binder<'_> {
                         else_,
                     },
                 }
+            }
+            // Functions that compare their arguments carry the collation on each.
+            Expr::Func(name, args)
+                if matches!(
+                    name.as_str(),
+                    "NULLIF" | "GREATEST" | "LEAST" | "STRCMP" | "FIELD"
+                ) =>
+            {
+                let refs: Vec<&Expr> = args.iter().collect();
+                match self.comparison(&refs, &name.to_ascii_lowercase())? {
+                    Some((c, _)) if !c.is_plain() => Expr::Func(
+                        name,
+                        args.into_iter()
+                            .map(|a| Expr::Collate(Box::new(peel(a)), c))
+                            .collect(),
+                    ),
+                    _ => Expr::Func(name, args),
+                }
+            }
+            // `x IN (SELECT y …)`: the subject carries the collation x and y compare under.
+            Expr::InSub { expr, sub, negated } => {
+                let col = of_type(sub.ty).map(|coll| Derivation {
+                    coll,
+                    how: Coercibility::Implicit,
+                });
+                let expr = match (self.derivation(&expr, self.scope())?, col) {
+                    (Some(a), Some(b)) => match aggregate(a, b, "in")?.coll {
+                        c if c.is_plain() => expr,
+                        c => Box::new(Expr::Collate(Box::new(peel(*expr)), c)),
+                    },
+                    _ => expr,
+                };
+                Expr::InSub { expr, sub, negated }
             }
             other => other,
         })

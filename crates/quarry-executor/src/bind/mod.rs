@@ -992,7 +992,16 @@ impl<'a> Binder<'a> {
                 c
             }
             _ => {
-                let (ty, nullable) = self.infer(b, cols);
+                let (mut ty, nullable) = self.infer(b, cols);
+                // A string result has the collation it derives (CONCAT(bin_col, 'x') is
+                // utf8mb4_bin): a UNION or a derived table over it compares by it.
+                if ty.is_string() && !ty.is_binary() {
+                    if let Ok(Some(d)) = self.derivation(b, cols) {
+                        if d.coll != quarry_common::Collation::Binary {
+                            ty.coll = d.coll;
+                        }
+                    }
+                }
                 OutColumn::expr(&name, ty, nullable)
             }
         }
@@ -1996,13 +2005,15 @@ impl<'a> Binder<'a> {
             }
             // MIN and MAX of strings compare under their collation (the value is kept);
             // COUNT(DISTINCT s) counts strings distinct under it (by their keys).
-            let min_max = matches!(func, AggFunc::Min | AggFunc::Max);
-            if min_max || (distinct && func == AggFunc::Count) {
+            // GROUP_CONCAT(DISTINCT s) drops strings equal under it (keeping the first).
+            let keep_value = matches!(func, AggFunc::Min | AggFunc::Max)
+                || (distinct && func == AggFunc::GroupConcat);
+            if keep_value || (distinct && func == AggFunc::Count) {
                 bound = bound
                     .into_iter()
                     .map(|b| {
                         Ok(match self.ordering_collation(&b)? {
-                            Some(c) if min_max => Expr::Collate(Box::new(b), c),
+                            Some(c) if keep_value => Expr::Collate(Box::new(b), c),
                             Some(c) => Expr::SortKey(Box::new(b), c),
                             None => b,
                         })
@@ -2023,7 +2034,14 @@ impl<'a> Binder<'a> {
                     ast::FunctionArgumentClause::OrderBy(keys) if func == AggFunc::GroupConcat => {
                         let saved = self.aggs.take();
                         for k in keys {
-                            let b = self.bind_expr(&k.expr);
+                            // A string key of another collation than the plain one sorts
+                            // by its sort key.
+                            let b = self.bind_expr(&k.expr).and_then(|b| {
+                                Ok(match self.ordering_collation(&b)? {
+                                    Some(c) => Expr::SortKey(Box::new(b), c),
+                                    None => b,
+                                })
+                            });
                             if b.is_err() {
                                 self.aggs = saved;
                                 return b;
@@ -2313,6 +2331,7 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
             len: a.len.max(b.len),
             scale,
             unsigned: a.unsigned && b.unsigned,
+            coll: collation::unify(a, b),
             ..a
         };
     }
@@ -2327,7 +2346,10 @@ pub fn unify(a: SqlType, b: SqlType) -> SqlType {
         return a;
     }
     if a.is_string() || b.is_string() || a.is_temporal() || b.is_temporal() {
-        return SqlType::varchar(a.display_length().max(b.display_length()).max(1));
+        return SqlType {
+            coll: collation::unify(a, b),
+            ..SqlType::varchar(a.display_length().max(b.display_length()).max(1))
+        };
     }
     if is_float(a) || is_float(b) {
         // Fixed decimals survive beside an integer or a DECIMAL (CASE of pk and
