@@ -198,6 +198,16 @@ impl Collation {
         self.rule() == Rule::General
     }
 
+    /// Whether the character set has `c`: a latin1 (Windows-1252) or ascii column stores
+    /// no other character.
+    pub fn holds(self, c: char) -> bool {
+        match self.charset() {
+            "latin1" => c == '?' || tables::latin1_byte(c as u32) != b'?',
+            "ascii" => c.is_ascii(),
+            _ => true,
+        }
+    }
+
     /// Whether the character set is a Unicode one (utf8mb4, utf8mb3).
     pub fn is_unicode(self) -> bool {
         matches!(self.charset(), "utf8mb4" | "utf8mb3")
