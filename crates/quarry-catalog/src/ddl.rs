@@ -502,8 +502,15 @@ fn table_collation(ct: &CreateTable) -> Result<Option<Collation>> {
     resolve_collation(charset.as_deref(), collate.as_deref())
 }
 
-/// Build a table definition from a parsed CREATE TABLE.
+/// Build a table definition from a parsed CREATE TABLE (a stored definition's: one that
+/// names no collation has utf8mb4_general_ci).
 pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
+    table_def_in(ct, Collation::Utf8mb4GeneralCi)
+}
+
+/// Build a table definition from a CREATE TABLE run in a database whose default collation
+/// is `db_default` (what the table takes when it names none).
+pub fn table_def_in(ct: &CreateTable, db_default: Collation) -> Result<TableDef> {
     let name = ct
         .name
         .0
@@ -523,7 +530,7 @@ pub fn table_def_from_ast(ct: &CreateTable) -> Result<TableDef> {
         foreign_keys: vec![],
         collation: Collation::Utf8mb4GeneralCi,
     };
-    def.collation = table_collation(ct)?.unwrap_or(def.collation);
+    def.collation = table_collation(ct)?.unwrap_or(db_default);
     let mut col_keys = vec![];
     for c in &ct.columns {
         let (col, keys) = column_def(c, def.collation)?;

@@ -14,6 +14,7 @@
 //! `lower_case_table_names=0`); column names are not.
 //! Must not touch: row data (engines own it), sessions, execution.
 
+mod dbopt;
 mod ddl;
 mod deffile;
 mod lazy;
@@ -31,7 +32,7 @@ use quarry_storage_api::{
 
 pub use ddl::{
     check_text, column_checks, column_def as ddl_column, foreign_key_index, quote_ident,
-    resolve_collation, sql_type, table_def_from_ast,
+    resolve_collation, sql_type, table_def_from_ast, table_def_in,
 };
 use deffile::{def_text, read_def, read_view, view_text};
 use lazy::{LazyTable, OpenCount};
@@ -683,6 +684,28 @@ impl Catalog {
 
     pub fn database_exists(&self, db: &str) -> bool {
         self.state.read().dbs.contains_key(db)
+    }
+
+    /// The collation tables created in `db` take when they name none (`db.opt`).
+    pub fn database_collation(&self, db: &str) -> Collation {
+        dbopt::read(&self.datadir.join(db))
+    }
+
+    /// Set `db`'s default collation (CREATE / ALTER DATABASE … CHARACTER SET … COLLATE
+    /// …); its tables keep theirs.
+    pub fn set_database_collation(&self, db: &str, coll: Collation) -> Result<()> {
+        // Under the state lock: a DROP DATABASE cannot remove the folder meanwhile.
+        let st = self.state_mut();
+        if !st.dbs.contains_key(db) {
+            // MariaDB's answer: it writes `./db/db.opt` and finds no folder.
+            return Err(Error::new(
+                1,
+                format!(
+                    "Can't create/write to file './{db}/db.opt' (Errcode: 2 \"No such file or directory\")"
+                ),
+            ));
+        }
+        dbopt::write(&self.datadir.join(db), coll)
     }
 
     pub fn create_database(&self, db: &str, if_not_exists: bool) -> Result<bool> {

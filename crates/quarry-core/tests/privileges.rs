@@ -464,3 +464,23 @@ fn lock_tables_needs_its_privilege_and_select() {
     assert_eq!(err(&mut lv, "LOCK TABLES db2.s READ"), "ok");
     assert_eq!(err(&mut lv, "UNLOCK TABLES"), "ok");
 }
+
+#[test]
+fn alter_database_needs_alter_on_it() {
+    let (db, mut root) = setup("priv-alterdb");
+    let mut ro = db.session("ro", "localhost");
+    assert_eq!(
+        err(&mut ro, "ALTER DATABASE db1 CHARACTER SET latin1"),
+        "1044 Access denied for user 'ro'@'localhost' to database 'db1'"
+    );
+    root.query("GRANT ALTER ON db1.* TO ro@localhost").unwrap();
+    let mut ro = db.session("ro", "localhost");
+    assert_eq!(
+        err(&mut ro, "ALTER DATABASE db1 CHARACTER SET latin1"),
+        "ok"
+    );
+    assert_eq!(
+        lines(&mut root, "SHOW CREATE DATABASE db1"),
+        vec!["db1 CREATE DATABASE `db1` /*!40100 DEFAULT CHARACTER SET latin1 COLLATE latin1_swedish_ci */"]
+    );
+}

@@ -50,6 +50,13 @@ pub enum Stmt {
     ShowCreateDatabase {
         name: String,
     },
+    /// ALTER DATABASE [name] [DEFAULT] CHARACTER SET x [COLLATE y]: the database's default
+    /// collation (None: the current database).
+    AlterDatabase {
+        name: Option<String>,
+        charset: Option<String>,
+        collate: Option<String>,
+    },
     ShowProcessList,
     /// CHECK / OPTIMIZE / ANALYZE / REPAIR TABLE t, …
     TableMaintenance {
@@ -357,6 +364,14 @@ pub fn update_ignores(u: &ast::Update) -> bool {
     matches!(u.or, Some(ast::SqliteOnConflict::Ignore))
 }
 
+/// MySQL's `CREATE SCHEMA` is `CREATE DATABASE`, options and all (`sqlparser` reads no
+/// CHARACTER SET after CREATE SCHEMA).
+fn schema_as_database(sql: &str) -> std::borrow::Cow<'_, str> {
+    rewrite_phrase(sql, &["CREATE", "SCHEMA"], |w, _, out| {
+        out[w[1]] = "DATABASE".into();
+    })
+}
+
 /// MySQL's `LOCK IN SHARE MODE` is `FOR SHARE` (which `sqlparser` parses).
 fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
     rewrite_phrase(sql, &["LOCK", "IN", "SHARE", "MODE"], |w, _, out| {
@@ -530,6 +545,7 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     let sql = unwrap_versioned_comments(sql);
     let sql = drop_consistent_snapshot(&sql);
     let sql = share_mode_as_for_share(&sql);
+    let sql = schema_as_database(&sql);
     let sql = dml_modifiers(&sql);
     let sql = compound_interval_units(&sql);
     let trimmed = sql.trim().trim_end_matches(';').trim();
@@ -873,6 +889,42 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             }
             let filter = t.where_clause()?;
             t.finish(Stmt::ShowIndex { table, db, filter })
+        }
+        ["ALTER", "DATABASE" | "SCHEMA", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 2;
+            let name = match t.peek_word().as_deref() {
+                Some("DEFAULT" | "CHARACTER" | "CHARSET" | "COLLATE") => None,
+                _ => Some(t.ident()?),
+            };
+            let (mut charset, mut collate) = (None, None);
+            loop {
+                t.eat("DEFAULT");
+                let set = t.eat_seq(&["CHARACTER", "SET"]) || t.eat("CHARSET");
+                if !set && !t.eat("COLLATE") {
+                    break;
+                }
+                if t.at(&Token::Eq) {
+                    t.pos += 1;
+                }
+                let v = match t.string() {
+                    Ok(v) => v,
+                    Err(_) => t.ident()?,
+                };
+                if set {
+                    charset = Some(v);
+                } else {
+                    collate = Some(v);
+                }
+            }
+            if charset.is_none() && collate.is_none() {
+                return Err(t.error());
+            }
+            t.finish(Stmt::AlterDatabase {
+                name,
+                charset,
+                collate,
+            })
         }
         ["SHOW", "CREATE", "DATABASE" | "SCHEMA"] => {
             let mut t = Toks::new(sql)?;

@@ -443,6 +443,10 @@ impl Session {
                 self.require_any_on_table(&db, table, "SELECT")
             }
             Stmt::ShowCreateDatabase { name } => self.require_any_in_db(name),
+            Stmt::AlterDatabase { name, .. } => {
+                let db = self.require_db(name.as_deref())?;
+                self.require_db_privs(&db, p::ALTER)
+            }
             Stmt::TableMaintenance { tables, .. } => {
                 for (db, t) in tables {
                     let db = self.require_db(db.as_deref())?;

@@ -212,6 +212,18 @@ impl SessionInfo for Session {
             "warning_count" => return Ok(Value::Int(self.warnings.len() as i64)),
             "error_count" => return Ok(Value::Int(0)),
             "last_insert_id" | "identity" => return Ok(Value::UInt(self.last_insert_id.get())),
+            // The current database's default (db.opt); the server's without one.
+            "character_set_database" | "collation_database" if global != Some(true) => {
+                if let Some(db) = &self.current_db {
+                    let c = self.db.catalog.database_collation(db);
+                    let v = if n == "collation_database" {
+                        c.name()
+                    } else {
+                        c.charset()
+                    };
+                    return Ok(Value::Str(v.into()));
+                }
+            }
             _ => {}
         }
         if global != Some(true) {
@@ -306,7 +318,7 @@ fn read_lock(stmt: &Stmt) -> Option<quarry_txn::LockMode> {
 }
 
 fn is_ddl(stmt: &Stmt) -> bool {
-    matches!(stmt, Stmt::AlterEngine { .. })
+    matches!(stmt, Stmt::AlterEngine { .. } | Stmt::AlterDatabase { .. })
         || matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
 }
 
@@ -1183,11 +1195,28 @@ impl Session {
                 return self.show_table_status(db.as_deref(), like.as_deref())
             }
             Stmt::ShowIndex { table, db, .. } => return self.show_index(db.as_deref(), table),
+            Stmt::AlterDatabase {
+                name,
+                charset,
+                collate,
+            } => {
+                let db = self.require_db(name.as_deref())?;
+                let coll =
+                    quarry_catalog::resolve_collation(charset.as_deref(), collate.as_deref())?
+                        .unwrap_or_default();
+                self.db.catalog.set_database_collation(&db, coll)?;
+                return Ok(Output::ok(1));
+            }
             Stmt::ShowCreateDatabase { name } => {
                 if !self.db.catalog.database_exists(name) {
                     return Err(Error::unknown_database(name));
                 }
-                let sql = format!("CREATE DATABASE `{name}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */");
+                let c = self.db.catalog.database_collation(name);
+                let sql = format!(
+                    "CREATE DATABASE `{name}` /*!40100 DEFAULT CHARACTER SET {} COLLATE {} */",
+                    c.charset(),
+                    c.name()
+                );
                 return Ok(Output::Rows {
                     columns: vec![text("Database", 64), text("Create Database", 1024)],
                     rows: vec![vec![Value::Str(name.clone()), Value::Str(sql)]],
@@ -1407,25 +1436,21 @@ impl Session {
             S::CreateDatabase {
                 db_name,
                 if_not_exists,
+                default_charset,
+                default_collation,
                 ..
+            } => {
+                let coll = quarry_catalog::resolve_collation(
+                    default_charset.as_deref(),
+                    default_collation.as_deref(),
+                )?;
+                self.create_database(db_name, *if_not_exists, coll)
             }
-            | S::CreateSchema {
+            S::CreateSchema {
                 schema_name: ast::SchemaName::Simple(db_name),
                 if_not_exists,
                 ..
-            } => {
-                let name = quarry_executor::bind::object_name(db_name).join(".");
-                self.refuse_system_schema(&name)?;
-                let created = self.db.catalog.create_database(&name, *if_not_exists)?;
-                if !created {
-                    self.warnings.push((
-                        "Note".into(),
-                        1007,
-                        format!("Can't create database '{name}'; database exists"),
-                    ));
-                }
-                Ok(Output::ok(created as u64))
-            }
+            } => self.create_database(db_name, *if_not_exists, None),
             // MySQL's `DROP INDEX i ON t` is `ALTER TABLE t DROP INDEX i`.
             S::Drop {
                 object_type: ast::ObjectType::Index,
@@ -2191,6 +2216,28 @@ impl Session {
     }
 
     /// `information_schema` is the server's: nobody creates or drops it (1044, as MariaDB).
+    /// CREATE DATABASE, with its default collation when it names one (`db.opt`).
+    fn create_database(
+        &mut self,
+        db_name: &ast::ObjectName,
+        if_not_exists: bool,
+        coll: Option<quarry_common::Collation>,
+    ) -> Result<Output> {
+        let name = quarry_executor::bind::object_name(db_name).join(".");
+        self.refuse_system_schema(&name)?;
+        let created = self.db.catalog.create_database(&name, if_not_exists)?;
+        if !created {
+            self.warnings.push((
+                "Note".into(),
+                1007,
+                format!("Can't create database '{name}'; database exists"),
+            ));
+        } else if let Some(c) = coll.filter(|c| *c != quarry_common::Collation::Utf8mb4GeneralCi) {
+            self.db.catalog.set_database_collation(&name, c)?;
+        }
+        Ok(Output::ok(created as u64))
+    }
+
     fn refuse_system_schema(&self, db: &str) -> Result<()> {
         if db.eq_ignore_ascii_case("information_schema") {
             return Err(Error::db_access_denied(
@@ -2237,7 +2284,8 @@ impl Session {
             self.db.catalog.create_table(&db, def)?;
             return Ok(Output::ok(0));
         }
-        let mut def = table_def_from_ast(ct)?;
+        // A table that names no collation takes its database's.
+        let mut def = quarry_catalog::table_def_in(ct, self.db.catalog.database_collation(&db))?;
         def.name = name.clone();
         if def.engine.is_empty() {
             def.engine = self
