@@ -1229,10 +1229,26 @@ impl<'a> Binder<'a> {
                 let t = match name.as_str() {
                     "IF" => unify(arg(1), arg(2)),
                     "NULLIF" => arg(0),
-                    "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => args
-                        .iter()
-                        .skip(if name == "IF" { 1 } else { 0 })
-                        .fold(SqlType::NULL, |t, a| unify(t, self.infer(a, cols).0)),
+                    "IFNULL" | "COALESCE" | "GREATEST" | "LEAST" => {
+                        let tys: Vec<SqlType> =
+                            args.iter().map(|a| self.infer(a, cols).0).collect();
+                        let t = tys.iter().fold(SqlType::NULL, |t, a| unify(t, *a));
+                        // GREATEST / LEAST with a NULL among integers is a DOUBLE of no
+                        // decimals in MariaDB: CASE … ELSE LEAST(NULL, i) is a DOUBLE. (Beside
+                        // a DECIMAL it computes as a DECIMAL, though its column says DOUBLE.)
+                        let null_arg = tys.iter().any(|t| t.kind == TypeKind::Null);
+                        if matches!(name.as_str(), "GREATEST" | "LEAST")
+                            && null_arg
+                            && t.is_integer()
+                        {
+                            SqlType {
+                                scale: double_scale(0),
+                                ..SqlType::DOUBLE
+                            }
+                        } else {
+                            t
+                        }
+                    }
                     "ABS" | "ROUND" | "TRUNCATE" | "MOD" => {
                         let t = arg(0);
                         let given = match args.get(1) {
