@@ -708,7 +708,14 @@ impl Catalog {
         dbopt::write(&self.datadir.join(db), coll)
     }
 
-    pub fn create_database(&self, db: &str, if_not_exists: bool) -> Result<bool> {
+    /// Create database `db` with default collation `coll` (None: utf8mb4_general_ci);
+    /// false when it exists and `if_not_exists`.
+    pub fn create_database(
+        &self,
+        db: &str,
+        if_not_exists: bool,
+        coll: Option<Collation>,
+    ) -> Result<bool> {
         // `#…` and `.…` folders are the server's own (the log, temporary tables) and are
         // not read as databases at open.
         if db.starts_with(['#', '.']) || valid_name(db).is_err() {
@@ -724,6 +731,13 @@ impl Catalog {
         }
         let dir = self.datadir.join(db);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display(), e))?;
+        // Its options before it exists: a CREATE DATABASE that fails leaves no database.
+        if let Some(c) = coll.filter(|c| *c != Collation::Utf8mb4GeneralCi) {
+            if let Err(e) = dbopt::write(&dir, c) {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        }
         st.dbs.insert(db.to_string(), BTreeMap::new());
         st.views.insert(db.to_string(), BTreeMap::new());
         Ok(true)

@@ -790,11 +790,13 @@ impl Value {
     pub fn hash_key_in(&self, coll: crate::Collation, out: &mut Vec<u8>) {
         match self {
             Value::Str(s) if !coll.is_plain() => {
-                let mut k = Vec::with_capacity(s.len() * 2);
-                coll.key(s, &mut k);
+                // The key goes straight after its length's place, filled in after it.
                 out.push(8);
-                out.extend_from_slice(&(k.len() as u32).to_le_bytes());
-                out.extend_from_slice(&k);
+                let at = out.len();
+                out.extend_from_slice(&[0; 4]);
+                coll.key(s, out);
+                let len = (out.len() - at - 4) as u32;
+                out[at..at + 4].copy_from_slice(&len.to_le_bytes());
             }
             _ => self.hash_key(out),
         }

@@ -2225,15 +2225,16 @@ impl Session {
     ) -> Result<Output> {
         let name = quarry_executor::bind::object_name(db_name).join(".");
         self.refuse_system_schema(&name)?;
-        let created = self.db.catalog.create_database(&name, if_not_exists)?;
+        let created = self
+            .db
+            .catalog
+            .create_database(&name, if_not_exists, coll)?;
         if !created {
             self.warnings.push((
                 "Note".into(),
                 1007,
                 format!("Can't create database '{name}'; database exists"),
             ));
-        } else if let Some(c) = coll.filter(|c| *c != quarry_common::Collation::Utf8mb4GeneralCi) {
-            self.db.catalog.set_database_collation(&name, c)?;
         }
         Ok(Output::ok(created as u64))
     }

@@ -297,17 +297,13 @@ impl Binder<'_> {
     }
 
     /// Each operand of a comparison as it compares under their collation (see the
-    /// module's note); None leaves the comparison as it is.
-    fn operands_under(&self, operands: Vec<Expr>, op: &str) -> Result<Option<Vec<Expr>>> {
+    /// module's note); the operands as they are when it is no string comparison.
+    fn operands_under(&self, operands: Vec<Expr>, op: &str) -> Result<Vec<Expr>> {
         let refs: Vec<&Expr> = operands.iter().collect();
         let Some((coll, _)) = self.comparison(&refs, op)? else {
-            return Ok(None);
+            return Ok(operands);
         };
-        operands
-            .into_iter()
-            .map(|e| self.under(e, coll))
-            .collect::<Result<_>>()
-            .map(Some)
+        operands.into_iter().map(|e| self.under(e, coll)).collect()
     }
 
     /// A bound comparison made to compare under its operands' collation (1267 when they
@@ -324,33 +320,23 @@ impl Binder<'_> {
                 | BinOp::Ge),
                 a,
                 b,
-            ) => match self.operands_under(vec![*a.clone(), *b.clone()], op.symbol())? {
-                Some(mut v) => {
-                    let b = v.pop().expect("two operands");
-                    Expr::Bin(op, Box::new(v.pop().expect("two")), Box::new(b))
-                }
-                None => Expr::Bin(op, a, b),
-            },
+            ) => {
+                let mut v = self.operands_under(vec![*a, *b], op.symbol())?;
+                let b = v.pop().expect("two operands");
+                Expr::Bin(op, Box::new(v.pop().expect("two")), Box::new(b))
+            }
             Expr::InList {
                 expr,
                 list,
                 negated,
             } => {
-                let all: Vec<Expr> = std::iter::once(*expr.clone()).chain(list.clone()).collect();
-                match self.operands_under(all, "in")? {
-                    Some(mut v) => {
-                        let list = v.split_off(1);
-                        Expr::InList {
-                            expr: Box::new(v.pop().expect("the subject")),
-                            list,
-                            negated,
-                        }
-                    }
-                    None => Expr::InList {
-                        expr,
-                        list,
-                        negated,
-                    },
+                let all = std::iter::once(*expr).chain(list).collect();
+                let mut v = self.operands_under(all, "in")?;
+                let list = v.split_off(1);
+                Expr::InList {
+                    expr: Box::new(v.pop().expect("the subject")),
+                    list,
+                    negated,
                 }
             }
             Expr::Between {
@@ -358,26 +344,17 @@ impl Binder<'_> {
                 lo,
                 hi,
                 negated,
-            } => match self
-                .operands_under(vec![*expr.clone(), *lo.clone(), *hi.clone()], "between")?
-            {
-                Some(mut v) => {
-                    let hi = v.pop().expect("three operands");
-                    let lo = v.pop().expect("three");
-                    Expr::Between {
-                        expr: Box::new(v.pop().expect("three")),
-                        lo: Box::new(lo),
-                        hi: Box::new(hi),
-                        negated,
-                    }
-                }
-                None => Expr::Between {
-                    expr,
-                    lo,
-                    hi,
+            } => {
+                let mut v = self.operands_under(vec![*expr, *lo, *hi], "between")?;
+                let hi = v.pop().expect("three operands");
+                let lo = v.pop().expect("three");
+                Expr::Between {
+                    expr: Box::new(v.pop().expect("three")),
+                    lo: Box::new(lo),
+                    hi: Box::new(hi),
                     negated,
-                },
-            },
+                }
+            }
             Expr::Like {
                 expr,
                 pattern,
@@ -403,24 +380,14 @@ impl Binder<'_> {
                 whens,
                 else_,
             } => {
-                let all: Vec<Expr> = std::iter::once(*o.clone())
-                    .chain(whens.iter().map(|(w, _)| w.clone()))
-                    .collect();
-                match self.operands_under(all, "case")? {
-                    Some(v) => {
-                        let mut v = v.into_iter();
-                        let o = v.next().expect("the operand");
-                        Expr::Case {
-                            operand: Some(Box::new(o)),
-                            whens: v.zip(whens).map(|(w, (_, r))| (w, r)).collect(),
-                            else_,
-                        }
-                    }
-                    None => Expr::Case {
-                        operand: Some(o),
-                        whens,
-                        else_,
-                    },
+                let (conds, results): (Vec<Expr>, Vec<Expr>) = whens.into_iter().unzip();
+                let all = std::iter::once(*o).chain(conds).collect();
+                let mut v = self.operands_under(all, "case")?.into_iter();
+                let o = v.next().expect("the operand");
+                Expr::Case {
+                    operand: Some(Box::new(o)),
+                    whens: v.zip(results).collect(),
+                    else_,
                 }
             }
             // Functions that compare their arguments carry the collation on each.

@@ -779,10 +779,15 @@ impl<'a> Binder<'a> {
             }
         }
         // DISTINCT compares strings under their collations (the aggregates still known).
-        let distinct_colls = items
-            .iter()
-            .map(|(e, _)| Ok(self.ordering_collation(e)?.unwrap_or_default()))
-            .collect::<Result<Vec<_>>>()?;
+        let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
+        let distinct_colls = if distinct {
+            items
+                .iter()
+                .map(|(e, _)| Ok(self.ordering_collation(e)?.unwrap_or_default()))
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            vec![]
+        };
         let aggs = self.aggs.take().unwrap_or_default();
         let is_agg = !aggs.is_empty()
             || !group_exprs.is_empty()
@@ -853,7 +858,6 @@ impl<'a> Binder<'a> {
             input: Box::new(plan),
             exprs: proj,
         };
-        let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
         if distinct {
             plan = Plan::Distinct {
                 input: Box::new(plan),
