@@ -1,8 +1,8 @@
 //! Memcomparable index keys: column values encoded so that comparing the bytes compares
 //! the values as SQL does — NULL first, numbers by value, strings by their column's
-//! collation (the plain one as `collate_key` keys it), dates chronologically. An index entry is the
-//! encoded key followed by the 8-byte big-endian row id, which makes every entry distinct
-//! and lets a B+tree order entries with plain `memcmp`.
+//! collation (the plain one as `collate_key` keys it), dates chronologically. An index
+//! entry is the encoded key followed by the 8-byte big-endian row id, which makes every
+//! entry distinct and lets a B+tree order entries with plain `memcmp`.
 //!
 //! Every encoding of a column value is prefix-free (fixed width, or terminated), so the
 //! entries whose first n key columns equal some values are exactly the entries that start
