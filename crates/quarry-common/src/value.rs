@@ -10,6 +10,7 @@ use std::fmt;
 
 pub use crate::decimal::{pow10, Decimal, Mantissa};
 use crate::types::{SqlType, TypeKind};
+use crate::Collation;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -296,65 +297,31 @@ fn valid_dt(dt: DateTime) -> Option<DateTime> {
     }
 }
 
-/// Fold a string for the default collation: case-insensitive, trailing spaces ignored.
+/// How two strings compare under the plain collation, utf8mb4_general_ci (the default:
+/// case and accents folded, trailing spaces padded).
 pub fn collate_cmp(a: &str, b: &str) -> Ordering {
-    let a = a.trim_end_matches(' ');
-    let b = b.trim_end_matches(' ');
-    if a.is_ascii() && b.is_ascii() {
-        let (ab, bb) = (a.as_bytes(), b.as_bytes());
-        for (x, y) in ab.iter().zip(bb.iter()) {
-            let (x, y) = (x.to_ascii_uppercase(), y.to_ascii_uppercase());
-            if x != y {
-                return x.cmp(&y);
-            }
-        }
-        return ab.len().cmp(&bb.len());
-    }
-    let mut ai = a.chars().flat_map(char::to_uppercase);
-    let mut bi = b.chars().flat_map(char::to_uppercase);
-    loop {
-        match (ai.next(), bi.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) if x != y => return x.cmp(&y),
-            _ => {}
-        }
-    }
+    Collation::Utf8mb4GeneralCi.cmp(a, b)
 }
 
-/// Append the collation's sort key of `s` to `out` (equal keys ⇔ equal under [`collate_cmp`]).
+/// [`collate_cmp`] of two strings the caller knows to be ASCII.
+pub fn collate_cmp_ascii(a: &[u8], b: &[u8]) -> Ordering {
+    Collation::Utf8mb4GeneralCi.cmp_ascii(a, b)
+}
+
+/// Append the plain collation's sort key of `s` to `out` (equal keys ⇔ equal under
+/// [`collate_cmp`]; an ASCII string's key is its upper case without trailing spaces).
 pub fn collate_key(s: &str, out: &mut Vec<u8>) {
-    let s = s.trim_end_matches(' ');
-    if s.is_ascii() {
-        out.extend(s.bytes().map(|b| b.to_ascii_uppercase()));
-    } else {
-        for c in s.chars().flat_map(char::to_uppercase) {
-            let mut buf = [0u8; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-        }
-    }
+    Collation::Utf8mb4GeneralCi.key(s, out)
 }
 
-/// SQL LIKE with `%`, `_` and an escape character, under the case-insensitive collation.
+/// SQL LIKE with `%`, `_` and an escape character, under the plain collation.
 pub fn like(s: &str, p: &str, escape: char) -> bool {
-    if s.is_ascii() && p.is_ascii() && escape.is_ascii() {
-        return like_ascii(s.as_bytes(), p.as_bytes(), escape as u8);
-    }
-    like_chars(s, p, escape)
+    Collation::Utf8mb4GeneralCi.like(s, p, escape)
 }
 
-/// [`like`] for ASCII text and pattern: on the bytes, without allocating.
-fn like_ascii(s: &[u8], p: &[u8], esc: u8) -> bool {
+/// LIKE of ASCII text and pattern, case-insensitive: on the bytes, without allocating.
+pub(crate) fn like_ascii_ci(s: &[u8], p: &[u8], esc: u8) -> bool {
     matches(s, p, [b'%', b'_', esc], |a, b| a.eq_ignore_ascii_case(&b))
-}
-
-fn like_chars(s: &str, p: &str, escape: char) -> bool {
-    let s: Vec<char> = s.chars().flat_map(char::to_lowercase).collect();
-    let p: Vec<char> = p.chars().collect();
-    matches(&s, &p, ['%', '_', escape], |pc, sc| {
-        pc.to_lowercase().eq(std::iter::once(sc))
-    })
 }
 
 /// LIKE over characters, `eq(pattern character, string character)` deciding a match (a
@@ -1012,9 +979,13 @@ mod tests {
         for _ in 0..20_000 {
             let (s, p) = (word(8), word(6));
             for esc in ['\\', 'x'] {
+                // The bytes' fast path against the characters' weights.
+                let by_weight = super::like_with(&s, &p, esc, |a, b| {
+                    collate_cmp(a.encode_utf8(&mut [0; 4]), b.encode_utf8(&mut [0; 4])).is_eq()
+                });
                 assert_eq!(
-                    super::like_ascii(s.as_bytes(), p.as_bytes(), esc as u8),
-                    super::like_chars(&s, &p, esc),
+                    super::like_ascii_ci(s.as_bytes(), p.as_bytes(), esc as u8),
+                    by_weight,
                     "{s:?} LIKE {p:?} ESCAPE {esc:?}"
                 );
             }
@@ -1090,6 +1061,13 @@ mod tests {
         assert_eq!(collate_cmp("abc", "ABC  "), Ordering::Equal);
         assert_eq!(collate_cmp("abc", "abd"), Ordering::Less);
         assert_eq!(collate_cmp("Ärger", "ärger"), Ordering::Equal);
+        // utf8mb4_general_ci folds accents too, and pads: a tab sorts below the padding.
+        assert_eq!(collate_cmp("Ärger", "arger"), Ordering::Equal);
+        assert_eq!(collate_cmp("a\t", "a"), Ordering::Less);
+        let (mut ka, mut kb) = (vec![], vec![]);
+        collate_key("Émile  ", &mut ka);
+        collate_key("EMILE", &mut kb);
+        assert_eq!(ka, kb);
         let (mut a, mut b) = (vec![], vec![]);
         Value::Str("Hello ".into()).hash_key(&mut a);
         Value::Str("HELLO".into()).hash_key(&mut b);

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use quarry_common::value::{collate_cmp, Mantissa};
+use quarry_common::value::{collate_cmp, collate_cmp_ascii, Mantissa};
 use quarry_common::{Date, DateTime, Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_storage_api::{CmpOp, Pred};
 
@@ -167,7 +167,12 @@ const ALL_NULL: u8 = 0;
 const FOR: u8 = 1;
 const RLE: u8 = 2;
 const F64: u8 = 3;
-const DICT: u8 = 4;
+/// A dictionary sorted as Quarry's plain collation compared before it was
+/// utf8mb4_general_ci's (case folded, accents not): re-sorted when read if that order
+/// is not the collation's.
+const DICT_CASE_ONLY: u8 = 4;
+/// A dictionary sorted under utf8mb4_general_ci (bytes for binary strings).
+const DICT: u8 = 10;
 const PLAIN: u8 = 5;
 const I128: u8 = 6;
 const PACKED: u8 = 7;
@@ -329,7 +334,7 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
             return a.cmp(b);
         }
         if ascii {
-            return ascii_collate_cmp(a, b);
+            return collate_cmp_ascii(a, b);
         }
         match (std::str::from_utf8(a), std::str::from_utf8(b)) {
             (Ok(a), Ok(b)) => collate_cmp(a, b),
@@ -401,17 +406,48 @@ pub(crate) fn encode(phys: Phys, values: &[&Value]) -> (Vec<u8>, Zone) {
     (out, zone)
 }
 
-/// [`collate_cmp`] for strings known to be ASCII, without re-checking that they are.
-fn ascii_collate_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let trim = |s: &[u8]| s.len() - s.iter().rev().take_while(|&&c| c == b' ').count();
-    let (a, b) = (&a[..trim(a)], &b[..trim(b)]);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (x.to_ascii_uppercase(), y.to_ascii_uppercase());
-        if x != y {
-            return x.cmp(&y);
-        }
+/// A dictionary (of text) in the collation's order, its codes renumbered to match: one
+/// written before the plain collation folded accents may hold 'Ä' after 'Z'.
+fn resort_dictionary(dict: Data) -> Data {
+    let Data::Dict {
+        offsets,
+        bytes,
+        codes,
+    } = dict
+    else {
+        return dict;
+    };
+    let n = offsets.len() - 1;
+    let entry = |i: usize| {
+        std::str::from_utf8(&bytes[offsets[i] as usize..offsets[i + 1] as usize]).unwrap_or("")
+    };
+    if (1..n).all(|i| collate_cmp(entry(i - 1), entry(i)).is_le()) {
+        return Data::Dict {
+            offsets,
+            bytes,
+            codes,
+        };
     }
-    a.len().cmp(&b.len())
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| collate_cmp(entry(a), entry(b)));
+    let mut renumber = vec![0u16; n];
+    let mut new_offsets = Vec::with_capacity(n + 1);
+    let mut new_bytes = Vec::with_capacity(bytes.len());
+    new_offsets.push(0u32);
+    for (code, &old) in order.iter().enumerate() {
+        renumber[old] = code as u16;
+        new_bytes.extend_from_slice(entry(old).as_bytes());
+        new_offsets.push(new_bytes.len() as u32);
+    }
+    let codes = match codes {
+        Codes::U8(c) => Codes::U8(c.into_iter().map(|x| renumber[x as usize] as u8).collect()),
+        Codes::U16(c) => Codes::U16(c.into_iter().map(|x| renumber[x as usize]).collect()),
+    };
+    Data::Dict {
+        offsets: new_offsets,
+        bytes: new_bytes,
+        codes,
+    }
 }
 
 /// A hasher for short byte strings (FNV-1a over 8-byte words): dictionary building is
@@ -980,7 +1016,7 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
                 .map(|c| Mantissa::from_le_bytes(c.try_into().unwrap()))
                 .collect(),
         ),
-        DICT => {
+        DICT | DICT_CASE_ONLY => {
             let n = r.u32()? as usize;
             let mut offsets = Vec::with_capacity(n + 1);
             let mut bytes = Vec::new();
@@ -1010,10 +1046,15 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
             if max.is_some_and(|m| m >= n) {
                 return Err(Error::corrupt("column chunk: code outside dictionary"));
             }
-            Data::Dict {
+            let dict = Data::Dict {
                 offsets,
                 bytes,
                 codes,
+            };
+            if tag == DICT_CASE_ONLY && phys == Phys::Str {
+                resort_dictionary(dict)
+            } else {
+                dict
             }
         }
         PACKED => {

@@ -22,7 +22,11 @@ use crate::chunk::Zone;
 use crate::At;
 
 const MAGIC: &[u8; 8] = b"QRYCOLM\0";
-const VERSION: u32 = 1;
+/// 2: text zone maps (min, max) under utf8mb4_general_ci's weights. Version 1 ordered
+/// them case-folded only ('Ä' above 'Z'); they are recomputed when such a file is read.
+pub(crate) const VERSION: u32 = 2;
+/// The version whose text zone maps are in the old order.
+pub(crate) const VERSION_CASE_ONLY: u32 = 1;
 
 /// Where one chunk lives and what it holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +80,8 @@ impl Segment {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Meta {
+    /// The version the file was written in (written back as the current one).
+    pub version: u32,
     /// Generation: names the delta log that goes with this file.
     pub gen: u64,
     pub next_id: u64,
@@ -225,6 +231,7 @@ impl<'a> Reader<'a> {
 impl Meta {
     pub(crate) fn empty(columns: usize) -> Meta {
         Meta {
+            version: VERSION,
             gen: 0,
             next_id: 1,
             merged_upto: 1,
@@ -284,7 +291,8 @@ impl Meta {
             return Err(bad());
         }
         let mut r = Reader { buf: body, pos: 8 };
-        if r.u32()? != VERSION {
+        let version = r.u32()?;
+        if version != VERSION && version != VERSION_CASE_ONLY {
             return Err(Error::corrupt("column table metadata: unknown version"));
         }
         let gen = r.u64()?;
@@ -325,6 +333,7 @@ impl Meta {
             deleted.push(del);
         }
         Ok(Meta {
+            version,
             gen,
             next_id,
             merged_upto,
@@ -435,6 +444,7 @@ mod tests {
     #[test]
     fn metadata_round_trips_and_rejects_damage() {
         let m = Meta {
+            version: VERSION,
             gen: 3,
             next_id: 900,
             merged_upto: 700,

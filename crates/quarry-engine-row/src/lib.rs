@@ -67,7 +67,11 @@ pub use codec::{decode, encode, fixed_width};
 pub use sidecol::{side_file, wants_side_file};
 
 const MAGIC: &[u8; 8] = b"QRYROWD\0";
-const VERSION: u32 = 1;
+/// 2: text keys under the plain collation are utf8mb4_general_ci's weights (accents
+/// folded). Files of version 1 keyed them by upper case only; their indexes are rebuilt
+/// at open, then the header says 2.
+const VERSION: u32 = 2;
+const VERSION_CASE_ONLY_KEYS: u32 = 1;
 const HEADER_SIZE: u64 = 4096;
 const REC_HDR: usize = 13;
 const LIVE: u8 = 0xA1;
@@ -266,6 +270,17 @@ impl Engine for RowEngine {
     }
 }
 
+/// Whether an index keys a text column under the plain collation (whose keys changed
+/// with data-file version 2).
+fn keys_text(schema: &TableSchema) -> bool {
+    schema.indexes.iter().any(|ix| {
+        ix.columns.iter().any(|&c| {
+            let ty = &schema.columns[c].ty;
+            ty.is_string() && !ty.is_binary() && ty.coll.is_plain()
+        })
+    })
+}
+
 fn header(format: RowFormat) -> Vec<u8> {
     let mut h = vec![0u8; HEADER_SIZE as usize];
     h[..8].copy_from_slice(MAGIC);
@@ -371,7 +386,7 @@ impl RowTable {
             return Err(Error::corrupt(&path.name));
         }
         let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
-        if version != VERSION {
+        if version != VERSION && version != VERSION_CASE_ONLY_KEYS {
             return Err(Error::new(
                 1033,
                 format!(
@@ -385,6 +400,7 @@ impl RowTable {
             (schema.row_format == RowFormat::Fixed).then(|| fixed_width(&schema.columns) as u32);
         let dirty_marker = path.file("qdirty");
         let was_dirty = dirty_marker.exists();
+        let reindex = version == VERSION_CASE_ONLY_KEYS && keys_text(&schema);
         // Under the marker the indexes are rebuilt anyway: one an interrupted index build
         // left unreadable is started afresh instead of failing the open.
         let trees = (0..schema.indexes.len())
@@ -437,7 +453,13 @@ impl RowTable {
                 side,
             }),
         }
-        .rebuild(was_dirty)?;
+        .rebuild(was_dirty || reindex)?;
+        if version == VERSION_CASE_ONLY_KEYS {
+            // After the rebuild (which synced): a crash before this leaves version 1 and
+            // a rebuild at the next open.
+            t.file.write_at(&header(t.schema.row_format), 0)?;
+            t.file.sync()?;
+        }
         Ok(t)
     }
 
@@ -567,12 +589,29 @@ impl RowTable {
     }
 
     /// Recreate every index from the data file: entries sorted, trees built bottom-up.
+    /// A unique index may then hold equal keys (rows written when the plain collation
+    /// did not fold accents): they stay, and the server says so.
     fn rebuild_indexes(&self) -> Result<()> {
         let ixs: Vec<&IndexSchema> = self.schema.indexes.iter().collect();
         let entries = self.sorted_entries(&ixs, &|_| {})?;
-        for (tree, sorter) in self.trees.iter().zip(entries) {
+        for ((tree, sorter), ix) in self.trees.iter().zip(entries).zip(&ixs) {
             tree.clear()?;
-            bulk_load_all(tree, sorter.finish()?)?;
+            let cols = self.key_cols(ix);
+            let mut prev: Vec<u8> = Vec::new();
+            let mut equal = 0u64;
+            let sorted = sorter.finish()?.inspect(|e| {
+                let Ok(e) = e else { return };
+                let key = &e[..e.len().saturating_sub(8)];
+                if ix.unique && key == prev && keycode::has_null(e, &cols) == Some(false) {
+                    equal += 1;
+                }
+                prev.clear();
+                prev.extend_from_slice(key);
+            });
+            bulk_load_all(tree, Box::new(sorted))?;
+            if equal > 0 {
+                eprintln!("quarry: {}", self.path.equal_keys_warning(&ix.name, equal));
+            }
         }
         Ok(())
     }

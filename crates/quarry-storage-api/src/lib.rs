@@ -474,6 +474,24 @@ impl TablePath {
     pub fn file(&self, ext: &str) -> PathBuf {
         self.dir.join(format!("{}.{ext}", self.name))
     }
+
+    /// `db.table`, as messages name the table.
+    pub fn qualified(&self) -> String {
+        let db = self.dir.file_name().unwrap_or_default().to_string_lossy();
+        format!("{db}.{}", self.name)
+    }
+
+    /// What the server prints when a unique index of a table written before the plain
+    /// collation folded accents holds `rows` rows whose keys equal another's now.
+    pub fn equal_keys_warning(&self, index: &str, rows: u64) -> String {
+        format!(
+            "table {}: unique index {index} holds {rows} row(s) whose key now equals another \
+             row's (utf8mb4_general_ci folds accents since datadir layout 6, as MariaDB's \
+             does: 'Koln' = 'Köln'); they stay and new rows with such a key are refused: \
+             UPDATE or DELETE them to make the keys unique",
+            self.qualified()
+        )
+    }
 }
 
 pub trait Engine: Send + Sync {

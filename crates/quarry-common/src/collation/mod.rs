@@ -23,7 +23,7 @@ mod tables;
 
 use std::cmp::Ordering;
 
-use crate::value::{like_bytes, like_with};
+use crate::value::{like_ascii_ci, like_bytes, like_with};
 
 /// A collation MariaDB 10.11 has and Quarry implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -244,19 +244,27 @@ impl Collation {
 
     /// Append `c`'s weights to `out`.
     fn weigh(self, c: char, out: &mut Vec<u32>) {
-        let cp = c as u32;
         match self.rule() {
-            Rule::General => out.push(tables::general(cp) as u32),
-            Rule::CodePoint => out.push(cp),
-            Rule::Uca(v) => tables::uca(v, cp, out),
-            Rule::Swedish => out.push(tables::swedish(tables::latin1_byte(cp)) as u32),
-            Rule::Latin1Byte => out.push(tables::latin1_byte(cp) as u32),
-            Rule::AsciiCi => out.push(tables::ascii_ci(ascii_byte(cp)) as u32),
-            Rule::AsciiByte => out.push(ascii_byte(cp) as u32),
+            Rule::Uca(v) => tables::uca(v, c as u32, out),
             Rule::Bytes => {
                 let mut b = [0u8; 4];
                 out.extend(c.encode_utf8(&mut b).bytes().map(u32::from));
             }
+            _ => out.push(self.weight1(c)),
+        }
+    }
+
+    /// The one weight of `c` under a rule that gives each character one (all but UCA and
+    /// bytes).
+    fn weight1(self, c: char) -> u32 {
+        let cp = c as u32;
+        match self.rule() {
+            Rule::General => tables::general(cp) as u32,
+            Rule::Swedish => tables::swedish(tables::latin1_byte(cp)) as u32,
+            Rule::Latin1Byte => tables::latin1_byte(cp) as u32,
+            Rule::AsciiCi => tables::ascii_ci(ascii_byte(cp)) as u32,
+            Rule::AsciiByte => ascii_byte(cp) as u32,
+            Rule::CodePoint | Rule::Uca(_) | Rule::Bytes => cp,
         }
     }
 
@@ -280,8 +288,49 @@ impl Collation {
         if one_per_byte && a.is_ascii() && b.is_ascii() {
             return self.cmp_ascii(a.as_bytes(), b.as_bytes());
         }
+        if !matches!(self.rule(), Rule::Uca(_)) {
+            return self.cmp_chars(a, b);
+        }
         let (wa, wb) = (self.weights(a), self.weights(b));
         self.cmp_weights(&wa, &wb)
+    }
+
+    /// [`Collation::cmp`] under a rule of one weight per character, without building
+    /// the weights (sorts call this for every pair).
+    fn cmp_chars(self, a: &str, b: &str) -> Ordering {
+        let (mut ai, mut bi) = (a.chars(), b.chars());
+        loop {
+            let (x, y) = match (ai.next(), bi.next()) {
+                (Some(x), Some(y)) => (self.weight1(x), self.weight1(y)),
+                (None, None) => return Ordering::Equal,
+                (Some(x), None) => return self.cmp_rest(x, ai, false),
+                (None, Some(y)) => return self.cmp_rest(y, bi, true),
+            };
+            if x != y {
+                return x.cmp(&y);
+            }
+        }
+    }
+
+    /// The longer string's rest (`first`, then `rest`) against the shorter one's end:
+    /// longer is greater without padding, else the rest compares with spaces (the order
+    /// reversed when it is the right-hand string's).
+    fn cmp_rest(self, first: char, rest: std::str::Chars, flip: bool) -> Ordering {
+        let o = if self.pads() {
+            let space = self.space();
+            std::iter::once(first)
+                .chain(rest)
+                .map(|c| self.weight1(c))
+                .find(|&w| w != space)
+                .map_or(Ordering::Equal, |w| w.cmp(&space))
+        } else {
+            Ordering::Greater
+        };
+        if flip {
+            o.reverse()
+        } else {
+            o
+        }
     }
 
     fn cmp_weights(self, wa: &[u32], wb: &[u32]) -> Ordering {
@@ -312,38 +361,14 @@ impl Collation {
 
     /// [`Collation::cmp`] of ASCII strings, without building weights: one byte, one
     /// weight (not for the UCA and swedish rules).
-    fn cmp_ascii(self, a: &[u8], b: &[u8]) -> Ordering {
-        let fold = |c: u8| -> u32 {
-            match self.rule() {
-                Rule::General => tables::general(c as u32) as u32,
-                Rule::AsciiCi => tables::ascii_ci(c) as u32,
-                _ => c as u32,
-            }
-        };
-        let n = a.len().min(b.len());
-        for i in 0..n {
-            let (x, y) = (fold(a[i]), fold(b[i]));
-            if x != y {
-                return x.cmp(&y);
-            }
+    pub(crate) fn cmp_ascii(self, a: &[u8], b: &[u8]) -> Ordering {
+        let pads = self.pads();
+        match self.rule() {
+            // utf8mb4_general_ci weighs ASCII as its upper case (the tables' test checks).
+            Rule::General => cmp_ascii_by(a, b, pads, |c| c.to_ascii_uppercase()),
+            Rule::AsciiCi => cmp_ascii_by(a, b, pads, tables::ascii_ci),
+            _ => cmp_ascii_by(a, b, pads, |c| c),
         }
-        let (rest, flip) = if a.len() > n {
-            (&a[n..], false)
-        } else {
-            (&b[n..], true)
-        };
-        if !self.pads() {
-            return a.len().cmp(&b.len());
-        }
-        let space = self.space();
-        for &c in rest {
-            let w = fold(c);
-            if w != space {
-                let o = w.cmp(&space);
-                return if flip { o.reverse() } else { o };
-            }
-        }
-        Ordering::Equal
     }
 
     /// Append `s`'s sort key: equal keys ⇔ equal strings, and keys order as the strings
@@ -360,6 +385,21 @@ impl Collation {
                 };
                 out.extend_from_slice(s.as_bytes());
             }
+            // Weights in UTF-8's form (order kept, one byte below 0x80): ASCII keys are
+            // the upper-case bytes, as the default collation's keys always were.
+            Rule::General if s.is_ascii() => {
+                let s = s.trim_end_matches(' ');
+                out.extend(s.bytes().map(|c| c.to_ascii_uppercase()));
+            }
+            Rule::General => {
+                let mut w = self.weights(s);
+                while w.last() == Some(&0x20) {
+                    w.pop();
+                }
+                for x in w {
+                    push_utf8_form(x, out);
+                }
+            }
             _ => {
                 let mut w = self.weights(s);
                 if self.pads() {
@@ -375,6 +415,29 @@ impl Collation {
         }
     }
 
+    /// Under a rule of one weight per character: the character whose weight is the
+    /// smallest above `c`'s, leaving out a space's (keys drop trailing spaces). With the
+    /// characters before `c`, it bounds the keys of every string that starts with them
+    /// and `c` (a LIKE prefix's range). None past the last weight, and under UCA.
+    pub fn successor(self, c: char) -> Option<char> {
+        if matches!(self.rule(), Rule::Uca(_) | Rule::Bytes) {
+            return None;
+        }
+        let w = self.weight1(c);
+        let space = self.space();
+        let mut best: Option<(u32, char)> = None;
+        for x in (0..=0xFFFF).filter_map(char::from_u32) {
+            let wx = self.weight1(x);
+            if wx > w && wx != space && best.is_none_or(|(b, _)| wx < b) {
+                best = Some((wx, x));
+                if wx == w + 1 {
+                    break;
+                }
+            }
+        }
+        best.map(|(_, x)| x)
+    }
+
     /// `s LIKE p ESCAPE escape`: `_` is one character, `%` any run, and characters match
     /// when their weights are equal (no padding).
     pub fn like(self, s: &str, p: &str, escape: char) -> bool {
@@ -383,8 +446,9 @@ impl Collation {
                 like_bytes(s.as_bytes(), p.as_bytes(), escape as u8)
             }
             Rule::Bytes | Rule::CodePoint => like_with(s, p, escape, |a, b| a == b),
-            Rule::General if s.is_ascii() && p.is_ascii() => {
-                like_with(s, p, escape, |a, b| a.eq_ignore_ascii_case(&b))
+            // ASCII weighs as its upper case under the general rule.
+            Rule::General if s.is_ascii() && p.is_ascii() && escape.is_ascii() => {
+                like_ascii_ci(s.as_bytes(), p.as_bytes(), escape as u8)
             }
             _ => {
                 let mut wa = Vec::new();
@@ -401,6 +465,45 @@ impl Collation {
                 })
             }
         }
+    }
+}
+
+/// How ASCII strings compare when `fold` gives each byte's weight (a space weighs 0x20).
+fn cmp_ascii_by(a: &[u8], b: &[u8], pads: bool, fold: impl Fn(u8) -> u8) -> Ordering {
+    let n = a.len().min(b.len());
+    for i in 0..n {
+        let (x, y) = (fold(a[i]), fold(b[i]));
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    if !pads {
+        return a.len().cmp(&b.len());
+    }
+    let (rest, flip) = if a.len() > n {
+        (&a[n..], false)
+    } else {
+        (&b[n..], true)
+    };
+    match rest.iter().map(|&c| fold(c)).find(|&w| w != b' ') {
+        Some(w) if flip => b' '.cmp(&w),
+        Some(w) => w.cmp(&b' '),
+        None => Ordering::Equal,
+    }
+}
+
+/// A 16-bit weight in the byte form UTF-8 gives that code point (surrogates alike).
+fn push_utf8_form(w: u32, out: &mut Vec<u8>) {
+    if w < 0x80 {
+        out.push(w as u8);
+    } else if w < 0x800 {
+        out.extend_from_slice(&[0xC0 | (w >> 6) as u8, 0x80 | (w & 0x3F) as u8]);
+    } else {
+        out.extend_from_slice(&[
+            0xE0 | (w >> 12) as u8,
+            0x80 | ((w >> 6) & 0x3F) as u8,
+            0x80 | (w & 0x3F) as u8,
+        ]);
     }
 }
 

@@ -110,3 +110,25 @@ fn names_ids_and_character_sets() {
     ids.dedup();
     assert_eq!(ids.len(), ALL.len());
 }
+
+/// The ASCII fast paths (comparison, keys, LIKE) weigh a byte as its upper case; the
+/// generated table must agree, and keys of ASCII strings stay what they were.
+#[test]
+fn general_ci_weighs_ascii_as_its_upper_case() {
+    let c = Collation::Utf8mb4GeneralCi;
+    for b in 0u8..0x80 {
+        let (mut w, mut one) = (vec![], String::new());
+        c.weigh(b as char, &mut w);
+        assert_eq!(w, [b.to_ascii_uppercase() as u32], "{b:#x}");
+        one.push(b as char);
+        // The slow path of a non-ASCII string agrees with the fast one.
+        let wide = format!("{one}é");
+        assert_eq!(c.cmp(&wide, "Aé"), c.cmp_ascii(&[b], b"A"), "{b:#x}");
+    }
+    let mut k = vec![];
+    c.key("Zoë  ", &mut k);
+    assert_eq!(k, "ZOE".as_bytes());
+    k.clear();
+    c.key("abc ", &mut k);
+    assert_eq!(k, b"ABC");
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use quarry_catalog::{sql_type, Catalog, TableEntry};
 use quarry_common::types::{flags, DOUBLE_FIXED_ZERO};
-use quarry_common::{Decimal, Error, Result, SqlType, TypeKind, Value};
+use quarry_common::{Collation, Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{self, BinaryOperator as B, Expr as A, SelectItem, SetExpr, TableFactor};
 
 use crate::expr::{BinOp, Expr, SubQuery, UnOp};
@@ -3041,8 +3041,9 @@ pub(crate) fn ranges_of(
 }
 
 /// The literal prefix of a LIKE pattern (None if it starts with a wildcard) and the
-/// smallest string above every string with that prefix under the case-insensitive
-/// collation (None when there is none to give).
+/// smallest string above every string with that prefix under the plain collation (None
+/// when there is none to give): the prefix with its last character replaced by the one
+/// of the next weight ('abc' → 'abd', 'Zoë' → 'Zof').
 fn like_prefix_range(pat: &str, escape: char) -> Option<(String, Option<String>)> {
     let mut prefix = String::new();
     let mut chars = pat.chars();
@@ -3056,15 +3057,9 @@ fn like_prefix_range(pat: &str, escape: char) -> Option<(String, Option<String>)
     if prefix.is_empty() {
         return None;
     }
-    let mut upper: Vec<char> = prefix.chars().flat_map(char::to_uppercase).collect();
+    let mut upper: Vec<char> = prefix.chars().collect();
     while let Some(last) = upper.pop() {
-        // The next character that is its own upper case (and not a space, which the
-        // collation trims): its key sorts right after `last`'s.
-        let own_upper = |c: char| c != ' ' && c.to_uppercase().eq(std::iter::once(c));
-        if let Some(next) = (last as u32 + 1..=0x10FFFF)
-            .filter_map(char::from_u32)
-            .find(|&c| own_upper(c))
-        {
+        if let Some(next) = Collation::Utf8mb4GeneralCi.successor(last) {
             upper.push(next);
             return Some((prefix, Some(upper.into_iter().collect())));
         }
