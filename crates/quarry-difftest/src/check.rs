@@ -42,10 +42,14 @@ fn fold(rows: &[Vec<Option<String>>]) -> Rows {
 }
 
 /// Each comma-separated piece (a GROUP_CONCAT's values, whose ties may come either way)
-/// lowercased without trailing spaces.
+/// as utf8mb4_general_ci's key ('Ä ' and 'a' alike).
 fn fold_value(s: &str) -> String {
     s.split(',')
-        .map(|p| p.trim_end_matches(' ').to_lowercase())
+        .map(|p| {
+            let mut k = vec![];
+            quarry_common::value::collate_key(p, &mut k);
+            String::from_utf8_lossy(&k).into_owned()
+        })
         .collect::<Vec<_>>()
         .join(",")
 }

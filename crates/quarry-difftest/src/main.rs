@@ -212,7 +212,12 @@ fn run(args: Args) -> Result<bool, String> {
         flush_log: 2,
     };
     let allow = read_allow(&args.allow)?;
-    let quarry = Side::open(servers::start_quarry(&opts)?, &VARIANTS, &[])?;
+    // Strings with accents go over the wire as UTF-8 (the harness's client says latin1).
+    let quarry = Side::open(
+        servers::start_quarry(&opts)?,
+        &VARIANTS,
+        &["SET NAMES utf8mb4"],
+    )?;
     let maria = if args.mariadb {
         let s = servers::start_mariadb(&opts)?;
         eprintln!("difftest: {} against {}", quarry.server.version, s.version);
@@ -227,7 +232,10 @@ fn run(args: Args) -> Result<bool, String> {
         Some(Side::open(
             s,
             &[Variant::Reference],
-            &["SET SESSION optimizer_switch = 'materialization=off,subquery_cache=off'"],
+            &[
+                "SET NAMES utf8mb4",
+                "SET SESSION optimizer_switch = 'materialization=off,subquery_cache=off'",
+            ],
         )?)
     } else {
         eprintln!(
@@ -611,7 +619,7 @@ impl Run {
 fn scratch(side: &mut Side, i: usize, into: bool) -> Result<(), String> {
     if into {
         side.run(i, "DROP DATABASE IF EXISTS dr")?;
-        side.run(i, "CREATE DATABASE dr")?;
+        side.run(i, &format!("CREATE DATABASE dr {}", runner::UTF8MB4))?;
         side.use_db(i, "dr")
     } else {
         side.use_db(i, VARIANTS[i].db())?;

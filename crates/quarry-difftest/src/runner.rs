@@ -38,6 +38,10 @@ impl Outcome {
     }
 }
 
+/// The character set and collation of every database either side makes (MariaDB's own
+/// default, under the harness's configuration, is latin1).
+pub const UTF8MB4: &str = "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci";
+
 pub const VARIANTS: [Variant; 3] = [Variant::Indexed, Variant::NoIndex, Variant::Column];
 
 /// Queries slower than this count as hangs.
@@ -60,7 +64,7 @@ impl Side {
         for v in variants {
             let mut c = connect(&server, &init)?;
             c.exec(&format!("DROP DATABASE IF EXISTS {}", v.db()))
-                .and_then(|_| c.exec(&format!("CREATE DATABASE {}", v.db())))
+                .and_then(|_| c.exec(&format!("CREATE DATABASE {} {UTF8MB4}", v.db())))
                 .and_then(|_| c.exec(&format!("USE {}", v.db())))
                 .map_err(|e| format!("{}: {e}", server.name))?;
             conns.push(c);

@@ -1,8 +1,10 @@
 //! Built-in scalar functions (string, numeric, date, control flow, session information).
+use std::borrow::Cow;
 
+use quarry_common::charset::Charset;
 use quarry_common::value::Mantissa;
 use quarry_common::value::{Date, DateTime};
-use quarry_common::{Decimal, Error, Result, Value};
+use quarry_common::{Collation, Decimal, Error, Result, Value};
 
 use crate::exec::ExecCtx;
 use crate::expr::{to_dt, Expr};
@@ -15,6 +17,19 @@ fn argc(name: &str, args: &[Expr], min: usize, max: usize) -> Result<()> {
 }
 
 /// Number of arguments a function takes (min, max); None = unknown function.
+/// A string's bytes in its character set: latin1 ones when the binder marked the argument
+/// with a latin1 collation (values are UTF-8 inside), a binary string's as they are.
+fn stored_bytes(v: &Value, coll: Option<Collation>) -> Cow<'_, [u8]> {
+    match v {
+        Value::Bytes(b) => Cow::Borrowed(b),
+        Value::Str(s) if coll.is_some_and(|c| c.charset() == "latin1") => {
+            Cow::Owned(Charset::Latin1.encode(s).into_owned())
+        }
+        Value::Str(s) => Cow::Borrowed(s.as_bytes()),
+        other => Cow::Owned(other.as_str_lossy().into_owned().into_bytes()),
+    }
+}
+
 pub fn arity(name: &str) -> Option<(usize, usize)> {
     if let Some(a) = crate::timefn::arity(name) {
         return Some(a);
@@ -205,11 +220,8 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         {
             Value::Null
         }
-        "LENGTH" | "OCTET_LENGTH" => Value::Int(match v(0) {
-            Value::Bytes(b) => b.len(),
-            other => other.as_str_lossy().len(),
-        } as i64),
-        "BIT_LENGTH" => Value::Int(v(0).as_str_lossy().len() as i64 * 8),
+        "LENGTH" | "OCTET_LENGTH" => Value::Int(stored_bytes(v(0), coll).len() as i64),
+        "BIT_LENGTH" => Value::Int(stored_bytes(v(0), coll).len() as i64 * 8),
         "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
             Value::Int(v(0).as_str_lossy().chars().count() as i64)
         }
@@ -254,7 +266,19 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
             }
             Value::Str(" ".repeat(n))
         }
-        "ASCII" | "ORD" => Value::Int(s(v(0)).bytes().next().map(|b| b as i64).unwrap_or(0)),
+        "ASCII" => Value::Int(stored_bytes(v(0), coll).first().map_or(0, |&b| b as i64)),
+        // The first character's bytes as one big-endian number.
+        "ORD" => {
+            let b = stored_bytes(v(0), coll);
+            let n = match (b.first(), v(0)) {
+                (None, _) => 0,
+                (Some(_), Value::Str(_)) if coll.is_none_or(|c| c.is_unicode()) => {
+                    v(0).as_str_lossy().chars().next().map_or(1, char::len_utf8)
+                }
+                (Some(_), _) => 1,
+            };
+            Value::Int(b[..n].iter().fold(0i64, |acc, &x| acc << 8 | x as i64))
+        }
         "CHAR" => Value::Str(
             vals.iter()
                 .filter(|x| !x.is_null())
@@ -264,9 +288,8 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
         "HEX" => match v(0) {
             x if x.is_numeric() => Value::Str(format!("{:X}", x.to_i64())),
             other => Value::Str(
-                other
-                    .as_str_lossy()
-                    .bytes()
+                stored_bytes(other, coll)
+                    .iter()
                     .map(|b| format!("{b:02X}"))
                     .collect(),
             ),

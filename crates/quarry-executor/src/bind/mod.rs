@@ -2212,6 +2212,20 @@ impl<'a> Binder<'a> {
         ) {
             bound = bound.into_iter().map(|b| self.temporal_text(b)).collect();
         }
+        // The functions that count or show bytes see a latin1 string's latin1 bytes
+        // (values are UTF-8 inside): its argument carries the collation it derives.
+        if matches!(
+            name.as_str(),
+            "LENGTH" | "OCTET_LENGTH" | "BIT_LENGTH" | "HEX" | "ASCII" | "ORD"
+        ) && bound.len() == 1
+        {
+            let cols = self.levels.last().map(|l| l.cols.as_slice()).unwrap_or(&[]);
+            let derived = self.derivation(&bound[0], cols).ok().flatten();
+            if let Some(d) = derived.filter(|d| d.coll.charset() == "latin1") {
+                let arg = bound.remove(0);
+                bound.push(Expr::Collate(Box::new(arg), d.coll));
+            }
+        }
         let e = Expr::Func(name, bound);
         Ok(e)
     }
