@@ -35,6 +35,7 @@ use quarry_storage_api::EngineRegistry;
 
 pub use quarry_common;
 pub use quarry_executor::OutColumn;
+pub use quarry_sql;
 pub use session::{Output, Prepared, RowSink, Session, STATEMENT_STACK};
 
 /// Where LOAD DATA LOCAL gets the client's file: a reader over it, consumed as the rows

@@ -48,6 +48,8 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // as a dump's restore sets it).
         ("foreign_key_checks", i(1)),
         ("unique_checks", i(1)),
+        // Notes (DROP TABLE IF EXISTS of a missing table, …) become warnings (0: not).
+        ("sql_notes", i(1)),
         ("license", s("Apache-2.0")),
         ("lower_case_table_names", i(0)),
         ("max_allowed_packet", i(16 * 1024 * 1024)),

@@ -755,13 +755,25 @@ impl Client {
         true
     }
 
+    /// A statement's text: the client's bytes as UTF-8, string literals holding bytes
+    /// that are not (a dump's BLOBs without --hex-blob) as hex literals.
+    fn query_text<'b>(&self, body: &'b [u8]) -> Option<std::borrow::Cow<'b, str>> {
+        let cs = self.charset("character_set_client");
+        cs.decode(body).or_else(|| {
+            (cs == Charset::Utf8)
+                .then(|| quarry_core::quarry_sql::hex_binary_literals(body))
+                .flatten()
+                .map(std::borrow::Cow::Owned)
+        })
+    }
+
     fn com_query(&mut self, body: &[u8]) {
         // A trailing NUL (mariadb-slap sends one) is not part of the statement, as
         // MariaDB takes it.
         let body = body.strip_suffix(&[0]).unwrap_or(body);
         // Borrowed from the packet when it is UTF-8 already: a 100 MB statement is not
         // copied here.
-        let sql = match self.charset("character_set_client").decode(body) {
+        let sql = match self.query_text(body) {
             Some(s) => s,
             None => {
                 self.send_err(&Error::new(
@@ -842,7 +854,7 @@ impl Client {
     }
 
     fn stmt_prepare(&mut self, body: &[u8]) {
-        let sql = match self.charset("character_set_client").decode(body) {
+        let sql = match self.query_text(body) {
             Some(s) => s.into_owned(),
             None => String::from_utf8_lossy(body).into_owned(),
         };

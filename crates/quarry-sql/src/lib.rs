@@ -14,10 +14,13 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 pub use sqlparser::ast;
 
 mod accounts;
+mod binary_literals;
 mod dialect;
 mod grants;
 mod into_file;
 mod long_literals;
+
+pub use binary_literals::hex_binary_literals;
 
 pub use accounts::{AccountOptions, PasswordLifetime, Secret};
 pub use grants::{GrantOn, GranteeSpec, PrivItem};
@@ -68,6 +71,12 @@ pub enum Stmt {
         db: Option<String>,
         table: String,
         engine: String,
+    },
+    /// ALTER TABLE t DISABLE KEYS / ENABLE KEYS (what dumps wrap each table's rows in).
+    AlterKeys {
+        db: Option<String>,
+        table: String,
+        enable: bool,
     },
     /// FLUSH …: it needs RELOAD, as in MariaDB. `hosts`: FLUSH HOSTS (clears the
     /// max_connect_errors counts); `read_lock`: FLUSH TABLES [t, …] WITH READ LOCK (no
@@ -186,7 +195,15 @@ pub struct LoadData {
     pub columns: Vec<String>,
 }
 
-/// Replace `/*!NNNNN body */` and `/*M!NNNNN body */` by `body` (outside string literals).
+/// The version number versioned comments are compared with: 10.11.19, the MariaDB
+/// release Quarry answers as (`quarry_core::vars::VERSION`).
+pub const SERVER_VERSION_ID: u32 = 101119;
+
+/// Replace `/*!NNNNN body */` and `/*M!NNNNNN body */` by `body` when the version
+/// NNNNN[N] (five or six digits; none: any) is not above [`SERVER_VERSION_ID`], and drop
+/// them when it is, as MariaDB does: a dump's `/*M!999999\- enable the sandbox mode */`
+/// is a comment, its `/*!40101 SET NAMES utf8mb4 */` a statement. String literals and
+/// quoted names are left alone.
 pub fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
     if !sql.contains("/*!") && !sql.contains("/*M!") {
         return std::borrow::Cow::Borrowed(sql);
@@ -198,16 +215,15 @@ pub fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
     while i < b.len() {
         let c = b[i];
         if let Some(q) = quote {
-            out.push(c as char);
             if c == b'\\' && i + 1 < b.len() {
-                out.push(b[i + 1] as char);
-                i += 2;
-                continue;
-            }
-            if c == q {
+                out.push('\\');
+                i += 1;
+            } else if c == q {
                 quote = None;
             }
-            i += 1;
+            let ch = sql[i..].chars().next().unwrap();
+            out.push(ch);
+            i += ch.len_utf8();
             continue;
         }
         if c == b'\'' || c == b'"' || c == b'`' {
@@ -224,19 +240,27 @@ pub fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
             0
         };
         if opener > 0 {
-            let mut j = i + opener;
-            while j < b.len() && b[j].is_ascii_digit() {
-                j += 1;
-            }
+            let digits = b[i + opener..]
+                .iter()
+                .take(6)
+                .take_while(|d| d.is_ascii_digit())
+                .count();
+            let j = i + opener + digits;
             if let Some(end) = sql[j..].find("*/") {
+                let version: u32 = sql[i + opener..j].parse().unwrap_or(0);
                 out.push(' ');
-                out.push_str(&sql[j..j + end]);
-                out.push(' ');
+                // Fewer than five digits are the body's, as MariaDB reads them.
+                if digits < 5 {
+                    out.push_str(&sql[i + opener..j + end]);
+                    out.push(' ');
+                } else if version <= SERVER_VERSION_ID {
+                    out.push_str(&sql[j..j + end]);
+                    out.push(' ');
+                }
                 i = j + end + 2;
                 continue;
             }
         }
-        // copy one UTF-8 character
         let ch = sql[i..].chars().next().unwrap();
         out.push(ch);
         i += ch.len_utf8();
@@ -950,13 +974,20 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             // options like QUICK / EXTENDED / FOR UPGRADE are accepted and ignored
             Ok(Some(Stmt::TableMaintenance { op, tables }))
         }
-        // `ALTER TABLE t ENGINE = e` alone (sqlparser does not take it); other ALTERs go on.
+        // `ALTER TABLE t ENGINE = e` and `ALTER TABLE t DISABLE | ENABLE KEYS` alone
+        // (sqlparser does not take them); other ALTERs go on.
         ["ALTER", "TABLE", ..] => {
             let mut t = Toks::new(sql)?;
             t.pos = 2;
             let Ok((db, table)) = t.object() else {
                 return Ok(None);
             };
+            for (word, enable) in [("DISABLE", false), ("ENABLE", true)] {
+                if t.eat(word) {
+                    t.expect("KEYS")?;
+                    return t.finish(Stmt::AlterKeys { db, table, enable });
+                }
+            }
             if !t.eat("ENGINE") {
                 return Ok(None);
             }
@@ -1187,6 +1218,29 @@ mod tests {
         assert_eq!(
             unwrap_versioned_comments("/*!40101 SET NAMES utf8 */").trim(),
             "SET NAMES utf8"
+        );
+        let words = |s: &str| {
+            unwrap_versioned_comments(s)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        // A version above the server's is a comment (MariaDB's dumps start with one).
+        assert_eq!(
+            words("/*M!999999\\- enable the sandbox mode */ SELECT 1"),
+            "SELECT 1"
+        );
+        assert_eq!(
+            words("SELECT 1 /*!101120 + 1 */ /*!101119 + 2 */"),
+            "SELECT 1 + 2"
+        );
+        assert_eq!(
+            words("SELECT 1 /*M!100500 + 3 */ /*!50001 + 4*/"),
+            "SELECT 1 + 3 + 4"
+        );
+        assert_eq!(
+            words("SELECT 'é\\'/*!x' /*!+ 'ü' */"),
+            "SELECT 'é\\'/*!x' + 'ü'"
         );
     }
 

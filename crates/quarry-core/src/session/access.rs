@@ -454,7 +454,7 @@ impl Session {
                 }
                 Ok(())
             }
-            Stmt::AlterEngine { db, table, .. } => {
+            Stmt::AlterEngine { db, table, .. } | Stmt::AlterKeys { db, table, .. } => {
                 let db = self.require_db(db.as_deref())?;
                 self.require_table(&db, table, p::ALTER, None)
             }

@@ -23,6 +23,7 @@ mod charsets;
 mod foreign_keys;
 mod outfile;
 mod rebuild;
+mod set_stmt;
 mod table_locks;
 mod txn;
 
@@ -335,6 +336,8 @@ struct Settings {
     strict: bool,
     check_constraints: bool,
     foreign_key_checks: bool,
+    /// `sql_notes`: notes (level Note) are kept as warnings (0: dropped, as dumps set it).
+    notes: bool,
     div_zero_is_error: bool,
     /// `max_statement_time` (0: none).
     statement_time: Option<Duration>,
@@ -447,6 +450,10 @@ impl Session {
                 .unwrap_or(true),
             foreign_key_checks: self
                 .sys_var("foreign_key_checks")
+                .map(|v| v.to_i64() != 0)
+                .unwrap_or(true),
+            notes: self
+                .sys_var("sql_notes")
                 .map(|v| v.to_i64() != 0)
                 .unwrap_or(true),
             statement_time: (secs > 0.0 && secs.is_finite())
@@ -769,6 +776,9 @@ impl Session {
                 Err(e)
             }
         };
+        if !self.settings().notes {
+            self.warnings.retain(|(level, ..)| level != "Note");
+        }
         if !self.in_txn {
             // An autocommit statement's failure was undone above (from `mark`, 0 here).
             if !txn_control {
@@ -1125,6 +1135,21 @@ impl Session {
                     columns: vec![text("Level", 7), num("Code"), text("Message", 512)],
                     rows,
                 });
+            }
+            // Index maintenance is never deferred: as InnoDB, a note says the engine has
+            // no such option (MyISAM would build the non-unique indexes at ENABLE).
+            Stmt::AlterKeys { db, table, .. } => {
+                let db = self.require_db(db.as_deref())?;
+                let entry = self.db.catalog.table(&db, table)?;
+                self.warnings.push((
+                    "Note".into(),
+                    1031,
+                    format!(
+                        "Storage engine {} of the table `{db}`.`{table}` doesn't have this option",
+                        entry.def.engine
+                    ),
+                ));
+                return Ok(Output::ok(0));
             }
             Stmt::AlterEngine { db, table, engine } => {
                 let db = self.require_db(db.as_deref())?;
@@ -1927,178 +1952,6 @@ impl Session {
         Ok(())
     }
 
-    /// SET [GLOBAL | SESSION] TRANSACTION ISOLATION LEVEL … / READ ONLY | READ WRITE: the
-    /// variables change (every level behaves as the lock-based serializable one for now;
-    /// COMPAT.md). Without a scope MySQL applies it to the next transaction only; Quarry
-    /// applies it to the session.
-    fn set_transaction(
-        &mut self,
-        modes: &[ast::TransactionMode],
-        _session: bool,
-        set: &ast::Set,
-    ) -> Result<Output> {
-        let global = set
-            .to_string()
-            .to_ascii_uppercase()
-            .starts_with("SET GLOBAL");
-        for m in modes {
-            let (names, v) = match m {
-                ast::TransactionMode::IsolationLevel(l) => {
-                    let level = match l {
-                        ast::TransactionIsolationLevel::ReadUncommitted => "READ-UNCOMMITTED",
-                        ast::TransactionIsolationLevel::ReadCommitted => "READ-COMMITTED",
-                        ast::TransactionIsolationLevel::RepeatableRead => "REPEATABLE-READ",
-                        ast::TransactionIsolationLevel::Serializable => "SERIALIZABLE",
-                        ast::TransactionIsolationLevel::Snapshot => {
-                            return Err(Error::syntax_near("SNAPSHOT"))
-                        }
-                    };
-                    (
-                        ["transaction_isolation", "tx_isolation"],
-                        Value::Str(level.into()),
-                    )
-                }
-                ast::TransactionMode::AccessMode(a) => (
-                    ["transaction_read_only", "tx_read_only"],
-                    Value::Int(matches!(a, ast::TransactionAccessMode::ReadOnly) as i64),
-                ),
-            };
-            for n in names {
-                if global {
-                    self.db.set_global(n, v.clone());
-                } else {
-                    self.set_session_var(n.to_string(), Some(v.clone()));
-                }
-            }
-        }
-        Ok(Output::ok(0))
-    }
-
-    fn set(&mut self, set: &ast::Set, params: Vec<Value>, sink: &StmtSink) -> Result<Output> {
-        let mut assigns: Vec<(String, bool, ast::Expr)> = vec![];
-        match set {
-            ast::Set::SingleAssignment {
-                scope,
-                variable,
-                values,
-                ..
-            } => {
-                let global = matches!(scope, Some(ast::ContextModifier::Global));
-                let v = values
-                    .first()
-                    .cloned()
-                    .ok_or_else(|| Error::syntax_near("SET"))?;
-                assigns.push((variable.to_string(), global, v));
-            }
-            ast::Set::MultipleAssignments { assignments } => {
-                for a in assignments {
-                    assigns.push((
-                        a.name.to_string(),
-                        matches!(a.scope, Some(ast::ContextModifier::Global)),
-                        a.value.clone(),
-                    ));
-                }
-            }
-            ast::Set::SetTransaction { modes, session, .. } => {
-                return self.set_transaction(modes, *session, set);
-            }
-            ast::Set::SetNames {
-                charset_name,
-                collation_name,
-            } => {
-                self.set_names(&charset_name.value, collation_name.as_deref())?;
-                return Ok(Output::ok(0));
-            }
-            ast::Set::SetNamesDefault {} => {
-                self.set_names("utf8mb4", None)?;
-                return Ok(Output::ok(0));
-            }
-            ast::Set::SetTimeZone { .. } => return Ok(Output::ok(0)),
-            other => return Err(Error::unsupported(other.to_string())),
-        }
-        // SET GLOBAL needs its privilege before any assignment of the statement happens.
-        for (name, global_kw, _) in &assigns {
-            if name.starts_with('@') && !name.starts_with("@@") {
-                continue;
-            }
-            let (n, scope) = normalise(name);
-            if *global_kw || scope == Some(true) {
-                self.require_global(crate::privileges::set_global_needs(&n))?;
-            }
-        }
-        for (name, global_kw, expr) in assigns {
-            let cur = self.current_db.clone();
-            if let Some(uv) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) {
-                let v = self.exec_ctx(params.clone(), sink, |ctx| {
-                    Binder::new(&self.db.catalog, cur)
-                        .bind_expr(&expr)?
-                        .eval(&[], ctx)
-                })?;
-                self.user_vars
-                    .insert(uv.trim_matches('`').to_ascii_lowercase(), v);
-                continue;
-            }
-            let (n, scope) = normalise(&name);
-            let global = global_kw || scope == Some(true);
-            if matches!(&expr, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
-            {
-                // SET SESSION v = DEFAULT takes the global value again; SET GLOBAL v =
-                // DEFAULT restores the compiled-in default.
-                let compiled = crate::vars::defaults().into_iter().find(|(d, _)| *d == n);
-                match (global, compiled) {
-                    (_, None) => return Err(Error::unknown_system_variable(&n)),
-                    (true, Some((_, v))) => self.db.set_global(&n, v),
-                    (false, Some(_)) => {
-                        self.set_session_var(n, None);
-                    }
-                }
-                continue;
-            }
-            // Bare words (SET autocommit = ON, sql_mode = TRADITIONAL) are values, not columns.
-            let v = match &expr {
-                ast::Expr::Identifier(i) => Value::Str(i.value.clone()),
-                other => self.exec_ctx(params.clone(), sink, |ctx| {
-                    Binder::new(&self.db.catalog, cur)
-                        .bind_expr(other)?
-                        .eval(&[], ctx)
-                })?,
-            };
-            if self.db.global(&n).is_none() {
-                return Err(Error::unknown_system_variable(&n));
-            }
-            let v = match n.as_str() {
-                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" | "require_secure_transport" => {
-                    let on = match &v {
-                        Value::Str(s) => match s.to_ascii_uppercase().as_str() {
-                            "ON" | "TRUE" | "1" => true,
-                            "OFF" | "FALSE" | "0" => false,
-                            _ => return Err(Error::new(1231, format!("Variable '{n}' can't be set to the value of '{s}'"))),
-                        },
-                        other => other.to_i64() != 0,
-                    };
-                    if n == "autocommit" && on && self.in_txn && !global {
-                        self.commit()?;
-                    }
-                    Value::Int(on as i64)
-                }
-                "sql_mode" => Value::Str(match v.as_str_lossy().to_ascii_uppercase().as_str() {
-                    "TRADITIONAL" => "STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,TRADITIONAL,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION".into(),
-                    other => other.to_string(),
-                }),
-                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" | "have_ssl" | "have_openssl" | "ssl_cert" | "ssl_key" | "ssl_ca" | "tls_version" => {
-                    return Err(Error::new(1238, format!("Variable '{n}' is a read only variable")));
-                }
-                _ => v,
-            };
-            if global {
-                self.db.set_global(&n, v);
-            } else {
-                self.set_session_var(n, Some(v));
-            }
-        }
-        Ok(Output::ok(0))
-    }
-
     fn drop(
         &mut self,
         object_type: &ast::ObjectType,
@@ -2181,38 +2034,6 @@ impl Session {
             )),
             other => Err(Error::unsupported(format!("DROP {other}"))),
         }
-    }
-
-    /// SET NAMES: the character set the client sends, the connection compares in and
-    /// results come back in (the server converts; values stay UTF-8 inside).
-    fn set_names(&mut self, name: &str, collation: Option<&str>) -> Result<()> {
-        if quarry_common::charset::Charset::named(name).is_none() {
-            return Err(Error::unknown_charset(name));
-        }
-        let lower = name.to_ascii_lowercase();
-        let shown = if lower == "utf8" {
-            "utf8mb3".into()
-        } else {
-            lower
-        };
-        let coll = collation.map_or_else(
-            || match shown.as_str() {
-                "latin1" => "latin1_swedish_ci".to_string(),
-                "binary" => "binary".into(),
-                "ascii" => "ascii_general_ci".into(),
-                cs => format!("{cs}_general_ci"),
-            },
-            |c| c.to_ascii_lowercase(),
-        );
-        for v in [
-            "character_set_client",
-            "character_set_connection",
-            "character_set_results",
-        ] {
-            self.set_session_var(v.into(), Some(Value::Str(shown.clone())));
-        }
-        self.set_session_var("collation_connection".into(), Some(Value::Str(coll)));
-        Ok(())
     }
 
     /// `information_schema` is the server's: nobody creates or drops it (1044, as MariaDB).
