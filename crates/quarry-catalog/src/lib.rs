@@ -18,6 +18,7 @@ mod dbopt;
 mod ddl;
 mod deffile;
 mod lazy;
+mod system;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ pub use ddl::{
 use deffile::{def_text, read_def, read_view, view_text};
 use lazy::{LazyTable, OpenCount};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub use system::{with_system_tables, INFORMATION_SCHEMA};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DefaultValue {
@@ -826,6 +828,9 @@ impl Catalog {
     }
 
     pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableEntry>> {
+        if db.eq_ignore_ascii_case(INFORMATION_SCHEMA) {
+            return system::filled(name);
+        }
         if self.open_tables.load(Ordering::Relaxed) > self.open_limit.load(Ordering::Relaxed) {
             self.close_idle();
         }

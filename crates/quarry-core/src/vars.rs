@@ -50,6 +50,8 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("unique_checks", i(1)),
         // Notes (DROP TABLE IF EXISTS of a missing table, …) become warnings (0: not).
         ("sql_notes", i(1)),
+        // Accepted; SHOW CREATE always quotes names (COMPAT.md).
+        ("sql_quote_show_create", i(1)),
         ("license", s("Apache-2.0")),
         ("lower_case_table_names", i(0)),
         ("max_allowed_packet", i(16 * 1024 * 1024)),

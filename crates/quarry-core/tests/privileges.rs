@@ -169,6 +169,28 @@ fn a_select_only_account_is_refused_every_escalation() {
     // information_schema is open to everyone (MariaDB's answers).
     assert_eq!(lines(&mut ro, "SHOW TABLES FROM db2"), ["s2"]);
     assert_eq!(err(&mut ro, "USE information_schema"), "ok");
+    // information_schema's rows follow the same rule (issue 19).
+    assert_eq!(
+        lines(
+            &mut ro,
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'db2'"
+        ),
+        ["s2"]
+    );
+    assert_eq!(
+        lines(
+            &mut ro,
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'db2' AND TABLE_NAME = 's'"
+        ),
+        ["0"]
+    );
+    assert_eq!(
+        lines(
+            &mut ro,
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY 1"
+        ),
+        ["db1", "db2", "information_schema"]
+    );
     // Only databases with a privilege are listed.
     assert_eq!(
         lines(&mut ro, "SHOW DATABASES"),

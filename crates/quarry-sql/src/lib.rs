@@ -72,6 +72,13 @@ pub enum Stmt {
         table: String,
         engine: String,
     },
+    /// SHOW FUNCTION / PROCEDURE / PACKAGE [BODY] STATUS, SHOW EVENTS, SHOW TRIGGERS
+    /// (`what`: ROUTINES, EVENTS or TRIGGERS) [FROM db] [LIKE … | WHERE …]: Quarry has no
+    /// stored programs, events or triggers yet, so these list none.
+    ShowProgramObjects {
+        what: &'static str,
+        db: Option<String>,
+    },
     /// ALTER TABLE t DISABLE KEYS / ENABLE KEYS (what dumps wrap each table's rows in).
     AlterKeys {
         db: Option<String>,
@@ -886,6 +893,30 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
         }
         ["SHOW", "PROCESSLIST", ..] | ["SHOW", "FULL", "PROCESSLIST"] => {
             Ok(Some(Stmt::ShowProcessList))
+        }
+        ["SHOW", "FUNCTION" | "PROCEDURE" | "PACKAGE", ..]
+        | ["SHOW", "EVENTS" | "TRIGGERS", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 1;
+            let what = if t.eat("EVENTS") {
+                "EVENTS"
+            } else if t.eat("TRIGGERS") {
+                "TRIGGERS"
+            } else {
+                t.pos = 2;
+                t.eat("BODY");
+                t.expect("STATUS")?;
+                "ROUTINES"
+            };
+            let mut db = None;
+            if what != "ROUTINES" && (t.eat("FROM") || t.eat("IN")) {
+                db = Some(t.ident()?);
+            }
+            if t.eat("LIKE") {
+                t.string()?;
+            }
+            t.where_clause()?;
+            t.finish(Stmt::ShowProgramObjects { what, db })
         }
         ["SHOW", "TABLE", "STATUS"] => {
             let mut t = Toks::new(sql)?;

@@ -203,13 +203,25 @@ impl Session {
         need: Privs,
         columns: Option<&[String]>,
     ) -> Result<()> {
+        let (u, h) = self.who();
+        // The server's own tables: everyone reads them (their rows are what the account
+        // may see), nobody writes them (root neither, as MariaDB refuses).
+        if db.eq_ignore_ascii_case(quarry_catalog::INFORMATION_SCHEMA) {
+            if need & !p::SELECT != 0 {
+                return Err(Error::db_access_denied(
+                    u,
+                    h,
+                    quarry_catalog::INFORMATION_SCHEMA,
+                ));
+            }
+            return Ok(());
+        }
         let e = self.privileges();
         let (have, grant) = e.table(db, table);
         let missing = need & !have;
         if missing == 0 {
             return Ok(());
         }
-        let (u, h) = self.who();
         let denied = || Error::table_access_denied(&p::names(missing).join(", "), u, h, db, table);
         let (Some(cols), Some(g)) = (columns, grant) else {
             return Err(denied());
@@ -234,7 +246,9 @@ impl Session {
 
     /// Is there any privilege on the table (SHOW CREATE TABLE, DESCRIBE)? 1142 naming `what`.
     fn require_any_on_table(&self, db: &str, table: &str, what: &str) -> Result<()> {
-        if self.privileges().any_on_table(db, table) {
+        if db.eq_ignore_ascii_case(quarry_catalog::INFORMATION_SCHEMA)
+            || self.privileges().any_on_table(db, table)
+        {
             return Ok(());
         }
         let (u, h) = self.who();

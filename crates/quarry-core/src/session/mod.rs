@@ -21,6 +21,7 @@ mod account_stmts;
 mod alter;
 mod charsets;
 mod foreign_keys;
+mod infoschema;
 mod outfile;
 mod rebuild;
 mod set_stmt;
@@ -624,7 +625,8 @@ impl Session {
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
-        on_statement_stack(|| self.prepare_here(sql))
+        let system = self.information_schema_for(sql)?;
+        on_statement_stack(|| quarry_catalog::with_system_tables(system, || self.prepare_here(sql)))
     }
 
     fn prepare_here(&mut self, sql: &str) -> Result<Prepared> {
@@ -693,7 +695,39 @@ impl Session {
         self.run_cached(stmt, params, sql, load_local, None, None)
     }
 
+    /// Run a statement with the `information_schema` tables it names filled for it.
     fn run_cached(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Value>,
+        sql: &str,
+        load_local: &mut dyn crate::LocalInfile,
+        cache: Option<&Prepared>,
+        out: Option<&mut dyn RowSink>,
+    ) -> Result<Output> {
+        let system = match self.information_schema_for(sql).and_then(|s| {
+            if self.may_name_information_schema(sql) {
+                self.refuse_system_writes(stmt)?;
+            }
+            Ok(s)
+        }) {
+            Ok(s) => s,
+            Err(e) => {
+                self.warnings.clear();
+                self.warnings
+                    .push(("Error".into(), e.code, e.message.clone()));
+                return Err(e);
+            }
+        };
+        if system.is_empty() {
+            return self.run_statement(stmt, params, sql, load_local, cache, out);
+        }
+        quarry_catalog::with_system_tables(system, || {
+            self.run_statement(stmt, params, sql, load_local, cache, out)
+        })
+    }
+
+    fn run_statement(
         &mut self,
         stmt: &Stmt,
         params: Vec<Value>,
@@ -1089,26 +1123,7 @@ impl Session {
                     text("XA", 3),
                     text("Savepoints", 3),
                 ];
-                let rows = self
-                    .db
-                    .catalog
-                    .engines
-                    .names()
-                    .into_iter()
-                    .map(|(n, e)| {
-                        let support = if n == "InnoDB" { "DEFAULT" } else { "YES" };
-                        let comment =
-                            format!("{} (maps to the Quarry '{}' engine)", e.comment(), e.name());
-                        vec![
-                            Value::Str(n.into()),
-                            Value::Str(support.into()),
-                            Value::Str(comment),
-                            Value::Str("YES".into()),
-                            Value::Str("NO".into()),
-                            Value::Str("YES".into()),
-                        ]
-                    })
-                    .collect();
+                let rows = self.engines_rows();
                 return Ok(Output::Rows {
                     columns: cols,
                     rows,
@@ -1134,6 +1149,65 @@ impl Session {
                 return Ok(Output::Rows {
                     columns: vec![text("Level", 7), num("Code"), text("Message", 512)],
                     rows,
+                });
+            }
+            // Stored programs, events and triggers do not exist yet: none to list, under
+            // MariaDB's columns.
+            Stmt::ShowProgramObjects { what, db } => {
+                let names: &[&str] = match *what {
+                    "EVENTS" => {
+                        self.require_db(db.as_deref())?;
+                        &[
+                            "Db",
+                            "Name",
+                            "Definer",
+                            "Time zone",
+                            "Type",
+                            "Execute at",
+                            "Interval value",
+                            "Interval field",
+                            "Starts",
+                            "Ends",
+                            "Status",
+                            "Originator",
+                            "character_set_client",
+                            "collation_connection",
+                            "Database Collation",
+                        ]
+                    }
+                    "TRIGGERS" => {
+                        self.require_db(db.as_deref())?;
+                        &[
+                            "Trigger",
+                            "Event",
+                            "Table",
+                            "Statement",
+                            "Timing",
+                            "Created",
+                            "sql_mode",
+                            "Definer",
+                            "character_set_client",
+                            "collation_connection",
+                            "Database Collation",
+                        ]
+                    }
+                    _ => &[
+                        "Db",
+                        "Name",
+                        "Type",
+                        "Definer",
+                        "Modified",
+                        "Created",
+                        "Security_type",
+                        "Comment",
+                        "character_set_client",
+                        "collation_connection",
+                        "Database Collation",
+                    ],
+                };
+                return Ok(Output::Rows {
+                    columns: names.iter().map(|n| text(n, 64)).collect(),
+                    rows: vec![],
                 });
             }
             // Index maintenance is never deferred: as InnoDB, a note says the engine has
@@ -1609,13 +1683,28 @@ impl Session {
                 show_options, full, ..
             } => {
                 let db = self.shown_db(show_options)?;
-                if !self.db.catalog.database_exists(&db) {
+                let system = db.eq_ignore_ascii_case(quarry_catalog::INFORMATION_SCHEMA);
+                if !system && !self.db.catalog.database_exists(&db) {
                     return Err(Error::unknown_database(&db));
                 }
                 let like = show_like(show_options);
                 let mut columns = vec![text(&format!("Tables_in_{db}"), 64)];
                 if *full {
                     columns.push(text("Table_type", 64));
+                }
+                if system {
+                    let rows = infoschema::table_names()
+                        .into_iter()
+                        .filter(|n| like_filter(like.as_deref(), n))
+                        .map(|n| {
+                            let mut r = vec![Value::Str(n)];
+                            if *full {
+                                r.push(Value::Str("SYSTEM VIEW".into()));
+                            }
+                            r
+                        })
+                        .collect();
+                    return Ok(Output::Rows { columns, rows });
                 }
                 let mut names: Vec<(String, &str)> = self
                     .db
@@ -1679,7 +1768,12 @@ impl Session {
                 obj_name,
             } => {
                 let (db, t) = self.split_name(obj_name)?;
-                let e = self.db.catalog.table(&db, &t)?;
+                let e = match self.db.catalog.table(&db, &t) {
+                    Err(e) if e.code == 1146 && self.db.catalog.view(&db, &t).is_some() => {
+                        return self.show_create_view(db, t);
+                    }
+                    r => r?,
+                };
                 self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(&e, ctx))?;
                 let next = *e.auto_inc.lock();
                 let sql = e
@@ -1695,45 +1789,7 @@ impl Session {
                 obj_name,
             } => {
                 let (db, v) = self.split_name(obj_name)?;
-                let view = self
-                    .db
-                    .catalog
-                    .view(&db, &v)
-                    .ok_or_else(|| Error::no_such_table(&db, &v))?;
-                let cols = if view.columns.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " ({})",
-                        view.columns
-                            .iter()
-                            .map(|c| format!("`{c}`"))
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    )
-                };
-                let sql = format!(
-                    "CREATE ALGORITHM=UNDEFINED DEFINER={}@{} SQL SECURITY {} VIEW `{v}`{cols} AS {}",
-                    crate::privileges::quote(&view.definer.0),
-                    crate::privileges::quote(&view.definer.1),
-                    if view.invoker { "INVOKER" } else { "DEFINER" },
-                    view.sql
-                );
-                let columns = vec![
-                    text("View", 64),
-                    text("Create View", 1024),
-                    text("character_set_client", 32),
-                    text("collation_connection", 32),
-                ];
-                Ok(Output::Rows {
-                    columns,
-                    rows: vec![vec![
-                        Value::Str(v),
-                        Value::Str(sql),
-                        Value::Str("utf8mb4".into()),
-                        Value::Str("utf8mb4_general_ci".into()),
-                    ]],
-                })
+                self.show_create_view(db, v)
             }
             S::ShowCollation { filter } => self.show_collation(filter.as_ref()),
             S::ShowCharset(sc) => self.show_charset(sc.filter.as_ref()),
@@ -2170,8 +2226,56 @@ impl Session {
         }
     }
 
+    /// SHOW CREATE VIEW (and SHOW CREATE TABLE of a view, as MariaDB answers it).
+    fn show_create_view(&self, db: String, v: String) -> Result<Output> {
+        let view = self
+            .db
+            .catalog
+            .view(&db, &v)
+            .ok_or_else(|| Error::no_such_table(&db, &v))?;
+        let cols = if view.columns.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                view.columns
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        let sql = format!(
+            "CREATE ALGORITHM=UNDEFINED DEFINER={}@{} SQL SECURITY {} VIEW `{v}`{cols} AS {}",
+            crate::privileges::quote(&view.definer.0),
+            crate::privileges::quote(&view.definer.1),
+            if view.invoker { "INVOKER" } else { "DEFINER" },
+            view.sql
+        );
+        let columns = vec![
+            text("View", 64),
+            text("Create View", 1024),
+            text("character_set_client", 32),
+            text("collation_connection", 32),
+        ];
+        Ok(Output::Rows {
+            columns,
+            rows: vec![vec![
+                Value::Str(v),
+                Value::Str(sql),
+                Value::Str("utf8mb4".into()),
+                Value::Str("utf8mb4_general_ci".into()),
+            ]],
+        })
+    }
+
     fn describe(&self, db: &str, t: &str, full: bool, like: Option<&str>) -> Result<Output> {
-        let e = self.db.catalog.table(db, t)?;
+        let e = match self.db.catalog.table(db, t) {
+            Err(e) if e.code == 1146 && self.db.catalog.view(db, t).is_some() => {
+                return self.describe_view(db, t, full, like);
+            }
+            r => r?,
+        };
         let mut rows = vec![];
         for (i, c) in e.def.columns.iter().enumerate() {
             if !like_filter(like, &c.name) {
@@ -2210,7 +2314,7 @@ impl Session {
             let mut r = vec![Value::Str(c.name.clone()), Value::Str(c.ty.to_string())];
             if full {
                 r.push(if c.ty.is_string() && !c.ty.is_binary() {
-                    Value::Str("utf8mb4_general_ci".into())
+                    Value::Str(c.ty.coll.name().into())
                 } else {
                     Value::Null
                 });
@@ -2281,18 +2385,7 @@ impl Session {
                 }
                 quarry_storage_api::Stat::Unknown => Value::Null,
             };
-            let created = t
-                .create_time
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_micros() as i64)
-                .unwrap_or(0);
-            let epoch = quarry_common::Date {
-                year: 1970,
-                month: 1,
-                day: 1,
-            }
-            .to_days()
-                * 86_400_000_000;
+            let (auto_inc, created) = self.auto_inc_and_created(&t)?;
             rows.push(vec![
                 Value::Str(t.def.name.clone()),
                 Value::Str(t.def.engine.clone()),
@@ -2307,17 +2400,11 @@ impl Session {
                 Value::Int(0),
                 Value::Int(0),
                 Value::Int(st.free_bytes as i64),
-                match t.def.auto_increment_column() {
-                    Some(_) => {
-                        self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(&t, ctx))?;
-                        Value::Int(*t.auto_inc.lock() as i64)
-                    }
-                    None => Value::Null,
-                },
-                Value::DateTime(DateTime::from_micros(epoch + created)),
+                auto_inc,
+                created,
                 Value::Null,
                 Value::Null,
-                Value::Str("utf8mb4_general_ci".into()),
+                Value::Str(t.def.collation.name().into()),
                 Value::Null,
                 Value::Str(String::new()),
                 Value::Str(t.def.comment.clone()),

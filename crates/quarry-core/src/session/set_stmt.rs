@@ -161,7 +161,7 @@ impl Session {
                 return Err(Error::unknown_system_variable(&n));
             }
             let v = match n.as_str() {
-                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" | "sql_notes" | "require_secure_transport" => {
+                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" => {
                     let on = match &v {
                         Value::Str(s) => match s.to_ascii_uppercase().as_str() {
                             "ON" | "TRUE" | "1" => true,

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use quarry_catalog::INFORMATION_SCHEMA;
 use quarry_common::{Error, Result};
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::{LockItem, Stmt};
@@ -52,7 +53,7 @@ struct Uses {
 }
 
 fn exempt(db: &str) -> bool {
-    db.eq_ignore_ascii_case("information_schema") || db.eq_ignore_ascii_case("performance_schema")
+    db.eq_ignore_ascii_case(INFORMATION_SCHEMA) || db.eq_ignore_ascii_case("performance_schema")
 }
 
 impl Session {
@@ -63,6 +64,34 @@ impl Session {
     fn table_ref(&self, name: &ast::ObjectName, alias: Option<String>) -> Result<TableRef> {
         let (db, table) = self.split_name(name)?;
         Ok(TableRef { db, table, alias })
+    }
+
+    /// `information_schema` is read only, for root too: a statement that writes to one
+    /// of its tables (or creates one there) is 1044, as MariaDB refuses it.
+    pub(super) fn refuse_system_writes(&self, stmt: &Stmt) -> Result<()> {
+        let created_there = match stmt {
+            Stmt::Ast(s) => match &**s {
+                S::CreateTable(ct) => self
+                    .split_name(&ct.name)?
+                    .0
+                    .eq_ignore_ascii_case(INFORMATION_SCHEMA),
+                _ => false,
+            },
+            _ => false,
+        };
+        let u = self.uses(stmt)?;
+        if created_there
+            || u.writes
+                .iter()
+                .any(|t| t.db.eq_ignore_ascii_case(INFORMATION_SCHEMA))
+        {
+            return Err(Error::db_access_denied(
+                &self.info.user,
+                &self.info.host,
+                INFORMATION_SCHEMA,
+            ));
+        }
+        Ok(())
     }
 
     fn uses(&self, stmt: &Stmt) -> Result<Uses> {
