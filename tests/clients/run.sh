@@ -274,6 +274,12 @@ shell() {
 }
 check "embedded shell and datadir lock" shell
 
+# On a terminal, a statement's time is its own (each one that wrote took 0.20 s).
+shell_tty() {
+  python3 tests/clients/shell_tty.py "$BIN"
+}
+check "embedded shell on a terminal: no statement waits for the progress line" shell_tty
+
 config() {
   local port2
   port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

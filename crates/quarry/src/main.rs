@@ -427,7 +427,11 @@ fn progress_watcher(
         let t = Instant::now();
         let mut shown = false;
         while !done.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(200));
+            // Woken at once when the statement ends (its end never waits on the display).
+            std::thread::park_timeout(std::time::Duration::from_millis(200));
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
             if t.elapsed().as_secs() < 1 {
                 continue;
             }
@@ -455,13 +459,14 @@ fn run_sql(session: &mut quarry_core::Session, sql: &str) -> bool {
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = progress_watcher(session.info.clone(), done.clone());
     let r = session.query(sql);
+    let secs = t.elapsed().as_secs_f64();
     done.store(true, Ordering::Relaxed);
     if let Some(w) = watcher {
+        w.thread().unpark();
         let _ = w.join();
     }
     match r {
         Ok(outs) => {
-            let secs = t.elapsed().as_secs_f64();
             for o in &outs {
                 print_output(o, secs, session.warnings.len());
             }

@@ -24,6 +24,7 @@ mod foreign_keys;
 mod infoschema;
 mod outfile;
 mod rebuild;
+mod server_state;
 mod set_stmt;
 mod table_locks;
 mod txn;
@@ -705,6 +706,9 @@ impl Session {
         cache: Option<&Prepared>,
         out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
+        *self.info.command.lock() = "Query".into();
+        *self.info.info.lock() = Some(sql.chars().take(100).collect());
+        *self.info.started.lock() = std::time::Instant::now();
         let system = match self.information_schema_for(sql).and_then(|s| {
             if self.may_name_information_schema(sql) {
                 self.refuse_system_writes(stmt)?;
@@ -738,9 +742,6 @@ impl Session {
     ) -> Result<Output> {
         self.info.killed.store(false, Ordering::Relaxed);
         self.deadline.set(self.statement_deadline(stmt, sql));
-        *self.info.command.lock() = "Query".into();
-        *self.info.info.lock() = Some(sql.chars().take(100).collect());
-        *self.info.started.lock() = std::time::Instant::now();
         let keep_warnings = matches!(stmt, Stmt::ShowWarnings { .. });
         if !keep_warnings {
             self.warnings.clear();
@@ -1240,40 +1241,7 @@ impl Session {
                 });
             }
             Stmt::ShowProcessList => {
-                // Without PROCESS an account sees its own threads only.
-                let all = self.privileges().global & crate::privileges::PROCESS != 0;
-                let rows = self
-                    .db
-                    .processes()
-                    .into_iter()
-                    .filter(|p| {
-                        all || (p.user == self.info.user
-                            && p.account_host == self.info.account_host)
-                    })
-                    .map(|p| {
-                        let progress = p.progress.lock().clone();
-                        vec![
-                            Value::Int(p.id as i64),
-                            Value::Str(p.user.clone()),
-                            Value::Str(p.host.clone()),
-                            p.db.lock().clone().map(Value::Str).unwrap_or(Value::Null),
-                            Value::Str(p.command.lock().clone()),
-                            Value::Int(p.started.lock().elapsed().as_secs() as i64),
-                            Value::Str(
-                                progress
-                                    .as_ref()
-                                    .map_or(String::new(), |g| g.stage.to_string()),
-                            ),
-                            p.info.lock().clone().map(Value::Str).unwrap_or(Value::Null),
-                            Value::Decimal(Decimal::new(
-                                progress
-                                    .as_ref()
-                                    .map_or(0, |g| (g.percent() * 1000.0) as i128),
-                                3,
-                            )),
-                        ]
-                    })
-                    .collect();
+                let rows = self.process_rows();
                 let cols = vec![
                     num("Id"),
                     text("User", 32),
@@ -1794,24 +1762,7 @@ impl Session {
             S::ShowCollation { filter } => self.show_collation(filter.as_ref()),
             S::ShowCharset(sc) => self.show_charset(sc.filter.as_ref()),
             S::ShowVariables { filter, global, .. } => {
-                let mut all: Vec<(String, Value)> = self
-                    .db
-                    .globals
-                    .read()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                if !*global {
-                    for (k, v) in &self.vars {
-                        if let Some(x) = all.iter_mut().find(|(n, _)| n == k) {
-                            x.1 = v.clone();
-                        }
-                    }
-                    if let Some(x) = all.iter_mut().find(|(n, _)| n == "autocommit") {
-                        x.1 = Value::Str(if self.autocommit() { "ON" } else { "OFF" }.into());
-                    }
-                }
-                all.sort_by(|a, b| a.0.cmp(&b.0));
+                let all = self.variable_values(*global);
                 let like = match filter {
                     Some(ast::ShowStatementFilter::Like(p))
                     | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
@@ -1833,54 +1784,7 @@ impl Session {
                     | Some(ast::ShowStatementFilter::ILike(p)) => Some(p.clone()),
                     _ => None,
                 };
-                let mut all: Vec<(String, u64)> = self
-                    .db
-                    .catalog
-                    .counters
-                    .snapshot()
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect();
-                all.push((
-                    "Threads_connected".into(),
-                    self.db.processes.lock().len() as u64,
-                ));
-                all.push(("Uptime".into(), self.db.uptime_secs()));
-                all.push((
-                    "Connection_control_delay_generated".into(),
-                    get_delays(&self.db.logins),
-                ));
-                all.push(("Open_tables".into(), self.db.catalog.open_tables() as u64));
-                // The write-ahead log, under InnoDB's names where it has them.
-                let log = self.db.log_stats();
-                let get =
-                    |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-                for (k, v) in [
-                    ("Innodb_os_log_fsyncs", get(&log.fsyncs)),
-                    ("Innodb_os_log_written", get(&log.bytes)),
-                    ("Innodb_log_writes", get(&log.writes)),
-                    ("Quarry_log_records", get(&log.records)),
-                    ("Quarry_log_commits", get(&log.commits)),
-                    ("Quarry_log_checkpoints", get(&log.checkpoints)),
-                ] {
-                    all.push((k.into(), v));
-                }
-                let locks = &self.db.txns.locks.stats;
-                for (k, v) in [
-                    ("Questions", get(&self.db.questions)),
-                    ("Innodb_row_lock_waits", get(&locks.waits)),
-                    ("Innodb_deadlocks", get(&locks.deadlocks)),
-                    ("Quarry_lock_wait_timeouts", get(&locks.timeouts)),
-                ] {
-                    all.push((k.into(), v));
-                }
-                let mut all: Vec<(String, String)> =
-                    all.into_iter().map(|(k, v)| (k, v.to_string())).collect();
-                // This connection's TLS (empty without), as MariaDB reports it.
-                let (version, cipher) = self.info.tls.get().cloned().unwrap_or_default();
-                all.push(("Ssl_version".into(), version));
-                all.push(("Ssl_cipher".into(), cipher));
-                all.sort();
+                let all = self.status_values();
                 let rows = all
                     .into_iter()
                     .filter(|(k, _)| like_filter(like.as_deref(), k))

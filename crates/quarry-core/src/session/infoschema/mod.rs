@@ -7,8 +7,8 @@
 //!
 //! Owns: the rows. Must not touch: the tables' own definitions (the catalog's).
 //! Not yet: TRIGGERS, ROUTINES, EVENTS, PARAMETERS and FILES are empty (Quarry has none
-//! of those objects; FILES lists no tablespaces), and PROCESSLIST, the variables and
-//! status tables, the privilege tables and the InnoDB views are 1109 (issue 19).
+//! of those objects; FILES lists no tablespaces), and the privilege tables and the
+//! InnoDB views are 1109 (issue 19).
 
 mod defs;
 
@@ -246,6 +246,17 @@ impl Session {
                 })
                 .collect(),
             "TRIGGERS" | "ROUTINES" | "EVENTS" | "PARAMETERS" | "FILES" => vec![],
+            "PROCESSLIST" => self.processlist_rows(),
+            "GLOBAL_VARIABLES" | "SESSION_VARIABLES" => self
+                .variable_values(name == "GLOBAL_VARIABLES")
+                .into_iter()
+                .map(|(k, v)| vec![s(k.to_ascii_uppercase()), s(v.to_string())])
+                .collect(),
+            "GLOBAL_STATUS" | "SESSION_STATUS" => self
+                .status_values()
+                .into_iter()
+                .map(|(k, v)| vec![s(k.to_ascii_uppercase()), s(v)])
+                .collect(),
             other => {
                 return Err(quarry_common::Error::new(
                     1109,
@@ -367,6 +378,37 @@ impl Session {
         .to_days();
         let created = DateTime::from_micros((epoch * 86_400 + secs) * 1_000_000);
         Ok((auto_inc, Value::DateTime(created)))
+    }
+
+    /// PROCESSLIST: SHOW PROCESSLIST's threads with MariaDB's further columns (times in
+    /// milliseconds, the progress as stages; memory, rows examined and query ids are not
+    /// counted: 0).
+    fn processlist_rows(&self) -> Vec<Row> {
+        self.process_rows()
+            .into_iter()
+            .map(|r| {
+                let secs = r[5].to_i64();
+                let info = r[7].clone();
+                let info_binary = match &info {
+                    Value::Str(t) => Value::Bytes(t.clone().into_bytes()),
+                    _ => Value::Null,
+                };
+                let mut out: Row = r[..8].to_vec();
+                out.extend([
+                    Value::Decimal(quarry_common::Decimal::new(secs as i128 * 1000, 3)),
+                    int(0),
+                    int(0),
+                    r[8].clone(),
+                    int(0),
+                    int(0),
+                    int(0),
+                    int(0),
+                    info_binary,
+                    int(0),
+                ]);
+                out
+            })
+            .collect()
     }
 
     fn schemata(&self) -> Vec<Row> {
