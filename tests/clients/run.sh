@@ -327,6 +327,31 @@ mariadb_dump_restore() {
 }
 check "mariadb-dump both ways: a MariaDB 10.11 dump restores (raw BLOB bytes, JSON, FOREIGN KEY, view), a dump of Quarry restores" mariadb_dump_restore
 
+# mariadb-admin against a server of its own: status counts the statements run, refresh
+# flushes, shutdown needs the SHUTDOWN privilege and then stops the server cleanly
+# (refresh and shutdown were 'Unknown command', Questions stayed 0).
+mariadb_admin() {
+  local port2 pid2 A out
+  port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  $BIN serve --datadir "$WORK/admin" --port "$port2" >"$WORK/admin.log" 2>&1 &
+  pid2=$!
+  A="mariadb-admin -h127.0.0.1 -P$port2"
+  for _ in $(seq 50); do $A -uroot ping >/dev/null 2>&1 && break; sleep 0.2; done
+  mariadb -h127.0.0.1 -P"$port2" -uroot -e "CREATE USER op IDENTIFIED BY 'pw'; GRANT SELECT ON *.* TO op; SELECT 1; SELECT 2" >/dev/null || return 1
+  out=$($A -uroot status) || return 1
+  echo "$out"
+  echo "$out" | grep -Eq 'Questions: ([4-9]|[1-9][0-9]+) ' || return 1
+  $A -uroot refresh || return 1
+  { $A -uop -ppw shutdown 2>&1 || true; } | grep -q 'SHUTDOWN privilege' || return 1
+  kill -0 "$pid2" || return 1
+  $A -uroot shutdown || return 1
+  for _ in $(seq 50); do kill -0 "$pid2" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid2" 2>/dev/null; then kill "$pid2"; echo "still running after shutdown"; return 1; fi
+  wait "$pid2" || true
+  grep -q 'stopped (clean shutdown)' "$WORK/admin.log"
+}
+check "mariadb-admin status, refresh and shutdown (SHUTDOWN privilege)" mariadb_admin
+
 full_disk() {
   python3 tests/clients/full_disk.py "$BIN"
 }

@@ -632,6 +632,23 @@ impl Catalog {
         self.open_tables.load(Ordering::Relaxed)
     }
 
+    /// The tables of `db` whose files are open now (SHOW OPEN TABLES), by name.
+    pub fn open_table_names(&self, db: &str) -> Vec<String> {
+        let st = self.state.read();
+        let mut names: Vec<String> = st
+            .dbs
+            .get(db)
+            .map(|ts| {
+                ts.values()
+                    .filter(|t| t.lazy.is_open())
+                    .map(|t| t.def.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
     /// Close idle tables, least recently used first, until a tenth fewer than the limit
     /// are open. Idle: neither the entry nor its handle is held outside the catalog (no
     /// statement, plan, transaction or cursor uses it). The closed entries are dropped

@@ -108,6 +108,8 @@ pub struct Database {
     /// Statements run (`Questions`): an atomic, as every statement of every session
     /// bumps it.
     pub(crate) questions: AtomicU64,
+    /// SHUTDOWN (or COM_SHUTDOWN) was run: the server stops accepting and shuts down.
+    shutdown_requested: AtomicBool,
     vars_generation: AtomicU64,
     pub(crate) wal: Arc<quarry_storage::Wal>,
     pool: Arc<quarry_storage::BufferPool>,
@@ -296,6 +298,7 @@ impl Database {
             next_conn: AtomicU64::new(1),
             processes: Mutex::new(HashMap::new()),
             questions: AtomicU64::new(0),
+            shutdown_requested: AtomicBool::new(false),
             vars_generation: AtomicU64::new(0),
             log_thread: Mutex::new(Some(wal.start_background(Some(pool.clone())))),
             wal,
@@ -360,6 +363,20 @@ impl Database {
 
     pub fn uptime_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
+    }
+
+    /// Statements run since the start (`Questions`).
+    pub fn questions(&self) -> u64 {
+        self.questions.load(Ordering::Relaxed)
+    }
+
+    /// Ask the server to stop (SHUTDOWN; the privilege was checked).
+    pub fn request_shutdown(&self) {
+        self.shutdown_requested.store(true, Ordering::SeqCst);
+    }
+
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown_requested.load(Ordering::SeqCst)
     }
 
     /// A connection id for a client that has not logged in yet (sent in the greeting).

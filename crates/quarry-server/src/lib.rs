@@ -95,8 +95,13 @@ impl Server {
         let watcher_done = Arc::new(AtomicBool::new(false));
         let watcher = {
             let done = watcher_done.clone();
+            let db = self.db.clone();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+                    if db.shutdown_requested() {
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 if !done.load(Ordering::Relaxed) {
@@ -651,8 +656,31 @@ impl Client {
                     Err(e) => self.send_err(&e),
                 }
             }
+            // COM_REFRESH (mariadb-admin refresh / flush-hosts …): FLUSH, with its RELOAD.
+            0x07 => {
+                let hosts = body.first().is_some_and(|f| f & 0x08 != 0);
+                let sql = if hosts { "FLUSH HOSTS" } else { "FLUSH TABLES" };
+                match self.session.query(sql) {
+                    Ok(_) => self.send_ok(0, 0, "", false),
+                    Err(e) => self.send_err(&e),
+                }
+            }
+            // COM_SHUTDOWN (mariadb-admin shutdown): SHUTDOWN, with its privilege.
+            0x08 => match self.session.query("SHUTDOWN") {
+                Ok(_) => self.send_eof(false),
+                Err(e) => self.send_err(&e),
+            },
             0x09 => {
-                let s = format!("Uptime: {}  Threads: {}  Questions: 0  Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: 0.000", self.session.db.uptime_secs(), self.session.db.processes().len());
+                let db = &self.session.db;
+                let (uptime, questions) = (db.uptime_secs(), db.questions());
+                let s = format!(
+                    "Uptime: {uptime}  Threads: {}  Questions: {questions}  Slow queries: 0  \
+                     Opens: {}  Open tables: {}  Queries per second avg: {:.3}",
+                    db.processes().len(),
+                    db.catalog.open_tables(),
+                    db.catalog.open_tables(),
+                    questions as f64 / uptime.max(1) as f64
+                );
                 self.conn.push(s.as_bytes());
             }
             0x0e => self.send_ok(0, 0, "", false), // COM_PING

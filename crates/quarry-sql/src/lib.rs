@@ -79,6 +79,21 @@ pub enum Stmt {
         what: &'static str,
         db: Option<String>,
     },
+    /// SHOW forms about what Quarry does not have yet or keeps elsewhere (`what`:
+    /// PROFILES, MASTER STATUS, SLAVE STATUS, ALL SLAVES STATUS, SLAVE HOSTS, BINARY LOGS,
+    /// PLUGINS, OPEN TABLES, ENGINE INNODB STATUS), with MariaDB's columns.
+    ShowServer {
+        what: &'static str,
+        db: Option<String>,
+        like: Option<String>,
+    },
+    /// SHOW CREATE PROCEDURE / FUNCTION / TRIGGER / EVENT name: none exists yet.
+    ShowCreateProgram {
+        kind: &'static str,
+        name: String,
+    },
+    /// SHUTDOWN [WAIT FOR ALL SLAVES | REPLICAS]: the server stops (SHUTDOWN privilege).
+    Shutdown,
     /// ALTER TABLE t DISABLE KEYS / ENABLE KEYS (what dumps wrap each table's rows in).
     AlterKeys {
         db: Option<String>,
@@ -893,6 +908,68 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
         }
         ["SHOW", "PROCESSLIST", ..] | ["SHOW", "FULL", "PROCESSLIST"] => {
             Ok(Some(Stmt::ShowProcessList))
+        }
+        ["SHOW", "CREATE", "PROCEDURE" | "FUNCTION" | "TRIGGER" | "EVENT"] => {
+            let kind = match w[2] {
+                "PROCEDURE" => "PROCEDURE",
+                "FUNCTION" => "FUNCTION",
+                "TRIGGER" => "TRIGGER",
+                _ => "EVENT",
+            };
+            let mut t = Toks::new(sql)?;
+            t.pos = 3;
+            let (_, name) = t.object()?;
+            t.finish(Stmt::ShowCreateProgram { kind, name })
+        }
+        ["SHOW", "SCHEMAS", ..] => {
+            // SHOW DATABASES by its other name.
+            let at = sql.to_ascii_uppercase().find("SCHEMAS").unwrap_or(0);
+            let rewritten = format!("{}DATABASES{}", &sql[..at], &sql[at + 7..]);
+            parse_one(&rewritten).map(Some)
+        }
+        ["SHOW", "PROFILES" | "PLUGINS" | "MASTER" | "BINLOG" | "SLAVE" | "REPLICA" | "ALL" | "BINARY"
+        | "OPEN" | "ENGINE", ..] => {
+            let words = first_words(sql, 5);
+            let rest: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+            let (what, used) = match rest.as_slice() {
+                ["PROFILES", ..] => ("PROFILES", 1),
+                ["PLUGINS", ..] => ("PLUGINS", 1),
+                ["MASTER" | "BINLOG", "STATUS", ..] => ("MASTER STATUS", 2),
+                ["MASTER" | "BINARY", "LOGS", ..] => ("BINARY LOGS", 2),
+                ["SLAVE" | "REPLICA", "HOSTS", ..] => ("SLAVE HOSTS", 2),
+                ["SLAVE" | "REPLICA", "STATUS", ..] => ("SLAVE STATUS", 2),
+                ["ALL", "SLAVES" | "REPLICAS", "STATUS", ..] => ("ALL SLAVES STATUS", 3),
+                ["OPEN", "TABLES", ..] => ("OPEN TABLES", 2),
+                ["ENGINE", "INNODB", "STATUS", ..] => ("ENGINE INNODB STATUS", 3),
+                // Not one of these: the parser's answer (or its error).
+                _ => return Ok(None),
+            };
+            let mut t = Toks::new(sql)?;
+            t.pos = 1 + used;
+            // Only SHOW OPEN TABLES takes FROM and LIKE (MariaDB: 1064 elsewhere; its
+            // WHERE is not taken yet).
+            let (mut db, mut like) = (None, None);
+            if what == "OPEN TABLES" {
+                if t.eat("FROM") || t.eat("IN") {
+                    db = Some(t.ident()?);
+                }
+                if t.eat("LIKE") {
+                    like = Some(t.string()?);
+                }
+            }
+            t.finish(Stmt::ShowServer { what, db, like })
+        }
+        ["SHUTDOWN", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 1;
+            if t.eat("WAIT") {
+                t.expect("FOR")?;
+                t.expect("ALL")?;
+                if !(t.eat("SLAVES") || t.eat("REPLICAS")) {
+                    return Err(t.error());
+                }
+            }
+            t.finish(Stmt::Shutdown)
         }
         ["SHOW", "FUNCTION" | "PROCEDURE" | "PACKAGE", ..]
         | ["SHOW", "EVENTS" | "TRIGGERS", ..] => {

@@ -473,6 +473,7 @@ impl Session {
                 self.require_table(&db, table, p::ALTER, None)
             }
             Stmt::Flush { .. } => self.require_global(p::RELOAD),
+            Stmt::Shutdown => self.require_global(p::SHUTDOWN),
             // LOCK TABLES in the database (1044), and SELECT on each table (1142).
             Stmt::LockTables(items) => {
                 for it in items {

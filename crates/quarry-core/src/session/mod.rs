@@ -1152,6 +1152,20 @@ impl Session {
                     rows,
                 });
             }
+            Stmt::ShowServer { what, db, like } => {
+                return self.show_server(what, db.as_deref(), like.as_deref());
+            }
+            Stmt::ShowCreateProgram { kind, name } => {
+                return Err(match *kind {
+                    "TRIGGER" => Error::new(1360, "Trigger does not exist"),
+                    "EVENT" => Error::new(1539, format!("Unknown event '{name}'")),
+                    k => Error::new(1305, format!("{k} {name} does not exist")),
+                });
+            }
+            Stmt::Shutdown => {
+                self.db.request_shutdown();
+                return Ok(Output::ok(0));
+            }
             // Stored programs, events and triggers do not exist yet: none to list, under
             // MariaDB's columns.
             Stmt::ShowProgramObjects { what, db } => {

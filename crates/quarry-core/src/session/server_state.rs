@@ -5,9 +5,9 @@
 //! Owns: reading them. Must not touch: setting them (`set_stmt`) or counting (the
 //! database's and engines' counters).
 
-use quarry_common::{Decimal, Row, Value};
+use quarry_common::{Decimal, Error, Result, Row, Value};
 
-use super::{get_delays, Session};
+use super::{get_delays, like_filter, num, text, Output, Session};
 
 impl Session {
     /// SHOW PROCESSLIST's rows: Id, User, Host, db, Command, Time, State, Info, Progress.
@@ -121,4 +121,179 @@ impl Session {
         all.sort();
         all
     }
+
+    /// The SHOW forms of what Quarry has not got yet (profiling, the binary log,
+    /// replication: empty, under MariaDB's columns) or keeps in its own form (plugins,
+    /// open tables, the engine's status).
+    pub(super) fn show_server(
+        &self,
+        what: &str,
+        db: Option<&str>,
+        like: Option<&str>,
+    ) -> Result<Output> {
+        let texts = |names: &[&str]| names.iter().map(|n| text(n, 64)).collect::<Vec<_>>();
+        let (columns, rows) = match what {
+            "PROFILES" => (
+                vec![num("Query_ID"), num("Duration"), text("Query", 64)],
+                vec![],
+            ),
+            "MASTER STATUS" => (
+                vec![
+                    text("File", 64),
+                    num("Position"),
+                    text("Binlog_Do_DB", 64),
+                    text("Binlog_Ignore_DB", 64),
+                ],
+                vec![],
+            ),
+            "BINARY LOGS" => {
+                return Err(Error::new(1381, "You are not using binary logging"));
+            }
+            "SLAVE HOSTS" => (texts(&["Server_id", "Host", "Port", "Master_id"]), vec![]),
+            "SLAVE STATUS" | "ALL SLAVES STATUS" => {
+                let mut names = vec![];
+                if what == "ALL SLAVES STATUS" {
+                    names.extend(["Connection_name", "Slave_SQL_State"]);
+                }
+                names.extend(SLAVE_STATUS);
+                (texts(&names), vec![])
+            }
+            "PLUGINS" => {
+                let mut rows: Vec<Row> = self
+                    .db
+                    .catalog
+                    .engines
+                    .names()
+                    .into_iter()
+                    .map(|(n, _)| (n.to_string(), "STORAGE ENGINE"))
+                    .chain(
+                        ["mysql_native_password", "caching_sha2_password", "ed25519"]
+                            .map(|n| (n.to_string(), "AUTHENTICATION")),
+                    )
+                    .map(|(n, kind)| {
+                        vec![
+                            Value::Str(n),
+                            Value::Str("ACTIVE".into()),
+                            Value::Str(kind.into()),
+                            Value::Null,
+                            Value::Str("Apache-2.0".into()),
+                        ]
+                    })
+                    .collect();
+                rows.sort_by(|a, b| a[2].to_string().cmp(&b[2].to_string()));
+                (
+                    texts(&["Name", "Status", "Type", "Library", "License"]),
+                    rows,
+                )
+            }
+            "OPEN TABLES" => {
+                let dbs = match db {
+                    Some(d) => vec![d.to_string()],
+                    None => self.db.catalog.databases(),
+                };
+                let mut rows = vec![];
+                for d in dbs {
+                    for t in self.db.catalog.open_table_names(&d) {
+                        if like_filter(like, &t) {
+                            rows.push(vec![
+                                Value::Str(d.clone()),
+                                Value::Str(t),
+                                Value::Int(0),
+                                Value::Int(0),
+                            ]);
+                        }
+                    }
+                }
+                (
+                    vec![
+                        text("Database", 64),
+                        text("Table", 64),
+                        num("In_use"),
+                        num("Name_locked"),
+                    ],
+                    rows,
+                )
+            }
+            _ => {
+                let status = self
+                    .status_values()
+                    .into_iter()
+                    .filter(|(k, _)| k.starts_with("Innodb_") || k.starts_with("Quarry_"))
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let body = format!(
+                    "\n=====================================\nQUARRY ENGINE STATUS (the row \
+                     engine answers as InnoDB)\n=====================================\n{status}\n"
+                );
+                (
+                    texts(&["Type", "Name", "Status"]),
+                    vec![vec![
+                        Value::Str("InnoDB".into()),
+                        Value::Str(String::new()),
+                        Value::Str(body),
+                    ]],
+                )
+            }
+        };
+        Ok(Output::Rows { columns, rows })
+    }
 }
+
+/// SHOW SLAVE STATUS's columns, as MariaDB 10.11 lists them.
+const SLAVE_STATUS: [&str; 54] = [
+    "Slave_IO_State",
+    "Master_Host",
+    "Master_User",
+    "Master_Port",
+    "Connect_Retry",
+    "Master_Log_File",
+    "Read_Master_Log_Pos",
+    "Relay_Log_File",
+    "Relay_Log_Pos",
+    "Relay_Master_Log_File",
+    "Slave_IO_Running",
+    "Slave_SQL_Running",
+    "Replicate_Do_DB",
+    "Replicate_Ignore_DB",
+    "Replicate_Do_Table",
+    "Replicate_Ignore_Table",
+    "Replicate_Wild_Do_Table",
+    "Replicate_Wild_Ignore_Table",
+    "Last_Errno",
+    "Last_Error",
+    "Skip_Counter",
+    "Exec_Master_Log_Pos",
+    "Relay_Log_Space",
+    "Until_Condition",
+    "Until_Log_File",
+    "Until_Log_Pos",
+    "Master_SSL_Allowed",
+    "Master_SSL_CA_File",
+    "Master_SSL_CA_Path",
+    "Master_SSL_Cert",
+    "Master_SSL_Cipher",
+    "Master_SSL_Key",
+    "Seconds_Behind_Master",
+    "Master_SSL_Verify_Server_Cert",
+    "Last_IO_Errno",
+    "Last_IO_Error",
+    "Last_SQL_Errno",
+    "Last_SQL_Error",
+    "Replicate_Ignore_Server_Ids",
+    "Master_Server_Id",
+    "Master_SSL_Crl",
+    "Master_SSL_Crlpath",
+    "Using_Gtid",
+    "Gtid_IO_Pos",
+    "Replicate_Do_Domain_Ids",
+    "Replicate_Ignore_Domain_Ids",
+    "Parallel_Mode",
+    "SQL_Delay",
+    "SQL_Remaining_Delay",
+    "Slave_SQL_Running_State",
+    "Slave_DDL_Groups",
+    "Slave_Non_Transactional_Groups",
+    "Slave_Transactional_Groups",
+    "Replicate_Rewrite_DB",
+];
