@@ -327,6 +327,30 @@ mariadb_dump_restore() {
 }
 check "mariadb-dump both ways: a MariaDB 10.11 dump restores (raw BLOB bytes, JSON, FOREIGN KEY, view), a dump of Quarry restores" mariadb_dump_restore
 
+# SQLAlchemy 2's reflection of the restored schema (get_schema_names was 1235 on SHOW
+# SCHEMAS; get_foreign_keys gave [] while FOREIGN KEYs were dropped).
+sqlalchemy_reflection() {
+  python3 - "$PORT" <<'PY'
+import sys
+import sqlalchemy as sa
+e = sa.create_engine(f"mysql+pymysql://root@127.0.0.1:{sys.argv[1]}/dumped")
+i = sa.inspect(e)
+assert "dumped" in i.get_schema_names(), i.get_schema_names()
+assert i.get_table_names() == ["child", "parent"], i.get_table_names()
+assert i.get_view_names() == ["named"], i.get_view_names()
+assert [c["name"] for c in i.get_columns("child")] == ["id", "pid", "note", "raw", "doc", "price", "at"]
+assert i.get_pk_constraint("child")["constrained_columns"] == ["id"]
+fks = i.get_foreign_keys("child")
+assert [(f["name"], f["constrained_columns"], f["referred_table"], f["referred_columns"], f["options"]) for f in fks] == [("fk_parent", ["pid"], "parent", ["id"], {"ondelete": "CASCADE"})], fks
+assert [(x["name"], x["column_names"], x["unique"]) for x in i.get_indexes("parent")] == [("name", ["name"], True)]
+md = sa.MetaData()
+md.reflect(e)
+assert sorted(md.tables) == ["child", "parent"], sorted(md.tables)
+print("reflected", sorted(md.tables), fks[0]["name"])
+PY
+}
+check "SQLAlchemy reflection: schemas, tables, views, columns, keys, FOREIGN KEYs" sqlalchemy_reflection
+
 # mariadb-admin against a server of its own: status counts the statements run, refresh
 # flushes, shutdown needs the SHUTDOWN privilege and then stops the server cleanly
 # (refresh and shutdown were 'Unknown command', Questions stayed 0).
