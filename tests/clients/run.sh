@@ -274,6 +274,24 @@ shell() {
 }
 check "embedded shell and datadir lock" shell
 
+# The mariadb client's commands and output forms in the shell: \G, --batch, a pipe with
+# `use`, `delimiter` and `source`, `warnings`; a failed statement stops piped input with
+# status 1 (\G was 1064 and `help` unknown).
+shell_commands() {
+  local out
+  local star='***************************'
+  out=$($BIN sql --datadir "$WORK/shell" -e 'SELECT a, b FROM s.t ORDER BY a\G' | head -6) || return 1
+  [ "$out" = "$(printf '%s 1. row %s\na: 1\nb: x\n%s 2. row %s\na: 22\nb: NULL' "$star" "$star" "$star" "$star")" ] || { echo "$out"; return 1; }
+  out=$($BIN sql --datadir "$WORK/shell" --batch -e "SELECT a, b, 'x	y' AS c FROM s.t ORDER BY a") || return 1
+  [ "$out" = "$(printf 'a\tb\tc\n1\tx\tx\\ty\n22\tNULL\tx\\ty')" ] || { echo "$out"; return 1; }
+  printf 'SELECT 7 AS seven;\n' >"$WORK/seven.sql"
+  out=$(printf 'use s\ndelimiter //\nSELECT COUNT(*) AS n FROM t; //\ndelimiter ;\nsource %s\nwarnings\nSELECT 1/0 AS z;\n' "$WORK/seven.sql" | $BIN sql --datadir "$WORK/shell" --batch) || { echo "$out"; return 1; }
+  [ "$out" = "$(printf 'Database changed\nn\n2\nseven\n7\nShow warnings enabled.\nz\nNULL\nWarning (1365): Division by 0')" ] || { echo "$out"; return 1; }
+  if printf 'SELECT * FROM s.nope;\nCREATE DATABASE never;\n' | $BIN sql --datadir "$WORK/shell" >/dev/null; then echo "exit 0 after an error"; return 1; fi
+  [ "$($BIN sql --datadir "$WORK/shell" -N --batch -e 'SHOW DATABASES LIKE "never"')" = "" ]
+}
+check "embedded shell: mariadb client commands (\\G, --batch, use, delimiter, source, warnings)" shell_commands
+
 # On a terminal, a statement's time is its own (each one that wrote took 0.20 s).
 shell_tty() {
   python3 tests/clients/shell_tty.py "$BIN"

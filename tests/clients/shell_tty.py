@@ -38,13 +38,13 @@ def main():
     read_until(lambda o: b"quarry [" in o)
     statements = [
         "CREATE DATABASE s;",
-        "USE s;",
-        "CREATE TABLE t (a INT);",
-        "INSERT INTO t VALUES (1), (2);",
+        "CREATE TABLE s.t (a INT);",
+        "INSERT INTO s.t VALUES (1), (2);",
         "BEGIN;",
-        "UPDATE t SET a = a + 1;",
+        "UPDATE s.t SET a = a + 1;",
         "COMMIT;",
-        "DELETE FROM t WHERE a = 2;",
+        "DELETE FROM s.t WHERE a = 2;",
+        "SELECT COUNT(*) FROM s.t\\G",
     ]
     timed = re.compile(rb"\(\d+\.\d+ sec\)")
     for i, stmt in enumerate(statements):

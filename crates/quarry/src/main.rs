@@ -1,12 +1,11 @@
 //! The `quarry` binary: `serve` (MySQL server), `sql` (embedded shell), `--version`.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
-use quarry_core::quarry_common::Value;
-use quarry_core::{parse_size, Database, Options, Output};
+use quarry_core::{parse_size, Database, Options};
+
+mod shell;
 
 // Loads and scans allocate and free millions of small values a second, across threads;
 // glibc's malloc spent a quarter of a column-table LOAD in its free lists.
@@ -15,7 +14,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str = "usage:
   quarry serve [--datadir DIR] [--bind ADDR] [--port N] [--config FILE] [ENGINE OPTIONS]
-  quarry sql [--datadir DIR] [-e \"SQL\"] [ENGINE OPTIONS]
+  quarry sql [--datadir DIR] [-e \"SQL\"] [--batch|--raw|--table|--vertical] [-N] [ENGINE OPTIONS]
+             (statements from -e, a pipe, or the terminal; mariadb client commands: help)
   quarry --version
 engine options (also config file keys, e.g. innodb_flush_log_at_trx_commit = 2):
   --buffer-pool-size SIZE        page cache for indexes, e.g. 512M (default: 1/4 of RAM)
@@ -41,6 +41,8 @@ struct Opts {
     bind: String,
     port: u16,
     exec: Option<String>,
+    /// How `sql` prints results (`--batch`, `--raw`, `--table`, `--vertical`, `-N`).
+    output: shell::Settings,
     engine: Options,
     skip_ssl: bool,
 }
@@ -121,6 +123,10 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         bind: "127.0.0.1".into(),
         port: 3306,
         exec: None,
+        output: shell::Settings {
+            format: shell::Format::Table,
+            names: true,
+        },
         engine: Options::default(),
         skip_ssl: false,
     };
@@ -137,6 +143,31 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             "--port" => o.port = val(i)?.parse().map_err(|_| "bad --port".to_string())?,
             "--config" => parse_config(&val(i)?, &mut o)?,
             "-e" | "--execute" => o.exec = Some(val(i)?),
+            "-B" | "--batch" => {
+                o.output.format = shell::Format::Batch { raw: false };
+                i += 1;
+                continue;
+            }
+            "-r" | "--raw" => {
+                o.output.format = shell::Format::Batch { raw: true };
+                i += 1;
+                continue;
+            }
+            "-t" | "--table" => {
+                o.output.format = shell::Format::Table;
+                i += 1;
+                continue;
+            }
+            "-E" | "--vertical" => {
+                o.output.format = shell::Format::Vertical;
+                i += 1;
+                continue;
+            }
+            "-N" | "--skip-column-names" => {
+                o.output.names = false;
+                i += 1;
+                continue;
+            }
             "--buffer-pool-size" => {
                 let v = val(i)?;
                 o.engine.buffer_pool_size =
@@ -325,233 +356,11 @@ mod signals {
     }
 }
 
-fn print_output(out: &Output, secs: f64, warnings: usize) {
-    let w = if warnings > 0 {
-        format!(
-            ", {warnings} warning{}",
-            if warnings == 1 { "" } else { "s" }
-        )
-    } else {
-        String::new()
-    };
-    match out {
-        // The shell collects results (`Session::query`); streamed ones are printed as
-        // they came by whoever streamed them.
-        Output::Streamed { rows } => println!("{rows} rows{w} ({secs:.2} sec)"),
-        Output::Ok { affected, info, .. } => {
-            println!(
-                "Query OK, {affected} row{} affected{w} ({secs:.2} sec)",
-                if *affected == 1 { "" } else { "s" }
-            );
-            if let Some(i) = info {
-                println!("{i}");
-            }
-        }
-        Output::Rows { columns, rows } => {
-            if rows.is_empty() {
-                println!("Empty set{w} ({secs:.2} sec)");
-                return;
-            }
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| {
-                    r.iter()
-                        .zip(columns.iter())
-                        // As the wire shows it (quarry_common's column_text).
-                        .map(|(v, c)| match v {
-                            Value::Null => "NULL".to_string(),
-                            _ => String::from_utf8_lossy(
-                                &quarry_core::quarry_common::value::column_text(v, &c.ty),
-                            )
-                            .into_owned(),
-                        })
-                        .collect()
-                })
-                .collect();
-            let mut width: Vec<usize> = columns.iter().map(|c| c.name.chars().count()).collect();
-            for r in &cells {
-                for (i, c) in r.iter().enumerate() {
-                    width[i] = width[i].max(c.chars().count());
-                }
-            }
-            let sep: String = width
-                .iter()
-                .map(|w| format!("+{}", "-".repeat(w + 2)))
-                .collect::<String>()
-                + "+";
-            println!("{sep}");
-            let head: String = columns
-                .iter()
-                .zip(&width)
-                .map(|(c, w)| format!("| {:<w$} ", c.name, w = w))
-                .collect::<String>()
-                + "|";
-            println!("{head}");
-            println!("{sep}");
-            for r in &cells {
-                let line: String = r
-                    .iter()
-                    .zip(columns.iter().zip(&width))
-                    .map(|(c, (col, w))| {
-                        if col.ty.is_numeric() {
-                            format!("| {:>w$} ", c, w = w)
-                        } else {
-                            format!("| {:<w$} ", c, w = w)
-                        }
-                    })
-                    .collect::<String>()
-                    + "|";
-                println!("{line}");
-            }
-            println!("{sep}");
-            println!(
-                "{} row{} in set{w} ({secs:.2} sec)",
-                rows.len(),
-                if rows.len() == 1 { "" } else { "s" }
-            );
-        }
-    }
-}
-
-/// While a statement runs long on a terminal, a line on stderr shows its stage and how far
-/// it is (index builds and table rebuilds report rows copied).
-fn progress_watcher(
-    info: Arc<quarry_core::ProcessInfo>,
-    done: Arc<std::sync::atomic::AtomicBool>,
-) -> Option<std::thread::JoinHandle<()>> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(std::thread::spawn(move || {
-        let t = Instant::now();
-        let mut shown = false;
-        while !done.load(Ordering::Relaxed) {
-            // Woken at once when the statement ends (its end never waits on the display).
-            std::thread::park_timeout(std::time::Duration::from_millis(200));
-            if done.load(Ordering::Relaxed) {
-                break;
-            }
-            if t.elapsed().as_secs() < 1 {
-                continue;
-            }
-            if let Some(p) = info.progress.lock().clone() {
-                eprint!(
-                    "\r{}: {:.1}% ({} of {} {}, {:.0} s)\x1b[K",
-                    p.stage,
-                    p.percent(),
-                    p.done,
-                    p.total,
-                    p.unit,
-                    t.elapsed().as_secs_f64()
-                );
-                shown = true;
-            }
-        }
-        if shown {
-            eprint!("\r\x1b[K");
-        }
-    }))
-}
-
-fn run_sql(session: &mut quarry_core::Session, sql: &str) -> bool {
-    let t = Instant::now();
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watcher = progress_watcher(session.info.clone(), done.clone());
-    let r = session.query(sql);
-    let secs = t.elapsed().as_secs_f64();
-    done.store(true, Ordering::Relaxed);
-    if let Some(w) = watcher {
-        w.thread().unpark();
-        let _ = w.join();
-    }
-    match r {
-        Ok(outs) => {
-            for o in &outs {
-                print_output(o, secs, session.warnings.len());
-            }
-            true
-        }
-        Err(e) => {
-            println!("{e}");
-            false
-        }
-    }
-}
-
 fn shell(o: Opts) -> i32 {
     let Some(db) = open_db(&o.datadir, &o.engine) else {
         return 1;
     };
-    let mut session = db.local_session();
-    if let Some(sql) = o.exec {
-        let ok = run_sql(&mut session, &sql);
-        drop(session);
-        let _ = db.shutdown();
-        return if ok { 0 } else { 1 };
-    }
-    println!(
-        "Quarry {} embedded shell. Datadir: {}. End statements with ';', quit with 'exit'.",
-        env!("CARGO_PKG_VERSION"),
-        o.datadir.display()
-    );
-    let mut rl = match rustyline::DefaultEditor::new() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("quarry: cannot start line editor: {e}");
-            return 1;
-        }
-    };
-    let history = std::env::var("HOME")
-        .map(|h| PathBuf::from(h).join(".quarry_history"))
-        .unwrap_or_else(|_| PathBuf::from(".quarry_history"));
-    let _ = rl.load_history(&history);
-    let mut buf = String::new();
-    loop {
-        let prompt = if buf.is_empty() {
-            format!(
-                "quarry [{}]> ",
-                session
-                    .current_db
-                    .clone()
-                    .unwrap_or_else(|| "(none)".into())
-            )
-        } else {
-            "     -> ".to_string()
-        };
-        match rl.readline(&prompt) {
-            Ok(line) => {
-                let t = line.trim();
-                if buf.is_empty()
-                    && matches!(
-                        t.to_ascii_lowercase().trim_end_matches(';'),
-                        "exit" | "quit" | "\\q"
-                    )
-                {
-                    break;
-                }
-                if !buf.is_empty() {
-                    buf.push('\n');
-                }
-                buf.push_str(&line);
-                if t.ends_with(';') || t.ends_with("\\G") {
-                    let _ = rl.add_history_entry(buf.as_str());
-                    let sql = std::mem::take(&mut buf);
-                    run_sql(&mut session, sql.trim_end_matches("\\G"));
-                }
-            }
-            Err(rustyline::error::ReadlineError::Interrupted) => {
-                buf.clear();
-            }
-            Err(_) => break,
-        }
-        if session.info.killed.load(Ordering::Relaxed) {
-            session.info.killed.store(false, Ordering::Relaxed);
-        }
-    }
-    let _ = rl.save_history(&history);
-    println!("Bye");
-    drop(session);
+    let code = shell::run_shell(&db, o.exec, o.output);
     let _ = db.shutdown();
-    0
+    code
 }
