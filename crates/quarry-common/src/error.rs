@@ -94,6 +94,13 @@ impl Error {
             "The MariaDB server is running with the --secure-file-priv option so it cannot execute this statement",
         )
     }
+    /// `read_only` is on and the account lacks READ ONLY ADMIN.
+    pub fn read_only_server() -> Error {
+        Error::new(
+            1290,
+            "The MariaDB server is running with the --read-only option so it cannot execute this statement",
+        )
+    }
     pub fn unsupported(what: impl fmt::Display) -> Error {
         Error::new(
             1235,

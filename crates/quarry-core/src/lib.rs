@@ -266,6 +266,16 @@ impl Database {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         globals.insert("datadir".into(), Value::Str(datadir.display().to_string()));
+        // The installation: the directory above the binary's (`/usr` for /usr/bin).
+        let basedir = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().and_then(|d| d.parent()).map(|d| d.to_path_buf()))
+            .map_or(String::new(), |d| d.display().to_string());
+        globals.insert("basedir".into(), Value::Str(basedir));
+        globals.insert(
+            "tmpdir".into(),
+            Value::Str(std::env::temp_dir().display().to_string()),
+        );
         globals.insert(
             "quarry_buffer_pool_size".into(),
             Value::Int(pool_bytes as i64),

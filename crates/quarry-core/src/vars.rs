@@ -52,6 +52,27 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("sql_notes", i(1)),
         // Accepted; SHOW CREATE always quotes names (COMPAT.md).
         ("sql_quote_show_create", i(1)),
+        // Writes by accounts without READ ONLY ADMIN (or SUPER) are refused (1290).
+        ("read_only", i(0)),
+        // What tools read at connect, as they are here: no binary log (issue 23), no
+        // event scheduler, one server, names never resolved, a file set per table.
+        ("innodb_version", s("10.11.19")),
+        ("protocol_version", i(10)),
+        ("server_id", i(1)),
+        ("log_bin", i(0)),
+        ("sql_log_bin", i(1)),
+        ("binlog_format", s("MIXED")),
+        ("gtid_domain_id", i(0)),
+        ("gtid_current_pos", s("")),
+        ("gtid_binlog_pos", s("")),
+        ("gtid_slave_pos", s("")),
+        ("gtid_strict_mode", i(0)),
+        ("lc_messages", s("en_US")),
+        ("event_scheduler", s("OFF")),
+        ("skip_name_resolve", i(1)),
+        ("innodb_file_per_table", i(1)),
+        ("basedir", s("")),
+        ("tmpdir", s("")),
         ("license", s("Apache-2.0")),
         ("lower_case_table_names", i(0)),
         ("max_allowed_packet", i(16 * 1024 * 1024)),

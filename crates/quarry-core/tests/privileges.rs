@@ -506,3 +506,37 @@ fn alter_database_needs_alter_on_it() {
         vec!["db1 CREATE DATABASE `db1` /*!40100 DEFAULT CHARACTER SET latin1 COLLATE latin1_swedish_ci */"]
     );
 }
+
+/// `read_only` (was 1193): writes by accounts without READ ONLY ADMIN are refused with
+/// 1290 while it is on, reads go on, root (who holds it) still writes; only SET GLOBAL
+/// sets it, and only with READ ONLY ADMIN. MariaDB 10.11's codes and texts.
+#[test]
+fn read_only_refuses_writes_without_read_only_admin() {
+    let (db, mut root) = setup("read_only");
+    root.query("CREATE USER w@localhost IDENTIFIED BY 'pw'")
+        .unwrap();
+    root.query("GRANT ALL ON db1.* TO w@localhost").unwrap();
+    let mut w = db.session("w", "localhost");
+    assert_eq!(err(&mut w, "INSERT INTO db1.t VALUES (3, 4)"), "ok");
+    root.query("SET GLOBAL read_only = 1").unwrap();
+    let refused = "1290 The MariaDB server is running with the --read-only option so it cannot execute this statement";
+    assert_eq!(err(&mut w, "INSERT INTO db1.t VALUES (5, 6)"), refused);
+    assert_eq!(err(&mut w, "CREATE TABLE db1.more (a INT)"), refused);
+    assert_eq!(lines(&mut w, "SELECT COUNT(*) FROM db1.t"), ["2"]);
+    assert_eq!(
+        err(&mut w, "SET GLOBAL read_only = 0"),
+        "1227 Access denied; you need (at least one of) the READ_ONLY ADMIN privilege(s) for this operation"
+    );
+    assert_eq!(
+        err(&mut root, "SET SESSION read_only = 0"),
+        "1229 Variable 'read_only' is a GLOBAL variable and should be set with SET GLOBAL"
+    );
+    assert_eq!(err(&mut root, "INSERT INTO db1.t VALUES (7, 8)"), "ok");
+    assert_eq!(
+        lines(&mut w, "SELECT @@read_only, @@global.read_only"),
+        ["1 1"]
+    );
+    root.query("SET GLOBAL read_only = 0").unwrap();
+    assert_eq!(err(&mut w, "INSERT INTO db1.t VALUES (9, 10)"), "ok");
+    assert_eq!(lines(&mut root, "SELECT COUNT(*) FROM db1.t"), ["4"]);
+}

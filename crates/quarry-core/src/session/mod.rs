@@ -340,6 +340,8 @@ struct Settings {
     foreign_key_checks: bool,
     /// `sql_notes`: notes (level Note) are kept as warnings (0: dropped, as dumps set it).
     notes: bool,
+    /// `read_only`: writes need READ ONLY ADMIN.
+    read_only: bool,
     div_zero_is_error: bool,
     /// `max_statement_time` (0: none).
     statement_time: Option<Duration>,
@@ -458,6 +460,7 @@ impl Session {
                 .sys_var("sql_notes")
                 .map(|v| v.to_i64() != 0)
                 .unwrap_or(true),
+            read_only: self.sys_var("read_only").is_ok_and(|v| v.to_i64() != 0),
             statement_time: (secs > 0.0 && secs.is_finite())
                 .then(|| Duration::from_secs_f64(secs.min(31_536_000.0))),
             max_packet: size("max_allowed_packet", 1024, 1 << 30, 16 << 20),
@@ -751,6 +754,17 @@ impl Session {
             self.commit()?;
         }
         let txn_control = is_txn_control(stmt);
+        if !txn_control
+            && !is_read_only(stmt)
+            && self.settings().read_only
+            && self.privileges().global & crate::privileges::READ_ONLY_ADMIN == 0
+        {
+            let e = Error::read_only_server();
+            self.warnings.clear();
+            self.warnings
+                .push(("Error".into(), e.code, e.message.clone()));
+            return Err(e);
+        }
         let refused = self.txn_read_only && !txn_control && !is_read_only(stmt);
         let exclusive = needs_exclusive(stmt);
         // Other sessions' LOCK TABLES and read locks are waited for before the statement

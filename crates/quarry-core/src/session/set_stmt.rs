@@ -161,7 +161,10 @@ impl Session {
                 return Err(Error::unknown_system_variable(&n));
             }
             let v = match n.as_str() {
-                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" => {
+                "read_only" if !global => {
+                    return Err(Error::new(1229, format!("Variable '{n}' is a GLOBAL variable and should be set with SET GLOBAL")));
+                }
+                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" | "read_only" | "sql_log_bin" | "gtid_strict_mode" => {
                     let on = match &v {
                         Value::Str(s) => match s.to_ascii_uppercase().as_str() {
                             "ON" | "TRUE" | "1" => true,
@@ -179,7 +182,7 @@ impl Session {
                     "TRADITIONAL" => "STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,TRADITIONAL,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION".into(),
                     other => other.to_string(),
                 }),
-                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" | "have_ssl" | "have_openssl" | "ssl_cert" | "ssl_key" | "ssl_ca" | "tls_version" => {
+                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" | "have_ssl" | "have_openssl" | "ssl_cert" | "ssl_key" | "ssl_ca" | "tls_version" | "innodb_version" | "protocol_version" | "log_bin" | "skip_name_resolve" | "innodb_file_per_table" | "basedir" | "tmpdir" | "lc_messages" | "event_scheduler" | "gtid_current_pos" | "gtid_binlog_pos" | "binlog_format" => {
                     return Err(Error::new(1238, format!("Variable '{n}' is a read only variable")));
                 }
                 _ => v,
