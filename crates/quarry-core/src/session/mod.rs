@@ -629,7 +629,7 @@ impl Session {
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
-        let system = self.information_schema_for(sql)?;
+        let system = self.information_schema_for(sql, None)?;
         on_statement_stack(|| quarry_catalog::with_system_tables(system, || self.prepare_here(sql)))
     }
 
@@ -712,7 +712,7 @@ impl Session {
         *self.info.command.lock() = "Query".into();
         *self.info.info.lock() = Some(sql.chars().take(100).collect());
         *self.info.started.lock() = std::time::Instant::now();
-        let system = match self.information_schema_for(sql).and_then(|s| {
+        let system = match self.information_schema_for(sql, Some(stmt)).and_then(|s| {
             if self.may_name_information_schema(sql) {
                 self.refuse_system_writes(stmt)?;
             }

@@ -21,6 +21,118 @@ use quarry_storage_api::Stat;
 
 use super::Session;
 
+/// What a statement asks of the schema when it is one `SELECT … FROM
+/// information_schema.X WHERE …` whose top-level AND holds `TABLE_SCHEMA = 'db'` (or `=
+/// DATABASE()`) or `TABLE_NAME = 't'` (and their names in other tables: CONSTRAINT_SCHEMA,
+/// EVENT_OBJECT_TABLE, …): only those rows are built (mariadb-dump asks per table), and
+/// the statement's WHERE still decides among them. The names are looked up as they are
+/// written, as MariaDB looks them up: `TABLE_SCHEMA = 'SLT'` finds no `slt` there, though
+/// the column compares case-insensitively elsewhere. Anything else builds every row.
+#[derive(Default)]
+pub(super) struct Scope {
+    schema: Option<String>,
+    table: Option<String>,
+}
+
+impl Scope {
+    fn of(stmt: &quarry_sql::Stmt, current_db: Option<&str>) -> Scope {
+        use quarry_sql::ast::{self, Expr, SetExpr, TableFactor};
+        let mut scope = Scope::default();
+        let quarry_sql::Stmt::Ast(s) = stmt else {
+            return scope;
+        };
+        let ast::Statement::Query(q) = &**s else {
+            return scope;
+        };
+        let SetExpr::Select(sel) = &*q.body else {
+            return scope;
+        };
+        let [from] = sel.from.as_slice() else {
+            return scope;
+        };
+        if !from.joins.is_empty() {
+            return scope;
+        }
+        let TableFactor::Table { name, .. } = &from.relation else {
+            return scope;
+        };
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|p| p.to_string().trim_matches('`').to_string())
+            .collect();
+        let in_schema = match parts.as_slice() {
+            [db, _] => db.eq_ignore_ascii_case(INFORMATION_SCHEMA),
+            [_] => current_db.is_some_and(|d| d.eq_ignore_ascii_case(INFORMATION_SCHEMA)),
+            _ => false,
+        };
+        if !in_schema {
+            return scope;
+        }
+        let mut conjuncts = vec![];
+        let mut stack: Vec<&Expr> = sel.selection.iter().collect();
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::BinaryOp {
+                    left,
+                    op: ast::BinaryOperator::And,
+                    right,
+                } => {
+                    stack.push(left);
+                    stack.push(right);
+                }
+                Expr::Nested(inner) => stack.push(inner),
+                other => conjuncts.push(other),
+            }
+        }
+        let column = |e: &Expr| -> Option<String> {
+            match e {
+                Expr::Identifier(i) => Some(i.value.to_ascii_uppercase()),
+                Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.to_ascii_uppercase()),
+                _ => None,
+            }
+        };
+        let value = |e: &Expr| -> Option<String> {
+            match e {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                        Some(s.clone())
+                    }
+                    _ => None,
+                },
+                Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("DATABASE") => {
+                    current_db.map(str::to_string)
+                }
+                _ => None,
+            }
+        };
+        for c in conjuncts {
+            let Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Eq,
+                right,
+            } = c
+            else {
+                continue;
+            };
+            let (col, val) = match (column(left), value(right), column(right), value(left)) {
+                (Some(c), Some(v), ..) | (.., Some(c), Some(v)) => (c, v),
+                _ => continue,
+            };
+            match col.as_str() {
+                "TABLE_SCHEMA"
+                | "CONSTRAINT_SCHEMA"
+                | "EVENT_OBJECT_SCHEMA"
+                | "SCHEMA_NAME"
+                | "INDEX_SCHEMA" => scope.schema = Some(val),
+                "TABLE_NAME" | "EVENT_OBJECT_TABLE" => scope.table = Some(val),
+                _ => {}
+            }
+        }
+        scope
+    }
+}
+
 /// The system tables' definitions, parsed once.
 fn definitions() -> &'static [TableDef] {
     static DEFS: OnceLock<Vec<TableDef>> = OnceLock::new();
@@ -149,10 +261,16 @@ fn column_row(db: &str, table: &str, i: usize, name: &str, ty: &SqlType, nullabl
 impl Session {
     /// The `information_schema` tables `sql` may read, filled: those whose names it
     /// holds when it names the schema or runs in it (none otherwise).
-    pub(super) fn information_schema_for(&self, sql: &str) -> Result<Vec<Arc<TableEntry>>> {
+    /// `stmt`, when given, may narrow what is built (see [`Scope`]).
+    pub(super) fn information_schema_for(
+        &self,
+        sql: &str,
+        stmt: Option<&quarry_sql::Stmt>,
+    ) -> Result<Vec<Arc<TableEntry>>> {
         if !self.may_name_information_schema(sql) {
             return Ok(vec![]);
         }
+        let scope = stmt.map_or_else(Scope::default, |s| Scope::of(s, self.current_db.as_deref()));
         let upper = String::from_utf8_lossy(&sql.as_bytes()[..sql.len().min(64 << 10)])
             .to_ascii_uppercase();
         let words: std::collections::HashSet<&str> = upper
@@ -161,7 +279,7 @@ impl Session {
         let mut out = vec![];
         for def in definitions() {
             if words.contains(def.name.as_str()) {
-                let rows = self.system_rows(&def.name)?;
+                let rows = self.system_rows(&def.name, &scope)?;
                 out.push(self.db.catalog.system_table(def.clone(), rows));
             }
         }
@@ -187,11 +305,32 @@ impl Session {
         e.db(db) & crate::privileges::DB_ALL != 0 || e.any_on_table(db, table)
     }
 
-    /// The tables of every database the account may see, with their database's name.
-    fn visible_tables(&self) -> Vec<Arc<TableEntry>> {
+    /// The databases `scope` leaves (all, or the one a statement asks for).
+    fn databases_in(&self, scope: &Scope) -> Vec<String> {
+        let mut dbs = self.db.catalog.databases();
+        if let Some(want) = &scope.schema {
+            dbs.retain(|d| d == want);
+        }
+        dbs
+    }
+
+    /// The tables the account may see in the databases `scope` leaves (only the one
+    /// table it names, when it names one).
+    fn visible_tables(&self, scope: &Scope) -> Vec<Arc<TableEntry>> {
         let mut out = vec![];
-        for db in self.db.catalog.databases() {
-            for t in self.db.catalog.tables(&db).unwrap_or_default() {
+        for db in self.databases_in(scope) {
+            let tables = match &scope.table {
+                Some(name) => self
+                    .db
+                    .catalog
+                    .tables(&db)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| &t.def.name == name)
+                    .collect(),
+                None => self.db.catalog.tables(&db).unwrap_or_default(),
+            };
+            for t in tables {
                 if self.sees(&db, &t.def.name) {
                     out.push(t);
                 }
@@ -200,18 +339,18 @@ impl Session {
         out
     }
 
-    fn system_rows(&self, name: &str) -> Result<Vec<Row>> {
+    fn system_rows(&self, name: &str, scope: &Scope) -> Result<Vec<Row>> {
         Ok(match name {
-            "SCHEMATA" => self.schemata(),
-            "TABLES" => self.tables_rows()?,
-            "COLUMNS" => self.columns_rows(),
-            "STATISTICS" => self.statistics_rows()?,
-            "KEY_COLUMN_USAGE" => self.key_column_usage_rows(),
-            "TABLE_CONSTRAINTS" => self.table_constraints_rows(),
-            "REFERENTIAL_CONSTRAINTS" => self.referential_rows(),
-            "CHECK_CONSTRAINTS" => self.check_rows(),
-            "VIEWS" => self.views_rows(),
-            "PARTITIONS" => self.partitions_rows(),
+            "SCHEMATA" => self.schemata(scope),
+            "TABLES" => self.tables_rows(scope)?,
+            "COLUMNS" => self.columns_rows(scope),
+            "STATISTICS" => self.statistics_rows(scope)?,
+            "KEY_COLUMN_USAGE" => self.key_column_usage_rows(scope),
+            "TABLE_CONSTRAINTS" => self.table_constraints_rows(scope),
+            "REFERENTIAL_CONSTRAINTS" => self.referential_rows(scope),
+            "CHECK_CONSTRAINTS" => self.check_rows(scope),
+            "VIEWS" => self.views_rows(scope),
+            "PARTITIONS" => self.partitions_rows(scope),
             "ENGINES" => self.engines_rows(),
             "CHARACTER_SETS" => quarry_common::collation::CHARSETS
                 .iter()
@@ -411,7 +550,7 @@ impl Session {
             .collect()
     }
 
-    fn schemata(&self) -> Vec<Row> {
+    fn schemata(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![vec![
             s("def"),
             s(INFORMATION_SCHEMA),
@@ -421,7 +560,7 @@ impl Session {
             s(""),
         ]];
         let e = self.privileges();
-        for db in self.db.catalog.databases() {
+        for db in self.databases_in(scope) {
             if !(e.any_in_db(&db)) {
                 continue;
             }
@@ -438,9 +577,9 @@ impl Session {
         rows
     }
 
-    fn tables_rows(&self) -> Result<Vec<Row>> {
+    fn tables_rows(&self, scope: &Scope) -> Result<Vec<Row>> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             let st = t.handle.stats();
             let (auto_inc, created) = self.auto_inc_and_created(&t)?;
             rows.push(vec![
@@ -472,7 +611,7 @@ impl Session {
                 s("N"),
             ]);
         }
-        for db in self.db.catalog.databases() {
+        for db in self.databases_in(scope) {
             for (name, _) in self.db.catalog.views(&db) {
                 if !self.sees(&db, &name) {
                     continue;
@@ -507,9 +646,9 @@ impl Session {
         Ok(rows)
     }
 
-    fn columns_rows(&self) -> Vec<Row> {
+    fn columns_rows(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             for (i, c) in t.def.columns.iter().enumerate() {
                 let key = t
                     .def
@@ -550,7 +689,7 @@ impl Session {
                 rows.push(r);
             }
         }
-        for db in self.db.catalog.databases() {
+        for db in self.databases_in(scope) {
             for (name, _) in self.db.catalog.views(&db) {
                 if !self.sees(&db, &name) {
                     continue;
@@ -569,9 +708,9 @@ impl Session {
         rows
     }
 
-    fn statistics_rows(&self) -> Result<Vec<Row>> {
+    fn statistics_rows(&self, scope: &Scope) -> Result<Vec<Row>> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             for (ii, ix) in t.def.indexes.iter().enumerate() {
                 let distinct = t.handle.index_distinct(ii).unwrap_or_default();
                 for (seq, (&c, &p)) in ix.columns.iter().zip(&ix.prefix).enumerate() {
@@ -601,9 +740,9 @@ impl Session {
         Ok(rows)
     }
 
-    fn key_column_usage_rows(&self) -> Vec<Row> {
+    fn key_column_usage_rows(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             for ix in t.def.indexes.iter().filter(|ix| ix.unique) {
                 for (seq, &c) in ix.columns.iter().enumerate() {
                     rows.push(vec![
@@ -645,9 +784,9 @@ impl Session {
         rows
     }
 
-    fn table_constraints_rows(&self) -> Vec<Row> {
+    fn table_constraints_rows(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             let row = |name: &str, kind: &str| {
                 vec![
                     s("def"),
@@ -674,9 +813,9 @@ impl Session {
         rows
     }
 
-    fn referential_rows(&self) -> Vec<Row> {
+    fn referential_rows(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             for fk in &t.def.foreign_keys {
                 let parent_db = fk.parent_db(&t.db);
                 // The parent's unique key over the referenced columns, as InnoDB names it.
@@ -716,9 +855,9 @@ impl Session {
         rows
     }
 
-    fn check_rows(&self) -> Vec<Row> {
+    fn check_rows(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             for ck in &t.def.checks {
                 rows.push(vec![
                     s("def"),
@@ -737,9 +876,9 @@ impl Session {
         rows
     }
 
-    fn views_rows(&self) -> Vec<Row> {
+    fn views_rows(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![];
-        for db in self.db.catalog.databases() {
+        for db in self.databases_in(scope) {
             for (name, v) in self.db.catalog.views(&db) {
                 if !self.sees(&db, &name) {
                     continue;
@@ -763,9 +902,9 @@ impl Session {
     }
 
     /// One row per table, as MariaDB lists a table without partitions.
-    fn partitions_rows(&self) -> Vec<Row> {
+    fn partitions_rows(&self, scope: &Scope) -> Vec<Row> {
         let mut rows = vec![];
-        for t in self.visible_tables() {
+        for t in self.visible_tables(scope) {
             let st = t.handle.stats();
             let mut r = vec![s("def"), s(&t.db), s(&t.def.name)];
             r.extend(std::iter::repeat_n(Value::Null, 9));
@@ -782,5 +921,51 @@ impl Session {
             rows.push(r);
         }
         rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scope;
+
+    fn scope(sql: &str, db: Option<&str>) -> (Option<String>, Option<String>) {
+        let s = Scope::of(&quarry_sql::parse_one(sql).unwrap(), db);
+        (s.schema, s.table)
+    }
+
+    #[test]
+    fn only_top_level_equalities_of_one_system_table_narrow_what_is_built() {
+        let both = (Some("d".to_string()), Some("t".to_string()));
+        assert_eq!(
+            scope(
+                "SELECT engine FROM INFORMATION_SCHEMA.TABLES WHERE table_schema = DATABASE() AND table_name = 't'",
+                Some("d")
+            ),
+            both
+        );
+        assert_eq!(
+            scope(
+                "SELECT 1 FROM information_schema.views v WHERE 't' = v.TABLE_NAME AND (v.table_schema = 'd')",
+                None
+            ),
+            both
+        );
+        // In the schema itself, unqualified.
+        assert_eq!(
+            scope(
+                "SELECT 1 FROM columns WHERE table_schema = 'd' AND table_name = 't'",
+                Some("information_schema")
+            ),
+            both
+        );
+        for sql in [
+            "SELECT 1 FROM information_schema.TABLES WHERE table_name = 't' OR table_schema = 'd'",
+            "SELECT 1 FROM information_schema.TABLES a JOIN information_schema.COLUMNS c ON c.table_name = a.table_name WHERE a.table_name = 't'",
+            "SELECT 1 FROM information_schema.TABLES WHERE NOT (table_name = 't')",
+            "SELECT 1 FROM d.t WHERE table_name = 't'",
+            "SELECT 1 FROM information_schema.TABLES WHERE table_name LIKE 't'",
+        ] {
+            assert_eq!(scope(sql, Some("d")), (None, None), "{sql}");
+        }
     }
 }
