@@ -275,8 +275,8 @@ shell() {
 check "embedded shell and datadir lock" shell
 
 # The mariadb client's commands and output forms in the shell: \G, --batch, a pipe with
-# `use`, `delimiter` and `source`, `warnings`; a failed statement stops piped input with
-# status 1 (\G was 1064 and `help` unknown).
+# `use`, `delimiter` and `source`, `warnings`, a MariaDB dump piped in; a failed
+# statement stops piped input with status 1 (\G was 1064 and `help` unknown).
 shell_commands() {
   local out
   local star='***************************'
@@ -287,6 +287,10 @@ shell_commands() {
   printf 'SELECT 7 AS seven;\n' >"$WORK/seven.sql"
   out=$(printf 'use s\ndelimiter //\nSELECT COUNT(*) AS n FROM t; //\ndelimiter ;\nsource %s\nwarnings\nSELECT 1/0 AS z;\n' "$WORK/seven.sql" | $BIN sql --datadir "$WORK/shell" --batch) || { echo "$out"; return 1; }
   [ "$out" = "$(printf 'Database changed\nn\n2\nseven\n7\nShow warnings enabled.\nz\nNULL\nWarning (1365): Division by 0')" ] || { echo "$out"; return 1; }
+  # A MariaDB dump piped in (its BLOBs raw bytes, not UTF-8) restores as through a server.
+  $BIN sql --datadir "$WORK/shell-dump" <tests/clients/fixtures/mariadb-dump.sql >/dev/null || return 1
+  out=$($BIN sql --datadir "$WORK/shell-dump" --batch -e "SELECT id, pid, note, HEX(raw), doc, price, at FROM dumped.child ORDER BY id; SELECT * FROM dumped.named ORDER BY id; SELECT id, name FROM dumped.parent ORDER BY id")
+  [ "$out" = "$(cat tests/clients/fixtures/mariadb-dump.expected)" ] || { echo "$out"; return 1; }
   if printf 'SELECT * FROM s.nope;\nCREATE DATABASE never;\n' | $BIN sql --datadir "$WORK/shell" >/dev/null; then echo "exit 0 after an error"; return 1; fi
   [ "$($BIN sql --datadir "$WORK/shell" -N --batch -e 'SHOW DATABASES LIKE "never"')" = "" ]
 }

@@ -52,9 +52,10 @@ pub struct Shell<'a> {
     settings: Settings,
     delimiter: String,
     show_warnings: bool,
-    buf: String,
-    /// Inside a quoted string or name (its quote character), across lines.
-    quote: Option<char>,
+    /// The statement being read, as bytes: a dump's BLOB literals need not be UTF-8.
+    buf: Vec<u8>,
+    /// Inside a quoted string or name (its quote byte), across lines.
+    quote: Option<u8>,
     /// Inside a `/* … */` comment, across lines.
     comment: bool,
     depth: usize,
@@ -69,7 +70,7 @@ impl<'a> Shell<'a> {
             settings,
             delimiter: ";".into(),
             show_warnings: false,
-            buf: String::new(),
+            buf: Vec::new(),
             quote: None,
             comment: false,
             depth: 0,
@@ -83,14 +84,29 @@ impl<'a> Shell<'a> {
 
     /// Whether a statement is being typed (the prompt shows `->`).
     pub fn continuing(&self) -> bool {
-        !self.buf.trim().is_empty()
+        self.buf.iter().any(|b| !b.is_ascii_whitespace())
     }
 
-    /// Feed `text` (`-e`, a piped input, a sourced file) line by line, then run what is
-    /// left unterminated. False: a `quit` was met, or (`stop_on_error`) a statement failed.
-    pub fn feed_all(&mut self, text: &str, stop_on_error: bool) -> bool {
-        for line in text.lines() {
-            if !self.feed_line(line) {
+    /// Feed `input` (`-e`, a piped input, a sourced file) line by line, then run what is
+    /// left unterminated. False: a `quit` was met, or (`stop_on_error`) a statement
+    /// failed. Lines are read as bytes, one at a time (a dump need not fit in memory).
+    pub fn feed_all(&mut self, mut input: impl std::io::BufRead, stop_on_error: bool) -> bool {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    println!("ERROR: cannot read the input: {e}");
+                    self.failed = true;
+                    return false;
+                }
+            }
+            while line.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
+                line.pop();
+            }
+            if matches!(self.feed(&line), Flow::Quit) {
                 return false;
             }
             if stop_on_error && self.failed {
@@ -112,26 +128,27 @@ impl<'a> Shell<'a> {
         !self.failed
     }
 
-    /// One line of input. Returns Quit for `quit` / `exit` / `\q`.
+    /// One line of input. Returns false for `quit` / `exit` / `\q`.
     pub fn feed_line(&mut self, line: &str) -> bool {
-        matches!(self.feed(line), Flow::Go)
+        matches!(self.feed(line.as_bytes()), Flow::Go)
     }
 
-    fn feed(&mut self, line: &str) -> Flow {
+    /// Split on bytes: quotes, comments, the delimiter and `\g` are ASCII, and no byte of
+    /// a multi-byte UTF-8 character is, so a line of any bytes splits right.
+    fn feed(&mut self, line: &[u8]) -> Flow {
         if !self.continuing() && self.quote.is_none() && !self.comment {
-            if let Some(flow) = self.command(line.trim()) {
+            if let Some(flow) = self.command(String::from_utf8_lossy(line).trim()) {
                 return flow;
             }
         }
-        let chars: Vec<char> = line.chars().collect();
-        let delim: Vec<char> = self.delimiter.chars().collect();
+        let delim = self.delimiter.clone().into_bytes();
         let mut i = 0;
-        while i < chars.len() {
-            let c = chars[i];
-            let next = chars.get(i + 1).copied();
+        while i < line.len() {
+            let c = line[i];
+            let next = line.get(i + 1).copied();
             if let Some(q) = self.quote {
                 self.buf.push(c);
-                if c == '\\' && q != '`' {
+                if c == b'\\' && q != b'`' {
                     if let Some(n) = next {
                         self.buf.push(n);
                         i += 2;
@@ -145,8 +162,8 @@ impl<'a> Shell<'a> {
             }
             if self.comment {
                 self.buf.push(c);
-                if c == '*' && next == Some('/') {
-                    self.buf.push('/');
+                if c == b'*' && next == Some(b'/') {
+                    self.buf.push(b'/');
                     self.comment = false;
                     i += 2;
                     continue;
@@ -155,31 +172,33 @@ impl<'a> Shell<'a> {
                 continue;
             }
             match c {
-                '\'' | '"' | '`' => {
+                b'\'' | b'"' | b'`' => {
                     self.quote = Some(c);
                     self.buf.push(c);
                     i += 1;
                     continue;
                 }
-                '/' if next == Some('*') => {
+                b'/' if next == Some(b'*') => {
                     // A versioned comment (`/*!40101 … */`) is code; it is kept either way.
                     self.comment = true;
-                    self.buf.push_str("/*");
+                    self.buf.extend_from_slice(b"/*");
                     i += 2;
                     continue;
                 }
-                '#' => break,
-                '-' if next == Some('-') && chars.get(i + 2).is_none_or(|c| c.is_whitespace()) => {
+                b'#' => break,
+                b'-' if next == Some(b'-')
+                    && line.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+                {
                     break
                 }
-                '\\' => match next {
-                    Some('G') | Some('g') => {
+                b'\\' => match next {
+                    Some(b'G') | Some(b'g') => {
                         let sql = std::mem::take(&mut self.buf);
-                        self.run(&sql, next == Some('G'));
+                        self.run(&sql, next == Some(b'G'));
                         i += 2;
                         continue;
                     }
-                    Some('c') => {
+                    Some(b'c') => {
                         self.buf.clear();
                         i += 2;
                         continue;
@@ -188,7 +207,7 @@ impl<'a> Shell<'a> {
                 },
                 _ => {}
             }
-            if chars[i..].starts_with(&delim) {
+            if line[i..].starts_with(&delim) {
                 let sql = std::mem::take(&mut self.buf);
                 self.run(&sql, false);
                 i += delim.len();
@@ -198,7 +217,7 @@ impl<'a> Shell<'a> {
             i += 1;
         }
         if self.continuing() || self.quote.is_some() || self.comment {
-            self.buf.push('\n');
+            self.buf.push(b'\n');
         }
         Flow::Go
     }
@@ -264,8 +283,8 @@ impl<'a> Shell<'a> {
             self.failed = true;
             return;
         }
-        let text = match std::fs::read(path) {
-            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        let file = match std::fs::File::open(path) {
+            Ok(f) => std::io::BufReader::new(f),
             Err(e) => {
                 println!(
                     "ERROR: Failed to open file '{}', error: {e}",
@@ -281,15 +300,7 @@ impl<'a> Shell<'a> {
             std::mem::replace(&mut self.comment, false),
         );
         self.depth += 1;
-        for line in text.lines() {
-            if matches!(self.feed(line), Flow::Quit) {
-                break;
-            }
-        }
-        if self.continuing() {
-            let sql = std::mem::take(&mut self.buf);
-            self.run(&sql, false);
-        }
+        self.feed_all(file, false);
         self.depth -= 1;
         (self.buf, self.quote, self.comment) = saved;
     }
@@ -315,9 +326,22 @@ impl<'a> Shell<'a> {
         self.failed = true;
     }
 
-    /// Run one statement (text without its delimiter), printing its result.
-    fn run(&mut self, sql: &str, vertical: bool) {
-        let sql = sql.trim();
+    /// Run one statement (its bytes without the delimiter), printing its result. Bytes
+    /// that are not UTF-8 are taken as the server takes them: inside a string literal,
+    /// as a binary string of those bytes.
+    fn run(&mut self, sql: &[u8], vertical: bool) {
+        let text = match std::str::from_utf8(sql) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => match quarry_core::quarry_sql::hex_binary_literals(sql) {
+                Some(t) => std::borrow::Cow::Owned(t),
+                None => {
+                    println!("ERROR 1366 (22007): Invalid utf8mb4 character string in query");
+                    self.failed = true;
+                    return;
+                }
+            },
+        };
+        let sql = text.trim();
         if sql.is_empty() {
             if vertical {
                 println!("ERROR: No query specified");
@@ -564,21 +588,16 @@ fn print_table(columns: &[quarry_core::OutColumn], cells: &[Vec<String>], names:
 
 /// The shell: `-e` text, piped input, or an interactive terminal with line editing.
 pub fn run_shell(db: &Arc<Database>, exec: Option<String>, settings: Settings) -> i32 {
-    use std::io::{IsTerminal, Read};
+    use std::io::IsTerminal;
     let mut session = db.local_session();
     if let Some(sql) = exec {
         let mut sh = Shell::new(&mut session, settings);
-        sh.feed_all(&sql, true);
+        sh.feed_all(sql.as_bytes(), true);
         return if sh.failed { 1 } else { 0 };
     }
     if !std::io::stdin().is_terminal() {
-        let mut text = Vec::new();
-        if let Err(e) = std::io::stdin().read_to_end(&mut text) {
-            eprintln!("quarry: cannot read standard input: {e}");
-            return 1;
-        }
         let mut sh = Shell::new(&mut session, settings);
-        sh.feed_all(&String::from_utf8_lossy(&text), true);
+        sh.feed_all(std::io::stdin().lock(), true);
         return if sh.failed { 1 } else { 0 };
     }
     interactive(&mut session, settings)
