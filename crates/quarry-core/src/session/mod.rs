@@ -2342,6 +2342,17 @@ impl Session {
                 Value::Str(t.def.comment.clone()),
             ]);
         }
+        // Views too, as MariaDB lists them (mydumper finds them here): every field NULL
+        // but the name and the comment.
+        for (name, _) in self.db.catalog.views(&db) {
+            if like_filter(like, &name) {
+                let mut r = vec![Value::Str(name)];
+                r.extend(std::iter::repeat_n(Value::Null, 16));
+                r.push(Value::Str("VIEW".into()));
+                rows.push(r);
+            }
+        }
+        rows.sort_by(|a, b| a[0].to_string().cmp(&b[0].to_string()));
         Ok(Output::Rows {
             columns: cols,
             rows,
