@@ -391,14 +391,19 @@ impl Collation {
                 let s = s.trim_end_matches(' ');
                 out.extend(s.bytes().map(|c| c.to_ascii_uppercase()));
             }
+            // Straight into `out` (hash keys of GROUP BY and joins take one per row): a
+            // space's weight is the only one whose form ends in byte 0x20, so trailing
+            // spaces are the trailing 0x20 bytes of what this key appended.
             Rule::General => {
-                let mut w = self.weights(s);
-                while w.last() == Some(&0x20) {
-                    w.pop();
+                let start = out.len();
+                for c in s.chars() {
+                    push_utf8_form(self.weight1(c), out);
                 }
-                for x in w {
-                    push_utf8_form(x, out);
-                }
+                let kept = out[start..]
+                    .iter()
+                    .rposition(|&b| b != 0x20)
+                    .map_or(start, |p| start + p + 1);
+                out.truncate(kept);
             }
             _ => {
                 let mut w = self.weights(s);

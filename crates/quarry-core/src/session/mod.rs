@@ -629,7 +629,11 @@ impl Session {
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
-        let system = self.information_schema_for(sql, None)?;
+        let system = if self.may_name_information_schema(sql) {
+            self.information_schema_for(sql, None)?
+        } else {
+            vec![]
+        };
         on_statement_stack(|| quarry_catalog::with_system_tables(system, || self.prepare_here(sql)))
     }
 
@@ -699,6 +703,13 @@ impl Session {
         self.run_cached(stmt, params, sql, load_local, None, None)
     }
 
+    /// A statement's failure, as SHOW WARNINGS then lists it (alone).
+    fn note_failure(&mut self, e: &Error) {
+        self.warnings.clear();
+        self.warnings
+            .push(("Error".into(), e.code, e.message.clone()));
+    }
+
     /// Run a statement with the `information_schema` tables it names filled for it.
     fn run_cached(
         &mut self,
@@ -712,19 +723,19 @@ impl Session {
         *self.info.command.lock() = "Query".into();
         *self.info.info.lock() = Some(sql.chars().take(100).collect());
         *self.info.started.lock() = std::time::Instant::now();
-        let system = match self.information_schema_for(sql, Some(stmt)).and_then(|s| {
-            if self.may_name_information_schema(sql) {
-                self.refuse_system_writes(stmt)?;
+        let system = if self.may_name_information_schema(sql) {
+            let filled = self
+                .refuse_system_writes(stmt)
+                .and_then(|()| self.information_schema_for(sql, Some(stmt)));
+            match filled {
+                Ok(s) => s,
+                Err(e) => {
+                    self.note_failure(&e);
+                    return Err(e);
+                }
             }
-            Ok(s)
-        }) {
-            Ok(s) => s,
-            Err(e) => {
-                self.warnings.clear();
-                self.warnings
-                    .push(("Error".into(), e.code, e.message.clone()));
-                return Err(e);
-            }
+        } else {
+            vec![]
         };
         if system.is_empty() {
             return self.run_statement(stmt, params, sql, load_local, cache, out);
@@ -760,9 +771,7 @@ impl Session {
             && self.privileges().global & crate::privileges::READ_ONLY_ADMIN == 0
         {
             let e = Error::read_only_server();
-            self.warnings.clear();
-            self.warnings
-                .push(("Error".into(), e.code, e.message.clone()));
+            self.note_failure(&e);
             return Err(e);
         }
         let refused = self.txn_read_only && !txn_control && !is_read_only(stmt);
@@ -819,9 +828,7 @@ impl Session {
                 if e.code == 1213 && self.in_txn {
                     let _ = self.rollback();
                 }
-                self.warnings.clear();
-                self.warnings
-                    .push(("Error".into(), e.code, e.message.clone()));
+                self.note_failure(&e);
                 Err(e)
             }
         };
@@ -837,9 +844,7 @@ impl Session {
                         // No log space for the COMMIT: the statement changes nothing.
                         let _ = self.rollback_to(0);
                         let _ = self.end_txn(false);
-                        self.warnings.clear();
-                        self.warnings
-                            .push(("Error".into(), e.code, e.message.clone()));
+                        self.note_failure(&e);
                         r = Err(e);
                         None
                     }
@@ -2307,40 +2312,11 @@ impl Session {
         ];
         let mut rows = vec![];
         for t in self.db.catalog.tables(&db)? {
-            if !like_filter(like, &t.def.name) {
-                continue;
+            if like_filter(like, &t.def.name) {
+                let mut r = vec![Value::Str(t.def.name.clone())];
+                r.extend(self.table_status(&t)?);
+                rows.push(r);
             }
-            let st = t.handle.stats();
-            let nrows = match st.rows {
-                quarry_storage_api::Stat::Exact(n) | quarry_storage_api::Stat::Estimated(n) => {
-                    Value::Int(n as i64)
-                }
-                quarry_storage_api::Stat::Unknown => Value::Null,
-            };
-            let (auto_inc, created) = self.auto_inc_and_created(&t)?;
-            rows.push(vec![
-                Value::Str(t.def.name.clone()),
-                Value::Str(t.def.engine.clone()),
-                Value::Int(10),
-                Value::Str(match t.row_format {
-                    quarry_storage_api::RowFormat::Fixed => "Fixed".into(),
-                    quarry_storage_api::RowFormat::Dynamic => "Dynamic".into(),
-                }),
-                nrows,
-                Value::Int(st.avg_row_bytes as i64),
-                Value::Int(st.data_bytes as i64),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Int(st.free_bytes as i64),
-                auto_inc,
-                created,
-                Value::Null,
-                Value::Null,
-                Value::Str(t.def.collation.name().into()),
-                Value::Null,
-                Value::Str(String::new()),
-                Value::Str(t.def.comment.clone()),
-            ]);
         }
         // Views too, as MariaDB lists them (mydumper finds them here): every field NULL
         // but the name and the comment.

@@ -260,16 +260,14 @@ fn column_row(db: &str, table: &str, i: usize, name: &str, ty: &SqlType, nullabl
 
 impl Session {
     /// The `information_schema` tables `sql` may read, filled: those whose names it
-    /// holds when it names the schema or runs in it (none otherwise).
-    /// `stmt`, when given, may narrow what is built (see [`Scope`]).
+    /// holds.
+    /// `stmt`, when given, may narrow what is built (see [`Scope`]). The caller asked
+    /// [`Session::may_name_information_schema`] first.
     pub(super) fn information_schema_for(
         &self,
         sql: &str,
         stmt: Option<&quarry_sql::Stmt>,
     ) -> Result<Vec<Arc<TableEntry>>> {
-        if !self.may_name_information_schema(sql) {
-            return Ok(vec![]);
-        }
         let scope = stmt.map_or_else(Scope::default, |s| Scope::of(s, self.current_db.as_deref()));
         let upper = String::from_utf8_lossy(&sql.as_bytes()[..sql.len().min(64 << 10)])
             .to_ascii_uppercase();
@@ -352,25 +350,15 @@ impl Session {
             "VIEWS" => self.views_rows(scope),
             "PARTITIONS" => self.partitions_rows(scope),
             "ENGINES" => self.engines_rows(),
+            // SHOW CHARACTER SET's rows, DESCRIPTION after the default collation.
             "CHARACTER_SETS" => quarry_common::collation::CHARSETS
                 .iter()
-                .map(|&(name, description, maxlen)| {
-                    let default = Collation::default_of(name).map_or("", Collation::name);
-                    vec![s(name), s(default), s(description), int(maxlen as i64)]
-                })
+                .map(super::charsets::charset_row)
+                .map(|r| vec![r[0].clone(), r[2].clone(), r[1].clone(), r[3].clone()])
                 .collect(),
             "COLLATIONS" => quarry_common::collation::ALL
                 .iter()
-                .map(|c| {
-                    vec![
-                        s(c.name()),
-                        s(c.charset()),
-                        int(c.id() as i64),
-                        s(if c.is_default() { "Yes" } else { "" }),
-                        s("Yes"),
-                        int(c.sortlen() as i64),
-                    ]
-                })
+                .map(super::charsets::collation_row)
                 .collect(),
             "COLLATION_CHARACTER_SET_APPLICABILITY" => quarry_common::collation::ALL
                 .iter()
@@ -494,9 +482,12 @@ impl Session {
         })
     }
 
-    /// A table's next AUTO_INCREMENT value (NULL without such a column) and when it was
-    /// created, as SHOW TABLE STATUS and TABLES give them.
-    pub(super) fn auto_inc_and_created(&self, t: &Arc<TableEntry>) -> Result<(Value, Value)> {
+    /// What SHOW TABLE STATUS says of a table after its name, which TABLES says after
+    /// TABLE_TYPE: Engine, Version, Row_format, Rows, Avg_row_length, Data_length,
+    /// Max_data_length, Index_length, Data_free, Auto_increment, Create_time,
+    /// Update_time, Check_time, Collation, Checksum, Create_options, Comment.
+    pub(super) fn table_status(&self, t: &Arc<TableEntry>) -> Result<Row> {
+        let st = t.handle.stats();
         let auto_inc = match t.def.auto_increment_column() {
             Some(_) => {
                 self.with_ctx(|ctx| quarry_executor::dml::ensure_auto_inc(t, ctx))?;
@@ -516,7 +507,28 @@ impl Session {
         }
         .to_days();
         let created = DateTime::from_micros((epoch * 86_400 + secs) * 1_000_000);
-        Ok((auto_inc, Value::DateTime(created)))
+        Ok(vec![
+            s(&t.def.engine),
+            int(10),
+            s(match t.row_format {
+                quarry_storage_api::RowFormat::Fixed => "Fixed",
+                quarry_storage_api::RowFormat::Dynamic => "Dynamic",
+            }),
+            stat(st.rows),
+            int(st.avg_row_bytes as i64),
+            int(st.data_bytes as i64),
+            int(0),
+            int(0),
+            int(st.free_bytes as i64),
+            auto_inc,
+            Value::DateTime(created),
+            Value::Null,
+            Value::Null,
+            s(t.def.collation.name()),
+            Value::Null,
+            s(""),
+            s(&t.def.comment),
+        ])
     }
 
     /// PROCESSLIST: SHOW PROCESSLIST's threads with MariaDB's further columns (times in
@@ -580,36 +592,10 @@ impl Session {
     fn tables_rows(&self, scope: &Scope) -> Result<Vec<Row>> {
         let mut rows = vec![];
         for t in self.visible_tables(scope) {
-            let st = t.handle.stats();
-            let (auto_inc, created) = self.auto_inc_and_created(&t)?;
-            rows.push(vec![
-                s("def"),
-                s(&t.db),
-                s(&t.def.name),
-                s("BASE TABLE"),
-                s(&t.def.engine),
-                int(10),
-                s(match t.row_format {
-                    quarry_storage_api::RowFormat::Fixed => "Fixed",
-                    quarry_storage_api::RowFormat::Dynamic => "Dynamic",
-                }),
-                stat(st.rows),
-                int(st.avg_row_bytes as i64),
-                int(st.data_bytes as i64),
-                int(0),
-                int(0),
-                int(st.free_bytes as i64),
-                auto_inc,
-                created,
-                Value::Null,
-                Value::Null,
-                s(t.def.collation.name()),
-                Value::Null,
-                s(""),
-                s(&t.def.comment),
-                int(0),
-                s("N"),
-            ]);
+            let mut r = vec![s("def"), s(&t.db), s(&t.def.name), s("BASE TABLE")];
+            r.extend(self.table_status(&t)?);
+            r.extend([int(0), s("N")]);
+            rows.push(r);
         }
         for db in self.databases_in(scope) {
             for (name, _) in self.db.catalog.views(&db) {
