@@ -9,6 +9,9 @@ need=()
 command -v mariadb >/dev/null || need+=(mariadb-client)
 command -v sysbench >/dev/null || need+=(sysbench)
 command -v mydumper >/dev/null || need+=(mydumper)
+command -v javac >/dev/null || need+=(default-jdk-headless)
+[ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
+command -v npm >/dev/null || need+=(nodejs npm)
 perl -MDBD::MariaDB -e1 2>/dev/null || need+=(libdbd-mariadb-perl)
 python3 -c 'import pymysql' 2>/dev/null || need+=(python3-pymysql)
 if [ ${#need[@]} -gt 0 ]; then
@@ -324,8 +327,6 @@ security() {
 }
 check "privileges: escalations refused, grants durable, SHOW GRANTS round-trips" security
 
-# A full disk (a small tmpfs): refused statements change nothing, nothing acknowledged is
-# lost once space returns (skipped where a tmpfs cannot be mounted).
 # A dump MariaDB 10.11's mariadb-dump made (tests/clients/fixtures: BLOB bytes raw in
 # string literals, JSON, a FOREIGN KEY, a view, versioned comments, DISABLE KEYS, the
 # session variables it saves and restores) loads through the mariadb CLI; the rows read
@@ -385,6 +386,24 @@ PY
 }
 check "SQLAlchemy reflection: schemas, tables, views, columns, keys, FOREIGN KEYs" sqlalchemy_reflection
 
+# JDBC (MariaDB Connector/J) as Java tools browse a server: DatabaseMetaData's catalogs,
+# tables, columns, keys, indexes, foreign keys and type info, then server-side prepared
+# statements with generated keys, a batch and a rollback. The output must be MariaDB 10.11's.
+jdbc_metadata() {
+  java -cp /usr/share/java/mariadb-java-client.jar tests/clients/JdbcMeta.java "$PORT" root >"$WORK/jdbc.out" 2>&1 || { cat "$WORK/jdbc.out"; return 1; }
+  diff tests/clients/fixtures/jdbc-meta.expected "$WORK/jdbc.out"
+}
+check "JDBC: DatabaseMetaData browsing and server-side prepared statements answer as MariaDB" jdbc_metadata
+
+# Node's mysql2 (from npm) as a web application uses it: a pool, execute() with
+# LIMIT ? OFFSET ? (1064 at prepare before), a transaction, typed results; MariaDB's output.
+node_mysql2() {
+  npm install --silent --no-audit --no-fund --prefix "$WORK/node" mysql2 >/dev/null || return 1
+  NODE_PATH="$WORK/node/node_modules" node tests/clients/mysql2_test.js "$PORT" root >"$WORK/mysql2.out" 2>&1 || { cat "$WORK/mysql2.out"; return 1; }
+  diff tests/clients/fixtures/mysql2.expected "$WORK/mysql2.out"
+}
+check "Node mysql2: pool, execute() with LIMIT ?, transactions answer as MariaDB" node_mysql2
+
 # mariadb-admin against a server of its own: status counts the statements run, refresh
 # flushes, shutdown needs the SHUTDOWN privilege and then stops the server cleanly
 # (refresh and shutdown were 'Unknown command', Questions stayed 0).
@@ -410,6 +429,8 @@ mariadb_admin() {
 }
 check "mariadb-admin status, refresh and shutdown (SHUTDOWN privilege)" mariadb_admin
 
+# A full disk (a small tmpfs): refused statements change nothing, nothing acknowledged is
+# lost once space returns (skipped where a tmpfs cannot be mounted).
 full_disk() {
   python3 tests/clients/full_disk.py "$BIN"
 }

@@ -71,6 +71,11 @@ impl Error {
         e.message.push_str(&format!(" at line {line}"));
         e
     }
+    /// A prepared statement's parameters do not fit it (their number, or a LIMIT that is
+    /// negative or past BIGINT UNSIGNED).
+    pub fn wrong_execute_arguments() -> Error {
+        Error::new(1210, "Incorrect arguments to EXECUTE")
+    }
     pub fn must_set_password() -> Error {
         Error::new(
             1820,

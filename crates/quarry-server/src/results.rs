@@ -202,15 +202,29 @@ fn encode_binary_row(buf: &mut Vec<u8>, cols: &[OutColumn], row: &[Value], cs: C
             TypeKind::Double => buf.extend_from_slice(&v.to_f64().to_le_bytes()),
             TypeKind::Date | TypeKind::DateTime | TypeKind::Timestamp => match v.to_datetime() {
                 Some(dt) => {
+                    // As MariaDB: only the parts that are not zero (clients read the
+                    // length; some print a fraction whenever one is sent).
                     let d = dt.date;
-                    if c.ty.kind == TypeKind::Date {
-                        buf.push(4);
+                    let len = if c.ty.kind != TypeKind::Date && dt.micro != 0 {
+                        11
+                    } else if c.ty.kind != TypeKind::Date
+                        && (dt.hour, dt.minute, dt.second) != (0, 0, 0)
+                    {
+                        7
+                    } else if (d.year, d.month, d.day) != (0, 0, 0) {
+                        4
+                    } else {
+                        0
+                    };
+                    buf.push(len);
+                    if len >= 4 {
                         buf.extend_from_slice(&d.year.to_le_bytes());
                         buf.extend_from_slice(&[d.month, d.day]);
-                    } else {
-                        buf.push(11);
-                        buf.extend_from_slice(&d.year.to_le_bytes());
-                        buf.extend_from_slice(&[d.month, d.day, dt.hour, dt.minute, dt.second]);
+                    }
+                    if len >= 7 {
+                        buf.extend_from_slice(&[dt.hour, dt.minute, dt.second]);
+                    }
+                    if len == 11 {
                         buf.extend_from_slice(&dt.micro.to_le_bytes());
                     }
                 }

@@ -3,7 +3,10 @@
 //! digits (DATETIME(n) too) and in the binary protocol's TIME layout, a binary TIME
 //! parameter with its fraction, and parameters numbered in the order of the text (the
 //! binder met WHERE's before the select list's, so `SELECT ?, id … WHERE id = ?` swapped
-//! them).
+//! them), binary DATE/DATETIME/TIMESTAMP values sent with only their non-zero parts (a
+//! fraction of 0 was always sent, and Node's mysql2 printed `10:00:00.0`), and `LIMIT ?`
+//! in a server-side prepared statement (1064 at prepare) with MariaDB's counts for
+//! parameters sent as strings, as mysql2 sends them.
 
 mod common;
 
@@ -90,6 +93,66 @@ fn time_values_and_parameters_on_the_wire() {
         rows.iter().map(|r| lenenc_text(r)).collect::<Vec<_>>(),
         [vec![s("-26:03:04.125")]]
     );
+    drop(c);
+    running.stop();
+}
+
+#[test]
+fn binary_dates_and_limit_parameters() {
+    let running = Running::start("wire-dates", &[]);
+    let mut c = Raw::login(running.port);
+    for sql in [
+        "CREATE DATABASE wb",
+        "CREATE TABLE wb.d (id INT PRIMARY KEY, a DATETIME, b DATE, c DATETIME(3), e TIMESTAMP NULL)",
+        "INSERT INTO wb.d VALUES \
+         (1, '2024-01-05 10:00:00', '2024-01-05', '2024-01-05 00:00:00', '2024-01-05 00:00:00'), \
+         (2, '2024-01-05 00:00:00', '0000-00-00', '2024-01-05 10:00:00.5', NULL), \
+         (3, '0000-00-00 00:00:00', NULL, '2024-01-05 00:00:00.001', '2024-01-05 10:00:01')",
+    ] {
+        assert_eq!(c.query_rows(sql.as_bytes()), Ok(vec![]), "{sql}");
+    }
+    let (rows, err) = c.execute(b"SELECT a, b, c, e FROM wb.d ORDER BY id", &[]);
+    assert_eq!(err, None);
+    assert_eq!(
+        rows,
+        [
+            b"\x00\x00\x07\xe8\x07\x01\x05\n\x00\x00\x04\xe8\x07\x01\x05\x04\xe8\x07\x01\x05\x04\xe8\x07\x01\x05".to_vec(),
+            b"\x00 \x04\xe8\x07\x01\x05\x00\x0b\xe8\x07\x01\x05\n\x00\x00 \xa1\x07\x00".to_vec(),
+            b"\x00\x08\x00\x0b\xe8\x07\x01\x05\x00\x00\x00\xe8\x03\x00\x00\x07\xe8\x07\x01\x05\n\x00\x01".to_vec(),
+        ]
+    );
+
+    // LIMIT ? OFFSET ?: (limit, offset) as strings, and the ids MariaDB answered.
+    let ids = |rows: Vec<Vec<u8>>| -> Vec<u8> { rows.iter().map(|r| r[2]).collect() };
+    for (limit, offset, want) in [
+        ("2", "0", vec![1, 2]),
+        ("2", "1", vec![2, 3]),
+        ("2.6", "0", vec![1, 2]),
+        ("1x", "0", vec![1]),
+        ("abc", "0", vec![]),
+        ("", "0", vec![]),
+        (" 2", "2", vec![3]),
+    ] {
+        let (rows, err) = c.execute(
+            b"SELECT id FROM wb.d ORDER BY id LIMIT ? OFFSET ?",
+            &[(253, lenenc(limit)), (253, lenenc(offset))],
+        );
+        assert_eq!(err, None, "LIMIT '{limit}' OFFSET '{offset}'");
+        assert_eq!(ids(rows), want, "LIMIT '{limit}' OFFSET '{offset}'");
+    }
+    // Integer parameters.
+    for (n, want) in [(1i64, vec![1]), (3, vec![1, 2, 3])] {
+        let (rows, err) = c.execute(
+            b"SELECT id FROM wb.d ORDER BY id LIMIT ?",
+            &[(8, n.to_le_bytes().to_vec())],
+        );
+        assert_eq!(err, None);
+        assert_eq!(ids(rows), want);
+    }
+    for bad in ["-1", "99999999999999999999999"] {
+        let (_, err) = c.execute(b"SELECT id FROM wb.d LIMIT ?", &[(253, lenenc(bad))]);
+        assert_eq!(err, Some(1210), "LIMIT '{bad}'");
+    }
     drop(c);
     running.stop();
 }

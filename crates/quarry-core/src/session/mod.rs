@@ -108,6 +108,8 @@ struct CachedPlan {
     generation: u64,
     db: Option<String>,
     plan: quarry_executor::SelectPlan,
+    /// The plan has a `LIMIT ?`'s count in it: it holds for these parameters only.
+    for_params: Option<Vec<Value>>,
 }
 
 type PlanCache = RefCell<Option<CachedPlan>>;
@@ -687,7 +689,7 @@ impl Session {
         out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         if params.len() != p.params {
-            return Err(Error::new(1210, "Incorrect arguments to EXECUTE"));
+            return Err(Error::wrong_execute_arguments());
         }
         let mut no_local = refuse_local_infile;
         on_statement_stack(|| self.run_cached(&p.stmt, params, &p.sql, &mut no_local, Some(p), out))
@@ -938,17 +940,20 @@ impl Session {
         out: Option<&mut dyn RowSink>,
     ) -> Result<Output> {
         let generation = self.db.catalog.generation();
-        let stale = cache
-            .borrow()
-            .as_ref()
-            .is_none_or(|c| c.generation != generation || c.db != self.current_db);
+        let stale = cache.borrow().as_ref().is_none_or(|c| {
+            c.generation != generation
+                || c.db != self.current_db
+                || c.for_params.as_ref().is_some_and(|p| *p != params)
+        });
         if stale {
             let mut b = Binder::new(&self.db.catalog, self.current_db.clone());
+            b.param_values = Some(params.clone());
             let plan = b.bind_query(q)?;
             *cache.borrow_mut() = Some(CachedPlan {
                 generation,
                 db: self.current_db.clone(),
                 plan,
+                for_params: b.limit_has_params.then(|| params.clone()),
             });
         }
         let cached = cache.borrow();

@@ -34,6 +34,12 @@ pub struct Binder<'a> {
     levels: Vec<Level>,
     next_sub: usize,
     pub param_count: usize,
+    /// The values of a prepared statement's parameters, where binding needs them: a
+    /// `LIMIT ?` is a count in the plan, not an expression.
+    pub param_values: Option<Vec<Value>>,
+    /// A `LIMIT ?` or `OFFSET ?` was bound (with `param_values`, or with no limit when
+    /// they are unknown): the plan holds for these values only.
+    pub limit_has_params: bool,
     /// Aggregates collected while binding the current select list (None = not allowed).
     aggs: Option<Vec<Agg>>,
     /// Level index where each outer column reference was found (for correlation).
@@ -124,6 +130,8 @@ impl<'a> Binder<'a> {
             levels: vec![],
             next_sub: 0,
             param_count: 0,
+            param_values: None,
+            limit_has_params: false,
             aggs: None,
             found_levels: vec![],
             depth: 0,
@@ -283,6 +291,14 @@ impl<'a> Binder<'a> {
 
     fn bind_limit(&mut self, q: &ast::Query) -> Result<(Option<u64>, u64)> {
         let mut num = |e: &A| -> Result<u64> {
+            if let Expr::Param(n) = self.bind_expr(e)? {
+                self.limit_has_params = true;
+                return match &self.param_values {
+                    Some(v) => limit_param(v.get(n).unwrap_or(&Value::Null)),
+                    // Preparing: the count is known at EXECUTE.
+                    None => Ok(u64::MAX),
+                };
+            }
             let x = self.bind_const(e)?;
             match x {
                 Value::Int(i) if i >= 0 => Ok(i as u64),
@@ -2514,6 +2530,54 @@ pub fn literal(v: &ast::Value, _b: &mut Binder) -> Result<Value> {
         ast::Value::Null => Value::Null,
         other => return Err(Error::syntax_near(&other.to_string())),
     })
+}
+
+/// A `LIMIT ?` or `OFFSET ?` parameter as MariaDB counts it: NULL is 0, numbers round,
+/// strings count by their leading integer ('2.6' and '2x' are 2, 'abc' is 0); negative
+/// or past BIGINT UNSIGNED is 1210.
+fn limit_param(v: &Value) -> Result<u64> {
+    let rounded = |d: f64| {
+        let r = d.round();
+        if (0.0..1.8446744073709552e19).contains(&r) {
+            Ok(r as u64)
+        } else {
+            Err(Error::wrong_execute_arguments())
+        }
+    };
+    match v {
+        Value::Null => Ok(0),
+        Value::Int(i) => u64::try_from(*i).map_err(|_| Error::wrong_execute_arguments()),
+        Value::UInt(u) => Ok(*u),
+        Value::Double(d) => rounded(*d),
+        Value::Decimal(d) => rounded(d.to_f64()),
+        Value::Str(s) => leading_count(s.as_bytes()),
+        Value::Bytes(b) => leading_count(b),
+        _ => Err(Error::wrong_execute_arguments()),
+    }
+}
+
+fn leading_count(b: &[u8]) -> Result<u64> {
+    let t = b.trim_ascii_start();
+    let (neg, digits) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let end = digits
+        .iter()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    let mut n: u64 = 0;
+    for &c in &digits[..end] {
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(c - b'0')))
+            .ok_or_else(Error::wrong_execute_arguments)?;
+    }
+    if neg && n > 0 {
+        return Err(Error::wrong_execute_arguments());
+    }
+    Ok(n)
 }
 
 /// The first 256 characters of `x`'s text (a name is cut at 255): writing the text of a
