@@ -837,7 +837,13 @@ fn cast_decimal(v: &Value, ty: &SqlType) -> (Decimal, bool, bool) {
 /// CAST('2.5' AS SIGNED): the integer a string starts with (2; '1e3' is 1, ' 7x' 7, 'x'
 /// 0), as MariaDB reads it — not the number it holds, which a column store rounds.
 fn integer_prefix(v: &Value) -> i64 {
-    let s = v.as_str_lossy();
+    let n = leading_integer(&v.as_str_lossy()).unwrap_or(0);
+    n.clamp(i64::MIN as i128, u64::MAX as i128) as i64
+}
+
+/// The integer `s` starts with after leading spaces (digits after an optional sign; none
+/// is 0), or None past i128.
+pub(crate) fn leading_integer(s: &str) -> Option<i128> {
     let t = s.trim_start();
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -848,9 +854,12 @@ fn integer_prefix(v: &Value) -> i64 {
         .bytes()
         .position(|b| !b.is_ascii_digit())
         .unwrap_or(digits.len());
-    let n: i128 = digits[..end].parse().unwrap_or(0);
-    let n = if neg { -n } else { n };
-    n.clamp(i64::MIN as i128, u64::MAX as i128) as i64
+    let n: i128 = if end == 0 {
+        0
+    } else {
+        digits[..end].parse().ok()?
+    };
+    Some(if neg { -n } else { n })
 }
 
 pub fn cast_value(v: Value, ty: &SqlType) -> Result<Value> {

@@ -2550,34 +2550,16 @@ fn limit_param(v: &Value) -> Result<u64> {
         Value::UInt(u) => Ok(*u),
         Value::Double(d) => rounded(*d),
         Value::Decimal(d) => rounded(d.to_f64()),
-        Value::Str(s) => leading_count(s.as_bytes()),
-        Value::Bytes(b) => leading_count(b),
+        Value::Str(s) => leading_count(s),
+        Value::Bytes(b) => leading_count(&String::from_utf8_lossy(b)),
         _ => Err(Error::wrong_execute_arguments()),
     }
 }
 
-fn leading_count(b: &[u8]) -> Result<u64> {
-    let t = b.trim_ascii_start();
-    let (neg, digits) = match t.first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = digits
-        .iter()
-        .position(|c| !c.is_ascii_digit())
-        .unwrap_or(digits.len());
-    let mut n: u64 = 0;
-    for &c in &digits[..end] {
-        n = n
-            .checked_mul(10)
-            .and_then(|n| n.checked_add(u64::from(c - b'0')))
-            .ok_or_else(Error::wrong_execute_arguments)?;
-    }
-    if neg && n > 0 {
-        return Err(Error::wrong_execute_arguments());
-    }
-    Ok(n)
+fn leading_count(s: &str) -> Result<u64> {
+    crate::expr::leading_integer(s)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(Error::wrong_execute_arguments)
 }
 
 /// The first 256 characters of `x`'s text (a name is cut at 255): writing the text of a
