@@ -76,6 +76,13 @@ impl Error {
     pub fn wrong_execute_arguments() -> Error {
         Error::new(1210, "Incorrect arguments to EXECUTE")
     }
+    /// `sql_safe_updates` refuses an UPDATE or DELETE that would scan the whole table.
+    pub fn safe_update_without_key() -> Error {
+        Error::new(
+            1175,
+            "You are using safe update mode and you tried to update a table without a WHERE that uses a KEY column",
+        )
+    }
     pub fn must_set_password() -> Error {
         Error::new(
             1820,

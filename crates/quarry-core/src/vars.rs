@@ -48,6 +48,9 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // as a dump's restore sets it).
         ("foreign_key_checks", i(1)),
         ("unique_checks", i(1)),
+        // UPDATE and DELETE must find their rows through a key (or, but for a DELETE
+        // without WHERE, carry a LIMIT): 1175 otherwise, as MariaDB.
+        ("sql_safe_updates", i(0)),
         // Notes (DROP TABLE IF EXISTS of a missing table, …) become warnings (0: not).
         ("sql_notes", i(1)),
         // Accepted; SHOW CREATE always quotes names (COMPAT.md).

@@ -117,6 +117,9 @@ pub struct ExecCtx<'a> {
     pub check_constraints: bool,
     /// `foreign_key_checks`: FOREIGN KEYs are checked and their actions taken.
     pub foreign_key_checks: bool,
+    /// `sql_safe_updates`: an UPDATE or DELETE that finds its rows by a whole-table scan
+    /// is refused (1175).
+    pub safe_updates: bool,
     /// `sql_mode` has ERROR_FOR_DIVISION_BY_ZERO: a division by zero is a warning, and
     /// an error (with a STRICT mode) in what INSERT and UPDATE evaluate; without it,
     /// nothing is said.

@@ -921,6 +921,15 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             let (_, name) = t.object()?;
             t.finish(Stmt::ShowCreateProgram { kind, name })
         }
+        // MariaDB's EXPLAIN EXTENDED / PARTITIONS: the plain EXPLAIN, whose columns are
+        // already EXTENDED's (with `filtered`); SHOW FULL TRIGGERS: SHOW TRIGGERS.
+        ["EXPLAIN" | "DESCRIBE" | "DESC", "EXTENDED" | "PARTITIONS", ..]
+        | ["SHOW", "FULL", "TRIGGERS"] => {
+            let word = if w[0] == "SHOW" { "FULL" } else { w[1] };
+            let at = sql.to_ascii_uppercase().find(word).unwrap_or(0);
+            let rewritten = format!("{}{}", &sql[..at], &sql[at + word.len()..]);
+            parse_one(&rewritten).map(Some)
+        }
         ["SHOW", "SCHEMAS", ..] => {
             // SHOW DATABASES by its other name.
             let at = sql.to_ascii_uppercase().find("SCHEMAS").unwrap_or(0);

@@ -340,6 +340,8 @@ struct Settings {
     strict: bool,
     check_constraints: bool,
     foreign_key_checks: bool,
+    /// `sql_safe_updates`: UPDATE / DELETE must use a key (1175).
+    safe_updates: bool,
     /// `sql_notes`: notes (level Note) are kept as warnings (0: dropped, as dumps set it).
     notes: bool,
     /// `read_only`: writes need READ ONLY ADMIN.
@@ -458,6 +460,9 @@ impl Session {
                 .sys_var("foreign_key_checks")
                 .map(|v| v.to_i64() != 0)
                 .unwrap_or(true),
+            safe_updates: self
+                .sys_var("sql_safe_updates")
+                .is_ok_and(|v| v.to_i64() != 0),
             notes: self
                 .sys_var("sql_notes")
                 .map(|v| v.to_i64() != 0)
@@ -992,6 +997,7 @@ impl Session {
             strict: st.strict,
             check_constraints: st.check_constraints,
             foreign_key_checks: st.foreign_key_checks,
+            safe_updates: st.safe_updates,
             div_zero_is_error: st.div_zero_is_error,
             writing: Cell::new(false),
             ignoring: Cell::new(false),
@@ -1694,7 +1700,12 @@ impl Session {
                     return Err(Error::unknown_database(&db));
                 }
                 let like = show_like(show_options);
-                let mut columns = vec![text(&format!("Tables_in_{db}"), 64)];
+                // MariaDB names the pattern in the column: `Tables_in_db (pat%)`.
+                let heading = match &like {
+                    Some(pat) => format!("Tables_in_{db} ({pat})"),
+                    None => format!("Tables_in_{db}"),
+                };
+                let mut columns = vec![text(&heading, 64)];
                 if *full {
                     columns.push(text("Table_type", 64));
                 }
@@ -2314,12 +2325,15 @@ impl Session {
             num("Checksum"),
             text("Create_options", 255),
             text("Comment", 2048),
+            num("Max_index_length"),
+            text("Temporary", 1),
         ];
         let mut rows = vec![];
         for t in self.db.catalog.tables(&db)? {
             if like_filter(like, &t.def.name) {
                 let mut r = vec![Value::Str(t.def.name.clone())];
                 r.extend(self.table_status(&t)?);
+                r.extend([Value::Int(0), Value::Str("N".into())]);
                 rows.push(r);
             }
         }
@@ -2329,7 +2343,7 @@ impl Session {
             if like_filter(like, &name) {
                 let mut r = vec![Value::Str(name)];
                 r.extend(std::iter::repeat_n(Value::Null, 16));
-                r.push(Value::Str("VIEW".into()));
+                r.extend([Value::Str("VIEW".into()), Value::Null, Value::Null]);
                 rows.push(r);
             }
         }
@@ -2357,6 +2371,7 @@ impl Session {
             text("Index_type", 16),
             text("Comment", 16),
             text("Index_comment", 1024),
+            text("Ignored", 3),
         ];
         let mut rows = vec![];
         for (ii, ix) in e.def.indexes.iter().enumerate() {
@@ -2387,6 +2402,7 @@ impl Session {
                     Value::Str("BTREE".into()),
                     Value::Str(String::new()),
                     Value::Str(String::new()),
+                    Value::Str("NO".into()),
                 ]);
             }
         }

@@ -164,7 +164,7 @@ impl Session {
                 "read_only" if !global => {
                     return Err(Error::new(1229, format!("Variable '{n}' is a GLOBAL variable and should be set with SET GLOBAL")));
                 }
-                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" | "read_only" | "sql_log_bin" | "gtid_strict_mode" => {
+                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "sql_safe_updates" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" | "read_only" | "sql_log_bin" | "gtid_strict_mode" => {
                     let on = match &v {
                         Value::Str(s) => match s.to_ascii_uppercase().as_str() {
                             "ON" | "TRUE" | "1" => true,

@@ -2834,6 +2834,12 @@ fn pick_index(table: &TableEntry, f: &Expr) -> Access {
     if !table.index_access() {
         return Access::Full;
     }
+    index_for(table, f)
+}
+
+/// The index access `f` (over the table's row) allows, whether or not the table's engine
+/// reads through its indexes (`sql_safe_updates` asks of a column table's keys too).
+pub(crate) fn index_for(table: &TableEntry, f: &Expr) -> Access {
     let mut parts = vec![];
     conjuncts(f.clone(), &mut parts);
     // Comparisons under a column's own collation compare sort keys: the index keys the

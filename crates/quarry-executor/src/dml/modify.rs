@@ -60,6 +60,9 @@ fn targets(
             Ok::<_, Error>(n.max(0) as usize)
         })
         .transpose()?;
+    if ctx.safe_updates && limit.is_none() && !uses_key(entry, filter.as_ref()) {
+        return Err(Error::safe_update_without_key());
+    }
     let mut out = locked_rows(entry, filter, true, None, ctx)?;
     if !keys.is_empty() {
         let sort_keys: Vec<Row> = out
@@ -91,6 +94,11 @@ fn targets(
         out.truncate(n);
     }
     Ok(out)
+}
+
+/// Whether the rows `filter` selects are found through a key (`sql_safe_updates`).
+fn uses_key(entry: &Arc<TableEntry>, filter: Option<&Expr>) -> bool {
+    filter.is_some_and(|f| !matches!(crate::bind::index_for(entry, f), Access::Full))
 }
 
 /// The rows of `entry` that `filter` (over its row) selects, in scan order, each locked
@@ -463,6 +471,10 @@ pub fn delete(stmt: &ast::Delete, ctx: &ExecCtx, b: &mut Binder) -> Result<DmlRe
         return Err(Error::unsupported("multi-table DELETE"));
     }
     let (entry, alias) = single_table(&from[0], b)?;
+    // MariaDB refuses a DELETE without WHERE in safe mode even with a LIMIT.
+    if ctx.safe_updates && stmt.selection.is_none() {
+        return Err(Error::safe_update_without_key());
+    }
     let returning = Returning::bind(stmt.returning.as_deref(), &entry, &alias, "DELETE", b)?;
     let rows = targets(
         &entry,
