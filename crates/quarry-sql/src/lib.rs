@@ -325,13 +325,53 @@ fn rewrite_phrase<'a>(
 
 /// `sql`'s tokens, the indexes of those that are not whitespace, and each token's text
 /// (to edit and join again); None when it does not tokenize.
+///
+/// Each token's text is its own source text, not the token printed again: a printed
+/// string literal loses its escapes (`'C:\\temp'` came back as `'C:\temp'`, a tab, and
+/// `'it''s'` as `'it's'`, a syntax error), so a statement a rewrite touched changed the
+/// data it wrote.
 fn for_rewrite(sql: &str) -> Option<(Vec<Token>, Vec<usize>, Vec<String>)> {
-    let toks = Tokenizer::new(&dialect(), sql).tokenize().ok()?;
+    let spanned = Tokenizer::new(&dialect(), sql)
+        .tokenize_with_location()
+        .ok()?;
+    let starts = token_offsets(sql, &spanned)?;
+    let out: Vec<String> = (0..starts.len())
+        .map(|i| sql[starts[i]..starts.get(i + 1).copied().unwrap_or(sql.len())].to_string())
+        .collect();
+    let toks: Vec<Token> = spanned.into_iter().map(|t| t.token).collect();
     let words: Vec<usize> = (0..toks.len())
         .filter(|&i| !matches!(toks[i], Token::Whitespace(_)))
         .collect();
-    let out: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
     Some((toks, words, out))
+}
+
+/// The byte offset in `sql` where each token starts (the tokenizer counts lines and
+/// characters from 1); None when they do not rise through the text.
+fn token_offsets(sql: &str, toks: &[TokenWithSpan]) -> Option<Vec<usize>> {
+    let mut out = Vec::with_capacity(toks.len());
+    let (mut line, mut column, mut at) = (1u64, 1u64, 0usize);
+    let mut chars = sql.char_indices().peekable();
+    for t in toks {
+        let want = (t.span.start.line, t.span.start.column);
+        while (line, column) < want {
+            let (_, c) = chars.next()?;
+            at += c.len_utf8();
+            if c == '\n' {
+                line += 1;
+                column = 1;
+            } else {
+                column += 1;
+            }
+        }
+        if (line, column) != want || out.last().is_some_and(|&prev| prev > at) {
+            return None;
+        }
+        out.push(at);
+    }
+    if out.first().is_some_and(|&first| first != 0) {
+        return None;
+    }
+    Some(out)
 }
 
 /// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (the parser does not know it): the snapshot
@@ -1286,6 +1326,48 @@ fn parse_load_data(sql: &str) -> Result<Stmt> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A statement a text rewrite touches (IGNORE, SCHEMA, LOCK IN SHARE MODE, …) keeps
+    /// its string literals as written: `INSERT IGNORE … ('C:\\temp')` stored a tab, and
+    /// `'it''s'` before a word holding SCHEMA was a syntax error.
+    #[test]
+    fn rewritten_statements_keep_their_literals() {
+        let literals = |sql: &str| -> Vec<String> {
+            let mut out = vec![];
+            for st in parse(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}")) {
+                let Stmt::Ast(a) = st else { continue };
+                let _ = sqlparser::ast::visit_expressions(&*a, |e| {
+                    if let sqlparser::ast::Expr::Value(v) = e {
+                        if let sqlparser::ast::Value::SingleQuotedString(t) = &v.value {
+                            out.push(t.clone());
+                        }
+                    }
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+            }
+            out
+        };
+        for (sql, want) in [
+            (
+                r"INSERT IGNORE INTO t VALUES ('C:\\temp'), ('it''s')",
+                vec![r"C:\temp", "it's"],
+            ),
+            (
+                r"SELECT 'a''b', 'é\'x' FROM information_schema.SCHEMATA",
+                vec!["a'b", "é'x"],
+            ),
+            (
+                "SELECT 'née' FROM t WHERE a = 'x''y' LOCK IN SHARE MODE",
+                vec!["née", "x'y"],
+            ),
+            (
+                "DELETE QUICK FROM t WHERE s = 'tab\there'",
+                vec!["tab\there"],
+            ),
+        ] {
+            assert_eq!(literals(sql), want, "{sql}");
+        }
+    }
 
     /// Where MariaDB 10.11 reports a client without CLIENT_MULTI_STATEMENTS sending more
     /// than one statement (its 1064 "near" text starts there), and the texts it accepts.
