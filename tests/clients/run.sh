@@ -404,6 +404,25 @@ node_mysql2() {
 }
 check "Node mysql2: pool, execute() with LIMIT ?, transactions answer as MariaDB" node_mysql2
 
+# The statements DBeaver and MySQL Workbench send on connect, browsing and opening a table
+# (fixtures/gui-replay.sql): every one answered with MariaDB 10.11's columns or error code
+# (mysql.user, performance_schema, the privilege and InnoDB tables of information_schema
+# were 1146 / 1109, sql_safe_updates 1193, SHOW FULL TRIGGERS and EXPLAIN EXTENDED 1064).
+gui_replay() {
+  python3 tests/clients/gui_replay.py "$PORT" root tests/clients/fixtures/gui-replay.sql >"$WORK/gui.out" || { cat "$WORK/gui.out"; return 1; }
+  diff tests/clients/fixtures/gui-replay.expected "$WORK/gui.out" || return 1
+  # The attributes a connector sends at login are in performance_schema.
+  python3 - "$PORT" <<'PY'
+import sys, pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", program_name="quarry-suite")
+cur = c.cursor()
+cur.execute("SELECT ATTR_NAME, ATTR_VALUE FROM performance_schema.session_account_connect_attrs WHERE PROCESSLIST_ID = CONNECTION_ID() AND ATTR_NAME IN ('_client_name', 'program_name') ORDER BY ATTR_NAME")
+got = cur.fetchall()
+assert got == (("_client_name", "pymysql"), ("program_name", "quarry-suite")), got
+PY
+}
+check "GUI replay: DBeaver's and Workbench's statements answered with MariaDB's columns" gui_replay
+
 # mariadb-admin against a server of its own: status counts the statements run, refresh
 # flushes, shutdown needs the SHUTDOWN privilege and then stops the server cleanly
 # (refresh and shutdown were 'Unknown command', Questions stayed 0).

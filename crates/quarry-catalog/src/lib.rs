@@ -38,7 +38,7 @@ pub use ddl::{
 use deffile::{def_text, read_def, read_view, view_text};
 use lazy::{LazyTable, OpenCount};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-pub use system::{with_system_tables, INFORMATION_SCHEMA};
+pub use system::{with_system_tables, INFORMATION_SCHEMA, MYSQL_SCHEMA, PERFORMANCE_SCHEMA};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DefaultValue {
@@ -846,7 +846,12 @@ impl Catalog {
 
     pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableEntry>> {
         if db.eq_ignore_ascii_case(INFORMATION_SCHEMA) {
-            return system::filled(name);
+            return system::filled(INFORMATION_SCHEMA, name).ok_or_else(|| system::unknown(name));
+        }
+        if db.eq_ignore_ascii_case(PERFORMANCE_SCHEMA) || db.eq_ignore_ascii_case(MYSQL_SCHEMA) {
+            if let Some(t) = system::filled(db, name) {
+                return Ok(t);
+            }
         }
         if self.open_tables.load(Ordering::Relaxed) > self.open_limit.load(Ordering::Relaxed) {
             self.close_idle();

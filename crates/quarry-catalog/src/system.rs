@@ -1,10 +1,12 @@
-//! The server's own read-only tables (`information_schema`): rows made by the session for
-//! the statement that reads them, held in memory, scanned like any table.
+//! The server's own read-only tables (`information_schema`, and the `performance_schema`
+//! and `mysql` tables tools read): rows made by the session for the statement that reads
+//! them, held in memory, scanned like any table.
 //!
 //! The session fills them before a statement that names them ([`with_system_tables`]);
-//! [`crate::Catalog::table`] finds them there for that statement's thread, and a name
-//! the session did not fill is 1109, as MariaDB answers an unknown one. Owns: the
-//! in-memory table and its lookup. Must not touch: what the rows say (the session's).
+//! [`crate::Catalog::table`] finds them there for that statement's thread. A name in
+//! `information_schema` the session did not fill is 1109, as MariaDB answers an unknown
+//! one; in the other two it is looked up as any table. Owns: the in-memory table and its
+//! lookup. Must not touch: what the rows say (the session's).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,19 +21,26 @@ use quarry_storage_api::{
 use crate::lazy::LazyTable;
 use crate::{Catalog, TableDef, TableEntry};
 
-/// The database the system tables are in.
+/// The database of the server's own tables.
 pub const INFORMATION_SCHEMA: &str = "information_schema";
+/// The databases whose tables tools read as MariaDB's (monitoring, accounts).
+pub const PERFORMANCE_SCHEMA: &str = "performance_schema";
+pub const MYSQL_SCHEMA: &str = "mysql";
 
 thread_local! {
-    /// The system tables the running statement may read, by upper-case name.
+    /// The system tables the running statement may read, by `key`.
     static FILLED: RefCell<Option<HashMap<String, Arc<TableEntry>>>> = const { RefCell::new(None) };
 }
 
-/// Run `f` with `tables` readable as `information_schema`'s on this thread.
+fn key(db: &str, name: &str) -> String {
+    format!("{}.{}", db.to_ascii_lowercase(), name.to_ascii_uppercase())
+}
+
+/// Run `f` with `tables` readable as their schemas' on this thread.
 pub fn with_system_tables<T>(tables: Vec<Arc<TableEntry>>, f: impl FnOnce() -> T) -> T {
     let map = tables
         .into_iter()
-        .map(|t| (t.def.name.to_ascii_uppercase(), t))
+        .map(|t| (key(&t.db, &t.def.name), t))
         .collect();
     let prev = FILLED.with(|c| c.replace(Some(map)));
     let r = f();
@@ -39,29 +48,35 @@ pub fn with_system_tables<T>(tables: Vec<Arc<TableEntry>>, f: impl FnOnce() -> T
     r
 }
 
-/// `information_schema`.`name` as the running statement's session filled it.
-pub(crate) fn filled(name: &str) -> Result<Arc<TableEntry>> {
-    FILLED
-        .with(|c| {
-            c.borrow()
-                .as_ref()
-                .and_then(|m| m.get(&name.to_ascii_uppercase()).cloned())
-        })
-        .ok_or_else(|| {
-            Error::new(
-                1109,
-                format!("Unknown table '{name}' in {INFORMATION_SCHEMA}"),
-            )
-        })
+/// `db`.`name` as the running statement's session filled it, if it did.
+pub(crate) fn filled(db: &str, name: &str) -> Option<Arc<TableEntry>> {
+    FILLED.with(|c| {
+        c.borrow()
+            .as_ref()
+            .and_then(|m| m.get(&key(db, name)).cloned())
+    })
+}
+
+/// An `information_schema` table the session did not fill.
+pub(crate) fn unknown(name: &str) -> Error {
+    Error::new(
+        1109,
+        format!("Unknown table '{name}' in {INFORMATION_SCHEMA}"),
+    )
 }
 
 impl Catalog {
-    /// A system table of `def`'s columns holding `rows`.
-    pub fn system_table(&self, def: TableDef, rows: Vec<Row>) -> Arc<TableEntry> {
+    /// A system table of `db` with `def`'s columns holding `rows`.
+    pub fn system_table(&self, db: &str, def: TableDef, rows: Vec<Row>) -> Arc<TableEntry> {
         let schema = def.schema(quarry_storage_api::RowFormat::Dynamic);
-        let engine: Arc<dyn Engine> = Arc::new(MemEngine);
-        let path = TablePath::new(&self.datadir.join(INFORMATION_SCHEMA), &def.name);
-        let inner: Arc<dyn Table> = Arc::new(MemTable { schema, rows });
+        let db: &'static str = match db {
+            PERFORMANCE_SCHEMA => PERFORMANCE_SCHEMA,
+            MYSQL_SCHEMA => MYSQL_SCHEMA,
+            _ => INFORMATION_SCHEMA,
+        };
+        let engine: Arc<dyn Engine> = Arc::new(MemEngine { db });
+        let path = TablePath::new(&self.datadir.join(db), &def.name);
+        let inner: Arc<dyn Table> = Arc::new(MemTable { schema, rows, db });
         let lazy = LazyTable::opened(
             inner,
             engine.clone(),
@@ -70,7 +85,7 @@ impl Catalog {
             self.open_tables.clone(),
         );
         Arc::new(TableEntry::new(
-            INFORMATION_SCHEMA,
+            db,
             def,
             lazy,
             engine,
@@ -82,14 +97,13 @@ impl Catalog {
 }
 
 /// Writes to a system table: MariaDB refuses them as a privilege matter.
-fn read_only() -> Error {
-    Error::new(
-        1044,
-        format!("Access denied to database '{INFORMATION_SCHEMA}'"),
-    )
+fn read_only(db: &str) -> Error {
+    Error::new(1044, format!("Access denied to database '{db}'"))
 }
 
-struct MemEngine;
+struct MemEngine {
+    db: &'static str,
+}
 
 impl Engine for MemEngine {
     fn name(&self) -> &'static str {
@@ -99,7 +113,7 @@ impl Engine for MemEngine {
         "The server's own tables"
     }
     fn create(&self, _: &TablePath, _: &TableSchema) -> Result<()> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
     fn open(
         &self,
@@ -107,19 +121,20 @@ impl Engine for MemEngine {
         _: &TableSchema,
         _: Arc<HandlerCounters>,
     ) -> Result<Arc<dyn Table>> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
     fn drop_table(&self, _: &TablePath) -> Result<()> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
     fn rename(&self, _: &TablePath, _: &TablePath) -> Result<()> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
 }
 
 struct MemTable {
     schema: TableSchema,
     rows: Vec<Row>,
+    db: &'static str,
 }
 
 struct MemCursor<'a> {
@@ -172,16 +187,16 @@ impl Table for MemTable {
         Err(Error::unsupported("an index of a system table"))
     }
     fn insert(&self, _: Row) -> Result<RowId> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
     fn update(&self, _: RowId, _: Row) -> Result<RowId> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
     fn delete(&self, _: RowId) -> Result<()> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
     fn truncate(&self) -> Result<()> {
-        Err(read_only())
+        Err(read_only(self.db))
     }
     fn flush(&self) -> Result<()> {
         Ok(())

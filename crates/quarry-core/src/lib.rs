@@ -72,6 +72,12 @@ pub struct ProcessInfo {
     /// The connection's TLS protocol and cipher (`Ssl_version`, `Ssl_cipher`), set by the
     /// server when the client asked for TLS.
     pub tls: std::sync::OnceLock<(String, String)>,
+    /// The connection attributes the client sent at login
+    /// (`performance_schema.session_connect_attrs`).
+    pub connect_attrs: std::sync::OnceLock<Vec<(String, String)>>,
+    /// The open transaction's number and start (`information_schema.INNODB_TRX`), while
+    /// BEGIN (or autocommit off) holds one open.
+    pub trx: Mutex<Option<(u64, quarry_common::value::DateTime)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -366,6 +372,11 @@ impl Database {
         self.wal.checkpoint(Some(&self.pool))
     }
 
+    /// The row engine's page cache (SHOW STATUS, INNODB_BUFFER_POOL_STATS).
+    pub(crate) fn pool(&self) -> &quarry_storage::BufferPool {
+        &self.pool
+    }
+
     /// Log statistics for SHOW STATUS.
     pub fn log_stats(&self) -> &quarry_storage::wal::WalStats {
         &self.wal.stats
@@ -426,6 +437,8 @@ impl Database {
             client_gone: std::sync::OnceLock::new(),
             progress: Mutex::new(None),
             tls: std::sync::OnceLock::new(),
+            connect_attrs: std::sync::OnceLock::new(),
+            trx: Mutex::new(None),
         });
         self.processes.lock().insert(id, info.clone());
         let lifetime = self

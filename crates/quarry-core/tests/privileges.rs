@@ -540,3 +540,183 @@ fn read_only_refuses_writes_without_read_only_admin() {
     assert_eq!(err(&mut w, "INSERT INTO db1.t VALUES (9, 10)"), "ok");
     assert_eq!(lines(&mut root, "SELECT COUNT(*) FROM db1.t"), ["4"]);
 }
+
+/// The `mysql` schema's account tables and `information_schema`'s privilege tables are
+/// read from the account file (they were 1146 and 1109). Every expected row is MariaDB
+/// 10.11's for the same accounts and grants.
+#[test]
+fn mysql_schema_and_privilege_tables_show_the_grants() {
+    let (db, mut root) = setup("mysql_schema");
+    root.query("CREATE ROLE r1").unwrap();
+    root.query("GRANT r1 TO ro@localhost").unwrap();
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT Host, User, Password, Select_priv, Update_priv, Grant_priv, plugin, \
+             authentication_string, is_role, max_user_connections FROM mysql.user \
+             WHERE User IN ('ro', 'r1') ORDER BY User"
+        ),
+        [
+            " r1  N N N   Y 0",
+            "localhost ro *D821809F681A40A6E379B50D0463EFAE20BDD122 N N N mysql_native_password *D821809F681A40A6E379B50D0463EFAE20BDD122 N 0",
+        ]
+    );
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT Host, Db, User, Select_priv, Insert_priv, Delete_history_priv FROM mysql.db WHERE User = 'ro'"
+        ),
+        ["localhost db1 ro Y N N"]
+    );
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT Host, Db, User, Table_name, Table_priv, Column_priv FROM mysql.tables_priv WHERE User = 'ro'"
+        ),
+        ["localhost db2 ro s2  Select,Update"]
+    );
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT Db, Table_name, Column_name, Column_priv FROM mysql.columns_priv WHERE User = 'ro' ORDER BY Column_name"
+        ),
+        ["db2 s2 a Select,Update"]
+    );
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT Host, User, Role, Admin_option FROM mysql.roles_mapping WHERE User = 'ro'"
+        ),
+        ["localhost ro r1 N"]
+    );
+    // An account sees its own grants in information_schema, and no mysql table.
+    let mut ro = db.session("ro", "localhost");
+    assert_eq!(
+        lines(
+            &mut ro,
+            "SELECT GRANTEE, TABLE_CATALOG, PRIVILEGE_TYPE, IS_GRANTABLE FROM information_schema.USER_PRIVILEGES"
+        ),
+        ["'ro'@'localhost' def USAGE NO"]
+    );
+    assert_eq!(
+        lines(
+            &mut ro,
+            "SELECT GRANTEE, TABLE_SCHEMA, PRIVILEGE_TYPE, IS_GRANTABLE FROM information_schema.SCHEMA_PRIVILEGES"
+        ),
+        ["'ro'@'localhost' db1 SELECT NO"]
+    );
+    assert_eq!(
+        lines(
+            &mut ro,
+            "SELECT GRANTEE, TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, PRIVILEGE_TYPE FROM information_schema.COLUMN_PRIVILEGES ORDER BY PRIVILEGE_TYPE"
+        ),
+        [
+            "'ro'@'localhost' db2 s2 a SELECT",
+            "'ro'@'localhost' db2 s2 a UPDATE"
+        ]
+    );
+    assert_eq!(
+        lines(
+            &mut ro,
+            "SELECT COUNT(*) FROM information_schema.TABLE_PRIVILEGES"
+        ),
+        ["0"]
+    );
+    assert_eq!(
+        err(&mut ro, "SELECT * FROM mysql.user"),
+        "1142 SELECT command denied to user 'ro'@'localhost' for table `mysql`.`user`"
+    );
+    for t in ["INNODB_TRX", "INNODB_BUFFER_POOL_STATS"] {
+        assert_eq!(
+            err(&mut ro, &format!("SELECT * FROM information_schema.{t}")),
+            "1227 Access denied; you need (at least one of) the PROCESS privilege(s) for this operation"
+        );
+    }
+    // Root sees every account's rows; the tables cannot be written.
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = '''ro''@''localhost'''"
+        ),
+        ["1"]
+    );
+    assert!(err(&mut root, "DELETE FROM mysql.user WHERE User = 'ro'").starts_with("1044"));
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT COUNT(*) FROM mysql.user WHERE User = 'ro'"
+        ),
+        ["1"]
+    );
+}
+
+/// INNODB_TRX lists a transaction while it is open (BEGIN) and not after COMMIT;
+/// performance_schema.threads lists the connections.
+#[test]
+fn open_transactions_and_threads_are_listed() {
+    let (db, mut root) = setup("innodb_trx");
+    let mut other = db.session("ro", "localhost");
+    let count = "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'RUNNING'";
+    assert_eq!(lines(&mut root, count), ["0"]);
+    other.query("BEGIN").unwrap();
+    other.query("SELECT * FROM db1.t").unwrap();
+    assert_eq!(lines(&mut root, count), ["1"]);
+    assert_eq!(
+        lines(
+            &mut root,
+            &format!(
+                "SELECT trx_mysql_thread_id = {} FROM information_schema.INNODB_TRX",
+                other.id()
+            )
+        ),
+        ["1"]
+    );
+    other.query("COMMIT").unwrap();
+    assert_eq!(lines(&mut root, count), ["0"]);
+    assert_eq!(
+        lines(
+            &mut root,
+            "SELECT NAME, TYPE, PROCESSLIST_USER FROM performance_schema.threads ORDER BY PROCESSLIST_USER"
+        ),
+        [
+            "thread/sql/one_connection FOREGROUND ro",
+            "thread/sql/one_connection FOREGROUND root"
+        ]
+    );
+    // Without a grant on performance_schema an account reads only the tables about its
+    // own session (MariaDB's answers).
+    assert_eq!(
+        err(&mut other, "SELECT COUNT(*) FROM performance_schema.threads"),
+        "1142 SELECT command denied to user 'ro'@'localhost' for table `performance_schema`.`threads`"
+    );
+    for t in [
+        "global_status",
+        "session_status",
+        "session_account_connect_attrs",
+    ] {
+        assert_eq!(
+            err(
+                &mut other,
+                &format!("SELECT COUNT(*) FROM performance_schema.{t}")
+            ),
+            "ok"
+        );
+    }
+    root.query("GRANT SELECT ON performance_schema.* TO ro@localhost")
+        .unwrap();
+    // With one, it sees its own thread only, as SHOW PROCESSLIST without PROCESS.
+    assert_eq!(
+        lines(
+            &mut other,
+            "SELECT PROCESSLIST_USER FROM performance_schema.threads"
+        ),
+        ["ro"]
+    );
+    assert_eq!(
+        lines(
+            &mut other,
+            "SELECT VARIABLE_VALUE > 0 FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Questions'"
+        ),
+        ["1"]
+    );
+}

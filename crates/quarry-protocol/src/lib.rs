@@ -385,6 +385,9 @@ pub struct HandshakeResponse {
     pub auth: Vec<u8>,
     pub database: Option<String>,
     pub plugin: Option<String>,
+    /// The connection attributes the client sent (`_client_name`, `program_name`, …), in
+    /// its order; none when it sent none or they did not parse.
+    pub attrs: Vec<(String, String)>,
 }
 
 pub fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
@@ -418,6 +421,11 @@ pub fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
     } else {
         None
     };
+    let attrs = if capabilities & CLIENT_CONNECT_ATTRS != 0 {
+        connect_attrs(&mut r).unwrap_or_default()
+    } else {
+        vec![]
+    };
     Some(HandshakeResponse {
         capabilities,
         max_packet,
@@ -426,7 +434,22 @@ pub fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
         auth,
         database,
         plugin,
+        attrs,
     })
+}
+
+/// The attributes block: its length, then key and value pairs, each a length-encoded
+/// string. None when it does not parse (a login does not fail on it).
+fn connect_attrs(r: &mut Reader) -> Option<Vec<(String, String)>> {
+    let n = usize::try_from(r.lenenc_int()?).ok()?;
+    let mut block = Reader::new(r.bytes(n)?);
+    let mut out = vec![];
+    while !block.remaining().is_empty() {
+        let k = String::from_utf8_lossy(block.lenenc_bytes()?).into_owned();
+        let v = String::from_utf8_lossy(block.lenenc_bytes()?).into_owned();
+        out.push((k, v));
+    }
+    Some(out)
 }
 
 /// mysql_native_password: SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))).

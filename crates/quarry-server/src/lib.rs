@@ -458,6 +458,7 @@ fn login(db: Arc<Database>, stream: TcpStream, w: Welcome) -> io::Result<Option<
     if let Some(t) = conn.stream.tls_info() {
         let _ = session.info.tls.set(t);
     }
+    let _ = session.info.connect_attrs.set(resp.attrs.clone());
     // The handshake's collation names the client's character set (latin1 clients).
     if let Some(cs) = Charset::of_collation(resp.charset).filter(|c| *c != Charset::Utf8) {
         let _ = session.query(&format!("SET NAMES {}", cs.name()));

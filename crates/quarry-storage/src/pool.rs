@@ -109,6 +109,18 @@ impl BufferPool {
         self.frames.len()
     }
 
+    /// Frames never filled or given back, and frames holding a change not yet written
+    /// (InnoDB's free buffers and modified pages).
+    pub fn free_and_dirty(&self) -> (usize, usize) {
+        let free = self.load.lock().free.len();
+        let dirty = self
+            .frames
+            .iter()
+            .filter(|f| f.dirty.load(Ordering::Relaxed))
+            .count();
+        (free, dirty)
+    }
+
     pub fn partitions(&self) -> usize {
         self.parts.len()
     }

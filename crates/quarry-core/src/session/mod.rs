@@ -793,7 +793,7 @@ impl Session {
         };
         if !txn_control && !refused {
             if !self.autocommit() && !self.in_txn {
-                self.in_txn = true;
+                self.open_txn();
             }
             self.acquire(exclusive)?;
         }
@@ -1486,7 +1486,7 @@ impl Session {
                     }
                     _ => ro,
                 });
-                self.in_txn = true;
+                self.open_txn();
                 self.acquire(false)?;
                 Ok(Output::ok(0))
             }

@@ -103,6 +103,23 @@ impl Session {
         ] {
             all.push((k.into(), v));
         }
+        // The row engine's page cache, under InnoDB's buffer pool names.
+        let pool = self.db.pool();
+        let (free, dirty) = pool.free_and_dirty();
+        let (hits, misses) = (get(&pool.stats.hits), get(&pool.stats.misses));
+        let size = pool.frame_count() as u64;
+        for (k, v) in [
+            ("Innodb_buffer_pool_pages_total", size),
+            ("Innodb_buffer_pool_pages_free", free as u64),
+            ("Innodb_buffer_pool_pages_data", size - free as u64),
+            ("Innodb_buffer_pool_pages_dirty", dirty as u64),
+            ("Innodb_buffer_pool_read_requests", hits + misses),
+            ("Innodb_buffer_pool_reads", misses),
+            ("Innodb_pages_read", get(&pool.stats.reads)),
+            ("Innodb_pages_written", get(&pool.stats.writes)),
+        ] {
+            all.push((k.into(), v));
+        }
         let locks = &self.db.txns.locks.stats;
         for (k, v) in [
             ("Questions", get(&self.db.questions)),
@@ -159,28 +176,12 @@ impl Session {
                 (texts(&names), vec![])
             }
             "PLUGINS" => {
-                let mut rows: Vec<Row> = self
-                    .db
-                    .catalog
-                    .engines
-                    .names()
+                // information_schema.PLUGINS' rows, SHOW's columns of them.
+                let rows = self
+                    .plugin_rows()
                     .into_iter()
-                    .map(|(n, _)| (n.to_string(), "STORAGE ENGINE"))
-                    .chain(
-                        ["mysql_native_password", "caching_sha2_password", "ed25519"]
-                            .map(|n| (n.to_string(), "AUTHENTICATION")),
-                    )
-                    .map(|(n, kind)| {
-                        vec![
-                            Value::Str(n),
-                            Value::Str("ACTIVE".into()),
-                            Value::Str(kind.into()),
-                            Value::Null,
-                            Value::Str("Apache-2.0".into()),
-                        ]
-                    })
+                    .map(|r| [0, 2, 3, 5, 9].map(|i| r[i].clone()).to_vec())
                     .collect();
-                rows.sort_by(|a, b| a[2].to_string().cmp(&b[2].to_string()));
                 (
                     texts(&["Name", "Status", "Type", "Library", "License"]),
                     rows,

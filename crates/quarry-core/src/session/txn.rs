@@ -140,15 +140,26 @@ impl Session {
         self.undo.clear();
         self.savepoints.clear();
         self.in_txn = false;
+        *self.info.trx.lock() = None;
         self.txn_read_only = false;
         self.release();
         self.db.wal.wait_commit(lsn)
+    }
+
+    /// BEGIN, or the first statement with autocommit off: a transaction is open, and
+    /// INNODB_TRX lists it.
+    pub(super) fn open_txn(&mut self) {
+        static NUMBERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        self.in_txn = true;
+        let n = NUMBERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        *self.info.trx.lock() = Some((n, quarry_common::value::DateTime::now()));
     }
 
     pub fn rollback(&mut self) -> Result<()> {
         let r = self.rollback_to(0);
         self.savepoints.clear();
         self.in_txn = false;
+        *self.info.trx.lock() = None;
         self.txn_read_only = false;
         let _ = self.end_txn(false);
         self.release();

@@ -6,15 +6,22 @@
 //! joins, ORDER BY. Each statement sees them as they are when it starts.
 //!
 //! Owns: the rows. Must not touch: the tables' own definitions (the catalog's).
+//! The tables of `performance_schema` and `mysql` that tools read are filled the same way
+//! (`performance`, `grants`), unless a database of that name was made by a user.
 //! Not yet: TRIGGERS, ROUTINES, EVENTS, PARAMETERS and FILES are empty (Quarry has none
-//! of those objects; FILES lists no tablespaces), and the privilege tables and the
-//! InnoDB views are 1109 (issue 19).
+//! of those objects; FILES lists no tablespaces), INNODB_LOCKS and INNODB_LOCK_WAITS are
+//! empty (lock waits are not listed yet).
 
 mod defs;
+mod grants;
+mod performance;
 
 use std::sync::{Arc, OnceLock};
 
-use quarry_catalog::{table_def_from_ast, FkAction, TableDef, TableEntry, INFORMATION_SCHEMA};
+use quarry_catalog::{
+    table_def_from_ast, FkAction, TableDef, TableEntry, INFORMATION_SCHEMA, MYSQL_SCHEMA,
+    PERFORMANCE_SCHEMA,
+};
 use quarry_common::value::DateTime;
 use quarry_common::{Collation, Result, Row, SqlType, TypeKind, Value};
 use quarry_storage_api::Stat;
@@ -133,11 +140,19 @@ impl Scope {
     }
 }
 
-/// The system tables' definitions, parsed once.
-fn definitions() -> &'static [TableDef] {
-    static DEFS: OnceLock<Vec<TableDef>> = OnceLock::new();
-    DEFS.get_or_init(|| {
-        defs::DEFS
+/// The system databases, with their tables' definitions.
+const SCHEMAS: [(&str, &[(&str, &str)]); 3] = [
+    (INFORMATION_SCHEMA, defs::DEFS),
+    (PERFORMANCE_SCHEMA, defs::PERFORMANCE),
+    (MYSQL_SCHEMA, defs::MYSQL),
+];
+
+/// The system tables' definitions of `SCHEMAS[i]`, parsed once.
+fn definitions_of(i: usize) -> &'static [TableDef] {
+    static DEFS: [OnceLock<Vec<TableDef>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    DEFS[i].get_or_init(|| {
+        SCHEMAS[i]
+            .1
             .iter()
             .map(|(name, sql)| {
                 let stmt = quarry_sql::parse_one(sql)
@@ -153,6 +168,11 @@ fn definitions() -> &'static [TableDef] {
             })
             .collect()
     })
+}
+
+/// `information_schema`'s tables.
+fn definitions() -> &'static [TableDef] {
+    definitions_of(0)
 }
 
 /// The names of `information_schema`'s tables, as SHOW TABLES lists them.
@@ -274,27 +294,48 @@ impl Session {
         let words: std::collections::HashSet<&str> = upper
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .collect();
+        let in_db = |db: &str| {
+            self.current_db
+                .as_deref()
+                .is_some_and(|d| d.eq_ignore_ascii_case(db))
+        };
         let mut out = vec![];
-        for def in definitions() {
-            if words.contains(def.name.as_str()) {
-                let rows = self.system_rows(&def.name, &scope)?;
-                out.push(self.db.catalog.system_table(def.clone(), rows));
+        for (i, (schema, _)) in SCHEMAS.iter().enumerate() {
+            // performance_schema and mysql: only where the statement names the database
+            // (their table names are common words), and a user's own database of that
+            // name keeps its tables.
+            if i > 0
+                && (!(words.contains(schema.to_ascii_uppercase().as_str()) || in_db(schema))
+                    || self.db.catalog.database_exists(schema))
+            {
+                continue;
+            }
+            for def in definitions_of(i) {
+                if words.contains(def.name.to_ascii_uppercase().as_str()) {
+                    let rows = self.system_rows(schema, &def.name, &scope)?;
+                    out.push(self.db.catalog.system_table(schema, def.clone(), rows));
+                }
             }
         }
         Ok(out)
     }
 
-    /// Whether `sql` names `information_schema` (in its first 64 KiB: a longer statement
-    /// is a data load, and a write to the schema's tables still fails in them) or runs
-    /// in it.
+    /// Whether `sql` names a system database (in its first 64 KiB: a longer statement is
+    /// a data load, and a write to their tables still fails in them) or runs in one.
     pub(super) fn may_name_information_schema(&self, sql: &str) -> bool {
         let head = &sql.as_bytes()[..sql.len().min(64 << 10)];
+        let names = [INFORMATION_SCHEMA, PERFORMANCE_SCHEMA, MYSQL_SCHEMA];
         self.current_db
             .as_deref()
-            .is_some_and(|d| d.eq_ignore_ascii_case(INFORMATION_SCHEMA))
-            || head
-                .windows(INFORMATION_SCHEMA.len())
-                .any(|w| w.eq_ignore_ascii_case(INFORMATION_SCHEMA.as_bytes()))
+            .is_some_and(|d| names.iter().any(|n| d.eq_ignore_ascii_case(n)))
+            || (0..head.len()).any(|i| {
+                matches!(head[i] | 0x20, b'i' | b'p' | b'm')
+                    && names.iter().any(|n| {
+                        head[i..]
+                            .get(..n.len())
+                            .is_some_and(|w| w.eq_ignore_ascii_case(n.as_bytes()))
+                    })
+            })
     }
 
     /// Whether the account may see `db`.`table` (some privilege on it or its database).
@@ -337,7 +378,12 @@ impl Session {
         out
     }
 
-    fn system_rows(&self, name: &str, scope: &Scope) -> Result<Vec<Row>> {
+    fn system_rows(&self, schema: &str, name: &str, scope: &Scope) -> Result<Vec<Row>> {
+        match schema {
+            PERFORMANCE_SCHEMA => return Ok(self.performance_rows(name)),
+            MYSQL_SCHEMA => return Ok(self.mysql_rows(name)),
+            _ => {}
+        }
         Ok(match name {
             "SCHEMATA" => self.schemata(scope),
             "TABLES" => self.tables_rows(scope)?,
@@ -384,6 +430,17 @@ impl Session {
                 .into_iter()
                 .map(|(k, v)| vec![s(k.to_ascii_uppercase()), s(v)])
                 .collect(),
+            "USER_PRIVILEGES" | "SCHEMA_PRIVILEGES" | "TABLE_PRIVILEGES" | "COLUMN_PRIVILEGES" => {
+                self.privilege_rows(name)
+            }
+            "KEYWORDS" => defs::KEYWORDS.iter().map(|w| vec![s(*w)]).collect(),
+            "PLUGINS" => self.plugin_rows(),
+            "INNODB_TRX" => self.innodb_trx_rows()?,
+            "INNODB_BUFFER_POOL_STATS" => vec![self.buffer_pool_row()?],
+            "INNODB_LOCKS" | "INNODB_LOCK_WAITS" => {
+                self.require_process()?;
+                vec![]
+            }
             other => {
                 return Err(quarry_common::Error::new(
                     1109,
