@@ -12,6 +12,7 @@ command -v mydumper >/dev/null || need+=(mydumper)
 command -v javac >/dev/null || need+=(default-jdk-headless)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
 command -v npm >/dev/null || need+=(nodejs npm)
+command -v pt-query-digest >/dev/null || need+=(percona-toolkit)
 perl -MDBD::MariaDB -e1 2>/dev/null || need+=(libdbd-mariadb-perl)
 python3 -c 'import pymysql' 2>/dev/null || need+=(python3-pymysql)
 if [ ${#need[@]} -gt 0 ]; then
@@ -416,9 +417,9 @@ gui_replay() {
 import sys, pymysql
 c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", program_name="quarry-suite")
 cur = c.cursor()
-cur.execute("SELECT ATTR_NAME, ATTR_VALUE FROM performance_schema.session_account_connect_attrs WHERE PROCESSLIST_ID = CONNECTION_ID() AND ATTR_NAME IN ('_client_name', 'program_name') ORDER BY ATTR_NAME")
-got = cur.fetchall()
-assert got == (("_client_name", "pymysql"), ("program_name", "quarry-suite")), got
+cur.execute("SELECT ATTR_NAME, ATTR_VALUE FROM performance_schema.session_account_connect_attrs WHERE PROCESSLIST_ID = CONNECTION_ID() AND ATTR_NAME IN ('_client_name', 'program_name')")
+got = sorted(cur.fetchall())
+assert got == [("_client_name", "pymysql"), ("program_name", "quarry-suite")], got
 PY
 }
 check "GUI replay: DBeaver's and Workbench's statements answered with MariaDB's columns" gui_replay
@@ -447,6 +448,40 @@ mariadb_admin() {
   grep -q 'stopped (clean shutdown)' "$WORK/admin.log"
 }
 check "mariadb-admin status, refresh and shutdown (SHUTDOWN privilege)" mariadb_admin
+
+# The logs operators read, on a server of their own started with them on: the error log
+# (timestamped lines), the general log and the slow log (every statement past
+# long_query_time 0), which mariadb-dumpslow and pt-query-digest read as MariaDB's.
+operator_logs() {
+  local port3 pid3 Q L="$WORK/logs"
+  mkdir -p "$L"
+  port3=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  $BIN serve --datadir "$WORK/logsdata" --port "$port3" --log-error "$L/error.log" \
+    --general-log --general-log-file "$L/general.log" \
+    --slow-query-log --slow-query-log-file "$L/slow.log" --long-query-time 0 &
+  pid3=$!
+  Q="mariadb -h127.0.0.1 -P$port3 -uroot"
+  for _ in $(seq 50); do $Q -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+  $Q -e "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v INT); INSERT INTO shop.t VALUES (1,1),(2,2),(3,3)" || return 1
+  # The slow log says `use shop` once, before the first statement run in it (as
+  # MariaDB's: when the database changes), so the lookups after it read alike.
+  $Q shop -e "SELECT 1 FROM t LIMIT 0; SELECT v FROM t WHERE id = 1; SELECT v FROM t WHERE id = 2; SELECT v FROM t WHERE id = 3; SELECT COUNT(*) FROM t WHERE v > 1" >/dev/null || return 1
+  kill "$pid3"; wait "$pid3" || true
+  grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} 0 \[Note\] quarry: serving on' "$L/error.log" || { cat "$L/error.log"; return 1; }
+  grep -q '\[Note\] quarry: stopped (clean shutdown)' "$L/error.log" || return 1
+  grep -Pq '^\t\t +[0-9]+ Connect\troot@localhost on shop using TCP/IP$' "$L/general.log" || { cat "$L/general.log"; return 1; }
+  grep -Pq ' Query\tSELECT v FROM t WHERE id = 3$' "$L/general.log" || return 1
+  grep -Pq ' Quit\t$' "$L/general.log" || return 1
+  # mariadb-dumpslow folds the three lookups into one line of Count: 3.
+  mariadb-dumpslow "$L/slow.log" >"$L/dumpslow.out" || return 1
+  grep -A1 '^Count: 3 ' "$L/dumpslow.out" | grep -q 'SELECT v FROM t WHERE id = N' || { cat "$L/dumpslow.out"; return 1; }
+  # pt-query-digest reads every entry and its figures: the COUNT(*) examined 3 rows.
+  pt-query-digest --limit 100% "$L/slow.log" >"$L/digest.out" 2>&1 || { cat "$L/digest.out"; return 1; }
+  grep -Eq 'SELECT v FROM t WHERE id = [123]' "$L/digest.out" || { cat "$L/digest.out"; return 1; }
+  grep -Pq '^# Rows examine .* 3 ' "$L/digest.out" || { cat "$L/digest.out"; return 1; }
+  grep -Eq '^# Overall: [0-9]+ total' "$L/digest.out"
+}
+check "operator logs: error log, general log, slow log read by mariadb-dumpslow and pt-query-digest" operator_logs
 
 # A full disk (a small tmpfs): refused statements change nothing, nothing acknowledged is
 # lost once space returns (skipped where a tmpfs cannot be mounted).

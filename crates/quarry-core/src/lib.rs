@@ -16,6 +16,7 @@ pub mod ed25519;
 pub mod files;
 pub mod hosts;
 mod lock;
+pub mod oplog;
 pub mod privileges;
 mod session;
 mod table_locks;
@@ -114,6 +115,8 @@ pub struct Database {
     /// Statements run (`Questions`): an atomic, as every statement of every session
     /// bumps it.
     pub(crate) questions: AtomicU64,
+    /// Statements that took `long_query_time` or longer (`Slow_queries`).
+    pub(crate) slow_queries: AtomicU64,
     /// SHUTDOWN (or COM_SHUTDOWN) was run: the server stops accepting and shuts down.
     shutdown_requested: AtomicBool,
     vars_generation: AtomicU64,
@@ -131,6 +134,8 @@ pub struct Database {
     pub hosts: hosts::HostErrors,
     _lockfile: File,
     started: std::time::Instant,
+    /// The error, general and slow query logs.
+    pub logs: oplog::Logs,
 }
 
 fn lock_datadir(dir: &Path) -> Result<File> {
@@ -184,6 +189,9 @@ pub struct Options {
     /// TLS settings, kept as the globals of their names for the server to read:
     /// `ssl_cert`, `ssl_key`, `ssl_ca`, `tls_version`, `require_secure_transport`.
     pub tls: Vec<(String, Value)>,
+    /// The logs' settings (`general_log`, `slow_query_log_file`, `log_error`, …), as
+    /// given; see [`Database::apply_log_settings`].
+    pub log_settings: Vec<(String, String)>,
 }
 
 /// MariaDB 10.11's default `innodb_log_file_size`.
@@ -314,6 +322,7 @@ impl Database {
             next_conn: AtomicU64::new(1),
             processes: Mutex::new(HashMap::new()),
             questions: AtomicU64::new(0),
+            slow_queries: AtomicU64::new(0),
             shutdown_requested: AtomicBool::new(false),
             vars_generation: AtomicU64::new(0),
             log_thread: Mutex::new(Some(wal.start_background(Some(pool.clone())))),
@@ -326,6 +335,7 @@ impl Database {
             hosts: hosts::HostErrors::default(),
             _lockfile: lockfile,
             started: std::time::Instant::now(),
+            logs: oplog::Logs::default(),
         });
         Ok(db)
     }
@@ -359,7 +369,84 @@ impl Database {
             _ => {}
         }
         self.globals.write().insert(name.to_string(), v);
+        if matches!(
+            name,
+            "general_log"
+                | "general_log_file"
+                | "slow_query_log"
+                | "slow_query_log_file"
+                | "log_output"
+        ) {
+            self.apply_log_files();
+        }
         self.vars_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Open or close the general and slow logs as their variables now say.
+    fn apply_log_files(&self) {
+        let on = |n: &str| self.global(n).is_some_and(|v| v.to_i64() != 0);
+        let to_file = self
+            .global("log_output")
+            .is_some_and(|v| v.as_str_lossy().contains("FILE"));
+        let file = |n: &str| {
+            oplog::resolve(
+                &self.datadir,
+                &self
+                    .global(n)
+                    .map(|v| v.as_str_lossy().to_string())
+                    .unwrap_or_default(),
+            )
+        };
+        for (var, file_var, general) in [
+            ("general_log", "general_log_file", true),
+            ("slow_query_log", "slow_query_log_file", false),
+        ] {
+            if on(var) && to_file {
+                let path = file(file_var);
+                let opened = if general {
+                    self.logs.open_general(&path)
+                } else {
+                    self.logs.open_slow(&path)
+                };
+                if let Err(e) = opened {
+                    self.logs.error(
+                        oplog::Level::Error,
+                        0,
+                        &format!("Could not use {} for logging: {e}", path.display()),
+                    );
+                }
+            } else if general {
+                self.logs.close_general();
+            } else {
+                self.logs.close_slow();
+            }
+        }
+    }
+
+    /// Startup settings of the logs (`--general-log`, `--slow-query-log-file=…`,
+    /// `--log-error=…`), checked as SET GLOBAL checks them.
+    pub fn apply_log_settings(&self, settings: &[(String, String)]) -> Result<()> {
+        for (name, value) in settings {
+            let name = oplog::canonical(name);
+            if name == "log_error" {
+                let path = oplog::resolve(&self.datadir, value);
+                self.logs
+                    .set_error_file(&path)
+                    .map_err(|e| Error::io(path.display(), e))?;
+                self.globals
+                    .write()
+                    .insert(name.into(), Value::Str(path.display().to_string()));
+                continue;
+            }
+            let v = oplog::check_setting(name, &Value::Str(value.clone()), true, &self.datadir)?;
+            self.set_global(name, v);
+        }
+        Ok(())
+    }
+
+    /// Statements that took `long_query_time` or longer (`Slow_queries`).
+    pub fn slow_queries(&self) -> u64 {
+        self.slow_queries.load(Ordering::Relaxed)
     }
 
     /// Bumped by every SET GLOBAL: sessions re-read what they cache of the variables.

@@ -63,6 +63,18 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("protocol_version", i(10)),
         ("server_id", i(1)),
         ("log_bin", i(0)),
+        // The operator logs (`oplog`): off, as MariaDB's; the files' default names (in
+        // the datadir) are set when it opens.
+        ("general_log", i(0)),
+        ("general_log_file", s("quarry.log")),
+        ("slow_query_log", i(0)),
+        ("slow_query_log_file", s("quarry-slow.log")),
+        ("long_query_time", Value::Decimal(quarry_common::Decimal::new(10_000_000, 6))),
+        ("log_queries_not_using_indexes", i(0)),
+        ("log_slow_verbosity", s("")),
+        ("log_output", s("FILE")),
+        ("log_warnings", i(2)),
+        ("log_error", s("")),
         ("sql_log_bin", i(1)),
         ("binlog_format", s("MIXED")),
         ("gtid_domain_id", i(0)),

@@ -834,7 +834,7 @@ impl ColumnTable {
             if chunk::zone_truth(p, &seg.chunks[col].zone).is_none() {
                 let ch = chunks[col].insert(self.chunk(seg, col)?);
                 if let Some(n) = ch.count_leaf(p)? {
-                    HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+                    HandlerCounters::add_read(&self.counters.read_rnd_next, seg.rows as u64);
                     return Ok(n);
                 }
             }
@@ -844,7 +844,7 @@ impl ColumnTable {
             Truth::All(_) => return Ok(0),
             Truth::Rows(t) => t,
         };
-        HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+        HandlerCounters::add_read(&self.counters.read_rnd_next, seg.rows as u64);
         Ok(if del.count == 0 {
             truth.iter().filter(|&&t| t == TRUE).count() as u64
         } else {
@@ -903,7 +903,7 @@ impl ColumnTable {
             Some(c) => c,
             None => self.chunk(seg, col)?,
         };
-        HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+        HandlerCounters::add_read(&self.counters.read_rnd_next, seg.rows as u64);
         for i in 0..ch.rows {
             let counts = !ch.is_null(i)
                 && (del.count == 0 || !del.get(i))
@@ -938,7 +938,7 @@ impl ColumnTable {
                 chunks[c] = Some(self.chunk(seg, c)?);
             }
         }
-        HandlerCounters::add(&self.counters.read_rnd_next, seg.rows as u64);
+        HandlerCounters::add_read(&self.counters.read_rnd_next, seg.rows as u64);
         let selected = |i: usize| {
             (del.count == 0 || !del.get(i)) && truth.as_ref().is_none_or(|t| t[i] == TRUE)
         };
@@ -1428,7 +1428,7 @@ impl Cursor for ColumnCursor<'_> {
                 let mut chunks: Vec<Option<Chunk>> =
                     (0..t.schema.columns.len()).map(|_| None).collect();
                 let pos = t.select(&seg, &del, self.filter.as_ref(), &mut chunks)?;
-                HandlerCounters::add(&t.counters.read_rnd_next, pos.len() as u64);
+                HandlerCounters::add_read(&t.counters.read_rnd_next, pos.len() as u64);
                 if pos.is_empty() {
                     continue;
                 }
@@ -1446,7 +1446,7 @@ impl Cursor for ColumnCursor<'_> {
                     .filter(|(_, r)| self.filter.as_ref().is_none_or(|p| p.eval(r) == Some(true)))
                     .map(|(id, r)| (*id, r.clone()))
                     .collect();
-                HandlerCounters::add(&self.t.counters.read_rnd_next, keep.len() as u64);
+                HandlerCounters::add_read(&self.t.counters.read_rnd_next, keep.len() as u64);
                 self.ready = keep.into_iter();
                 continue;
             }

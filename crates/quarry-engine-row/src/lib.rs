@@ -1121,7 +1121,7 @@ impl Cursor for RowCursor<'_> {
                 }
             }
         }
-        HandlerCounters::add(&table.counters.read_rnd_next, visited);
+        HandlerCounters::add_read(&table.counters.read_rnd_next, visited);
         if batch.rows.is_empty() {
             return Ok(None);
         }
@@ -1308,7 +1308,7 @@ impl Table for RowTable {
         } else {
             tree.scan(lo, hi, &mut on_entry)?;
         }
-        HandlerCounters::add(&self.counters.read_next, read);
+        HandlerCounters::add_read(&self.counters.read_next, read);
         Ok(())
     }
 

@@ -120,6 +120,8 @@ pub struct ExecCtx<'a> {
     /// `sql_safe_updates`: an UPDATE or DELETE that finds its rows by a whole-table scan
     /// is refused (1175).
     pub safe_updates: bool,
+    /// A table was read whole (the slow log's Full_scan, log_queries_not_using_indexes).
+    pub full_scan: Cell<bool>,
     /// `sql_mode` has ERROR_FOR_DIVISION_BY_ZERO: a division by zero is a warning, and
     /// an error (with a STRICT mode) in what INSERT and UPDATE evaluate; without it,
     /// nothing is said.
@@ -630,6 +632,12 @@ pub fn scan_with(
     };
     let Some((index, ranges)) = access_ranges(table, access, ctx)?.map(|(i, r)| (i, normalize(r)))
     else {
+        if !table
+            .db
+            .eq_ignore_ascii_case(quarry_catalog::INFORMATION_SCHEMA)
+        {
+            ctx.full_scan.set(true);
+        }
         let columns = columns.map(|c| {
             let mut c = c.to_vec();
             if let Some(p) = local_pushed {

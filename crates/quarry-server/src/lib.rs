@@ -482,6 +482,7 @@ fn login(db: Arc<Database>, stream: TcpStream, w: Welcome) -> io::Result<Option<
             return client.conn.flush().map(|()| None);
         }
     }
+    client.session.log_connect();
     client.conn.push(&ok_packet(0, 0, client.status(), 0, ""));
     client.conn.flush()?;
     client.conn.max_packet = db
@@ -636,6 +637,7 @@ impl Client {
             0x01 => return false, // COM_QUIT
             0x02 => {
                 let name = String::from_utf8_lossy(body).into_owned();
+                self.session.log_general("Init DB", &name);
                 match self.session.use_db(&name) {
                     Ok(()) => self.send_ok(0, 0, "", false),
                     Err(e) => self.send_err(&e),
@@ -674,8 +676,9 @@ impl Client {
             0x09 => {
                 let db = &self.session.db;
                 let (uptime, questions) = (db.uptime_secs(), db.questions());
+                let slow = db.slow_queries();
                 let s = format!(
-                    "Uptime: {uptime}  Threads: {}  Questions: {questions}  Slow queries: 0  \
+                    "Uptime: {uptime}  Threads: {}  Questions: {questions}  Slow queries: {slow}  \
                      Opens: {}  Open tables: {}  Queries per second avg: {:.3}",
                     db.processes().len(),
                     db.catalog.open_tables(),

@@ -166,9 +166,25 @@ pub struct HandlerCounters {
     pub join_spilled_rows: std::sync::atomic::AtomicU64,
 }
 
+thread_local! {
+    /// Rows engines read on this thread (`HandlerCounters::add_read`).
+    static ROWS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl HandlerCounters {
     pub fn add(counter: &std::sync::atomic::AtomicU64, n: u64) {
         counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+    /// `n` rows or index entries an engine went through (`read_rnd_next`, `read_next`):
+    /// counted for the thread too, so a statement knows the rows it examined (the slow
+    /// log's Rows_examined; key lookups and fetches by row id are not rows examined).
+    pub fn add_read(counter: &std::sync::atomic::AtomicU64, n: u64) {
+        Self::add(counter, n);
+        ROWS_READ.with(|c| c.set(c.get() + n));
+    }
+    /// Rows engines have read on this thread so far.
+    pub fn rows_read_by_this_thread() -> u64 {
+        ROWS_READ.with(std::cell::Cell::get)
     }
     pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
         use std::sync::atomic::Ordering::Relaxed;

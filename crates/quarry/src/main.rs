@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use quarry_core::oplog::Level;
 use quarry_core::{parse_size, Database, Options};
 
 mod shell;
@@ -34,7 +35,14 @@ ssl = 0 for --skip-ssl):
   --ssl-ca FILE                  the CA certificate clients are told about (@@ssl_ca)
   --tls-version LIST             TLSv1.2,TLSv1.3 (default) or either alone
   --require-secure-transport 1   TCP logins without TLS are refused (1045)
-  --skip-ssl                     no TLS at all (have_ssl = DISABLED)";
+  --skip-ssl                     no TLS at all (have_ssl = DISABLED)
+logs (also config keys; MariaDB's names, relative files in the datadir):
+  --log-error FILE               the error log (default: standard error)
+  --general-log[=1]              every statement, in general_log_file (quarry.log)
+  --slow-query-log[=1]           statements past long_query_time (default 10 s), in
+                                 slow_query_log_file (quarry-slow.log)
+  --general-log-file FILE --slow-query-log-file FILE --long-query-time SECONDS
+  --log-queries-not-using-indexes --log-slow-verbosity query_plan --log-output FILE|NONE";
 
 struct Opts {
     datadir: PathBuf,
@@ -98,6 +106,14 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
                     Some(parse_size(v).ok_or_else(|| format!("bad innodb_log_file_size: {v}"))?)
             }
             "secure_file_priv" => o.engine.secure_file_priv = Some(v.trim_matches('"').to_string()),
+            key if quarry_core::oplog::is_log_variable(key) => {
+                let v = if v.is_empty() {
+                    "1"
+                } else {
+                    v.trim_matches('"')
+                };
+                o.engine.log_settings.push((key.to_string(), v.to_string()))
+            }
             key @ ("ssl_cert"
             | "ssl_key"
             | "ssl_ca"
@@ -137,6 +153,29 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                 .cloned()
                 .ok_or_else(|| format!("{} needs a value", args[i]))
         };
+        // Log options: `--general-log`, `--general-log=0`, `--slow-query-log-file F`.
+        let (flag, inline) = match args[i].split_once('=') {
+            Some((f, v)) => (f.to_string(), Some(v.to_string())),
+            None => (args[i].clone(), None),
+        };
+        let key = flag.trim_start_matches("--").replace('-', "_");
+        if flag.starts_with("--") && quarry_core::oplog::is_log_variable(&key) {
+            let is_switch = matches!(
+                key.as_str(),
+                "general_log"
+                    | "slow_query_log"
+                    | "log_slow_query"
+                    | "log_queries_not_using_indexes"
+            );
+            let (value, used) = match inline {
+                Some(v) => (v, 1),
+                None if is_switch => ("1".to_string(), 1),
+                None => (val(i)?, 2),
+            };
+            o.engine.log_settings.push((key, value));
+            i += used;
+            continue;
+        }
         match args[i].as_str() {
             "--datadir" => o.datadir = PathBuf::from(val(i)?),
             "--bind" => o.bind = val(i)?,
@@ -246,8 +285,13 @@ fn main() {
 }
 
 /// Open the datadir, reporting a failure (e.g. the lock held by another process).
-fn open_db(datadir: &std::path::Path, opts: &Options) -> Option<Arc<Database>> {
-    match Database::open_with(datadir, opts) {
+/// `port`: what the query logs' header says the server listens on (0: the shell).
+fn open_db(datadir: &std::path::Path, opts: &Options, port: u16) -> Option<Arc<Database>> {
+    match Database::open_with(datadir, opts).and_then(|db| {
+        db.logs.set_listening(port);
+        db.apply_log_settings(&opts.log_settings)?;
+        Ok(db)
+    }) {
         Ok(db) => Some(db),
         Err(e) => {
             eprintln!(
@@ -261,25 +305,33 @@ fn open_db(datadir: &std::path::Path, opts: &Options) -> Option<Arc<Database>> {
 }
 
 fn serve(o: Opts) -> i32 {
-    let Some(db) = open_db(&o.datadir, &o.engine) else {
+    let Some(db) = open_db(&o.datadir, &o.engine, o.port) else {
         return 1;
     };
+    // From here on the server's messages go to the error log (`--log-error`, else
+    // standard error), in MariaDB's line format.
+    let log = |level, text: String| db.logs.error(level, 0, &text);
     for p in db.catalog.open_problems() {
-        eprintln!("quarry: cannot open {p}; it answers with this error until repaired or dropped");
+        log(
+            Level::Warning,
+            format!(
+                "quarry: cannot open {p}; it answers with this error until repaired or dropped"
+            ),
+        );
     }
     for n in &db.accounts.notes {
-        eprintln!("quarry: {n}");
+        log(Level::Warning, format!("quarry: {n}"));
     }
     let r = &db.recovery;
     if r.redone > 0 || r.undone_txns > 0 {
-        eprintln!(
+        log(Level::Note, format!(
             "quarry: recovery scanned {} bytes of log, redid {} records ({} committed transactions), rolled back {} unfinished, in {} ms",
             r.scanned_bytes,
             r.redone,
             r.committed_txns,
             r.undone_txns,
             r.elapsed.as_millis()
-        );
+        ));
     }
     let addr = format!("{}:{}", o.bind, o.port);
     let bound = if o.skip_ssl {
@@ -290,7 +342,10 @@ fn serve(o: Opts) -> i32 {
     let server = match bound {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("quarry: cannot listen on {addr}: {e}");
+            log(
+                Level::Error,
+                format!("quarry: cannot listen on {addr}: {e}"),
+            );
             return 1;
         }
     };
@@ -301,20 +356,26 @@ fn serve(o: Opts) -> i32 {
     );
     let stop = server.stop_handle();
     signals::install(stop.clone());
-    eprintln!(
-        "quarry: serving on {local}, datadir {}",
-        o.datadir.display()
+    log(
+        Level::Note,
+        format!(
+            "quarry: serving on {local}, datadir {}",
+            o.datadir.display()
+        ),
     );
     let r = server.run();
     let flushed = db.shutdown();
-    eprintln!(
-        "quarry: stopped ({}), datadir {}{}",
-        if r.is_ok() { "clean shutdown" } else { "error" },
-        o.datadir.display(),
-        match &flushed {
-            Ok(()) => String::new(),
-            Err(e) => format!(", flush failed: {}", e.message),
-        }
+    log(
+        Level::Note,
+        format!(
+            "quarry: stopped ({}), datadir {}{}",
+            if r.is_ok() { "clean shutdown" } else { "error" },
+            o.datadir.display(),
+            match &flushed {
+                Ok(()) => String::new(),
+                Err(e) => format!(", flush failed: {}", e.message),
+            }
+        ),
     );
     if r.is_err() || flushed.is_err() {
         1
@@ -357,7 +418,7 @@ mod signals {
 }
 
 fn shell(o: Opts) -> i32 {
-    let Some(db) = open_db(&o.datadir, &o.engine) else {
+    let Some(db) = open_db(&o.datadir, &o.engine, 0) else {
         return 1;
     };
     let code = shell::run_shell(&db, o.exec, o.output);

@@ -26,6 +26,7 @@ mod outfile;
 mod rebuild;
 mod server_state;
 mod set_stmt;
+mod statement_log;
 mod table_locks;
 mod txn;
 
@@ -163,6 +164,8 @@ pub struct Session {
     /// Variables every statement consults, read once per change of them: with the
     /// `Database::vars_generation` they were read at (a session SET clears it).
     settings: Cell<Option<(u64, Settings)>>,
+    /// The running statement's figures for the slow log.
+    stmt_stats: Cell<statement_log::StatementStats>,
 }
 
 fn text(name: &str, width: u32) -> OutColumn {
@@ -342,6 +345,15 @@ struct Settings {
     foreign_key_checks: bool,
     /// `sql_safe_updates`: UPDATE / DELETE must use a key (1175).
     safe_updates: bool,
+    /// The general log is on (and `log_output` holds FILE).
+    general_log: bool,
+    /// The slow log is on: statements of `long_query_us` or more are written to it (and
+    /// those that read a table whole, with `log_not_using_indexes`).
+    slow_log: bool,
+    long_query_us: u64,
+    log_not_using_indexes: bool,
+    /// `log_slow_verbosity` asks for the plan's figures (query_plan or full).
+    slow_verbose: bool,
     /// `sql_notes`: notes (level Note) are kept as warnings (0: dropped, as dumps set it).
     notes: bool,
     /// `read_only`: writes need READ ONLY ADMIN.
@@ -402,6 +414,7 @@ impl Session {
             rand: Cell::new(seed | 1),
             deadline: Cell::new(None),
             settings: Cell::new(None),
+            stmt_stats: Cell::new(Default::default()),
         }
     }
 
@@ -448,6 +461,8 @@ impl Session {
             .sys_var("max_statement_time")
             .map(|v| v.to_f64())
             .unwrap_or(0.0);
+        let flag = |name: &str| self.sys_var(name).is_ok_and(|v| v.to_i64() != 0);
+        let to_file = text("log_output").is_some_and(|v| v.contains("FILE"));
         Settings {
             strict: text("sql_mode").is_none_or(|m| m.contains("STRICT")),
             div_zero_is_error: text("sql_mode")
@@ -463,6 +478,14 @@ impl Session {
             safe_updates: self
                 .sys_var("sql_safe_updates")
                 .is_ok_and(|v| v.to_i64() != 0),
+            general_log: flag("general_log") && to_file,
+            slow_log: flag("slow_query_log") && to_file,
+            long_query_us: self
+                .sys_var("long_query_time")
+                .map_or(10_000_000, |v| (v.to_f64() * 1e6) as u64),
+            log_not_using_indexes: flag("log_queries_not_using_indexes"),
+            slow_verbose: text("log_slow_verbosity")
+                .is_some_and(|v| v.contains("QUERY_PLAN") || v.contains("FULL")),
             notes: self
                 .sys_var("sql_notes")
                 .map(|v| v.to_i64() != 0)
@@ -565,6 +588,7 @@ impl Session {
         sql: &str,
         load_local: &mut dyn crate::LocalInfile,
     ) -> Result<Vec<Output>> {
+        self.log_general("Query", sql);
         // The syntax trees are dropped inside too: dropping one is as deep as it is.
         on_statement_stack(|| {
             let stmts = quarry_sql::parse(sql)?;
@@ -611,6 +635,7 @@ impl Session {
     /// other statements return their output as `query_with` does). A text of several
     /// statements, and LOAD DATA, go through `query_with`.
     pub fn query_streamed(&mut self, sql: &str, out: &mut dyn RowSink) -> Result<Output> {
+        self.log_general("Query", sql);
         let mut no_local = refuse_local_infile;
         on_statement_stack(|| {
             let mut stmts = quarry_sql::parse(sql)?;
@@ -636,6 +661,7 @@ impl Session {
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
+        self.log_general("Prepare", sql);
         let system = if self.may_name_information_schema(sql) {
             self.information_schema_for(sql, None)?
         } else {
@@ -696,6 +722,7 @@ impl Session {
         if params.len() != p.params {
             return Err(Error::wrong_execute_arguments());
         }
+        self.log_execute(&p.sql, &params);
         let mut no_local = refuse_local_infile;
         on_statement_stack(|| self.run_cached(&p.stmt, params, &p.sql, &mut no_local, Some(p), out))
     }
@@ -717,8 +744,28 @@ impl Session {
             .push(("Error".into(), e.code, e.message.clone()));
     }
 
-    /// Run a statement with the `information_schema` tables it names filled for it.
+    /// Run a statement, and tell the slow log of it.
     fn run_cached(
+        &mut self,
+        stmt: &Stmt,
+        params: Vec<Value>,
+        sql: &str,
+        load_local: &mut dyn crate::LocalInfile,
+        cache: Option<&Prepared>,
+        out: Option<&mut dyn RowSink>,
+    ) -> Result<Output> {
+        let started = std::time::Instant::now();
+        self.stmt_stats.set(statement_log::StatementStats {
+            rows_read_before: quarry_storage_api::HandlerCounters::rows_read_by_this_thread(),
+            ..Default::default()
+        });
+        let r = self.run_with_system_tables(stmt, params, sql, load_local, cache, out);
+        self.log_if_slow(sql, started, &r);
+        r
+    }
+
+    /// Run a statement with the `information_schema` tables it names filled for it.
+    fn run_with_system_tables(
         &mut self,
         stmt: &Stmt,
         params: Vec<Value>,
@@ -786,6 +833,7 @@ impl Session {
         // Other sessions' LOCK TABLES and read locks are waited for before the statement
         // takes any lock of its own.
         let db = Arc::clone(&self.db);
+        let waiting = std::time::Instant::now();
         let _admission = if txn_control {
             None
         } else {
@@ -797,6 +845,9 @@ impl Session {
             }
             self.acquire(exclusive)?;
         }
+        let mut stats = self.stmt_stats.get();
+        stats.lock_wait = waiting.elapsed();
+        self.stmt_stats.set(stats);
         let mark = self.undo.len();
         let r = if refused {
             let e = Error::new(1792, "Cannot execute statement in a READ ONLY transaction.");
@@ -998,6 +1049,7 @@ impl Session {
             check_constraints: st.check_constraints,
             foreign_key_checks: st.foreign_key_checks,
             safe_updates: st.safe_updates,
+            full_scan: Cell::new(false),
             div_zero_is_error: st.div_zero_is_error,
             writing: Cell::new(false),
             ignoring: Cell::new(false),
@@ -1016,6 +1068,9 @@ impl Session {
             profile: RefCell::new(None),
         };
         let r = f(&ctx);
+        let mut stats = self.stmt_stats.get();
+        stats.full_scan |= ctx.full_scan.get();
+        self.stmt_stats.set(stats);
         *self.info.progress.lock() = None;
         self.rand.set(ctx.rand_state.get());
         *sink.borrow_mut() = Some((ctx.undo.into_inner(), ctx.warnings.into_inner()));
@@ -2430,6 +2485,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        self.log_general("Quit", "");
         let _ = self.rollback();
         self.unlock_tables();
         self.db.processes.lock().remove(&self.info.id);

@@ -123,6 +123,7 @@ impl Session {
         let locks = &self.db.txns.locks.stats;
         for (k, v) in [
             ("Questions", get(&self.db.questions)),
+            ("Slow_queries", get(&self.db.slow_queries)),
             ("Innodb_row_lock_waits", get(&locks.waits)),
             ("Innodb_deadlocks", get(&locks.deadlocks)),
             ("Quarry_lock_wait_timeouts", get(&locks.timeouts)),

@@ -129,6 +129,7 @@ impl Session {
                 continue;
             }
             let (n, scope) = normalise(&name);
+            let n = crate::oplog::canonical(&n).to_string();
             let global = global_kw || scope == Some(true);
             if matches!(&expr, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
             {
@@ -161,6 +162,9 @@ impl Session {
                 return Err(Error::unknown_system_variable(&n));
             }
             let v = match n.as_str() {
+                log if crate::oplog::is_log_variable(log) => {
+                    crate::oplog::check_setting(log, &v, global, self.db.datadir())?
+                }
                 "read_only" if !global => {
                     return Err(Error::new(1229, format!("Variable '{n}' is a GLOBAL variable and should be set with SET GLOBAL")));
                 }
