@@ -23,6 +23,8 @@ python3 -c 'import pymysql' 2>/dev/null || pip install -q PyMySQL
 # MySQL 8's connector, for caching_sha2_password (security.py).
 python3 -c 'import mysql.connector' 2>/dev/null || pip install -q mysql-connector-python
 python3 -c 'import sqlalchemy' 2>/dev/null || pip install -q 'SQLAlchemy>=2'
+# Prometheus' own parser of the text format reads the metrics endpoint.
+python3 -c 'import prometheus_client' 2>/dev/null || pip install -q prometheus-client
 
 cargo build --release -q -p quarry
 # The README's run command: `cargo run --release -- …` from the root must start the server.
@@ -449,14 +451,37 @@ mariadb_admin() {
 }
 check "mariadb-admin status, refresh and shutdown (SHUTDOWN privilege)" mariadb_admin
 
+# The other client programs: mariadb-import loads a tab-separated file into the table
+# of its name, mariadb-check checks, analyzes, optimizes and repairs every table,
+# mariadb-slap's generated load runs (its `id serial` table was 1075).
+client_programs() {
+  $M -e "CREATE DATABASE imp; CREATE TABLE imp.people (id INT PRIMARY KEY, name VARCHAR(20), city VARCHAR(20))" || return 1
+  printf '1\tann\tOslo\n2\tbob\tRome\n' >"$WORK/people.txt"
+  mariadb-import -h127.0.0.1 -P"$PORT" -uroot --local imp "$WORK/people.txt" | grep -q 'imp.people: Records: 2  Deleted: 0  Skipped: 0  Warnings: 0' || return 1
+  [ "$($M -N -e 'SELECT id, name, city FROM imp.people ORDER BY id' | tr '\t\n' ',;')" = "1,ann,Oslo;2,bob,Rome;" ] || return 1
+  local mode out
+  for mode in --check --analyze --optimize --repair --check-upgrade; do
+    out=$(mariadb-check -h127.0.0.1 -P"$PORT" -uroot "$mode" imp) || { echo "$mode: $out"; return 1; }
+    echo "$out" | grep -Eq '^imp.people +OK$' || { echo "$mode: $out"; return 1; }
+  done
+  mariadb-check -h127.0.0.1 -P"$PORT" -uroot --all-databases >"$WORK/check.txt" || return 1
+  grep -Eq '^imp.people +OK$' "$WORK/check.txt" || return 1
+  mariadb-slap -h127.0.0.1 -P"$PORT" -uroot --auto-generate-sql --auto-generate-sql-load-type=mixed \
+    --auto-generate-sql-add-autoincrement --concurrency=4 --number-of-queries=400 --iterations=2 >"$WORK/slap.txt" 2>&1 || { cat "$WORK/slap.txt"; return 1; }
+  grep -q 'Number of clients running queries: 4' "$WORK/slap.txt"
+}
+check "mariadb-import, mariadb-check (every mode) and mariadb-slap" client_programs
+
 # The logs operators read, on a server of their own started with them on: the error log
 # (timestamped lines), the general log and the slow log (every statement past
-# long_query_time 0), which mariadb-dumpslow and pt-query-digest read as MariaDB's.
+# long_query_time 0), which mariadb-dumpslow and pt-query-digest read as MariaDB's; and
+# the metrics endpoint, read with Prometheus' own parser of its text format.
 operator_logs() {
-  local port3 pid3 Q L="$WORK/logs"
+  local port3 pid3 mport Q L="$WORK/logs"
   mkdir -p "$L"
   port3=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  $BIN serve --datadir "$WORK/logsdata" --port "$port3" --log-error "$L/error.log" \
+  mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  $BIN serve --datadir "$WORK/logsdata" --port "$port3" --log-error "$L/error.log" --metrics-port "$mport" \
     --general-log --general-log-file "$L/general.log" \
     --slow-query-log --slow-query-log-file "$L/slow.log" --long-query-time 0 &
   pid3=$!
@@ -466,7 +491,31 @@ operator_logs() {
   # The slow log says `use shop` once, before the first statement run in it (as
   # MariaDB's: when the database changes), so the lookups after it read alike.
   $Q shop -e "SELECT 1 FROM t LIMIT 0; SELECT v FROM t WHERE id = 1; SELECT v FROM t WHERE id = 2; SELECT v FROM t WHERE id = 3; SELECT COUNT(*) FROM t WHERE v > 1" >/dev/null || return 1
+  python3 - "$mport" <<'PY' || return 1
+import sys, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode()
+samples = {}
+for fam in text_string_to_metric_families(text):
+    for s in fam.samples:
+        samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+def get(name, **labels):
+    return samples[(name, tuple(sorted(labels.items())))]
+assert get("mysql_up") == 1
+assert get("mysql_global_status_questions") >= 8, get("mysql_global_status_questions")
+assert get("mysql_global_status_innodb_buffer_pool_pages_total") > 0
+assert get("mysql_global_variables_max_connections") > 0
+# The five SELECTs at least (the scrape itself runs no statement).
+assert get("quarry_statement_duration_seconds_count", type="select") >= 5
+assert get("quarry_statement_duration_seconds_bucket", type="select", le="+Inf") == get("quarry_statement_duration_seconds_count", type="select")
+assert get("quarry_statement_duration_seconds_count", type="insert") >= 1
+print("metrics:", len(samples), "samples")
+PY
+  [ "$(python3 -c "import urllib.request, urllib.error
+try: urllib.request.urlopen('http://127.0.0.1:$mport/nothing', timeout=5)
+except urllib.error.HTTPError as e: print(e.code)")" = 404 ] || return 1
   kill "$pid3"; wait "$pid3" || true
+  grep -q "quarry: metrics on http://127.0.0.1:$mport/metrics" "$L/error.log" || return 1
   grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} 0 \[Note\] quarry: serving on' "$L/error.log" || { cat "$L/error.log"; return 1; }
   grep -q '\[Note\] quarry: stopped (clean shutdown)' "$L/error.log" || return 1
   grep -Pq '^\t\t +[0-9]+ Connect\troot@localhost on shop using TCP/IP$' "$L/general.log" || { cat "$L/general.log"; return 1; }
@@ -481,7 +530,7 @@ operator_logs() {
   grep -Pq '^# Rows examine .* 3 ' "$L/digest.out" || { cat "$L/digest.out"; return 1; }
   grep -Eq '^# Overall: [0-9]+ total' "$L/digest.out"
 }
-check "operator logs: error log, general log, slow log read by mariadb-dumpslow and pt-query-digest" operator_logs
+check "operator logs and metrics: error log, general and slow logs (read by mariadb-dumpslow, pt-query-digest), Prometheus endpoint" operator_logs
 
 # A full disk (a small tmpfs): refused statements change nothing, nothing acknowledged is
 # lost once space returns (skipped where a tmpfs cannot be mounted).

@@ -374,8 +374,8 @@ pub fn column_def(
         on_update_now: false,
         comment: String::new(),
     };
-    if matches!(&c.data_type, DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("SERIAL"))
-    {
+    let serial = matches!(&c.data_type, DataType::Custom(n, _) if n.to_string().eq_ignore_ascii_case("SERIAL"));
+    if serial {
         col.nullable = false;
         col.auto_increment = true;
     }
@@ -412,6 +412,12 @@ pub fn column_def(
             }
             other => return Err(Error::unsupported(format!("column option {other}"))),
         }
+    }
+    // SERIAL is BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE (a PRIMARY KEY on the
+    // column stands for the UNIQUE), as MariaDB defines it: mariadb-slap's `id serial`
+    // was 1075 without its key.
+    if serial && !keys.iter().any(|(_, primary)| *primary) {
+        keys.push((true, false));
     }
     if col.auto_increment && !col.ty.is_numeric() {
         return Err(Error::new(

@@ -12,10 +12,12 @@
 //! Must not touch: sockets and packets (the server crate), file formats (engines).
 
 pub mod accounts;
+pub mod digest;
 pub mod ed25519;
 pub mod files;
 pub mod hosts;
 mod lock;
+pub mod metrics;
 pub mod oplog;
 pub mod privileges;
 mod session;
@@ -136,6 +138,10 @@ pub struct Database {
     started: std::time::Instant,
     /// The error, general and slow query logs.
     pub logs: oplog::Logs,
+    /// Statement latency by type (the metrics endpoint's histograms).
+    pub latency: metrics::Latency,
+    /// Statements summarised by digest (`performance_schema`, when it is ON).
+    pub digests: digest::Digests,
 }
 
 fn lock_datadir(dir: &Path) -> Result<File> {
@@ -192,6 +198,9 @@ pub struct Options {
     /// The logs' settings (`general_log`, `slow_query_log_file`, `log_error`, …), as
     /// given; see [`Database::apply_log_settings`].
     pub log_settings: Vec<(String, String)>,
+    /// `performance_schema` ON: statements are summarised by digest (off by default, as
+    /// MariaDB's; a startup option only).
+    pub performance_schema: bool,
 }
 
 /// MariaDB 10.11's default `innodb_log_file_size`.
@@ -309,6 +318,10 @@ impl Database {
         for (k, v) in &opts.tls {
             globals.insert(k.clone(), v.clone());
         }
+        globals.insert(
+            "performance_schema".into(),
+            Value::Int(opts.performance_schema as i64),
+        );
         let files = files::FilePolicy::from_setting(opts.secure_file_priv.as_deref(), datadir)?;
         globals.insert("secure_file_priv".into(), files.shown());
         let accounts = accounts::Accounts::open(datadir)?;
@@ -336,6 +349,8 @@ impl Database {
             _lockfile: lockfile,
             started: std::time::Instant::now(),
             logs: oplog::Logs::default(),
+            latency: metrics::Latency::default(),
+            digests: digest::Digests::default(),
         });
         Ok(db)
     }

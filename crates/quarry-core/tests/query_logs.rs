@@ -206,3 +206,64 @@ fn log_variables_refuse_what_mariadb_refuses() {
     s.query("SET GLOBAL slow_query_log = 1").unwrap();
     assert!(db.datadir().join("quarry-slow.log").exists());
 }
+
+/// With `performance_schema` ON (a startup option) statements are summarised by digest:
+/// literals out, counts and rows per digest and database. OFF (the default, as
+/// MariaDB's) the table is empty.
+#[test]
+fn statements_are_summarised_by_digest() {
+    let dir = std::env::temp_dir().join(format!("quarry-digests-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let opts = quarry_core::Options {
+        performance_schema: true,
+        ..Default::default()
+    };
+    let db = quarry_core::Database::open_with(&dir, &opts).unwrap();
+    let mut s = db.session("root", "localhost");
+    for sql in [
+        "CREATE DATABASE app",
+        "USE app",
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)",
+        "SELECT v FROM t WHERE id = 1",
+        "SELECT v FROM t WHERE id = 2",
+        "SELECT   v FROM t WHERE id = 42",
+        "SELECT v FROM t WHERE id IN (1, 2)",
+        "SELECT v FROM t WHERE id IN (3)",
+    ] {
+        s.query(sql).unwrap();
+    }
+    assert!(s.query("SELECT nosuch FROM t").is_err());
+    assert_eq!(lines(&mut s, "SELECT @@performance_schema"), ["1"]);
+    assert_eq!(
+        lines(
+            &mut s,
+            "SELECT SCHEMA_NAME, DIGEST_TEXT, COUNT_STAR, SUM_ROWS_SENT, SUM_ROWS_EXAMINED, SUM_ERRORS, LENGTH(DIGEST) \
+             FROM performance_schema.events_statements_summary_by_digest \
+             WHERE DIGEST_TEXT LIKE 'SELECT %' ORDER BY DIGEST_TEXT"
+        ),
+        [
+            "app SELECT @@performance_schema 1 1 0 0 32",
+            "app SELECT nosuch FROM t 1 0 0 1 32",
+            "app SELECT v FROM t WHERE id = ? 3 2 2 0 32",
+            // IN (1, 2) reads the 3-row table whole (the plan a scan), IN (3) one entry.
+            "app SELECT v FROM t WHERE id IN (...) 2 3 4 0 32",
+        ]
+    );
+    assert_eq!(
+        err(&mut s, "SET GLOBAL performance_schema = 0"),
+        "1238 Variable 'performance_schema' is a read only variable"
+    );
+    drop(s);
+    drop(db);
+    let (_dir, off) = fresh_db("digests-off");
+    let mut s = off.session("root", "localhost");
+    s.query("SELECT 1").unwrap();
+    assert_eq!(
+        lines(
+            &mut s,
+            "SELECT COUNT(*) FROM performance_schema.events_statements_summary_by_digest"
+        ),
+        ["0"]
+    );
+}

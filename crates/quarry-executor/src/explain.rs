@@ -944,3 +944,113 @@ fn scan_row(
         extra: (!extra.is_empty()).then(|| extra.join("; ")),
     }
 }
+
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `EXPLAIN FORMAT=JSON`: the tabular plan in MariaDB's JSON layout — a `query_block`
+/// per select with its tables in join order under `nested_loop`, the selects after the
+/// first under the first's `subqueries` — with the fields the tabular rows hold:
+/// table_name, access_type, possible_keys, key, key_length, ref, rows, filtered and
+/// using_index. (MariaDB's used_key_parts and attached_condition are not given.)
+pub fn json(plan: &Plan) -> String {
+    let rows = table(plan);
+    let mut ids: Vec<u64> = rows.iter().map(|r| r.id).collect();
+    ids.dedup();
+    let block = |id: u64, indent: usize| -> String {
+        let pad = " ".repeat(indent);
+        let mut of_block = rows.iter().filter(|r| r.id == id);
+        if let (Some(only), None) = (of_block.next(), of_block.next()) {
+            if only.table.is_none() {
+                let message = only.extra.as_deref().unwrap_or("No tables used");
+                return format!(
+                    "{pad}\"query_block\": {{\n{pad}  \"select_id\": {id},\n{pad}  \"table\": {{\n{pad}    \"message\": {}\n{pad}  }}",
+                    json_str(message)
+                );
+            }
+        }
+        let mut tables = vec![];
+        for r in rows.iter().filter(|r| r.id == id) {
+            let mut fields = vec![];
+            let list = |s: &str| {
+                let items: Vec<String> = s.split(',').map(|x| json_str(x.trim())).collect();
+                format!("[{}]", items.join(", "))
+            };
+            fields.push(format!(
+                "\"table_name\": {}",
+                json_str(r.table.as_deref().unwrap_or("<none>"))
+            ));
+            if let Some(a) = r.access_type {
+                fields.push(format!("\"access_type\": {}", json_str(a)));
+            }
+            if let Some(p) = &r.possible_keys {
+                fields.push(format!("\"possible_keys\": {}", list(p)));
+            }
+            if let Some(k) = &r.key {
+                fields.push(format!("\"key\": {}", json_str(k)));
+            }
+            if let Some(l) = &r.key_len {
+                fields.push(format!("\"key_length\": {}", json_str(l)));
+            }
+            if let Some(rf) = &r.reference {
+                fields.push(format!("\"ref\": {}", list(rf)));
+            }
+            if let Some(n) = r.rows {
+                fields.push(format!("\"rows\": {n}"));
+            }
+            if let Some(f) = r.filtered {
+                let f = (f * 100.0).round() / 100.0;
+                fields.push(format!("\"filtered\": {f}"));
+            }
+            if r.extra
+                .as_deref()
+                .is_some_and(|e| e.contains("Using index"))
+            {
+                fields.push("\"using_index\": true".into());
+            }
+            let inner = format!("{pad}      ");
+            tables.push(format!(
+                "{pad}    {{\n{pad}      \"table\": {{\n{}\n{inner}}}\n{pad}    }}",
+                fields
+                    .iter()
+                    .map(|f| format!("{inner}  {f}"))
+                    .collect::<Vec<_>>()
+                    .join(",\n")
+            ));
+        }
+        format!(
+            "{pad}\"query_block\": {{\n{pad}  \"select_id\": {id},\n{pad}  \"nested_loop\": [\n{}\n{pad}  ]",
+            tables.join(",\n")
+        )
+    };
+    let Some((&first, rest)) = ids.split_first() else {
+        return "{\n  \"query_block\": {\n    \"select_id\": 1,\n    \"table\": {\n      \"message\": \"No tables used\"\n    }\n  }\n}".into();
+    };
+    let mut out = format!("{{\n{}", block(first, 2));
+    if !rest.is_empty() {
+        let subs: Vec<String> = rest
+            .iter()
+            .map(|id| format!("      {{\n{}\n        }}\n      }}", block(*id, 8)))
+            .collect();
+        out.push_str(&format!(
+            ",\n    \"subqueries\": [\n{}\n    ]",
+            subs.join(",\n")
+        ));
+    }
+    out.push_str("\n  }\n}");
+    out
+}

@@ -22,6 +22,7 @@ use quarry_protocol::*;
 
 mod admission;
 mod auth;
+pub mod metrics;
 mod park;
 mod results;
 mod tls;

@@ -42,7 +42,13 @@ logs (also config keys; MariaDB's names, relative files in the datadir):
   --slow-query-log[=1]           statements past long_query_time (default 10 s), in
                                  slow_query_log_file (quarry-slow.log)
   --general-log-file FILE --slow-query-log-file FILE --long-query-time SECONDS
-  --log-queries-not-using-indexes --log-slow-verbosity query_plan --log-output FILE|NONE";
+  --log-queries-not-using-indexes --log-slow-verbosity query_plan --log-output FILE|NONE
+  --performance-schema           statements summarised by digest in performance_schema
+                                 (events_statements_summary_by_digest; off by default)
+metrics (serve; config key metrics_port):
+  --metrics-port N               Prometheus text at http://BIND:N/metrics: status counters
+                                 and variables under mysqld_exporter's names, statement
+                                 latency histograms by type";
 
 struct Opts {
     datadir: PathBuf,
@@ -53,6 +59,8 @@ struct Opts {
     output: shell::Settings,
     engine: Options,
     skip_ssl: bool,
+    /// `--metrics-port`: Prometheus text on this port (same bind address).
+    metrics_port: Option<u16>,
 }
 
 /// A TLS setting (`ssl_cert`, …) for the server to read from the globals.
@@ -121,6 +129,13 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
             | "require_secure_transport") => tls_setting(o, key, v)?,
             "ssl" => o.skip_ssl = matches!(v.to_ascii_uppercase().as_str(), "0" | "OFF" | "FALSE"),
             "skip_ssl" => o.skip_ssl = true,
+            "performance_schema" => {
+                o.engine.performance_schema =
+                    matches!(v.to_ascii_uppercase().as_str(), "" | "1" | "ON" | "TRUE")
+            }
+            "metrics_port" => {
+                o.metrics_port = Some(v.parse().map_err(|_| format!("bad metrics_port: {v}"))?)
+            }
             "quarry_buffer_pool_partitions" | "buffer_pool_partitions" => {
                 o.engine.buffer_pool_partitions = Some(
                     v.parse()
@@ -145,6 +160,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         },
         engine: Options::default(),
         skip_ssl: false,
+        metrics_port: None,
     };
     let mut i = 0;
     while i < args.len() {
@@ -239,6 +255,15 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             | "--require-secure-transport") => {
                 let key = flag.trim_start_matches("--").replace('-', "_");
                 tls_setting(&mut o, &key, &val(i)?)?
+            }
+            "--performance-schema" => {
+                o.engine.performance_schema = true;
+                i += 1;
+                continue;
+            }
+            "--metrics-port" => {
+                let v = val(i)?;
+                o.metrics_port = Some(v.parse().map_err(|_| format!("bad --metrics-port {v}"))?)
             }
             "--skip-ssl" => {
                 o.skip_ssl = true;
@@ -354,6 +379,21 @@ fn serve(o: Opts) -> i32 {
         "port",
         quarry_core::quarry_common::Value::Int(o.port as i64),
     );
+    if let Some(port) = o.metrics_port {
+        match quarry_server::metrics::serve(db.clone(), &format!("{}:{port}", o.bind)) {
+            Ok(a) => log(
+                Level::Note,
+                format!("quarry: metrics on http://{a}/metrics"),
+            ),
+            Err(e) => {
+                log(
+                    Level::Error,
+                    format!("quarry: cannot serve metrics on port {port}: {e}"),
+                );
+                return 1;
+            }
+        }
+    }
     let stop = server.stop_handle();
     signals::install(stop.clone());
     log(

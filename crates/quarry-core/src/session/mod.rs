@@ -354,6 +354,8 @@ struct Settings {
     log_not_using_indexes: bool,
     /// `log_slow_verbosity` asks for the plan's figures (query_plan or full).
     slow_verbose: bool,
+    /// `performance_schema` is ON: statements are summarised by digest.
+    digests: bool,
     /// `sql_notes`: notes (level Note) are kept as warnings (0: dropped, as dumps set it).
     notes: bool,
     /// `read_only`: writes need READ ONLY ADMIN.
@@ -484,6 +486,7 @@ impl Session {
                 .sys_var("long_query_time")
                 .map_or(10_000_000, |v| (v.to_f64() * 1e6) as u64),
             log_not_using_indexes: flag("log_queries_not_using_indexes"),
+            digests: flag("performance_schema"),
             slow_verbose: text("log_slow_verbosity")
                 .is_some_and(|v| v.contains("QUERY_PLAN") || v.contains("FULL")),
             notes: self
@@ -760,7 +763,7 @@ impl Session {
             ..Default::default()
         });
         let r = self.run_with_system_tables(stmt, params, sql, load_local, cache, out);
-        self.log_if_slow(sql, started, &r);
+        self.note_statement(sql, started, &r);
         r
     }
 
@@ -1972,6 +1975,10 @@ impl Session {
                             .collect();
                         Ok(Output::Rows { columns, rows })
                     }
+                    Some(ast::AnalyzeFormat::JSON) => Ok(Output::Rows {
+                        columns: vec![text("EXPLAIN", 1024)],
+                        rows: vec![vec![Value::Str(explain::json(&sp.plan))]],
+                    }),
                     Some(other) => Err(Error::unsupported(format!("EXPLAIN FORMAT={other}"))),
                 }
             }

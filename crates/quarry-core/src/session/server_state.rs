@@ -140,6 +140,16 @@ impl Session {
         all
     }
 
+    /// What a Prometheus scrape reads (`crate::metrics`): the status counters, the
+    /// global variables and the latency histograms.
+    pub fn metrics_text(&self) -> String {
+        crate::metrics::exposition(
+            &self.status_values(),
+            &self.variable_values(true),
+            &self.db.latency,
+        )
+    }
+
     /// The SHOW forms of what Quarry has not got yet (profiling, the binary log,
     /// replication: empty, under MariaDB's columns) or keeps in its own form (plugins,
     /// open tables, the engine's status).

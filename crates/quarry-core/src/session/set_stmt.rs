@@ -186,7 +186,7 @@ impl Session {
                     "TRADITIONAL" => "STRICT_TRANS_TABLES,STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,TRADITIONAL,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION".into(),
                     other => other.to_string(),
                 }),
-                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" | "have_ssl" | "have_openssl" | "ssl_cert" | "ssl_key" | "ssl_ca" | "tls_version" | "innodb_version" | "protocol_version" | "log_bin" | "skip_name_resolve" | "innodb_file_per_table" | "basedir" | "tmpdir" | "lc_messages" | "event_scheduler" | "gtid_current_pos" | "gtid_binlog_pos" | "binlog_format" => {
+                "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" | "have_ssl" | "have_openssl" | "ssl_cert" | "ssl_key" | "ssl_ca" | "tls_version" | "innodb_version" | "protocol_version" | "log_bin" | "skip_name_resolve" | "innodb_file_per_table" | "basedir" | "tmpdir" | "lc_messages" | "event_scheduler" | "gtid_current_pos" | "gtid_binlog_pos" | "binlog_format" | "performance_schema" => {
                     return Err(Error::new(1238, format!("Variable '{n}' is a read only variable")));
                 }
                 _ => v,

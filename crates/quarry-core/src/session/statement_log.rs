@@ -1,7 +1,9 @@
-//! What a session tells the general and slow query logs (`crate::oplog`): each command
-//! as it arrives (Connect, Query, Prepare, Execute, Init DB, Quit), and each statement
-//! that ran longer than `long_query_time` (or read a table whole, with
-//! `log_queries_not_using_indexes`) with its times and row counts.
+//! What a session tells about its statements: the general and slow query logs
+//! (`crate::oplog`) each command as it arrives (Connect, Query, Prepare, Execute, Init
+//! DB, Quit) and each statement that ran longer than `long_query_time` (or read a table
+//! whole, with `log_queries_not_using_indexes`) with its times and row counts; the
+//! latency histograms (`crate::metrics`) and the digest summary (`crate::digest`) every
+//! statement.
 //!
 //! Owns: deciding what is logged and gathering the figures. Must not touch: the files and
 //! their formats (`oplog`).
@@ -73,30 +75,47 @@ impl Session {
         self.db.logs.general(self.info.id, "Execute", &out);
     }
 
-    /// After a statement: `Slow_queries` counts it when it took `long_query_time`, and
-    /// the slow log holds it when it is on.
-    pub(super) fn log_if_slow(&self, sql: &str, started: Instant, out: &Result<Output>) {
+    /// After a statement: the latency histograms count it, `Slow_queries` too when it
+    /// took `long_query_time`, and the slow log holds it when it is on.
+    pub(super) fn note_statement(&self, sql: &str, started: Instant, out: &Result<Output>) {
         let st = self.settings();
         let took = started.elapsed();
+        self.db.latency.record(sql, took);
         let slow = took.as_micros() as u64 >= st.long_query_us;
         if slow {
             self.db
                 .slow_queries
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        if !st.slow_log {
-            return;
-        }
         let stats = self.stmt_stats.get();
-        if !(slow || (st.log_not_using_indexes && stats.full_scan)) {
-            return;
-        }
+        let examined = quarry_storage_api::HandlerCounters::rows_read_by_this_thread()
+            - stats.rows_read_before;
         let (sent, affected) = match out {
             Ok(Output::Rows { rows, .. }) => (rows.len() as u64, 0),
             Ok(Output::Streamed { rows }) => (*rows, 0),
             Ok(Output::Ok { affected, .. }) => (0, *affected),
             Err(_) => (0, 0),
         };
+        if st.digests {
+            self.db.digests.record(&crate::digest::Run {
+                schema: self.current_db.as_deref(),
+                sql,
+                picos: took.as_nanos().min(u64::MAX as u128 / 1000) as u64 * 1000,
+                lock_picos: stats.lock_wait.as_nanos().min(u64::MAX as u128 / 1000) as u64 * 1000,
+                error: out.is_err(),
+                warnings: self.warnings.len() as u64,
+                rows_affected: affected,
+                rows_sent: sent,
+                rows_examined: examined,
+                full_scan: stats.full_scan,
+            });
+        }
+        if !st.slow_log {
+            return;
+        }
+        if !(slow || (st.log_not_using_indexes && stats.full_scan)) {
+            return;
+        }
         let now_secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -109,8 +128,7 @@ impl Session {
             query_secs: took.as_secs_f64(),
             lock_secs: stats.lock_wait.as_secs_f64(),
             rows_sent: sent,
-            rows_examined: quarry_storage_api::HandlerCounters::rows_read_by_this_thread()
-                - stats.rows_read_before,
+            rows_examined: examined,
             rows_affected: affected,
             full_scan: stats.full_scan,
             verbose: st.slow_verbose,
