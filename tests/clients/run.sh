@@ -9,6 +9,7 @@ need=()
 command -v mariadb >/dev/null || need+=(mariadb-client)
 command -v sysbench >/dev/null || need+=(sysbench)
 command -v mydumper >/dev/null || need+=(mydumper)
+command -v mariadb-install-db >/dev/null || need+=(mariadb-server)
 command -v javac >/dev/null || need+=(default-jdk-headless)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
 command -v npm >/dev/null || need+=(nodejs npm)
@@ -299,7 +300,14 @@ shell_commands() {
   out=$($BIN sql --datadir "$WORK/shell-dump" --batch -e "SELECT id, pid, note, HEX(raw), doc, price, at FROM dumped.child ORDER BY id; SELECT * FROM dumped.named ORDER BY id; SELECT id, name FROM dumped.parent ORDER BY id")
   [ "$out" = "$(cat tests/clients/fixtures/mariadb-dump.expected)" ] || { echo "$out"; return 1; }
   if printf 'SELECT * FROM s.nope;\nCREATE DATABASE never;\n' | $BIN sql --datadir "$WORK/shell" >/dev/null; then echo "exit 0 after an error"; return 1; fi
-  [ "$($BIN sql --datadir "$WORK/shell" -N --batch -e 'SHOW DATABASES LIKE "never"')" = "" ]
+  [ "$($BIN sql --datadir "$WORK/shell" -N --batch -e 'SHOW DATABASES LIKE "never"')" = "" ] || return 1
+  # --force goes on past the error (and exits 0, as the mariadb client does).
+  printf 'SELECT * FROM s.nope;\nCREATE DATABASE forced;\n' | $BIN sql --datadir "$WORK/shell" --force >/dev/null || { echo "--force exited non-zero"; return 1; }
+  [ "$($BIN sql --datadir "$WORK/shell" -N --batch -e 'SHOW DATABASES LIKE "forced"')" = "forced" ] || return 1
+  # tee copies what follows to a file, its own line first; notee stops it before saying
+  # so (the mariadb client's order).
+  printf 'tee %s\nSELECT 41 + 1 AS answer;\nnotee\nSELECT 99;\n' "$WORK/tee.txt" | $BIN sql --datadir "$WORK/shell" --batch >/dev/null || return 1
+  [ "$(cat "$WORK/tee.txt")" = "$(printf "Logging to file '%s'\nanswer\n42" "$WORK/tee.txt")" ] || { cat "$WORK/tee.txt"; return 1; }
 }
 check "embedded shell: mariadb client commands (\\G, --batch, use, delimiter, source, warnings)" shell_commands
 
@@ -354,6 +362,51 @@ mariadb_dump_restore() {
 }
 check "mariadb-dump both ways: a MariaDB 10.11 dump restores (raw BLOB bytes, JSON, FOREIGN KEY, view), a dump of Quarry restores" mariadb_dump_restore
 
+# The three directions of a dump with a MariaDB 10.11 of the suite's own (started here,
+# as the differential tester starts one): MariaDB → mariadb-dump → Quarry and Quarry →
+# mariadb-dump → MariaDB, with and without --hex-blob, every table compared row for row
+# by the same SELECTs on both servers.
+dump_three_ways() {
+  local mb="$WORK/mdb" mport pid4 MB Q2 d opts
+  mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$mb/tmp"
+  mariadb-install-db --no-defaults --user=root --auth-root-authentication-method=normal --skip-test-db --datadir="$mb/data" >"$mb/install.log" 2>&1 || { cat "$mb/install.log"; return 1; }
+  mariadbd --no-defaults --user=root --datadir="$mb/data" --socket="$mb/s.sock" --port="$mport" \
+    --bind-address=127.0.0.1 --tmpdir="$mb/tmp" --log-error="$mb/err.log" --pid-file="$mb/pid" --skip-grant-tables >"$mb/out.log" 2>&1 &
+  pid4=$!
+  MB="mariadb -h127.0.0.1 -P$mport -uroot --batch"
+  for _ in $(seq 100); do $MB -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+  local rows="SELECT id, name, HEX(raw), note, doc, price, at FROM kinds ORDER BY id; SELECT id, kind_id, qty FROM items ORDER BY id; SELECT * FROM cheap ORDER BY id"
+  $MB <<'SQL' || { kill "$pid4"; return 1; }
+CREATE DATABASE rt CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
+USE rt;
+CREATE TABLE kinds (id INT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(40) NOT NULL, raw BLOB, note TEXT, doc JSON, price DECIMAL(10,2), at DATETIME(3), UNIQUE KEY (name));
+CREATE TABLE items (id BIGINT PRIMARY KEY, kind_id INT, qty SMALLINT UNSIGNED, CONSTRAINT fk_kind FOREIGN KEY (kind_id) REFERENCES kinds (id) ON DELETE CASCADE);
+INSERT INTO kinds (name, raw, note, doc, price, at) VALUES
+  ('Köln', X'00FF0A0D27225C', 'it''s a "quote"\nand a \\ backslash', '{"a": [1, 2], "b": "ü"}', 12.50, '2024-02-29 23:59:59.125'),
+  ('Ærø', NULL, NULL, NULL, NULL, NULL),
+  ('tab	here', X'', '', '[]', -0.01, '1999-12-31 00:00:00');
+INSERT INTO items VALUES (1, 1, 65535), (2, 1, 0), (3, 3, NULL);
+CREATE VIEW cheap AS SELECT id, name FROM kinds WHERE price < 20;
+SQL
+  for opts in "" "--hex-blob"; do
+    # MariaDB → Quarry
+    mariadb-dump -h127.0.0.1 -P"$mport" -uroot $opts --databases rt >"$WORK/from-mariadb.sql" || return 1
+    $M -e 'DROP DATABASE IF EXISTS rt' && $M <"$WORK/from-mariadb.sql" || { echo "restore into Quarry ($opts) failed"; return 1; }
+    [ "$($M -N rt -e 'SELECT COUNT(*) FROM kinds; SELECT COUNT(*) FROM items' | tr '\n' ,)" = "3,3," ] || return 1
+    diff <($MB rt -e "$rows") <($M rt -e "$rows") || { echo "MariaDB → Quarry ($opts) differs"; return 1; }
+    # Quarry → MariaDB, under another name
+    mariadb-dump -h127.0.0.1 -P"$PORT" -uroot $opts --databases rt | sed 's/`rt`/`rt_back`/g' >"$WORK/from-quarry.sql" || return 1
+    $MB -e 'DROP DATABASE IF EXISTS rt_back' && $MB <"$WORK/from-quarry.sql" || { echo "restore into MariaDB ($opts) failed"; return 1; }
+    [ "$($MB -N rt_back -e 'SELECT COUNT(*) FROM kinds; SELECT COUNT(*) FROM items' | tr '\n' ,)" = "3,3," ] || return 1
+    diff <($M rt -e "$rows") <($MB rt_back -e "$rows") || { echo "Quarry → MariaDB ($opts) differs"; return 1; }
+    # The foreign key came through both ways: MariaDB enforces it on the copy.
+    { $MB rt_back -e 'INSERT INTO items VALUES (9, 99, 1)' 2>&1 || true; } | grep -q 'ERROR 1452' || { echo "no FOREIGN KEY in MariaDB's copy"; return 1; }
+  done
+  kill "$pid4"; wait "$pid4" 2>/dev/null || true
+}
+check "dumps three ways with a MariaDB of the suite's own: MariaDB → Quarry and Quarry → MariaDB, rows equal" dump_three_ways
+
 # mydumper / myloader round trip of a database with a view (mydumper dropped views: SHOW
 # TABLE STATUS left them out).
 mydumper_roundtrip() {
@@ -406,6 +459,13 @@ node_mysql2() {
   diff tests/clients/fixtures/mysql2.expected "$WORK/mysql2.out"
 }
 check "Node mysql2: pool, execute() with LIMIT ?, transactions answer as MariaDB" node_mysql2
+
+# mysql-connector-python's prepared cursors: binary-protocol parameters of each type.
+connector_prepared() {
+  python3 tests/clients/mysql_connector.py "$PORT" root >"$WORK/mc.out" 2>&1 || { cat "$WORK/mc.out"; return 1; }
+  diff tests/clients/fixtures/mysql-connector.expected "$WORK/mc.out"
+}
+check "mysql-connector-python prepared cursors answer as MariaDB" connector_prepared
 
 # The statements DBeaver and MySQL Workbench send on connect, browsing and opening a table
 # (fixtures/gui-replay.sql): every one answered with MariaDB 10.11's columns or error code

@@ -1,7 +1,8 @@
 """The embedded shell on a terminal: a statement's time is its own. Every statement that
 wrote (and BEGIN, COMMIT) printed "(0.20 sec)": it waited for the progress line's thread
 to finish a 200 ms sleep (issue 19, item 6). Runs `quarry sql` under a pseudo-terminal,
-sends statements one per line, and checks each reported time."""
+sends statements one per line, and checks each reported time; then that `pager CMD`
+hands a statement's output to the pager."""
 
 import os
 import pty
@@ -50,6 +51,20 @@ def main():
     for i, stmt in enumerate(statements):
         os.write(fd, stmt.encode() + b"\r")
         read_until(lambda o: len(timed.findall(o)) > i)
+    # A pager takes each statement's output (`pager CMD`), `nopager` gives it back.
+    paged = os.path.join(datadir, "paged.txt")
+    os.write(fd, ("pager cat > %s\r" % paged).encode())
+    read_until(lambda o: b"PAGER set to" in o)
+    os.write(fd, b"SELECT 6 * 7 AS paged_answer;\r")
+    end = time.time() + 30
+    while not (os.path.exists(paged) and b"paged_answer" in open(paged, "rb").read()):
+        if time.time() > end:
+            raise SystemExit("the pager got nothing; output:\n" + out.decode(errors="replace"))
+        time.sleep(0.1)
+    if not re.search(rb"\|\s+42 \|", open(paged, "rb").read()):
+        raise SystemExit("pager output: %r" % open(paged, "rb").read())
+    os.write(fd, b"nopager\r")
+    read_until(lambda o: b"PAGER set to stdout" in o)
     os.write(fd, b"exit\r")
     time.sleep(0.5)
     text = out.decode(errors="replace")

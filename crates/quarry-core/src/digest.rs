@@ -222,6 +222,11 @@ impl Digests {
         s.last_seen = now;
     }
 
+    /// TRUNCATE of the summary table.
+    pub fn clear(&self) {
+        self.by_key.lock().clear();
+    }
+
     pub fn rows(&self) -> Vec<Summary> {
         let mut v: Vec<Summary> = self.by_key.lock().values().cloned().collect();
         v.sort_by_key(|d| std::cmp::Reverse(d.sum_picos));

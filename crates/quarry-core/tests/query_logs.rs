@@ -250,6 +250,16 @@ fn statements_are_summarised_by_digest() {
             "app SELECT v FROM t WHERE id IN (...) 2 3 4 0 32",
         ]
     );
+    // TRUNCATE starts the summary again (the TRUNCATE itself is its first statement).
+    s.query("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest")
+        .unwrap();
+    assert_eq!(
+        lines(
+            &mut s,
+            "SELECT DIGEST_TEXT FROM performance_schema.events_statements_summary_by_digest"
+        ),
+        ["TRUNCATE TABLE performance_schema.events_statements_summary_by_digest"]
+    );
     assert_eq!(
         err(&mut s, "SET GLOBAL performance_schema = 0"),
         "1238 Variable 'performance_schema' is a read only variable"

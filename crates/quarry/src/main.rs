@@ -15,7 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str = "usage:
   quarry serve [--datadir DIR] [--bind ADDR] [--port N] [--config FILE] [ENGINE OPTIONS]
-  quarry sql [--datadir DIR] [-e \"SQL\"] [--batch|--raw|--table|--vertical] [-N] [ENGINE OPTIONS]
+  quarry sql [--datadir DIR] [-e \"SQL\"] [--batch|--raw|--table|--vertical] [-N] [-f] [ENGINE OPTIONS]
              (statements from -e, a pipe, or the terminal; mariadb client commands: help)
   quarry --version
 engine options (also config file keys, e.g. innodb_flush_log_at_trx_commit = 2):
@@ -157,6 +157,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         output: shell::Settings {
             format: shell::Format::Table,
             names: true,
+            force: false,
         },
         engine: Options::default(),
         skip_ssl: false,
@@ -220,6 +221,11 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             }
             "-N" | "--skip-column-names" => {
                 o.output.names = false;
+                i += 1;
+                continue;
+            }
+            "-f" | "--force" => {
+                o.output.force = true;
                 i += 1;
                 continue;
             }

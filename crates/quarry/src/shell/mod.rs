@@ -4,38 +4,33 @@
 //! delimiter (`;` unless `delimiter` changed it), `\g` or `\G`, outside quotes and
 //! comments. At the start of a statement the client's commands are taken: `help` (`\h`,
 //! `?`), `quit` / `exit` (`\q`), `use db` (`\u`), `source file` (`\.`), `delimiter x`
-//! (`\d`), `warnings` / `nowarning` (`\W` / `\w`), `status` (`\s`); `\c` clears the
-//! statement being typed. Results print as tables, or tab-separated (`--batch`, escaped
-//! unless `--raw`), or one field per line (`--vertical`, or a statement ended with `\G`).
+//! (`\d`), `warnings` / `nowarning` (`\W` / `\w`), `status` (`\s`), `tee` / `notee`
+//! (`\T` / `\t`), `pager` / `nopager` (`\P` / `\n`); `\c` clears the statement being
+//! typed. Piped input stops at the first failed statement unless `--force`. Printing is
+//! `output`'s.
 //!
-//! Owns: reading, splitting and printing. Must not touch: what statements do (the
-//! session's).
+//! Owns: reading and splitting. Must not touch: what statements do (the session's).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use quarry_core::quarry_common::Value;
-use quarry_core::{Database, Output, Session};
+use quarry_core::{Database, Session};
 
-/// How result sets print.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Format {
-    Table,
-    /// Tab-separated; `raw`: values as they are, else with `\t`, `\n`, `\\` and NUL
-    /// escaped as the mariadb client escapes them.
-    Batch {
-        raw: bool,
-    },
-    Vertical,
-}
+pub mod output;
+
+pub use output::Format;
+use output::{out, outln, print_output};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
     pub format: Format,
     /// Print the column names (`-N` / `--skip-column-names` turns them off).
     pub names: bool,
+    /// `--force` (`-f`): piped input goes on past a failed statement (and the shell
+    /// exits 0, as the mariadb client does).
+    pub force: bool,
 }
 
 /// What a line of input asks next.
@@ -61,6 +56,8 @@ pub struct Shell<'a> {
     depth: usize,
     /// A statement failed (the exit status of `-e` and piped input).
     pub failed: bool,
+    /// Reading a terminal: a pager may take each statement's output.
+    interactive: bool,
 }
 
 impl<'a> Shell<'a> {
@@ -75,6 +72,7 @@ impl<'a> Shell<'a> {
             comment: false,
             depth: 0,
             failed: false,
+            interactive: false,
         }
     }
 
@@ -98,7 +96,7 @@ impl<'a> Shell<'a> {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
-                    println!("ERROR: cannot read the input: {e}");
+                    outln!("ERROR: cannot read the input: {e}");
                     self.failed = true;
                     return false;
                 }
@@ -236,13 +234,13 @@ impl<'a> Shell<'a> {
         match (word, lower) {
             (_, "quit" | "exit") | ("\\q", _) => Some(Flow::Quit),
             (_, "help" | "?") | ("\\h" | "\\?", _) if arg.is_empty() => {
-                print!("{HELP}");
+                out!("{HELP}");
                 Some(Flow::Go)
             }
             (_, "use") | ("\\u", _) if !arg.is_empty() => {
                 let db = arg.trim_matches('`');
                 match self.session.use_db(db) {
-                    Ok(()) => println!("Database changed"),
+                    Ok(()) => outln!("Database changed"),
                     Err(e) => self.error(&e),
                 }
                 Some(Flow::Go)
@@ -253,7 +251,7 @@ impl<'a> Shell<'a> {
             }
             (_, "delimiter") | ("\\d", _) => {
                 if arg.is_empty() {
-                    println!("DELIMITER must be followed by a 'delimiter' character or string");
+                    outln!("DELIMITER must be followed by a 'delimiter' character or string");
                 } else {
                     self.delimiter = arg.split_whitespace().next().unwrap_or(";").to_string();
                 }
@@ -261,16 +259,53 @@ impl<'a> Shell<'a> {
             }
             (_, "warnings") | ("\\W", _) => {
                 self.show_warnings = true;
-                println!("Show warnings enabled.");
+                outln!("Show warnings enabled.");
                 Some(Flow::Go)
             }
             (_, "nowarning") | ("\\w", _) => {
                 self.show_warnings = false;
-                println!("Show warnings disabled.");
+                outln!("Show warnings disabled.");
                 Some(Flow::Go)
             }
             (_, "status") | ("\\s", _) if arg.is_empty() => {
                 self.status();
+                Some(Flow::Go)
+            }
+            (_, "tee") | ("\\T", _) => {
+                if arg.is_empty() {
+                    outln!("No outfile specified!");
+                } else {
+                    match output::tee(arg) {
+                        Ok(()) => outln!("Logging to file '{arg}'"),
+                        Err(_) => outln!("Error logging to file '{arg}'"),
+                    }
+                }
+                Some(Flow::Go)
+            }
+            (_, "notee") | ("\\t", _) => {
+                output::notee();
+                outln!("Outfile disabled.");
+                Some(Flow::Go)
+            }
+            (_, "pager") | ("\\P", _) => {
+                let cmd = if arg.is_empty() {
+                    std::env::var("PAGER").ok().filter(|p| !p.is_empty())
+                } else {
+                    Some(arg.to_string())
+                };
+                match cmd {
+                    Some(c) if self.interactive => {
+                        outln!("PAGER set to '{c}'");
+                        output::set_pager(Some(c));
+                    }
+                    Some(_) => {}
+                    None => outln!("Default pager wasn't set, using stdout."),
+                }
+                Some(Flow::Go)
+            }
+            (_, "nopager") | ("\\n", _) => {
+                output::set_pager(None);
+                outln!("PAGER set to stdout");
                 Some(Flow::Go)
             }
             _ => None,
@@ -279,14 +314,14 @@ impl<'a> Shell<'a> {
 
     fn source(&mut self, path: &Path) {
         if self.depth >= MAX_SOURCE_DEPTH {
-            println!("ERROR: source files nest deeper than {MAX_SOURCE_DEPTH}");
+            outln!("ERROR: source files nest deeper than {MAX_SOURCE_DEPTH}");
             self.failed = true;
             return;
         }
         let file = match std::fs::File::open(path) {
             Ok(f) => std::io::BufReader::new(f),
             Err(e) => {
-                println!(
+                outln!(
                     "ERROR: Failed to open file '{}', error: {e}",
                     path.display()
                 );
@@ -307,22 +342,22 @@ impl<'a> Shell<'a> {
 
     fn status(&mut self) {
         let s = &self.session;
-        println!("--------------");
-        println!("quarry sql, embedded in the shell's own process");
-        println!();
-        println!("Connection id:\t\t{}", s.info.id);
-        println!(
+        outln!("--------------");
+        outln!("quarry sql, embedded in the shell's own process");
+        outln!();
+        outln!("Connection id:\t\t{}", s.info.id);
+        outln!(
             "Current database:\t{}",
             s.current_db.clone().unwrap_or_default()
         );
-        println!("Current user:\t\t{}@localhost", s.info.user);
-        println!("Server version:\t\t{}", quarry_core::vars::VERSION);
-        println!("Using delimiter:\t{}", self.delimiter);
-        println!("--------------");
+        outln!("Current user:\t\t{}@localhost", s.info.user);
+        outln!("Server version:\t\t{}", quarry_core::vars::VERSION);
+        outln!("Using delimiter:\t{}", self.delimiter);
+        outln!("--------------");
     }
 
     fn error(&mut self, e: &quarry_core::quarry_common::Error) {
-        println!("ERROR {} ({}): {}", e.code, e.sqlstate(), e.message);
+        outln!("ERROR {} ({}): {}", e.code, e.sqlstate(), e.message);
         self.failed = true;
     }
 
@@ -335,7 +370,7 @@ impl<'a> Shell<'a> {
             Err(_) => match quarry_core::quarry_sql::hex_binary_literals(sql) {
                 Some(t) => std::borrow::Cow::Owned(t),
                 None => {
-                    println!("ERROR 1366 (22007): Invalid utf8mb4 character string in query");
+                    outln!("ERROR 1366 (22007): Invalid utf8mb4 character string in query");
                     self.failed = true;
                     return;
                 }
@@ -344,10 +379,20 @@ impl<'a> Shell<'a> {
         let sql = text.trim();
         if sql.is_empty() {
             if vertical {
-                println!("ERROR: No query specified");
+                outln!("ERROR: No query specified");
             }
             return;
         }
+        if self.interactive {
+            output::hold_for_pager();
+        }
+        self.run_and_print(sql, vertical);
+        if self.interactive {
+            output::release_to_pager();
+        }
+    }
+
+    fn run_and_print(&mut self, sql: &str, vertical: bool) {
         let t = Instant::now();
         let done = Arc::new(AtomicBool::new(false));
         let watcher = progress_watcher(self.session.info.clone(), done.clone());
@@ -371,7 +416,7 @@ impl<'a> Shell<'a> {
                 }
                 if self.show_warnings && warnings > 0 {
                     for (level, code, msg) in self.session.warnings.clone() {
-                        println!("{level} ({code}): {msg}");
+                        outln!("{level} ({code}): {msg}");
                     }
                 }
             }
@@ -400,6 +445,10 @@ source    (\\.) Execute an SQL script file. Takes a file name as an argument.
 status    (\\s) Get status information from the server.
 use       (\\u) Use another database. Takes database name as argument.
 warnings  (\\W) Show warnings after every statement.
+nopager   (\\n) Disable pager, print to stdout.
+notee     (\\t) Don't write into outfile.
+pager     (\\P) Set PAGER [to_pager]. Print the query results via PAGER (on a terminal).
+tee       (\\T) Set outfile [to_outfile]. Append everything into given outfile.
 clear     (\\c) Clear the current input statement.
 
 ";
@@ -445,147 +494,6 @@ fn progress_watcher(
     }))
 }
 
-/// A value as the wire shows it (quarry_common's column_text); NULL as `NULL`.
-fn cell(v: &Value, col: &quarry_core::OutColumn) -> String {
-    match v {
-        Value::Null => "NULL".to_string(),
-        _ => String::from_utf8_lossy(&quarry_core::quarry_common::value::column_text(v, &col.ty))
-            .into_owned(),
-    }
-}
-
-/// A value as `--batch` prints it: tab, newline, backslash and NUL escaped.
-fn batch_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\\' => out.push_str("\\\\"),
-            '\0' => out.push_str("\\0"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-pub fn print_output(out: &Output, secs: f64, warnings: usize, format: Format, names: bool) {
-    let batch = matches!(format, Format::Batch { .. });
-    let w = if warnings > 0 {
-        format!(
-            ", {warnings} warning{}",
-            if warnings == 1 { "" } else { "s" }
-        )
-    } else {
-        String::new()
-    };
-    match out {
-        // The shell collects results (`Session::query`); streamed ones are printed as
-        // they came by whoever streamed them.
-        Output::Streamed { rows } => println!("{rows} rows{w} ({secs:.2} sec)"),
-        Output::Ok { affected, info, .. } => {
-            if batch {
-                return;
-            }
-            println!(
-                "Query OK, {affected} row{} affected{w} ({secs:.2} sec)",
-                if *affected == 1 { "" } else { "s" }
-            );
-            if let Some(i) = info {
-                println!("{i}");
-            }
-        }
-        Output::Rows { columns, rows } => {
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| r.iter().zip(columns).map(|(v, c)| cell(v, c)).collect())
-                .collect();
-            match format {
-                Format::Batch { raw } => {
-                    let show = |s: &str| if raw { s.to_string() } else { batch_escape(s) };
-                    if names && !rows.is_empty() {
-                        let head: Vec<String> = columns.iter().map(|c| show(&c.name)).collect();
-                        println!("{}", head.join("\t"));
-                    }
-                    for r in &cells {
-                        let line: Vec<String> = r.iter().map(|c| show(c)).collect();
-                        println!("{}", line.join("\t"));
-                    }
-                    return;
-                }
-                Format::Vertical => {
-                    let width = columns
-                        .iter()
-                        .map(|c| c.name.chars().count())
-                        .max()
-                        .unwrap_or(0);
-                    for (n, r) in cells.iter().enumerate() {
-                        println!(
-                            "*************************** {}. row ***************************",
-                            n + 1
-                        );
-                        for (c, v) in columns.iter().zip(r) {
-                            println!("{:>width$}: {v}", c.name);
-                        }
-                    }
-                }
-                Format::Table if !rows.is_empty() => print_table(columns, &cells, names),
-                Format::Table => {}
-            }
-            if rows.is_empty() {
-                println!("Empty set{w} ({secs:.2} sec)");
-            } else {
-                println!(
-                    "{} row{} in set{w} ({secs:.2} sec)",
-                    rows.len(),
-                    if rows.len() == 1 { "" } else { "s" }
-                );
-            }
-        }
-    }
-}
-
-fn print_table(columns: &[quarry_core::OutColumn], cells: &[Vec<String>], names: bool) {
-    let mut width: Vec<usize> = columns.iter().map(|c| c.name.chars().count()).collect();
-    for r in cells {
-        for (i, c) in r.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let sep: String = width
-        .iter()
-        .map(|w| format!("+{}", "-".repeat(w + 2)))
-        .collect::<String>()
-        + "+";
-    println!("{sep}");
-    if names {
-        let head: String = columns
-            .iter()
-            .zip(&width)
-            .map(|(c, w)| format!("| {:<w$} ", c.name, w = w))
-            .collect::<String>()
-            + "|";
-        println!("{head}");
-        println!("{sep}");
-    }
-    for r in cells {
-        let line: String = r
-            .iter()
-            .zip(columns.iter().zip(&width))
-            .map(|(c, (col, w))| {
-                if col.ty.is_numeric() {
-                    format!("| {:>w$} ", c, w = w)
-                } else {
-                    format!("| {:<w$} ", c, w = w)
-                }
-            })
-            .collect::<String>()
-            + "|";
-        println!("{line}");
-    }
-    println!("{sep}");
-}
-
 /// The shell: `-e` text, piped input, or an interactive terminal with line editing.
 pub fn run_shell(db: &Arc<Database>, exec: Option<String>, settings: Settings) -> i32 {
     use std::io::IsTerminal;
@@ -597,8 +505,8 @@ pub fn run_shell(db: &Arc<Database>, exec: Option<String>, settings: Settings) -
     }
     if !std::io::stdin().is_terminal() {
         let mut sh = Shell::new(&mut session, settings);
-        sh.feed_all(std::io::stdin().lock(), true);
-        return if sh.failed { 1 } else { 0 };
+        sh.feed_all(std::io::stdin().lock(), !settings.force);
+        return if sh.failed && !settings.force { 1 } else { 0 };
     }
     interactive(&mut session, settings)
 }
@@ -616,6 +524,7 @@ fn interactive(session: &mut Session, settings: Settings) -> i32 {
         .unwrap_or_else(|_| std::path::PathBuf::from(".quarry_history"));
     let _ = rl.load_history(&history);
     let mut sh = Shell::new(session, settings);
+    sh.interactive = true;
     let mut entry = String::new();
     loop {
         let prompt = if sh.continuing() {
@@ -652,7 +561,7 @@ fn interactive(session: &mut Session, settings: Settings) -> i32 {
         }
     }
     let _ = rl.save_history(&history);
-    println!("Bye");
+    outln!("Bye");
     0
 }
 
