@@ -501,6 +501,24 @@ mariadb_admin() {
   echo "$out"
   echo "$out" | grep -Eq 'Questions: ([4-9]|[1-9][0-9]+) ' || return 1
   $A -uroot refresh || return 1
+  # processlist lists this connection; kill ends another; debug writes the state to the
+  # error log (SUPER only).
+  $A -uroot processlist | grep -qi 'show processlist' || return 1
+  python3 -c "import pymysql, time; c = pymysql.connect(host='127.0.0.1', port=$port2, user='root'); print(c.thread_id(), flush=True); time.sleep(30)" >"$WORK/idle.id" &
+  local sleeper=$! victim=""
+  for _ in $(seq 50); do victim=$(cat "$WORK/idle.id"); [ -n "$victim" ] && break; sleep 0.1; done
+  [ -n "$victim" ] || return 1
+  $A -uroot kill "$victim" || return 1
+  local gone=""
+  for _ in $(seq 50); do
+    [ -z "$(mariadb -h127.0.0.1 -P"$port2" -uroot -N -e "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = $victim")" ] && { gone=1; break; }
+    sleep 0.1
+  done
+  kill "$sleeper" 2>/dev/null; wait "$sleeper" 2>/dev/null || true
+  [ -n "$gone" ] || { echo "thread $victim still there after mariadb-admin kill"; return 1; }
+  $A -uroot debug || return 1
+  grep -q 'status information (COM_DEBUG)' "$WORK/admin.log" || { cat "$WORK/admin.log"; return 1; }
+  { $A -uop -ppw debug 2>&1 || true; } | grep -q 'SUPER' || return 1
   { $A -uop -ppw shutdown 2>&1 || true; } | grep -q 'SHUTDOWN privilege' || return 1
   kill -0 "$pid2" || return 1
   $A -uroot shutdown || return 1

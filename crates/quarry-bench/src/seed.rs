@@ -261,6 +261,14 @@ pub fn run_system(
             record(table, &name, None, res);
         }
     }
+    // Issue 19's target: a backup and a restore of TestBig with the tools users run,
+    // mariadb-dump to a file and the mariadb client reading it back into a new database.
+    for (name, res) in dump_and_restore(o, sys, &r.db, progress) {
+        if let Ok(s) = &res {
+            facts.add(label, name, format!("{:.0} rows/s", o.seed_rows as f64 / s));
+        }
+        record(table, name, Some(o.seed_rows), res);
+    }
     for (what, path) in [
         ("col2 1 char", &files.t1_empty),
         ("col2 1024 chars", &files.t1_half),
@@ -300,6 +308,83 @@ pub fn run_system(
         let _ = c.exec("DROP TABLE IF EXISTS t1");
     }
     Ok(())
+}
+
+/// `mariadb-dump --single-transaction DB TestBig > file` and `mariadb DB_restore < file`,
+/// timed (seconds each); the restored table must hold every row.
+fn dump_and_restore(
+    o: &Options,
+    sys: &SeedSystem,
+    db: &str,
+    progress: &dyn Fn(&str),
+) -> Vec<(&'static str, Result<f64, String>)> {
+    use std::process::{Command, Stdio};
+    let label = &sys.label;
+    let port = sys.server.port.to_string();
+    let file = crate::servers::abs(&o.work).join(format!("dump-{db}.sql"));
+    let restore_db = format!("{db}_restore");
+    let client = |prog: &str| {
+        let mut c = Command::new(prog);
+        c.args(["-h127.0.0.1", "-P", &port, "-uroot"]);
+        c
+    };
+    progress(&format!("{label}: mariadb-dump TestBig"));
+    let dumped = (|| {
+        let out = std::fs::File::create(&file).map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        let st = client("mariadb-dump")
+            .args(["--single-transaction", db, "TestBig"])
+            .stdout(out)
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("mariadb-dump: {e}"))?;
+        if !st.status.success() {
+            return Err(format!(
+                "mariadb-dump: {}",
+                String::from_utf8_lossy(&st.stderr)
+            ));
+        }
+        Ok(t.elapsed().as_secs_f64())
+    })();
+    let restored = dumped.as_ref().map_err(|e| e.clone()).and_then(|_| {
+        progress(&format!("{label}: restore TestBig (mariadb < dump)"));
+        let mut c = sys.server.connect(None)?;
+        c.exec(&format!("DROP DATABASE IF EXISTS {restore_db}"))
+            .map_err(|e| e.to_string())?;
+        c.exec(&format!("CREATE DATABASE {restore_db}"))
+            .map_err(|e| e.to_string())?;
+        let input = std::fs::File::open(&file).map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        let st = client("mariadb")
+            .arg(&restore_db)
+            .stdin(input)
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| format!("mariadb: {e}"))?;
+        let secs = t.elapsed().as_secs_f64();
+        if !st.status.success() {
+            return Err(format!("restore: {}", String::from_utf8_lossy(&st.stderr)));
+        }
+        let rows = c
+            .query(&format!("SELECT COUNT(*) FROM {restore_db}.TestBig"))
+            .map_err(|e| e.to_string())?;
+        let n = rows
+            .rows
+            .first()
+            .and_then(|r| r[0].clone())
+            .unwrap_or_default();
+        c.exec(&format!("DROP DATABASE {restore_db}"))
+            .map_err(|e| e.to_string())?;
+        if n != o.seed_rows.to_string() {
+            return Err(format!("restored {n} rows of {}", o.seed_rows));
+        }
+        Ok(secs)
+    });
+    let _ = std::fs::remove_file(&file);
+    vec![
+        ("dump TestBig (mariadb-dump)", dumped),
+        ("restore TestBig (mariadb < dump)", restored),
+    ]
 }
 
 fn facts_err(system: &str, item: &str, e: &str) {

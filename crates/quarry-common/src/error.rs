@@ -374,6 +374,28 @@ impl Error {
     pub fn unknown_system_variable(name: &str) -> Error {
         Error::new(1193, format!("Unknown system variable '{name}'"))
     }
+    /// SET SESSION of a variable that has only a global value.
+    pub fn global_only_variable(name: &str) -> Error {
+        Error::new(
+            1229,
+            format!("Variable '{name}' is a GLOBAL variable and should be set with SET GLOBAL"),
+        )
+    }
+    pub fn wrong_value_for_variable(name: &str, value: &str) -> Error {
+        Error::new(
+            1231,
+            format!("Variable '{name}' can't be set to the value of '{value}'"),
+        )
+    }
+    pub fn wrong_type_for_variable(name: &str) -> Error {
+        Error::new(
+            1232,
+            format!("Incorrect argument type to variable '{name}'"),
+        )
+    }
+    pub fn read_only_variable(name: &str) -> Error {
+        Error::new(1238, format!("Variable '{name}' is a read only variable"))
+    }
     pub fn unknown_function(name: &str) -> Error {
         Error::new(1305, format!("FUNCTION {name} does not exist"))
     }

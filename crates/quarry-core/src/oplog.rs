@@ -89,12 +89,8 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// What MariaDB answers a log variable it cannot take.
 fn cannot_set(name: &str, v: &str) -> Error {
-    Error::new(
-        1231,
-        format!("Variable '{name}' can't be set to the value of '{v}'"),
-    )
+    Error::wrong_value_for_variable(name, v)
 }
 
 /// The variables of this module, as MariaDB names them (and its aliases).
@@ -132,17 +128,9 @@ pub fn canonical(name: &str) -> &str {
 /// A log file named must be writable (created when missing), relative names in `datadir`.
 pub fn check_setting(name: &str, v: &Value, global: bool, datadir: &Path) -> Result<Value> {
     let text = v.as_str_lossy().to_string();
-    let global_only = || {
-        Error::new(
-            1229,
-            format!("Variable '{name}' is a GLOBAL variable and should be set with SET GLOBAL"),
-        )
-    };
+    let global_only = || Error::global_only_variable(name);
     match name {
-        "log_error" => Err(Error::new(
-            1238,
-            format!("Variable '{name}' is a read only variable"),
-        )),
+        "log_error" => Err(Error::read_only_variable(name)),
         "general_log" | "slow_query_log" | "log_queries_not_using_indexes" => {
             if name == "general_log" && !global {
                 return Err(global_only());
@@ -170,10 +158,7 @@ pub fn check_setting(name: &str, v: &Value, global: bool, datadir: &Path) -> Res
         "long_query_time" => {
             let secs = v.to_f64();
             if secs.is_nan() || matches!(v, Value::Str(s) if s.trim().parse::<f64>().is_err()) {
-                return Err(Error::new(
-                    1232,
-                    format!("Incorrect argument type to variable '{name}'"),
-                ));
+                return Err(Error::wrong_type_for_variable(name));
             }
             let micros = (secs.clamp(0.0, 31_536_000.0) * 1e6).round() as i128;
             Ok(Value::Decimal(quarry_common::Decimal::new(micros, 6)))

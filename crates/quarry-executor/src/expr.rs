@@ -794,6 +794,9 @@ pub fn cast(v: Value, ty: &SqlType, ctx: &ExecCtx) -> Result<Value> {
         }
         return Ok(Value::Decimal(d));
     }
+    if SqlType::new(ty.kind).is_integer() && matches!(v, Value::Str(_) | Value::Bytes(_)) {
+        integer_text_warnings(&v.as_str_lossy(), ty.unsigned, ctx);
+    }
     if ty.kind == TypeKind::Time && !v.is_null() {
         // MariaDB warns when a text is no time (NULL) or past the range (clamped).
         match quarry_common::time::value_to_time(&v) {
@@ -832,6 +835,36 @@ fn cast_decimal(v: &Value, ty: &SqlType) -> (Decimal, bool, bool) {
     };
     let (d, out) = quarry_common::decimal::fit(d, negative, ty.len, ty.scale, ty.unsigned);
     (d, out, no_number)
+}
+
+/// What MariaDB says of a text cast to SIGNED / UNSIGNED: a Warning 1292 when the integer
+/// it starts with is not all of it ('1x', '2.5', '1e3', '', past 64 bits), a Note 1292
+/// when only spaces follow it, and a Note 1105 when UNSIGNED takes a negative number.
+fn integer_text_warnings(s: &str, unsigned: bool, ctx: &ExecCtx) {
+    let truncated = || format!("Truncated incorrect INTEGER value: '{s}'");
+    let t = s.trim_start();
+    let body = t.strip_prefix(['-', '+']).unwrap_or(t);
+    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = &body[digits..];
+    let n = leading_integer(s);
+    if digits == 0 || n.is_none_or(|n| n > u64::MAX as i128 || n < i64::MIN as i128) {
+        ctx.warn(1292, truncated());
+        return;
+    }
+    if !rest.is_empty() {
+        if rest.bytes().all(|b| b == b' ') {
+            ctx.note(1292, truncated());
+        } else {
+            ctx.warn(1292, truncated());
+            return;
+        }
+    }
+    if unsigned && t.starts_with('-') {
+        ctx.note(
+            1105,
+            "Cast to unsigned converted negative integer to it's positive complement",
+        );
+    }
 }
 
 /// CAST('2.5' AS SIGNED): the integer a string starts with (2; '1e3' is 1, ' 7x' 7, 'x'

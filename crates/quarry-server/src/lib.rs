@@ -688,6 +688,30 @@ impl Client {
                 );
                 self.conn.push(s.as_bytes());
             }
+            // COM_PROCESS_INFO: SHOW PROCESSLIST's result set.
+            0x0a => {
+                let out = self.session.query("SHOW PROCESSLIST").map(|mut v| v.pop());
+                match out {
+                    Ok(Some(o)) => self.send_output(o, false, false),
+                    Ok(None) => self.send_ok(0, 0, "", false),
+                    Err(e) => self.send_err(&e),
+                }
+            }
+            // COM_PROCESS_KILL: KILL of the 4-byte thread id.
+            0x0c => {
+                let id = body
+                    .get(..4)
+                    .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                match self.session.query(&format!("KILL {id}")) {
+                    Ok(_) => self.send_ok(0, 0, "", false),
+                    Err(e) => self.send_err(&e),
+                }
+            }
+            // COM_DEBUG (mariadb-admin debug): the state into the error log.
+            0x0d => match self.session.debug_dump() {
+                Ok(()) => self.send_eof(false),
+                Err(e) => self.send_err(&e),
+            },
             0x0e => self.send_ok(0, 0, "", false), // COM_PING
             0x11 => {
                 // COM_CHANGE_USER: user, auth data, database — re-authenticated.

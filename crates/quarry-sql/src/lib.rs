@@ -37,6 +37,8 @@ pub enum Stmt {
     ShowWarnings {
         errors: bool,
         count: bool,
+        /// `LIMIT [offset,] row_count`.
+        limit: Option<(u64, u64)>,
     },
     ShowTableStatus {
         db: Option<String>,
@@ -935,15 +937,31 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
     match w.as_slice() {
         ["LOAD", "DATA", ..] => parse_load_data(sql).map(Some),
         ["SHOW", "ENGINES", ..] | ["SHOW", "STORAGE", "ENGINES"] => Ok(Some(Stmt::ShowEngines)),
-        ["SHOW", "WARNINGS" | "ERRORS", ..] => Ok(Some(Stmt::ShowWarnings {
-            errors: w[1] == "ERRORS",
-            count: false,
-        })),
+        ["SHOW", "WARNINGS" | "ERRORS", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 2;
+            let mut limit = None;
+            if t.eat("LIMIT") {
+                let first = t.number()?;
+                limit = Some(if t.at(&Token::Comma) {
+                    t.pos += 1;
+                    (first, t.number()?)
+                } else {
+                    (0, first)
+                });
+            }
+            t.finish(Stmt::ShowWarnings {
+                errors: w[1] == "ERRORS",
+                count: false,
+                limit,
+            })
+        }
         ["SHOW", "COUNT", ..] => {
             let errors = sql.to_ascii_uppercase().contains("ERRORS");
             Ok(Some(Stmt::ShowWarnings {
                 errors,
                 count: true,
+                limit: None,
             }))
         }
         ["SHOW", "PROCESSLIST", ..] | ["SHOW", "FULL", "PROCESSLIST"] => {

@@ -1218,7 +1218,11 @@ impl Session {
                     rows,
                 });
             }
-            Stmt::ShowWarnings { errors, count } => {
+            Stmt::ShowWarnings {
+                errors,
+                count,
+                limit,
+            } => {
                 let list: Vec<_> = self
                     .warnings
                     .iter()
@@ -1226,13 +1230,21 @@ impl Session {
                     .cloned()
                     .collect();
                 if *count {
+                    let name = if *errors {
+                        "@@session.error_count"
+                    } else {
+                        "@@session.warning_count"
+                    };
                     return Ok(Output::Rows {
-                        columns: vec![num("@@session.warning_count")],
+                        columns: vec![num(name)],
                         rows: vec![vec![Value::Int(list.len() as i64)]],
                     });
                 }
+                let (skip, take) = limit.unwrap_or((0, u64::MAX));
                 let rows = list
                     .into_iter()
+                    .skip(skip as usize)
+                    .take(take.min(usize::MAX as u64) as usize)
                     .map(|(l, c, m)| vec![Value::Str(l), Value::Int(c as i64), Value::Str(m)])
                     .collect();
                 return Ok(Output::Rows {

@@ -140,6 +140,32 @@ impl Session {
         all
     }
 
+    /// COM_DEBUG (`mariadb-admin debug`): the server's state into the error log, as
+    /// MariaDB writes its debug information there; SUPER only.
+    pub fn debug_dump(&self) -> Result<()> {
+        self.require_global(crate::privileges::SUPER)?;
+        let mut text = String::from("quarry: status information (COM_DEBUG):");
+        for r in self.process_rows() {
+            text.push_str(&format!(
+                "\n  thread {} user {} host {} db {} command {} time {} s",
+                r[0], r[1], r[2], r[3], r[4], r[5]
+            ));
+        }
+        for (k, v) in self.status_values() {
+            if k.starts_with("Threads_")
+                || k.starts_with("Innodb_")
+                || k == "Questions"
+                || k == "Uptime"
+            {
+                text.push_str(&format!("\n  {k}: {v}"));
+            }
+        }
+        self.db
+            .logs
+            .error(crate::oplog::Level::Note, self.info.id, &text);
+        Ok(())
+    }
+
     /// What a Prometheus scrape reads (`crate::metrics`): the status counters, the
     /// global variables and the latency histograms.
     pub fn metrics_text(&self) -> String {

@@ -166,14 +166,14 @@ impl Session {
                     crate::oplog::check_setting(log, &v, global, self.db.datadir())?
                 }
                 "read_only" if !global => {
-                    return Err(Error::new(1229, format!("Variable '{n}' is a GLOBAL variable and should be set with SET GLOBAL")));
+                    return Err(Error::global_only_variable(&n));
                 }
                 "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "sql_safe_updates" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" | "read_only" | "sql_log_bin" | "gtid_strict_mode" => {
                     let on = match &v {
                         Value::Str(s) => match s.to_ascii_uppercase().as_str() {
                             "ON" | "TRUE" | "1" => true,
                             "OFF" | "FALSE" | "0" => false,
-                            _ => return Err(Error::new(1231, format!("Variable '{n}' can't be set to the value of '{s}'"))),
+                            _ => return Err(Error::wrong_value_for_variable(&n, s)),
                         },
                         other => other.to_i64() != 0,
                     };
@@ -187,7 +187,7 @@ impl Session {
                     other => other.to_string(),
                 }),
                 "version" | "version_comment" | "datadir" | "port" | "socket" | "hostname" | "lower_case_table_names" | "secure_file_priv" | "have_ssl" | "have_openssl" | "ssl_cert" | "ssl_key" | "ssl_ca" | "tls_version" | "innodb_version" | "protocol_version" | "log_bin" | "skip_name_resolve" | "innodb_file_per_table" | "basedir" | "tmpdir" | "lc_messages" | "event_scheduler" | "gtid_current_pos" | "gtid_binlog_pos" | "binlog_format" | "performance_schema" => {
-                    return Err(Error::new(1238, format!("Variable '{n}' is a read only variable")));
+                    return Err(Error::read_only_variable(&n));
                 }
                 _ => v,
             };

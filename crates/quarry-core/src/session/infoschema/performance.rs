@@ -167,10 +167,7 @@ impl Session {
     /// MariaDB asks for PROCESS before it shows the InnoDB tables.
     pub(super) fn require_process(&self) -> Result<()> {
         if self.privileges().global & PROCESS == 0 {
-            return Err(Error::new(
-                1227,
-                "Access denied; you need (at least one of) the PROCESS privilege(s) for this operation",
-            ));
+            return Err(Error::need_privilege("PROCESS"));
         }
         Ok(())
     }
