@@ -89,7 +89,7 @@ impl Session {
         }
         let stats = self.stmt_stats.get();
         let examined = quarry_storage_api::HandlerCounters::rows_read_by_this_thread()
-            - stats.rows_read_before;
+            .saturating_sub(stats.rows_read_before);
         let (sent, affected) = match out {
             Ok(Output::Rows { rows, .. }) => (rows.len() as u64, 0),
             Ok(Output::Streamed { rows }) => (*rows, 0),
