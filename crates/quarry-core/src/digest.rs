@@ -5,8 +5,8 @@
 //! `performance_schema` is ON (a startup option, OFF by default as in MariaDB: then the
 //! table is empty, as MariaDB's is).
 //!
-//! Owns: the normalisation and the summary table. Must not touch: running statements
-//! (the session reports each one when it ends).
+//! Owns: the summary table. Must not touch: the digest text (`quarry_sql::digest_text`)
+//! or running statements (the session reports each one when it ends).
 
 use std::collections::HashMap;
 
@@ -17,116 +17,6 @@ use sha2::{Digest as _, Sha256};
 /// Digests kept at most; later new ones are counted under one row of NULL digest, as
 /// MySQL's `performance_schema_digests_size`.
 const MAX_DIGESTS: usize = 5000;
-
-/// The longest digest text kept (`performance_schema_max_digest_length`).
-const MAX_TEXT: usize = 1024;
-
-/// A statement's text with each literal (string, number, hex, bit) as `?`, a list of
-/// them in parentheses as `(...)`, comments dropped and blanks made one space.
-pub fn normalize(sql: &str) -> String {
-    let b = sql.as_bytes();
-    let mut out = String::with_capacity(sql.len().min(MAX_TEXT));
-    let mut i = 0;
-    let word_before = |out: &String| {
-        out.as_bytes()
-            .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'$')
-    };
-    while i < b.len() && out.len() < MAX_TEXT {
-        let c = b[i];
-        match c {
-            b'\'' | b'"' => {
-                i += 1;
-                while i < b.len() {
-                    if b[i] == b'\\' {
-                        i += 2;
-                        continue;
-                    }
-                    if b[i] == c {
-                        if b.get(i + 1) == Some(&c) {
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    i += 1;
-                }
-                i += 1;
-                out.push('?');
-            }
-            b'`' => {
-                let end = b[i + 1..]
-                    .iter()
-                    .position(|x| *x == b'`')
-                    .map_or(b.len(), |p| i + 1 + p + 1);
-                out.push_str(&sql[i..end]);
-                i = end;
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'#' => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let end = sql[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2);
-                i = end;
-            }
-            c if c.is_ascii_whitespace() => {
-                while i < b.len() && b[i].is_ascii_whitespace() {
-                    i += 1;
-                }
-                if !out.is_empty() && !out.ends_with(' ') {
-                    out.push(' ');
-                }
-            }
-            c if c.is_ascii_digit() && !word_before(&out) => {
-                // A number (0x… and 1e5 included), or X'…' handled as a string above.
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
-                    i += 1;
-                }
-                out.push('?');
-            }
-            b'x' | b'X' | b'b' | b'B' if b.get(i + 1) == Some(&b'\'') && !word_before(&out) => {
-                i += 1;
-            }
-            _ => {
-                let ch = sql[i..].chars().next().unwrap_or(' ');
-                out.push(ch);
-                i += ch.len_utf8();
-            }
-        }
-    }
-    let out = out.trim().trim_end_matches(';').trim_end().to_string();
-    fold_lists(&out)
-}
-
-/// `(?, ?, ?)` and `(?,?)` as `(...)`: IN lists and VALUES rows of any length read alike.
-fn fold_lists(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find('(') {
-        out.push_str(&rest[..at]);
-        let inner = &rest[at + 1..];
-        let close = inner.find(')');
-        match close {
-            Some(end) if inner[..end].split(',').all(|p| p.trim() == "?") => {
-                out.push_str("(...)");
-                rest = &inner[end + 1..];
-            }
-            _ => {
-                out.push('(');
-                rest = inner;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
 
 /// One statement's figures, as the session reports them.
 pub struct Run<'a> {
@@ -174,7 +64,7 @@ pub struct Digests {
 
 impl Digests {
     pub fn record(&self, r: &Run) {
-        let text = normalize(r.sql);
+        let text = quarry_sql::digest_text(r.sql);
         if text.is_empty() {
             return;
         }
@@ -231,43 +121,5 @@ impl Digests {
         let mut v: Vec<Summary> = self.by_key.lock().values().cloned().collect();
         v.sort_by_key(|d| std::cmp::Reverse(d.sum_picos));
         v
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::normalize;
-
-    #[test]
-    fn literals_become_placeholders() {
-        for (sql, want) in [
-            (
-                "SELECT v FROM t WHERE id = 17",
-                "SELECT v FROM t WHERE id = ?",
-            ),
-            (
-                "select  *\n from t where s = 'it''s' and x=\"a\\\"b\";",
-                "select * from t where s = ? and x=?",
-            ),
-            (
-                "SELECT * FROM t WHERE id IN (1, 2, 3)",
-                "SELECT * FROM t WHERE id IN (...)",
-            ),
-            (
-                "INSERT INTO t VALUES (1,'a'),(2,'b')",
-                "INSERT INTO t VALUES (...),(...)",
-            ),
-            (
-                "SELECT c2 FROM t1 /* hint */ WHERE k = -1.5e3 -- tail",
-                "SELECT c2 FROM t1 WHERE k = -?",
-            ),
-            (
-                "SELECT `col 1` FROM x WHERE b = X'0A' AND h = 0xff",
-                "SELECT `col 1` FROM x WHERE b = ? AND h = ?",
-            ),
-            ("SELECT f(1, col) FROM t2", "SELECT f(?, col) FROM t2"),
-        ] {
-            assert_eq!(normalize(sql), want, "{sql}");
-        }
     }
 }

@@ -50,8 +50,9 @@ pub struct SlowEntry<'a> {
 struct QueryLog {
     path: Option<PathBuf>,
     file: Option<File>,
-    /// The second of the last entry: a new second starts with the time, as MariaDB's.
-    last_second: Option<i64>,
+    /// The time (to the second) of the last entry: a new second starts with the time,
+    /// as MariaDB's.
+    last_time: Option<String>,
     /// The database the slow log last said `use` of.
     last_db: Option<String>,
 }
@@ -77,12 +78,6 @@ fn short_time(t: &DateTime) -> String {
         t.minute,
         t.second
     )
-}
-
-fn unix_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn open_append(path: &Path) -> std::io::Result<File> {
@@ -258,7 +253,7 @@ impl Logs {
         *l = QueryLog {
             path: Some(path.to_path_buf()),
             file: Some(f),
-            last_second: None,
+            last_time: None,
             last_db: None,
         };
         Ok(())
@@ -285,14 +280,13 @@ impl Logs {
     /// `Quit` and its argument.
     pub(crate) fn general(&self, thread: u64, command: &str, argument: &str) {
         let mut l = self.general.lock();
-        let now = DateTime::now();
-        let second = unix_secs();
-        let time = if l.last_second == Some(second) {
+        let now = short_time(&DateTime::now());
+        let time = if l.last_time.as_deref() == Some(now.as_str()) {
             "\t".to_string()
         } else {
-            short_time(&now)
+            now.clone()
         };
-        l.last_second = Some(second);
+        l.last_time = Some(now);
         if let Some(f) = l.file.as_mut() {
             let line = format!("{time}\t{thread:>6} {command}\t{argument}\n");
             let _ = f.write_all(line.as_bytes());
@@ -303,12 +297,12 @@ impl Logs {
     pub(crate) fn slow(&self, e: &SlowEntry) {
         let mut l = self.slow.lock();
         let mut out = String::new();
-        let second = unix_secs();
-        if l.last_second != Some(second) {
-            out.push_str(&format!("# Time: {}\n", short_time(&DateTime::now())));
+        let now = short_time(&DateTime::now());
+        if l.last_time.as_deref() != Some(now.as_str()) {
+            out.push_str(&format!("# Time: {now}\n"));
         }
-        l.last_second = Some(second);
-        let loopback = e.host.starts_with("127.") || e.host == "::1" || e.host == "localhost";
+        l.last_time = Some(now);
+        let loopback = e.host == "localhost" || crate::accounts::is_loopback(e.host);
         out.push_str(&format!(
             "# User@Host: {}[{}] @ {} [{}]\n",
             e.user,

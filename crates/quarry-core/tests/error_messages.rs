@@ -109,3 +109,24 @@ fn unknown_and_ambiguous_columns_name_their_clause() {
     }
     drop(dir);
 }
+
+/// SHOW COUNT(*) ERRORS names its column @@session.error_count (it said warning_count),
+/// SHOW COUNT(*) WARNINGS @@session.warning_count: MariaDB 10.11.19's headings.
+#[test]
+fn show_count_names_its_column() {
+    let (_dir, db) = fresh_db("show-count");
+    let mut s = db.session("root", "localhost");
+    assert!(s.query("SELECT nosuch").is_err());
+    for (sql, want) in [
+        ("SHOW COUNT(*) ERRORS", "@@session.error_count"),
+        ("SHOW COUNT(*) WARNINGS", "@@session.warning_count"),
+    ] {
+        match s.query(sql).unwrap().pop().unwrap() {
+            quarry_core::Output::Rows { columns, rows } => {
+                assert_eq!(columns[0].name, want, "{sql}");
+                assert_eq!(rows[0][0].to_string(), "1", "{sql}");
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+}

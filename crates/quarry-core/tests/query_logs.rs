@@ -43,6 +43,14 @@ fn the_slow_log_holds_statements_past_long_query_time() {
         ["20", "30"]
     );
     s.query("UPDATE t SET b = b + 1 WHERE id = 2").unwrap();
+    // Slow_queries counts them (mariadb-admin status said 0 whatever ran).
+    let slow: i64 = lines(&mut s, "SHOW GLOBAL STATUS LIKE 'Slow_queries'")[0]
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(slow >= 3, "Slow_queries {slow}");
     s.query("SET GLOBAL slow_query_log = 0").unwrap();
     s.query("SELECT 'not logged'").unwrap();
     let log = std::fs::read_to_string(&file).unwrap();

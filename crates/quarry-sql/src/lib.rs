@@ -16,11 +16,13 @@ pub use sqlparser::ast;
 mod accounts;
 mod binary_literals;
 mod dialect;
+mod digest_text;
 mod grants;
 mod into_file;
 mod long_literals;
 
 pub use binary_literals::hex_binary_literals;
+pub use digest_text::digest_text;
 
 pub use accounts::{AccountOptions, PasswordLifetime, Secret};
 pub use grants::{GrantOn, GranteeSpec, PrivItem};

@@ -2009,7 +2009,7 @@ impl Session {
                     .get(id)
                     .ok_or_else(|| Error::new(1094, format!("Unknown thread id: {id}")))?;
                 // Another account's thread: CONNECTION ADMIN (or SUPER), else 1095.
-                let own = p.user == self.info.user && p.account_host == self.info.account_host;
+                let own = self.is_own(p);
                 if !own
                     && self.privileges().global
                         & (crate::privileges::SUPER | crate::privileges::CONNECTION_ADMIN)

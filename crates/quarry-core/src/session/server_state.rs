@@ -13,13 +13,8 @@ impl Session {
     /// SHOW PROCESSLIST's rows: Id, User, Host, db, Command, Time, State, Info, Progress.
     /// Without PROCESS an account sees its own threads only.
     pub(super) fn process_rows(&self) -> Vec<Row> {
-        let all = self.privileges().global & crate::privileges::PROCESS != 0;
-        self.db
-            .processes()
+        self.visible_processes()
             .into_iter()
-            .filter(|p| {
-                all || (p.user == self.info.user && p.account_host == self.info.account_host)
-            })
             .map(|p| {
                 let progress = p.progress.lock().clone();
                 vec![
@@ -43,6 +38,21 @@ impl Session {
                     )),
                 ]
             })
+            .collect()
+    }
+
+    /// A connection of this session's account.
+    pub(super) fn is_own(&self, p: &crate::ProcessInfo) -> bool {
+        p.user == self.info.user && p.account_host == self.info.account_host
+    }
+
+    /// The connections the account may see: all of them with PROCESS, else its own.
+    pub(super) fn visible_processes(&self) -> Vec<std::sync::Arc<crate::ProcessInfo>> {
+        let all = self.privileges().global & crate::privileges::PROCESS != 0;
+        self.db
+            .processes()
+            .into_iter()
+            .filter(|p| all || self.is_own(p))
             .collect()
     }
 

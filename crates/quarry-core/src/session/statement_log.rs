@@ -137,7 +137,8 @@ impl Session {
     }
 }
 
-/// A value as an SQL literal (the general log's Execute lines).
+/// A value as an SQL literal, as MariaDB's general log writes an Execute's parameters
+/// (`'it\'s'`: backslash escapes, not doubled quotes).
 fn literal(v: &Value) -> String {
     match v {
         Value::Null => "NULL".into(),

@@ -293,11 +293,11 @@ impl<'a> Binder<'a> {
         let mut num = |e: &A| -> Result<u64> {
             if let Expr::Param(n) = self.bind_expr(e)? {
                 self.limit_has_params = true;
-                return match &self.param_values {
+                return Ok(match &self.param_values {
                     Some(v) => limit_param(v.get(n).unwrap_or(&Value::Null)),
                     // Preparing: the count is known at EXECUTE.
-                    None => Ok(u64::MAX),
-                };
+                    None => u64::MAX,
+                });
             }
             let x = self.bind_const(e)?;
             match x {
@@ -2532,34 +2532,29 @@ pub fn literal(v: &ast::Value, _b: &mut Binder) -> Result<Value> {
     })
 }
 
-/// A `LIMIT ?` or `OFFSET ?` parameter as MariaDB counts it: NULL is 0, numbers round,
-/// strings count by their leading integer ('2.6' and '2x' are 2, 'abc' is 0); negative
-/// or past BIGINT UNSIGNED is 1210.
-fn limit_param(v: &Value) -> Result<u64> {
-    let rounded = |d: f64| {
-        let r = d.round();
-        if (0.0..1.8446744073709552e19).contains(&r) {
-            Ok(r as u64)
+/// A `LIMIT ?` or `OFFSET ?` parameter as MariaDB counts one sent in COM_STMT_EXECUTE:
+/// NULL is 0; a DOUBLE rounds half to even, a DECIMAL half away from zero; a string counts
+/// by its leading integer ('2.6' and '2x' are 2, 'abc' is 0); a negative count is read as
+/// unsigned (no limit), as is one past BIGINT UNSIGNED.
+fn limit_param(v: &Value) -> u64 {
+    let signed = |n: i128| {
+        if n < 0 {
+            n.max(i64::MIN as i128) as i64 as u64
         } else {
-            Err(Error::wrong_execute_arguments())
+            n.min(u64::MAX as i128) as u64
         }
     };
     match v {
-        Value::Null => Ok(0),
-        Value::Int(i) => u64::try_from(*i).map_err(|_| Error::wrong_execute_arguments()),
-        Value::UInt(u) => Ok(*u),
-        Value::Double(d) => rounded(*d),
-        Value::Decimal(d) => rounded(d.to_f64()),
-        Value::Str(s) => leading_count(s),
-        Value::Bytes(b) => leading_count(&String::from_utf8_lossy(b)),
-        _ => Err(Error::wrong_execute_arguments()),
+        Value::Null => 0,
+        Value::UInt(u) => *u,
+        Value::Double(d) => signed(d.round_ties_even() as i128),
+        Value::Decimal(d) => signed(d.to_f64().round() as i128),
+        Value::Str(s) => signed(crate::expr::leading_integer(s).unwrap_or(i128::MAX)),
+        Value::Bytes(b) => {
+            signed(crate::expr::leading_integer(&String::from_utf8_lossy(b)).unwrap_or(i128::MAX))
+        }
+        other => signed(other.to_i64() as i128),
     }
-}
-
-fn leading_count(s: &str) -> Result<u64> {
-    crate::expr::leading_integer(s)
-        .and_then(|n| u64::try_from(n).ok())
-        .ok_or_else(Error::wrong_execute_arguments)
 }
 
 /// The first 256 characters of `x`'s text (a name is cut at 255): writing the text of a

@@ -51,7 +51,7 @@ const USER_COLUMNS: [Privs; 30] = [
 ];
 
 /// mysql.db's privilege columns after Host, Db and User.
-const DB_COLUMNS: [Privs; 19] = [
+const DB_COLUMNS: [Privs; 20] = [
     p::SELECT,
     p::INSERT,
     p::UPDATE,
@@ -71,6 +71,7 @@ const DB_COLUMNS: [Privs; 19] = [
     p::EXECUTE,
     p::EVENT,
     p::TRIGGER,
+    p::DELETE_HISTORY,
 ];
 
 /// A table grant's privileges as tables_priv's SET names them.
@@ -193,7 +194,6 @@ impl Session {
                 .map(|(((user, host), db), privs)| {
                     let mut r = vec![s(host), s(db), s(user)];
                     r.extend(DB_COLUMNS.iter().map(|b| yn(*privs, *b)));
-                    r.push(yn(*privs, p::DELETE_HISTORY));
                     r
                 })
                 .collect(),

@@ -16,18 +16,6 @@ use crate::privileges::PROCESS;
 use crate::session::Session;
 
 impl Session {
-    /// The connections the account may see: all of them with PROCESS, else its own.
-    fn visible_processes(&self) -> Vec<std::sync::Arc<crate::ProcessInfo>> {
-        let all = self.privileges().global & PROCESS != 0;
-        self.db
-            .processes()
-            .into_iter()
-            .filter(|p| {
-                all || (p.user == self.info.user && p.account_host == self.info.account_host)
-            })
-            .collect()
-    }
-
     pub(super) fn performance_rows(&self, name: &str) -> Vec<Row> {
         match name {
             "threads" => self
@@ -73,8 +61,7 @@ impl Session {
                 let own = name == "session_account_connect_attrs";
                 let mut rows = vec![];
                 for p in self.db.processes() {
-                    if own && (p.user != self.info.user || p.account_host != self.info.account_host)
-                    {
+                    if own && !self.is_own(&p) {
                         continue;
                     }
                     for (i, (k, v)) in p.connect_attrs.get().into_iter().flatten().enumerate() {
