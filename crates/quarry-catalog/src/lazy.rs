@@ -304,6 +304,9 @@ impl Table for LazyTable {
     fn end_bulk(&self) -> Result<()> {
         self.table()?.end_bulk()
     }
+    fn set_keys_disabled(&self, disabled: bool) -> Result<bool> {
+        self.table()?.set_keys_disabled(disabled)
+    }
     /// A table never opened has nothing to write.
     fn flush(&self) -> Result<()> {
         match self.open.get() {

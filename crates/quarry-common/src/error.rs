@@ -55,6 +55,16 @@ impl Error {
         }
     }
 
+    /// 1031: e.g. ALTER TABLE … DISABLE KEYS on an engine that has no such mode.
+    pub fn engine_lacks_option(engine: &str, db: &str, table: &str) -> Error {
+        Error::new(
+            1031,
+            format!(
+                "Storage engine {engine} of the table `{db}`.`{table}` doesn't have this option"
+            ),
+        )
+    }
+
     pub fn syntax(msg: impl fmt::Display) -> Error {
         Error::new(1064, format!("You have an error in your SQL syntax; {msg}"))
     }

@@ -50,6 +50,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -304,6 +305,11 @@ struct State {
     /// deleted).
     wbuf_recs: Vec<u64>,
     bulk: bool,
+    /// ALTER TABLE … DISABLE KEYS: entries of the non-unique indexes collect in `pending`
+    /// across statements until ENABLE KEYS, or until something reads or removes entries
+    /// of the table's indexes (`settle`). Committed rows may then be missing from the
+    /// index files, so the dirty marker stands meanwhile: a crash rebuilds them at open.
+    keys_disabled: bool,
     /// Flush size while `bulk` (bytes).
     write_buffer: usize,
     /// Free slots by payload capacity, as offsets: the lowest is reused first, so slots
@@ -315,8 +321,9 @@ struct State {
     quarantine: HashMap<TxnId, BTreeMap<u64, u32>>,
     free_bytes: u64,
     live_rows: u64,
-    /// Index entries collected during a bulk bracket, per index (non-unique ones only),
-    /// sorted in bounded memory (`SORT_BUDGET` each) when the bracket ends.
+    /// Index entries collected during a bulk bracket or while keys are disabled, per
+    /// index (non-unique ones only), sorted in bounded memory (`SORT_BUDGET` each) when
+    /// they go into the trees.
     pending: Vec<ExternalSorter>,
     /// The dirty marker exists (a change since the last sync).
     marked_dirty: bool,
@@ -339,6 +346,8 @@ pub struct RowTable {
     /// Rows inserted, updated or deleted since open (ages the index statistics).
     changes: std::sync::atomic::AtomicU64,
     index_stats: Mutex<Vec<Option<IndexStat>>>,
+    /// `State::keys_disabled`, readable without the lock by index reads (which settle).
+    keys_off: AtomicBool,
 }
 
 /// Distinct key-prefix counts of one index, as of `rows_at` live rows.
@@ -436,12 +445,14 @@ impl RowTable {
             dirty_marker,
             changes: std::sync::atomic::AtomicU64::new(0),
             index_stats: Mutex::new(Vec::new()),
+            keys_off: AtomicBool::new(false),
             state: Mutex::new(State {
                 end: len,
                 wbuf: Vec::new(),
                 wbuf_start: len,
                 wbuf_recs: Vec::new(),
                 bulk: false,
+                keys_disabled: false,
                 write_buffer: WRITE_BUFFER,
                 free: BTreeMap::new(),
                 quarantine: HashMap::new(),
@@ -619,6 +630,7 @@ impl RowTable {
     /// Distinct values of each key prefix of index `index`, by one pass over its entries
     /// (entries not yet in the tree during a bulk load are left out).
     fn count_distinct(&self, index: usize) -> Result<Vec<u64>> {
+        self.settle_deferred()?;
         let ix = &self.schema.indexes[index];
         let cols = self.key_cols(ix);
         let n = cols.len();
@@ -815,13 +827,45 @@ impl RowTable {
     fn index_add(&self, st: &mut State, row: &Row, id: RowId) -> Result<()> {
         for (n, ix) in self.schema.indexes.iter().enumerate() {
             let e = self.entry(ix, row, id);
-            if st.bulk && !ix.unique {
+            if (st.bulk || st.keys_disabled) && !ix.unique {
                 st.pending[n].push(&e)?;
             } else {
                 self.trees[n].insert(&e)?;
             }
         }
         Ok(())
+    }
+
+    /// Put the pending entries into the trees: sorted, bottom-up into an empty tree, else
+    /// in key order (neighbouring inserts touch the same pages).
+    fn settle(&self, st: &mut State) -> Result<()> {
+        for (tree, pending) in self.trees.iter().zip(st.pending.iter_mut()) {
+            if pending.is_empty() {
+                continue;
+            }
+            let sorted = std::mem::replace(pending, ExternalSorter::new(SORT_BUDGET)).finish()?;
+            if tree.is_empty()? && tree.pages()? == 2 {
+                bulk_load_all(tree, sorted)?;
+            } else {
+                for e in sorted {
+                    tree.insert(&e?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// While keys are disabled, what reads the trees first settles the entries deferred
+    /// (outside a bulk statement, whose entries settle when it ends).
+    fn settle_deferred(&self) -> Result<()> {
+        if !self.keys_off.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut st = self.state.lock();
+        if st.bulk {
+            return Ok(());
+        }
+        self.settle(&mut st)
     }
 
     fn index_remove(&self, st: &mut State, row: &Row, id: RowId) -> Result<()> {
@@ -1197,6 +1241,8 @@ impl Table for RowTable {
         if self.state.lock().bulk {
             return Ok(false);
         }
+        // Kept index files move as they are: with every entry in them.
+        self.settle_deferred()?;
         // Everything on disk first (the kept index files move as they are), then the
         // marker: until the new definition is committed, a crash rebuilds the indexes.
         self.sync()?;
@@ -1277,6 +1323,7 @@ impl Table for RowTable {
         ) else {
             return Err(Error::internal("no such index"));
         };
+        self.settle_deferred()?;
         HandlerCounters::add(&self.counters.read_key, 1);
         let Some((mut lo, mut hi)) = self.byte_bounds(ix, scan.lo, scan.hi) else {
             return Ok(());
@@ -1495,6 +1542,11 @@ impl Table for RowTable {
         let (slot, old) = self.read_record(&mut st, id)?;
         self.check_unique(&row, Some(id))?;
         self.mark_dirty(&mut st)?;
+        if st.keys_disabled {
+            // The old entries may wait in the sorters (taking one back from there is a
+            // search through all of them).
+            self.settle(&mut st)?;
+        }
         let len = self.encode_scratch(&mut st, &row);
         // Keys are encoded once; entries whose key and row id stay the same are left alone.
         let moves = len > slot as usize;
@@ -1537,6 +1589,9 @@ impl Table for RowTable {
         let mut st = self.state.lock();
         let (slot, old) = self.read_record(&mut st, id)?;
         self.mark_dirty(&mut st)?;
+        if st.keys_disabled {
+            self.settle(&mut st)?;
+        }
         self.mark_deleted(&mut st, id, slot)?;
         self.index_remove(&mut st, &old, id)?;
         for s in st.side.iter_mut() {
@@ -1589,20 +1644,36 @@ impl Table for RowTable {
         let mut st = self.state.lock();
         st.bulk = false;
         self.flush_locked(&mut st)?;
-        for (tree, pending) in self.trees.iter().zip(st.pending.iter_mut()) {
-            if pending.is_empty() {
-                continue;
-            }
-            let sorted = std::mem::replace(pending, ExternalSorter::new(SORT_BUDGET)).finish()?;
-            if tree.is_empty()? && tree.pages()? == 2 {
-                bulk_load_all(tree, sorted)?;
-            } else {
-                for e in sorted {
-                    tree.insert(&e?)?;
-                }
-            }
+        if st.keys_disabled {
+            return Ok(());
         }
-        Ok(())
+        self.settle(&mut st)
+    }
+
+    /// DISABLE KEYS: from the next insert on, the non-unique indexes' entries wait in
+    /// the sorters (the marker first, so committed rows whose entries wait are rebuilt
+    /// into the indexes after a crash). ENABLE KEYS puts them in and syncs, which removes
+    /// the marker.
+    fn set_keys_disabled(&self, disabled: bool) -> Result<bool> {
+        {
+            let mut st = self.state.lock();
+            if disabled == st.keys_disabled {
+                return Ok(true);
+            }
+            if disabled {
+                if !st.marked_dirty {
+                    self.write_marker(&mut st)?;
+                }
+            } else if !st.bulk {
+                self.settle(&mut st)?;
+            }
+            st.keys_disabled = disabled;
+            self.keys_off.store(disabled, Ordering::Release);
+        }
+        if !disabled {
+            self.sync()?;
+        }
+        Ok(true)
     }
 
     fn flush(&self) -> Result<()> {
@@ -1618,7 +1689,7 @@ impl Table for RowTable {
         for s in st.side.iter_mut() {
             s.sync()?;
         }
-        if st.bulk {
+        if st.bulk || st.pending.iter().any(|p| !p.is_empty()) {
             return Ok(());
         }
         for t in &self.trees {
@@ -1645,6 +1716,7 @@ impl Table for RowTable {
     }
 
     fn check(&self) -> Result<Vec<String>> {
+        self.settle_deferred()?;
         let end = {
             let mut st = self.state.lock();
             self.flush_locked(&mut st)?;

@@ -297,18 +297,14 @@ pub fn unwrap_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
 /// Rewrite each occurrence of the word sequence `phrase` (any case, any whitespace
 /// between): `replace` gets the token indexes of its words and of the token after the
 /// phrase, and edits the tokens' texts. `sql` comes back as it was when it cannot hold
-/// `phrase` (its last word is looked for first, without tokenizing).
+/// `phrase` (its last word is looked for first in `sql`'s [`bare_text`]).
 fn rewrite_phrase<'a>(
     sql: &'a str,
+    bare: &str,
     phrase: &[&str],
     replace: impl Fn(&[usize], Option<(usize, &Token)>, &mut [String]),
 ) -> std::borrow::Cow<'a, str> {
-    let last = phrase[phrase.len() - 1].as_bytes();
-    if !sql
-        .as_bytes()
-        .windows(last.len())
-        .any(|w| w.eq_ignore_ascii_case(last))
-    {
+    if !bare.contains(phrase[phrase.len() - 1]) {
         return std::borrow::Cow::Borrowed(sql);
     }
     let Some((toks, words, mut out)) = for_rewrite(sql) else {
@@ -380,9 +376,9 @@ fn token_offsets(sql: &str, toks: &[TokenWithSpan]) -> Option<Vec<usize>> {
 
 /// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (the parser does not know it): the snapshot
 /// is taken when the transaction starts anyway, so the clause is dropped.
-fn drop_consistent_snapshot(sql: &str) -> std::borrow::Cow<'_, str> {
+fn drop_consistent_snapshot<'a>(sql: &'a str, bare: &str) -> std::borrow::Cow<'a, str> {
     let phrase = ["START", "TRANSACTION", "WITH", "CONSISTENT", "SNAPSHOT"];
-    rewrite_phrase(sql, &phrase, |w, next, out| {
+    rewrite_phrase(sql, bare, &phrase, |w, next, out| {
         for s in &mut out[w[2]..=w[4]] {
             s.clear();
         }
@@ -400,13 +396,19 @@ const DELETE_IGNORE_HINT: &str = "QUARRY_IGNORE";
 /// MySQL's modifiers after a statement's `UPDATE` / `DELETE` (`LOW_PRIORITY`, `QUICK`,
 /// `IGNORE`, which the parser does not take): dropped, and IGNORE kept as `UPDATE OR
 /// IGNORE` (the parser's conflict clause) or a `DELETE` hint (see [`delete_ignores`]).
-fn dml_modifiers(sql: &str) -> std::borrow::Cow<'_, str> {
-    let holds = |w: &str| {
-        sql.as_bytes()
-            .windows(w.len())
-            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
+fn dml_modifiers<'a>(sql: &'a str, bare: &str) -> std::borrow::Cow<'a, str> {
+    let rest = &sql.as_bytes()[skip_blank(sql, 0)..];
+    let verb = |v: &[u8]| {
+        rest.get(..v.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(v))
+            && rest
+                .get(v.len())
+                .is_none_or(|c| !c.is_ascii_alphanumeric() && *c != b'_')
     };
-    if !(holds("IGNORE") || holds("LOW_PRIORITY") || holds("QUICK")) {
+    if !(verb(b"UPDATE") || verb(b"DELETE")) {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    if !(bare.contains("IGNORE") || bare.contains("LOW_PRIORITY") || bare.contains("QUICK")) {
         return std::borrow::Cow::Borrowed(sql);
     }
     let Some((toks, words, mut out)) = for_rewrite(sql) else {
@@ -456,15 +458,15 @@ pub fn update_ignores(u: &ast::Update) -> bool {
 
 /// MySQL's `CREATE SCHEMA` is `CREATE DATABASE`, options and all (`sqlparser` reads no
 /// CHARACTER SET after CREATE SCHEMA).
-fn schema_as_database(sql: &str) -> std::borrow::Cow<'_, str> {
-    rewrite_phrase(sql, &["CREATE", "SCHEMA"], |w, _, out| {
+fn schema_as_database<'a>(sql: &'a str, bare: &str) -> std::borrow::Cow<'a, str> {
+    rewrite_phrase(sql, bare, &["CREATE", "SCHEMA"], |w, _, out| {
         out[w[1]] = "DATABASE".into();
     })
 }
 
 /// MySQL's `LOCK IN SHARE MODE` is `FOR SHARE` (which `sqlparser` parses).
-fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
-    rewrite_phrase(sql, &["LOCK", "IN", "SHARE", "MODE"], |w, _, out| {
+fn share_mode_as_for_share<'a>(sql: &'a str, bare: &str) -> std::borrow::Cow<'a, str> {
+    rewrite_phrase(sql, bare, &["LOCK", "IN", "SHARE", "MODE"], |w, _, out| {
         for s in &mut out[w[0]..=w[3]] {
             s.clear();
         }
@@ -475,7 +477,7 @@ fn share_mode_as_for_share(sql: &str) -> std::borrow::Cow<'_, str> {
 /// MySQL's compound interval units (`INTERVAL '1:30' HOUR_MINUTE`), which `sqlparser`
 /// does not know, as the SQL standard's `HOUR TO MINUTE` (which it parses); only right
 /// after `INTERVAL` and a literal, so a column named `day_hour` stays one.
-fn compound_interval_units(sql: &str) -> std::borrow::Cow<'_, str> {
+fn compound_interval_units<'a>(sql: &'a str, bare: &str) -> std::borrow::Cow<'a, str> {
     const UNITS: [&str; 11] = [
         "YEAR_MONTH",
         "DAY_HOUR",
@@ -489,8 +491,7 @@ fn compound_interval_units(sql: &str) -> std::borrow::Cow<'_, str> {
         "MINUTE_MICROSECOND",
         "SECOND_MICROSECOND",
     ];
-    let upper = sql.to_ascii_uppercase();
-    if !UNITS.iter().any(|u| upper.contains(u)) {
+    if !bare.contains("INTERVAL") || !UNITS.iter().any(|u| bare.contains(u)) {
         return std::borrow::Cow::Borrowed(sql);
     }
     let Some((toks, words, mut out)) = for_rewrite(sql) else {
@@ -529,6 +530,53 @@ pub fn parse(sql: &str) -> Result<Vec<Stmt>> {
         return Ok(out);
     }
     parse_one_text(sql)
+}
+
+/// The text of `sql` outside quoted strings and names and comments, upper-cased: where
+/// the rewrites look for their words before tokenizing the whole text. A dump's INSERT
+/// holds megabytes of literals, whose words (a `MODE` in a product name) must not cost a
+/// tokenizing. Comments are the tokenizer's: `#`, `-- ` (a blank after), `/* */`. Each
+/// skipped stretch leaves a space, so words on both sides of it stay apart.
+fn bare_text(sql: &str) -> String {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let skip_to = match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != q {
+                    j += if b[j] == b'\\' && q != b'`' { 2 } else { 1 };
+                }
+                j + 1
+            }
+            b'#' => line_end(b, i),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                line_end(b, i)
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => match sql[i + 2..].find("*/") {
+                Some(e) => i + 2 + e + 2,
+                None => b.len(),
+            },
+            c => {
+                out.push(c.to_ascii_uppercase());
+                i += 1;
+                continue;
+            }
+        };
+        out.push(b' ');
+        i = skip_to.min(b.len());
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn line_end(b: &[u8], from: usize) -> usize {
+    b[from..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |n| from + n)
 }
 
 /// Byte offsets of the `;`s of `sql` outside quotes, backquotes and comments.
@@ -570,6 +618,9 @@ fn statement_ends(sql: &str) -> Vec<usize> {
 
 /// `sql` cut at each `;` outside quotes, backquotes and comments; empty pieces dropped.
 pub fn split_statements(sql: &str) -> Vec<&str> {
+    if !sql.contains(';') {
+        return vec![sql];
+    }
     let mut out = vec![];
     let mut start = 0;
     for end in statement_ends(sql) {
@@ -633,11 +684,13 @@ pub fn second_statement(sql: &str) -> Option<usize> {
 
 fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     let sql = unwrap_versioned_comments(sql);
-    let sql = drop_consistent_snapshot(&sql);
-    let sql = share_mode_as_for_share(&sql);
-    let sql = schema_as_database(&sql);
-    let sql = dml_modifiers(&sql);
-    let sql = compound_interval_units(&sql);
+    // The rewrites add none of the words the others look for.
+    let bare = bare_text(&sql);
+    let sql = drop_consistent_snapshot(&sql, &bare);
+    let sql = share_mode_as_for_share(&sql, &bare);
+    let sql = schema_as_database(&sql, &bare);
+    let sql = dml_modifiers(&sql, &bare);
+    let sql = compound_interval_units(&sql, &bare);
     let trimmed = sql.trim().trim_end_matches(';').trim();
     if trimmed.is_empty() {
         return Err(Error::new(1065, "Query was empty"));
@@ -1346,6 +1399,36 @@ fn parse_load_data(sql: &str) -> Result<Stmt> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rewrites' pre-test reads words outside literals, names and comments only,
+    /// and a quote inside a comment or a literal does not hide the words after it.
+    #[test]
+    fn bare_text_skips_literals_names_and_comments() {
+        for (sql, word, want) in [
+            ("SELECT 'LOCK IN SHARE MODE'", "MODE", false),
+            ("SELECT 1 LOCK IN SHARE mode", "MODE", true),
+            ("SELECT `mode` FROM t", "MODE", false),
+            ("SELECT 1 /* mode */", "MODE", false),
+            ("SELECT 1 # mode", "MODE", false),
+            ("SELECT 1 -- mode", "MODE", false),
+            ("SELECT 1--mode", "MODE", true),
+            ("/* don't */ SELECT 1 FOR SHARE MODE", "MODE", true),
+            ("SELECT 'it''s', 'a\\'b' MODE", "MODE", true),
+            ("SELECT 'a\\'' MODE", "MODE", true),
+            ("SELECT 'a\\' MODE", "MODE", false),
+            ("SELECT 'never closed MODE", "MODE", false),
+        ] {
+            assert_eq!(bare_text(sql).contains(word), want, "{sql}");
+        }
+        // The rewrites still happen after a comment holding a quote.
+        for sql in [
+            "/* don't */ START TRANSACTION WITH CONSISTENT SNAPSHOT",
+            "/* it's */ DELETE QUICK FROM t WHERE a = 'QUICK'",
+            "# it's\nSELECT * FROM t LOCK IN SHARE MODE",
+        ] {
+            parse(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        }
+    }
 
     /// A statement a text rewrite touches (IGNORE, SCHEMA, LOCK IN SHARE MODE, …) keeps
     /// its string literals as written: `INSERT IGNORE … ('C:\\temp')` stored a tab, and

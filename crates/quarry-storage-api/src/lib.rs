@@ -452,6 +452,12 @@ pub trait Table: Send + Sync {
     fn end_bulk(&self) -> Result<()> {
         self.flush()
     }
+    /// ALTER TABLE … DISABLE KEYS (`true`) / ENABLE KEYS: an engine may defer the
+    /// non-unique indexes' entries until keys are enabled again (MyISAM's bulk-load
+    /// mode), as long as every index read still sees them. False: no such option.
+    fn set_keys_disabled(&self, _disabled: bool) -> Result<bool> {
+        Ok(false)
+    }
     /// Make everything written so far reach the file system (and disk with `sync`).
     fn flush(&self) -> Result<()>;
     fn sync(&self) -> Result<()>;

@@ -672,6 +672,9 @@ impl Table for MvccTable {
     fn end_bulk(&self) -> Result<()> {
         self.inner.end_bulk()
     }
+    fn set_keys_disabled(&self, disabled: bool) -> Result<bool> {
+        self.inner.set_keys_disabled(disabled)
+    }
     fn flush(&self) -> Result<()> {
         self.inner.flush()
     }

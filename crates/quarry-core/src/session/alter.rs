@@ -9,6 +9,30 @@ use quarry_sql::ast;
 use super::{synth_constraint, Output, Session, StmtSink};
 
 impl Session {
+    /// ALTER TABLE t DISABLE KEYS / ENABLE KEYS. The row engine defers the non-unique
+    /// indexes' entries until ENABLE KEYS, as MyISAM (a dump's rows then go into the
+    /// indexes sorted, at once) under whatever engine name the table has; the note that
+    /// the engine has no such option comes where MariaDB's engine of that name gives it
+    /// (InnoDB, MEMORY) and from an engine that cannot defer.
+    pub(super) fn alter_keys(
+        &mut self,
+        db: Option<&str>,
+        table: &str,
+        enable: bool,
+    ) -> Result<Output> {
+        let db = self.require_db(db)?;
+        let entry = self.db.catalog.table(&db, table)?;
+        let deferred = entry.handle.set_keys_disabled(!enable)?;
+        let named_without = ["InnoDB", "Memory"]
+            .iter()
+            .any(|e| entry.def.engine.eq_ignore_ascii_case(e));
+        if !deferred || named_without {
+            let e = Error::engine_lacks_option(&entry.def.engine, &db, table);
+            self.warnings.push(("Note".into(), e.code, e.message));
+        }
+        Ok(Output::ok(0))
+    }
+
     pub(super) fn alter_table(&mut self, at: &ast::AlterTable, sink: &StmtSink) -> Result<Output> {
         let (db, t) = self.split_name(&at.name)?;
         let entry = self.db.catalog.table(&db, &t)?;

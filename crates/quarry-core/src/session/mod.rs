@@ -290,7 +290,10 @@ fn is_read_only(stmt: &Stmt) -> bool {
                 | S::Set(_)
                 | S::Use(_)
         ),
-        Stmt::LoadData(_) | Stmt::TableMaintenance { .. } | Stmt::AlterEngine { .. } => false,
+        Stmt::LoadData(_)
+        | Stmt::TableMaintenance { .. }
+        | Stmt::AlterEngine { .. }
+        | Stmt::AlterKeys { .. } => false,
         _ => true,
     }
 }
@@ -326,8 +329,10 @@ fn read_lock(stmt: &Stmt) -> Option<quarry_txn::LockMode> {
 }
 
 fn is_ddl(stmt: &Stmt) -> bool {
-    matches!(stmt, Stmt::AlterEngine { .. } | Stmt::AlterDatabase { .. })
-        || matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
+    matches!(
+        stmt,
+        Stmt::AlterEngine { .. } | Stmt::AlterKeys { .. } | Stmt::AlterDatabase { .. }
+    ) || matches!(stmt, Stmt::Ast(s) if matches!(**s, S::CreateTable(_) | S::CreateView(_) | S::Drop { .. } | S::AlterTable(_) | S::CreateDatabase { .. } | S::CreateSchema { .. } | S::Truncate(_) | S::RenameTable(_) | S::CreateIndex(_)))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -622,16 +627,19 @@ impl Session {
     /// (`SELECT`, `WITH`, `(`). Anything else — LOAD DATA, which reads from the client
     /// while it runs, and a text starting with a comment included — is collected.
     pub fn streams(sql: &str) -> bool {
-        let parts = quarry_sql::split_statements(sql);
-        if parts.len() != 1 {
+        let query = |t: &str| {
+            let word = |w: &str| {
+                t.get(..w.len()).is_some_and(|p| p.eq_ignore_ascii_case(w))
+                    && t[w.len()..].starts_with(|c: char| c.is_whitespace() || c == '(')
+            };
+            t.starts_with('(') || word("SELECT") || word("WITH")
+        };
+        // The first word before the split: a dump's INSERT is megabytes to cut.
+        if !query(sql.trim_start_matches(|c: char| c.is_whitespace() || c == ';')) {
             return false;
         }
-        let t = parts[0].trim_start();
-        let word = |w: &str| {
-            t.get(..w.len()).is_some_and(|p| p.eq_ignore_ascii_case(w))
-                && t[w.len()..].starts_with(|c: char| c.is_whitespace() || c == '(')
-        };
-        t.starts_with('(') || word("SELECT") || word("WITH")
+        let parts = quarry_sql::split_statements(sql);
+        parts.len() == 1 && query(parts[0].trim_start())
     }
 
     /// Run one statement whose result rows go to `out` as they are produced (a SELECT;
@@ -1325,20 +1333,8 @@ impl Session {
                     rows: vec![],
                 });
             }
-            // Index maintenance is never deferred: as InnoDB, a note says the engine has
-            // no such option (MyISAM would build the non-unique indexes at ENABLE).
-            Stmt::AlterKeys { db, table, .. } => {
-                let db = self.require_db(db.as_deref())?;
-                let entry = self.db.catalog.table(&db, table)?;
-                self.warnings.push((
-                    "Note".into(),
-                    1031,
-                    format!(
-                        "Storage engine {} of the table `{db}`.`{table}` doesn't have this option",
-                        entry.def.engine
-                    ),
-                ));
-                return Ok(Output::ok(0));
+            Stmt::AlterKeys { db, table, enable } => {
+                return self.alter_keys(db.as_deref(), table, *enable);
             }
             Stmt::AlterEngine { db, table, engine } => {
                 let db = self.require_db(db.as_deref())?;

@@ -167,11 +167,13 @@ impl Session {
                     }
                 }
             }
-            Stmt::AlterEngine { db, table, .. } => u.writes.push(TableRef {
-                db: self.require_db(db.as_deref())?,
-                table: table.clone(),
-                alias: None,
-            }),
+            Stmt::AlterEngine { db, table, .. } | Stmt::AlterKeys { db, table, .. } => {
+                u.writes.push(TableRef {
+                    db: self.require_db(db.as_deref())?,
+                    table: table.clone(),
+                    alias: None,
+                })
+            }
             _ => {}
         }
         u.writes_any |= !u.writes.is_empty() || !u.creates.is_empty() || u.renames;
