@@ -263,6 +263,33 @@ impl Error {
             ),
         )
     }
+    pub fn not_unique_table(name: &str) -> Error {
+        Error::new(1066, format!("Not unique table/alias: '{name}'"))
+    }
+    pub fn union_column_count() -> Error {
+        Error::new(
+            1222,
+            "The used SELECT statements have a different number of columns",
+        )
+    }
+    pub fn no_recursive_anchors(name: &str) -> Error {
+        Error::new(
+            4005,
+            format!("No anchors for recursive WITH element '{name}'"),
+        )
+    }
+    pub fn duplicate_query_name(name: &str) -> Error {
+        Error::new(
+            4004,
+            format!("Duplicate query name `{name}` in WITH clause"),
+        )
+    }
+    pub fn with_column_count() -> Error {
+        Error::new(
+            4002,
+            "WITH column list and SELECT field list have different column counts",
+        )
+    }
     pub fn view_recursion(db: &str, view: &str) -> Error {
         Error::new(1462, format!("`{db}`.`{view}` contains view recursion"))
     }

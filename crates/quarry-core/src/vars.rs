@@ -96,6 +96,8 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // Seconds a statement may run (0: no limit), as MariaDB; fractions allowed.
         ("max_statement_time", Value::Double(0.0)),
         ("max_connections", i(151)),
+        // Rounds a recursive CTE runs at the most (warning 1931 past them), as MariaDB.
+        ("max_recursive_iterations", i(1000)),
         // Failed handshakes in a row before a host is refused (1129) until FLUSH HOSTS.
         ("max_connect_errors", i(100)),
         // Days a password lasts for accounts with PASSWORD EXPIRE DEFAULT (0: for ever).

@@ -380,6 +380,49 @@ fn current_user_is_the_account() {
     );
 }
 
+/// A CTE is no table to check, but it hides only what its scope covers: a table of its
+/// name read outside that scope, or inside its own query, is checked (1142 as MariaDB).
+#[test]
+fn ctes_hide_no_table_outside_their_scope() {
+    let (db, mut root) = setup("priv-cte");
+    for sql in [
+        "CREATE TABLE db1.secret (a INT)",
+        "CREATE USER ro2@localhost IDENTIFIED BY 'pw'",
+        "GRANT SELECT ON db1.t TO ro2@localhost",
+    ] {
+        root.query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    let mut ro2 = db.session("ro2", "localhost");
+    ro2.query("USE db1").unwrap();
+    let denied = |t: &str| {
+        format!("1142 SELECT command denied to user 'ro2'@'localhost' for table `db1`.`{t}`")
+    };
+    for (sql, want) in [
+        (
+            "WITH secret AS (SELECT a FROM t) SELECT * FROM secret",
+            "ok".to_string(),
+        ),
+        (
+            "WITH secret AS (SELECT a FROM secret) SELECT * FROM secret",
+            denied("secret"),
+        ),
+        (
+            "SELECT * FROM secret WHERE a IN (WITH secret AS (SELECT a FROM t) SELECT a FROM secret)",
+            denied("secret"),
+        ),
+        (
+            "WITH c AS (SELECT a FROM t), d AS (SELECT a FROM c) SELECT * FROM d",
+            "ok".to_string(),
+        ),
+        (
+            "WITH d AS (SELECT a FROM c), c AS (SELECT a FROM t) SELECT * FROM d",
+            denied("c"),
+        ),
+    ] {
+        assert_eq!(err(&mut ro2, sql), want, "{sql}");
+    }
+}
+
 /// Views read their tables with their definer's privileges (SQL SECURITY DEFINER, the
 /// default) or the reader's (INVOKER); a reader needs SELECT on the view itself. A view
 /// kept working for everyone after its definer lost the right to read its table. The

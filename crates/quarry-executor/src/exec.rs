@@ -107,6 +107,8 @@ pub struct ExecCtx<'a> {
     pub session: &'a dyn SessionInfo,
     pub outer: RefCell<Vec<Row>>,
     pub sub_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    /// The rows the last round of each running recursive CTE made, by its id.
+    pub work_tables: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     pub insert_row: RefCell<Option<Row>>,
     pub now: DateTime,
     pub rand_state: Cell<u64>,
@@ -1097,6 +1099,14 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
         Plan::Dual => {
             sink(vec![vec![]])?;
         }
+        Plan::Recursive {
+            anchors,
+            steps,
+            distinct,
+            colls,
+            id,
+        } => crate::recursive::run_recursive(anchors, steps, *distinct, colls, *id, ctx, sink)?,
+        Plan::WorkTable { id, .. } => crate::recursive::run_work_table(*id, ctx, sink)?,
         Plan::Values(rows) => {
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {

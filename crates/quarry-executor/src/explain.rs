@@ -86,7 +86,8 @@ fn layout(plan: &Plan) -> Vec<String> {
         }
         Plan::Union { inputs, .. } => inputs.first().map(layout).unwrap_or_default(),
         Plan::SetOp { left, .. } => layout(left),
-        Plan::Dual | Plan::Values(_) => vec![],
+        Plan::Recursive { anchors, .. } => anchors.first().map(layout).unwrap_or_default(),
+        Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => vec![],
     }
 }
 
@@ -356,6 +357,20 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             stat,
         ),
         Plan::Values(r) => push(out, depth, format!("Values: {} rows", r.len()), None, stat),
+        Plan::WorkTable { .. } => push(out, depth, "Rows of the round before".into(), None, stat),
+        Plan::Recursive {
+            anchors,
+            steps,
+            distinct,
+            ..
+        } => {
+            let dedup = if *distinct { " with deduplication" } else { "" };
+            push(out, depth, format!("Recursive union{dedup}"), None, stat);
+            anchors
+                .iter()
+                .chain(steps)
+                .for_each(|p| tree_node(p, depth + 1, profile, out));
+        }
         Plan::Scan {
             table,
             alias,
@@ -829,12 +844,23 @@ impl Tabular {
                 let sid = self.fresh();
                 self.select(plan, sid, "DERIVED");
             }
+            Plan::Recursive { anchors, steps, .. } => {
+                for (i, p) in anchors.iter().chain(steps).enumerate() {
+                    let sid = self.fresh();
+                    let kind = match i {
+                        0 => "DERIVED",
+                        _ if i < anchors.len() => "UNION",
+                        _ => "RECURSIVE UNION",
+                    };
+                    self.select(p, sid, kind);
+                }
+            }
             Plan::SetOp { left, right, .. } => {
                 self.walk(left, id, st, flags, subs);
                 let sid = self.fresh();
                 self.select(right, sid, "UNION");
             }
-            Plan::Dual | Plan::Values(_) => {}
+            Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => {}
         }
     }
 }

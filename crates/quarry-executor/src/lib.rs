@@ -23,6 +23,7 @@ pub mod json;
 pub mod optimize;
 pub mod plan;
 pub mod pushdown;
+mod recursive;
 mod setop;
 pub mod sort;
 pub mod strtodate;

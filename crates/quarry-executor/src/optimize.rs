@@ -148,11 +148,15 @@ fn need(plan: &mut Plan, n: Need) {
             need(left, l)
         }
         Plan::Union { inputs, .. } => inputs.iter_mut().for_each(|p| need(p, None)),
+        Plan::Recursive { anchors, steps, .. } => anchors
+            .iter_mut()
+            .chain(steps.iter_mut())
+            .for_each(|p| need(p, None)),
         Plan::SetOp { left, right, .. } => {
             need(left, None);
             need(right, None);
         }
-        Plan::Dual | Plan::Values(_) => {}
+        Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => {}
     }
 }
 
@@ -575,6 +579,12 @@ pub fn estimate_rows(plan: &Plan) -> Option<f64> {
         } => Some(estimate_rows(left)? * rows_per_key(table, *index, keys.len())),
         Plan::Union { inputs, .. } => inputs.iter().map(estimate_rows).sum(),
         Plan::SetOp { left, .. } => estimate_rows(left),
+        // Unknown rounds: as if each step ran ten times over the anchors' rows.
+        Plan::Recursive { anchors, steps, .. } => {
+            let first: f64 = anchors.iter().map(estimate_rows).sum::<Option<f64>>()?;
+            Some(first * (1.0 + 10.0 * steps.len() as f64))
+        }
+        Plan::WorkTable { .. } => None,
     }
 }
 

@@ -161,6 +161,22 @@ pub enum Plan {
         /// Each column's collation (duplicates are dropped under it).
         colls: Vec<Collation>,
     },
+    /// A recursive CTE: the anchors' rows, then round after round the steps' rows over
+    /// the rows of the round before (read through `WorkTable { id }`), until a round adds
+    /// none or `max_recursive_iterations` rounds ran; `distinct`: rows seen before are
+    /// dropped (under `colls`).
+    Recursive {
+        anchors: Vec<Plan>,
+        steps: Vec<Plan>,
+        distinct: bool,
+        colls: Vec<Collation>,
+        id: usize,
+    },
+    /// The rows the last round of recursive CTE `id` made.
+    WorkTable {
+        id: usize,
+        width: usize,
+    },
     /// INTERSECT (except = false) or EXCEPT of two inputs, with bag semantics when `all`.
     SetOp {
         left: Box<Plan>,

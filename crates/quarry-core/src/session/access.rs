@@ -40,6 +40,27 @@ pub(super) struct Refs {
 struct Collect<'a> {
     refs: Refs,
     current_db: Option<&'a str>,
+    /// The WITH clauses being walked, innermost last: a table name one of them makes
+    /// visible at the point reached names a CTE, not a table.
+    withs: Vec<WithScope>,
+}
+
+/// One WITH clause: the query that has it, its CTEs' queries and names, and how many of
+/// them are visible yet (a CTE sees the ones before it; all once the body is reached).
+struct WithScope {
+    owner: *const ast::Query,
+    ctes: Vec<(*const ast::Query, String)>,
+    visible: usize,
+}
+
+impl Collect<'_> {
+    fn is_cte(&self, name: &str) -> bool {
+        self.withs.iter().any(|w| {
+            w.ctes[..w.visible]
+                .iter()
+                .any(|(_, n)| n.eq_ignore_ascii_case(name))
+        })
+    }
 }
 
 fn wildcards_of(body: &SetExpr, out: &mut Vec<Option<String>>) {
@@ -70,6 +91,34 @@ impl Visitor for Collect<'_> {
 
     fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
         wildcards_of(&q.body, &mut self.refs.wildcards);
+        if let Some(w) = &q.with {
+            let ctes: Vec<_> = w
+                .cte_tables
+                .iter()
+                .map(|c| (&*c.query as *const ast::Query, c.alias.name.value.clone()))
+                .collect();
+            self.withs.push(WithScope {
+                owner: q,
+                visible: if w.recursive { ctes.len() } else { 0 },
+                ctes,
+            });
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+        if self.withs.last().is_some_and(|w| std::ptr::eq(w.owner, q)) {
+            self.withs.pop();
+        }
+        // The end of a CTE's query: the CTEs after it see it.
+        if let Some(w) = self.withs.last_mut() {
+            if w.ctes
+                .get(w.visible)
+                .is_some_and(|(c, _)| std::ptr::eq(*c, q))
+            {
+                w.visible += 1;
+            }
+        }
         ControlFlow::Continue(())
     }
 
@@ -77,6 +126,7 @@ impl Visitor for Collect<'_> {
         if let TableFactor::Table { name, alias, .. } = t {
             let parts = quarry_executor::bind::object_name(name);
             let (db, table) = match parts.as_slice() {
+                [t] if self.is_cte(t) => return ControlFlow::Continue(()),
                 [t] => match self.current_db {
                     Some(d) => (d.to_string(), t.clone()),
                     // No database: the statement fails with 1046 when it runs.
@@ -113,6 +163,7 @@ pub(super) fn collect<V: Visit>(node: &V, current_db: Option<&str>) -> Refs {
     let mut c = Collect {
         refs: Refs::default(),
         current_db,
+        withs: vec![],
     };
     let _ = node.visit(&mut c);
     c.refs

@@ -1051,6 +1051,7 @@ impl Session {
             session: self,
             outer: RefCell::new(vec![]),
             sub_cache: RefCell::new(HashMap::new()),
+            work_tables: RefCell::new(HashMap::new()),
             insert_row: RefCell::new(None),
             now: DateTime::now(),
             rand_state: Cell::new(self.rand.get()),

@@ -16,6 +16,8 @@ use crate::expr::{BinOp, Expr, SubQuery, UnOp};
 use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 
 mod collation;
+mod cte;
+mod from_names;
 mod view;
 
 #[derive(Debug, Clone)]
@@ -50,6 +52,10 @@ pub struct Binder<'a> {
     views: Vec<(String, String)>,
     /// The view a CREATE VIEW defines: its name is not a view while its SELECT is checked.
     pub defining_view: Option<(String, String)>,
+    /// The CTEs visible where binding is (innermost last).
+    ctes: Vec<std::rc::Rc<cte::Cte>>,
+    /// Recursive CTEs whose steps are being bound (innermost last).
+    work_tables: Vec<cte::WorkTable>,
     /// Every table a FROM clause bound so far names (through views and subqueries too).
     pub tables_read: Vec<Arc<TableEntry>>,
     /// The clause being bound, as errors 1054 and 1052 name it ('WHERE', 'ON', …, as
@@ -137,6 +143,8 @@ impl<'a> Binder<'a> {
             depth: 0,
             views: vec![],
             defining_view: None,
+            ctes: vec![],
+            work_tables: vec![],
             tables_read: vec![],
             clause: "SELECT",
         }
@@ -224,9 +232,16 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_query_nested(&mut self, q: &ast::Query) -> Result<SelectPlan> {
-        if q.with.is_some() {
-            return Err(Error::unsupported("WITH"));
-        }
+        let Some(with) = &q.with else {
+            return self.bind_query_body(q);
+        };
+        let saved = self.enter_with(with)?;
+        let r = self.bind_query_body(q);
+        self.leave_with(saved);
+        r
+    }
+
+    fn bind_query_body(&mut self, q: &ast::Query) -> Result<SelectPlan> {
         let order: Vec<&ast::OrderByExpr> = match &q.order_by {
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(v) => v.iter().collect(),
@@ -374,10 +389,7 @@ impl<'a> Binder<'a> {
                 let l = self.bind_set_expr(left)?;
                 let r = self.bind_set_expr(right)?;
                 if l.columns.len() != r.columns.len() {
-                    return Err(Error::new(
-                        1222,
-                        "The used SELECT statements have a different number of columns",
-                    ));
+                    return Err(Error::union_column_count());
                 }
                 let columns = l.columns.clone();
                 let except = matches!(op, ast::SetOperator::Except | ast::SetOperator::Minus);
@@ -404,10 +416,7 @@ impl<'a> Binder<'a> {
         let mut columns: Vec<OutColumn> = leaves[0].columns.clone();
         for leaf in &leaves[1..] {
             if leaf.columns.len() != columns.len() {
-                return Err(Error::new(
-                    1222,
-                    "The used SELECT statements have a different number of columns",
-                ));
+                return Err(Error::union_column_count());
             }
             for (c, b) in columns.iter_mut().zip(&leaf.columns) {
                 c.ty = unify(c.ty, b.ty);
@@ -463,6 +472,7 @@ impl<'a> Binder<'a> {
         if tables > MAX_JOIN_TABLES {
             return Err(Error::too_many_tables(MAX_JOIN_TABLES));
         }
+        self.check_unique_names(from)?;
         let mut acc: Option<(Plan, Vec<ScopeCol>)> = None;
         for twj in from {
             let (mut plan, mut cols) = self.bind_factor(&twj.relation)?;
@@ -606,6 +616,12 @@ impl<'a> Binder<'a> {
                 let parts = object_name(name);
                 if parts.len() == 1 && parts[0].eq_ignore_ascii_case("DUAL") {
                     return Ok((Plan::Dual, vec![]));
+                }
+                if let Some(bound) = self.bind_work_table(name, alias.as_ref()) {
+                    return Ok(bound);
+                }
+                if let Some(cte) = self.cte(name) {
+                    return self.bind_cte(&cte, alias.as_ref());
                 }
                 let entry = match self.resolve_table(name) {
                     Ok(e) => e,
@@ -2629,6 +2645,8 @@ pub(crate) fn width(p: &Plan) -> Option<usize> {
         Plan::Values(rows) => rows.first().map(Vec::len),
         Plan::Union { inputs, .. } => inputs.first().and_then(width),
         Plan::SetOp { left, .. } => width(left),
+        Plan::Recursive { anchors, .. } => anchors.first().and_then(width),
+        Plan::WorkTable { width, .. } => Some(*width),
     }
 }
 

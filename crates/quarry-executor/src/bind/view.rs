@@ -41,11 +41,16 @@ impl Binder<'_> {
             return Err(Error::corrupt(&v));
         };
         let saved = std::mem::take(&mut self.levels);
+        // The query's CTEs are not the view's.
+        let saved_ctes = std::mem::take(&mut self.ctes);
+        let saved_work = std::mem::take(&mut self.work_tables);
         let saved_db = self.db.replace(db);
         self.views.push(key);
         let r = self.bind_query(&q);
         self.views.pop();
         self.levels = saved;
+        self.ctes = saved_ctes;
+        self.work_tables = saved_work;
         self.db = saved_db;
         let sp = r?;
         let alias = alias.unwrap_or(v);
