@@ -365,7 +365,7 @@ check "mariadb-dump both ways: a MariaDB 10.11 dump restores (raw BLOB bytes, JS
 # The three directions of a dump with a MariaDB 10.11 of the suite's own (started here,
 # as the differential tester starts one): MariaDB → mariadb-dump → Quarry and Quarry →
 # mariadb-dump → MariaDB, with and without --hex-blob, every table compared row for row
-# by the same SELECTs on both servers.
+# by the same SELECTs on both servers, and by CHECKSUM TABLE.
 dump_three_ways() {
   local mb="$WORK/mdb" mport pid4 MB Q2 d opts
   mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -395,11 +395,14 @@ SQL
     $M -e 'DROP DATABASE IF EXISTS rt' && $M <"$WORK/from-mariadb.sql" || { echo "restore into Quarry ($opts) failed"; return 1; }
     [ "$($M -N rt -e 'SELECT COUNT(*) FROM kinds; SELECT COUNT(*) FROM items' | tr '\n' ,)" = "3,3," ] || return 1
     diff <($MB rt -e "$rows") <($M rt -e "$rows") || { echo "MariaDB → Quarry ($opts) differs"; return 1; }
+    # CHECKSUM TABLE gives MariaDB's number for the same rows.
+    diff <($MB rt -e 'CHECKSUM TABLE kinds, items') <($M rt -e 'CHECKSUM TABLE kinds, items') || { echo "CHECKSUM TABLE differs"; return 1; }
     # Quarry → MariaDB, under another name
     mariadb-dump -h127.0.0.1 -P"$PORT" -uroot $opts --databases rt | sed 's/`rt`/`rt_back`/g' >"$WORK/from-quarry.sql" || return 1
     $MB -e 'DROP DATABASE IF EXISTS rt_back' && $MB <"$WORK/from-quarry.sql" || { echo "restore into MariaDB ($opts) failed"; return 1; }
     [ "$($MB -N rt_back -e 'SELECT COUNT(*) FROM kinds; SELECT COUNT(*) FROM items' | tr '\n' ,)" = "3,3," ] || return 1
     diff <($M rt -e "$rows") <($MB rt_back -e "$rows") || { echo "Quarry → MariaDB ($opts) differs"; return 1; }
+    diff <($M -N rt -e 'CHECKSUM TABLE kinds, items' | cut -f2) <($MB -N rt_back -e 'CHECKSUM TABLE kinds, items' | cut -f2) || { echo "CHECKSUM TABLE of the copy differs"; return 1; }
     # The foreign key came through both ways: MariaDB enforces it on the copy.
     { $MB rt_back -e 'INSERT INTO items VALUES (9, 99, 1)' 2>&1 || true; } | grep -q 'ERROR 1452' || { echo "no FOREIGN KEY in MariaDB's copy"; return 1; }
   done

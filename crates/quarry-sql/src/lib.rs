@@ -65,6 +65,11 @@ pub enum Stmt {
         collate: Option<String>,
     },
     ShowProcessList,
+    /// CHECKSUM TABLE t, … [QUICK | EXTENDED] (`quick`: only a checksum kept live).
+    ChecksumTable {
+        tables: Vec<(Option<String>, String)>,
+        quick: bool,
+    },
     /// CHECK / OPTIMIZE / ANALYZE / REPAIR TABLE t, …
     TableMaintenance {
         op: String,
@@ -1186,6 +1191,20 @@ fn predispatch(sql: &str) -> Result<Option<Stmt>> {
             t.eat_seq(&["IF", "NOT", "EXISTS"]);
             let name = t.ident()?;
             t.finish(Stmt::ShowCreateDatabase { name })
+        }
+        ["CHECKSUM", "TABLE" | "TABLES", ..] => {
+            let mut t = Toks::new(sql)?;
+            t.pos = 2;
+            let mut tables = vec![t.object()?];
+            while t.at(&Token::Comma) {
+                t.pos += 1;
+                tables.push(t.object()?);
+            }
+            let quick = t.eat("QUICK");
+            if !quick {
+                t.eat("EXTENDED");
+            }
+            t.finish(Stmt::ChecksumTable { tables, quick })
         }
         ["CHECK" | "OPTIMIZE" | "ANALYZE" | "REPAIR", "TABLE" | "TABLES" | "LOCAL" | "NO_WRITE_TO_BINLOG", ..] =>
         {

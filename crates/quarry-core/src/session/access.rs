@@ -537,6 +537,13 @@ impl Session {
                 let db = self.require_db(db.as_deref())?;
                 self.require_table(&db, table, p::ALTER, None)
             }
+            Stmt::ChecksumTable { tables, .. } => {
+                for (db, t) in tables {
+                    let db = self.require_db(db.as_deref())?;
+                    self.require_table(&db, t, p::SELECT, None)?;
+                }
+                Ok(())
+            }
             Stmt::Flush { .. } => self.require_global(p::RELOAD),
             Stmt::Shutdown => self.require_global(p::SHUTDOWN),
             // LOCK TABLES in the database (1044), and SELECT on each table (1142).

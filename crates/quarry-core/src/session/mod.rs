@@ -20,6 +20,7 @@ mod access;
 mod account_stmts;
 mod alter;
 mod charsets;
+mod checksum;
 mod foreign_keys;
 mod infoschema;
 mod outfile;
@@ -1399,6 +1400,9 @@ impl Session {
                     columns: vec![text("Database", 64), text("Create Database", 1024)],
                     rows: vec![vec![Value::Str(name.clone()), Value::Str(sql)]],
                 });
+            }
+            Stmt::ChecksumTable { tables, quick } => {
+                return self.checksum_tables(tables, *quick, sink);
             }
             Stmt::TableMaintenance { op, tables } => {
                 let mut rows = vec![];

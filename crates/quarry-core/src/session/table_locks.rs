@@ -153,6 +153,15 @@ impl Session {
                 table: ld.table.clone(),
                 alias: None,
             }),
+            Stmt::ChecksumTable { tables, .. } => {
+                for (db, t) in tables {
+                    u.reads.push(TableRef {
+                        db: self.require_db(db.as_deref())?,
+                        table: t.clone(),
+                        alias: None,
+                    });
+                }
+            }
             Stmt::TableMaintenance { op, tables } => {
                 for (db, t) in tables {
                     let r = TableRef {
