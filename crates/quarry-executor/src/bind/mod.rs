@@ -18,6 +18,7 @@ use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 mod collation;
 mod cte;
 mod from_names;
+mod or_factor;
 mod view;
 
 #[derive(Debug, Clone)]
@@ -537,6 +538,8 @@ impl<'a> Binder<'a> {
         }
         let on = match constraint {
             Some(ast::JoinConstraint::On(e)) => {
+                let factored = or_factor::factor_ors(e);
+                let e = factored.as_ref().unwrap_or(e);
                 self.levels.push(Level { cols: cols.clone() });
                 let r = self.in_clause("ON", |b| b.bind_expr(e));
                 self.levels.pop();
@@ -705,6 +708,8 @@ impl<'a> Binder<'a> {
     ) -> Result<(Plan, Vec<OutColumn>)> {
         let mut plan = std::mem::replace(plan, Plan::Dual);
         if let Some(w) = &s.selection {
+            let factored = or_factor::factor_ors(w);
+            let w = factored.as_ref().unwrap_or(w);
             let pred = self.in_clause("WHERE", |b| b.bind_expr(w))?;
             if contains_agg(&pred) {
                 return Err(Error::invalid_group());
