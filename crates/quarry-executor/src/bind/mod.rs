@@ -648,6 +648,11 @@ impl<'a> Binder<'a> {
             TableFactor::Derived {
                 subquery, alias, ..
             } => {
+                // MariaDB 10.11 has no column list after a derived table's alias.
+                if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+                    let cols: Vec<String> = a.columns.iter().map(|c| c.name.to_string()).collect();
+                    return Err(Error::syntax_near(&format!("({})", cols.join(", "))));
+                }
                 let saved = std::mem::take(&mut self.levels);
                 let r = self.bind_query(subquery);
                 self.levels = saved;
