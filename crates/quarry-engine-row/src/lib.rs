@@ -1689,7 +1689,9 @@ impl Table for RowTable {
         for s in st.side.iter_mut() {
             s.sync()?;
         }
-        if st.bulk || st.pending.iter().any(|p| !p.is_empty()) {
+        // While keys are disabled the marker stands (a TRUNCATE empties the sorters, and
+        // the rows after it defer their entries again).
+        if st.bulk || st.keys_disabled {
             return Ok(());
         }
         for t in &self.trees {
