@@ -350,9 +350,10 @@ mariadb_dump_restore() {
   { $M dumped -e 'INSERT INTO child (pid) VALUES (99)' 2>&1 || true; } | grep -q 'ERROR 1452' || return 1
   [ "$($M -N -e 'SELECT @@foreign_key_checks')" = 1 ] || return 1
   # The other way: mariadb-dump reads Quarry (information_schema, SHOW CREATE of a view,
-  # SHOW … STATUS of routines), with and without --hex-blob, and its dump restores into
-  # Quarry under another name with the same rows.
-  for opts in "" "--hex-blob --single-transaction --routines --triggers --events"; do
+  # SHOW … STATUS of routines), with and without --hex-blob, under a transaction or the
+  # global read lock, one row per INSERT or many, and its dump restores into Quarry under
+  # another name with the same rows.
+  for opts in "" "--hex-blob --single-transaction --routines --triggers --events" "--lock-all-tables --skip-extended-insert"; do
     mariadb-dump -h127.0.0.1 -P"$PORT" -uroot $opts --databases dumped >"$WORK/quarry-dump.sql" || return 1
     sed 's/`dumped`/`dumped_again`/g' "$WORK/quarry-dump.sql" | $M || return 1
     got=$($M dumped_again -e "SELECT id, pid, note, HEX(raw), doc, price, at FROM child ORDER BY id; SELECT * FROM named ORDER BY id; SELECT id, name FROM parent ORDER BY id")
