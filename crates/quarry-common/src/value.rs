@@ -114,6 +114,9 @@ impl fmt::Display for Date {
     }
 }
 
+/// `Date::to_days` of 1970-01-01.
+const UNIX_EPOCH_DAYS: i64 = 719_528;
+
 impl DateTime {
     pub fn from_date(date: Date) -> DateTime {
         DateTime {
@@ -131,6 +134,13 @@ impl DateTime {
             + self.second as i64)
             * 1_000_000)
             + self.micro as i64
+    }
+    /// Microseconds since 1970-01-01 00:00:00 (UNIX_TIMESTAMP's epoch, the time as is).
+    pub fn unix_micros(&self) -> i64 {
+        self.to_micros() - UNIX_EPOCH_DAYS * 86_400_000_000
+    }
+    pub fn from_unix_micros(us: i64) -> DateTime {
+        DateTime::from_micros(us + UNIX_EPOCH_DAYS * 86_400_000_000)
     }
     pub fn from_micros(us: i64) -> DateTime {
         let secs = us.div_euclid(1_000_000);

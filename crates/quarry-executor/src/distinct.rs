@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use quarry_common::{Result, Row};
+use quarry_common::{Collation, Result, Row, Value};
 use quarry_storage_api::HandlerCounters;
 
 use crate::exec::{partition_of, ExecCtx, Feed, Sink, BATCH_ROWS, SPILL_MAX_DEPTH};
@@ -18,6 +18,14 @@ use crate::sort::RowSpill;
 
 /// Partitions a spilling DISTINCT splits its overflow into.
 const PARTITIONS: u64 = 16;
+
+/// The key DISTINCT and UNION compare `values` by: each one's hash key under its column's
+/// collation (`colls`, the plain one past their end).
+pub(crate) fn row_key(values: &[Value], colls: &[Collation], out: &mut Vec<u8>) {
+    for (i, v) in values.iter().enumerate() {
+        v.hash_key_in(colls.get(i).copied().unwrap_or_default(), out);
+    }
+}
 
 /// Pass on the rows of `feed` whose key (written by `key`) was not met before. Returns
 /// whether the sink wants more.

@@ -1205,9 +1205,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
         }
         Plan::Distinct { input, keys, colls } => {
             let key = |r: &Row, k: &mut Vec<u8>| {
-                for (i, v) in r[..(*keys).min(r.len())].iter().enumerate() {
-                    v.hash_key_in(colls.get(i).copied().unwrap_or_default(), k);
-                }
+                crate::distinct::row_key(&r[..(*keys).min(r.len())], colls, k)
             };
             crate::distinct::distinct(&mut |f| run(input, ctx, f), &key, ctx, 0, sink)?;
         }
@@ -1247,11 +1245,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             if *all {
                 feed(sink)?;
             } else {
-                let key = |r: &Row, k: &mut Vec<u8>| {
-                    for (i, v) in r.iter().enumerate() {
-                        v.hash_key_in(colls.get(i).copied().unwrap_or_default(), k);
-                    }
-                };
+                let key = |r: &Row, k: &mut Vec<u8>| crate::distinct::row_key(r, colls, k);
                 crate::distinct::distinct(&mut feed, &key, ctx, 0, sink)?;
             }
         }

@@ -848,22 +848,10 @@ pub fn call(name: &str, args: &[Expr], row: &[Value], ctx: &ExecCtx) -> Result<V
                 dt_or_null(v(0))
             };
             let Some(d) = d else { return Ok(Value::Null) };
-            let epoch = DateTime::from_date(Date {
-                year: 1970,
-                month: 1,
-                day: 1,
-            })
-            .to_micros();
-            Value::Int((d.to_micros() - epoch) / 1_000_000)
+            Value::Int(d.unix_micros() / 1_000_000)
         }
         "FROM_UNIXTIME" => {
-            let epoch = DateTime::from_date(Date {
-                year: 1970,
-                month: 1,
-                day: 1,
-            })
-            .to_micros();
-            let d = DateTime::from_micros(epoch + (v(0).to_f64() * 1e6) as i64);
+            let d = DateTime::from_unix_micros((v(0).to_f64() * 1e6) as i64);
             if vals.len() > 1 {
                 Value::Str(date_format(&d, &s(v(1))))
             } else {

@@ -25,16 +25,16 @@ pub(crate) fn run_recursive(
         .session
         .sys_var("max_recursive_iterations")
         .map_or(1000, |v| v.to_i64().max(0) as u64);
+    // The keys of the rows made so far (UNION DISTINCT), in memory: COMPAT.md.
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut k = Vec::new();
     let mut keep = |r: &Row| {
         if !distinct {
             return true;
         }
-        let mut k = Vec::new();
-        for (i, v) in r.iter().enumerate() {
-            v.hash_key_in(colls.get(i).copied().unwrap_or_default(), &mut k);
-        }
-        seen.insert(k)
+        k.clear();
+        crate::distinct::row_key(r, colls, &mut k);
+        !seen.contains(&k) && seen.insert(k.clone())
     };
     let mut round: Vec<Row> = vec![];
     for p in anchors {

@@ -133,6 +133,15 @@ impl Collation {
         }
     }
 
+    /// Bytes a character of its set may take (a CHAR(n) column reserves n of them).
+    pub fn max_bytes_per_char(self) -> usize {
+        match self.charset() {
+            "utf8mb4" => 4,
+            "utf8mb3" => 3,
+            _ => 1,
+        }
+    }
+
     /// Its character set's name.
     pub fn charset(self) -> &'static str {
         use Collation::*;

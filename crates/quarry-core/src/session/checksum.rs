@@ -149,17 +149,15 @@ fn field_bytes(ty: SqlType, v: &Value, out: &mut Vec<u8>) -> Result<()> {
         K::Decimal => decimal_bytes(&v.as_str_lossy(), ty.len, ty.scale, out),
         K::Char | K::Binary => {
             let cs = charset(ty);
-            let bytes = value_bytes(v, cs);
             let (width, pad) = match cs {
                 Charset::Binary => (ty.len as usize, 0),
-                _ => (ty.len as usize * max_bytes(ty), b' '),
+                _ => (ty.len as usize * ty.coll.max_bytes_per_char(), b' '),
             };
-            out.extend_from_slice(&bytes[..bytes.len().min(width)]);
-            out.resize(out.len() + width.saturating_sub(bytes.len()), pad);
+            let start = out.len();
+            push_value_bytes(v, cs, out);
+            out.resize(start + width, pad);
         }
-        K::VarChar | K::VarBinary | K::Text | K::Blob => {
-            out.extend_from_slice(&value_bytes(v, charset(ty)));
-        }
+        K::VarChar | K::VarBinary | K::Text | K::Blob => push_value_bytes(v, charset(ty), out),
         K::Date => {
             let Value::Date(d) = v else {
                 return Err(Error::internal("CHECKSUM: a DATE column holds no date"));
@@ -183,9 +181,7 @@ fn field_bytes(ty: SqlType, v: &Value, out: &mut Vec<u8>) -> Result<()> {
             };
             // Seconds since the epoch of the value as stored (Quarry keeps TIMESTAMPs
             // as written, in the server's UTC).
-            let days = dt.date.to_days() - 719_528;
-            let secs =
-                days * 86_400 + dt.hour as i64 * 3600 + dt.minute as i64 * 60 + dt.second as i64;
+            let secs = dt.unix_micros().div_euclid(1_000_000);
             out.extend_from_slice(&(secs as u32).to_be_bytes());
             fraction(dt.micro as i64, ty.scale, out);
         }
@@ -208,19 +204,11 @@ fn charset(ty: SqlType) -> Charset {
     Charset::named(ty.coll.charset()).unwrap_or(Charset::Utf8)
 }
 
-/// Bytes a character takes at most in the column's set (CHAR(n) reserves n of them).
-fn max_bytes(ty: SqlType) -> usize {
-    match ty.coll.charset() {
-        "utf8mb4" => 4,
-        "utf8mb3" | "utf8" => 3,
-        _ => 1,
-    }
-}
-
-fn value_bytes(v: &Value, cs: Charset) -> Vec<u8> {
+/// The value's bytes in the column's set, onto `out` (no copy of its own per value).
+fn push_value_bytes(v: &Value, cs: Charset, out: &mut Vec<u8>) {
     match v {
-        Value::Bytes(b) => b.clone(),
-        other => cs.encode(&other.as_str_lossy()).into_owned(),
+        Value::Bytes(b) => out.extend_from_slice(b),
+        other => out.extend_from_slice(&cs.encode(&other.as_str_lossy())),
     }
 }
 

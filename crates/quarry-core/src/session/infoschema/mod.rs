@@ -23,7 +23,7 @@ use quarry_catalog::{
     PERFORMANCE_SCHEMA,
 };
 use quarry_common::value::DateTime;
-use quarry_common::{Collation, Result, Row, SqlType, TypeKind, Value};
+use quarry_common::{Result, Row, SqlType, TypeKind, Value};
 use quarry_storage_api::Stat;
 
 use super::Session;
@@ -206,15 +206,6 @@ fn fk_rule(a: FkAction) -> &'static str {
     }
 }
 
-/// Bytes a character of the set may take.
-fn max_len(coll: Collation) -> u64 {
-    match coll.charset() {
-        "utf8mb4" => 4,
-        "utf8mb3" => 3,
-        _ => 1,
-    }
-}
-
 /// The type's name alone, as DATA_TYPE gives it (`int` of `int(11) unsigned`).
 fn data_type(ty: &SqlType) -> String {
     let full = ty.to_string();
@@ -226,9 +217,10 @@ fn data_type(ty: &SqlType) -> String {
 fn column_row(db: &str, table: &str, i: usize, name: &str, ty: &SqlType, nullable: bool) -> Row {
     let text = ty.is_string() && !ty.is_binary();
     let (chars, octets) = match ty.kind {
-        TypeKind::Char | TypeKind::VarChar => {
-            (int(ty.len as i64), int(ty.len as u64 * max_len(ty.coll)))
-        }
+        TypeKind::Char | TypeKind::VarChar => (
+            int(ty.len as i64),
+            int(ty.len as u64 * ty.coll.max_bytes_per_char() as u64),
+        ),
         TypeKind::Binary | TypeKind::VarBinary => (int(ty.len as i64), int(ty.len as i64)),
         TypeKind::Text | TypeKind::Blob => (int(ty.lob_bytes() as i64), int(ty.lob_bytes() as i64)),
         _ => (Value::Null, Value::Null),
