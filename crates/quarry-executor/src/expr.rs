@@ -794,7 +794,7 @@ pub fn cast(v: Value, ty: &SqlType, ctx: &ExecCtx) -> Result<Value> {
         }
         return Ok(Value::Decimal(d));
     }
-    if SqlType::new(ty.kind).is_integer() && matches!(v, Value::Str(_) | Value::Bytes(_)) {
+    if ty.is_integer() && matches!(v, Value::Str(_) | Value::Bytes(_)) {
         integer_text_warnings(&v.as_str_lossy(), ty.unsigned, ctx);
     }
     if ty.kind == TypeKind::Time && !v.is_null() {
