@@ -290,6 +290,98 @@ impl Error {
             "WITH column list and SELECT field list have different column counts",
         )
     }
+    /// 4009
+    pub fn unknown_window(name: &str) -> Error {
+        Error::new(
+            4009,
+            format!("Window specification with name '{name}' is not defined"),
+        )
+    }
+    /// 4010
+    pub fn duplicate_window(name: &str) -> Error {
+        Error::new(
+            4010,
+            format!("Multiple window specifications with the same name '{name}'"),
+        )
+    }
+    /// 4011
+    pub fn partition_in_referencing_window(name: &str) -> Error {
+        Error::new(
+            4011,
+            format!(
+                "Window specification referencing another one '{name}' cannot contain partition list"
+            ),
+        )
+    }
+    /// 4012
+    pub fn order_in_referenced_window(name: &str) -> Error {
+        Error::new(
+            4012,
+            format!("Referenced window specification '{name}' already contains order list"),
+        )
+    }
+    /// 4013
+    pub fn frame_in_referenced_window(name: &str) -> Error {
+        Error::new(
+            4013,
+            format!("Referenced window specification '{name}' cannot contain window frame"),
+        )
+    }
+    /// 4014
+    pub fn bad_frame_bounds() -> Error {
+        Error::new(
+            4014,
+            "Unacceptable combination of window frame bound specifications",
+        )
+    }
+    /// 4015
+    pub fn window_function_placement() -> Error {
+        Error::new(
+            4015,
+            "Window function is allowed only in SELECT list and ORDER BY clause",
+        )
+    }
+    /// 4017
+    pub fn frame_not_allowed(func: &str) -> Error {
+        Error::new(4017, format!("Window frame is not allowed with '{func}'"))
+    }
+    /// 4018
+    pub fn window_needs_order(func: &str) -> Error {
+        Error::new(
+            4018,
+            format!("No order list in window specification for '{func}'"),
+        )
+    }
+    /// 4019
+    pub fn range_frame_order() -> Error {
+        Error::new(
+            4019,
+            "RANGE-type frame requires ORDER BY clause with single sort key",
+        )
+    }
+    /// 4020
+    pub fn rows_frame_integer() -> Error {
+        Error::new(4020, "Integer is required for ROWS-type frame")
+    }
+    /// 4021
+    pub fn range_frame_numeric() -> Error {
+        Error::new(4021, "Numeric datatype is required for RANGE-type frame")
+    }
+    /// 4022
+    pub fn frame_exclusion() -> Error {
+        Error::new(4022, "Frame exclusion is not supported yet")
+    }
+    /// 4024
+    pub fn ntile_argument() -> Error {
+        Error::new(4024, "Argument of NTILE must be greater than 0")
+    }
+    /// 4074
+    pub fn window_in_aggregate() -> Error {
+        Error::new(
+            4074,
+            "Window functions can not be used as arguments to group functions.",
+        )
+    }
     pub fn view_recursion(db: &str, view: &str) -> Error {
         Error::new(1462, format!("`{db}`.`{view}` contains view recursion"))
     }

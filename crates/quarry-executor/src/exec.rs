@@ -1107,6 +1107,11 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             id,
         } => crate::recursive::run_recursive(anchors, steps, *distinct, colls, *id, ctx, sink)?,
         Plan::WorkTable { id, .. } => crate::recursive::run_work_table(*id, ctx, sink)?,
+        Plan::Window {
+            input,
+            specs,
+            calls,
+        } => crate::window::run_window(input, specs, *calls, ctx, sink)?,
         Plan::Values(rows) => {
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {
@@ -1463,6 +1468,7 @@ fn aggregate(
     Ok(())
 }
 
+#[derive(Clone)]
 pub enum AggState {
     Count(i64),
     Sum {
@@ -1491,7 +1497,7 @@ pub enum AggState {
 }
 
 impl AggState {
-    fn new(a: &Agg) -> AggState {
+    pub(crate) fn new(a: &Agg) -> AggState {
         let base = match a.func {
             AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
             AggFunc::Sum | AggFunc::Avg => AggState::Sum { sum: None, n: 0 },
@@ -1505,11 +1511,13 @@ impl AggState {
             },
             AggFunc::BitAnd => AggState::Bits(u64::MAX),
             AggFunc::BitOr | AggFunc::BitXor => AggState::Bits(0),
-            AggFunc::Std | AggFunc::Variance => AggState::Moments {
-                n: 0.0,
-                mean: 0.0,
-                m2: 0.0,
-            },
+            AggFunc::Std | AggFunc::Variance | AggFunc::StdSamp | AggFunc::VarSamp => {
+                AggState::Moments {
+                    n: 0.0,
+                    mean: 0.0,
+                    m2: 0.0,
+                }
+            }
         };
         if a.distinct {
             AggState::Distinct(HashSet::new(), Box::new(base))
@@ -1518,7 +1526,7 @@ impl AggState {
         }
     }
 
-    fn update(&mut self, a: &Agg, row: &[Value], ctx: &ExecCtx) -> Result<()> {
+    pub(crate) fn update(&mut self, a: &Agg, row: &[Value], ctx: &ExecCtx) -> Result<()> {
         if let AggState::Distinct(seen, inner) = self {
             let vals = a
                 .args
@@ -1644,7 +1652,7 @@ impl AggState {
         Ok(())
     }
 
-    fn finish(self, a: &Agg, ctx: &ExecCtx) -> Value {
+    pub(crate) fn finish(self, a: &Agg, ctx: &ExecCtx) -> Value {
         match self {
             AggState::Distinct(_, inner) => inner.finish(a, ctx),
             AggState::Count(n) => Value::Int(n),
@@ -1693,12 +1701,14 @@ impl AggState {
             }
             AggState::Bits(b) => Value::UInt(b),
             AggState::Moments { n, m2, .. } => {
-                if n == 0.0 {
+                let samp = matches!(a.func, AggFunc::StdSamp | AggFunc::VarSamp);
+                let d = if samp { n - 1.0 } else { n };
+                if d <= 0.0 {
                     Value::Null
-                } else if a.func == AggFunc::Std {
-                    Value::Double((m2 / n).sqrt())
+                } else if matches!(a.func, AggFunc::Std | AggFunc::StdSamp) {
+                    Value::Double((m2 / d).sqrt())
                 } else {
-                    Value::Double(m2 / n)
+                    Value::Double(m2 / d)
                 }
             }
         }

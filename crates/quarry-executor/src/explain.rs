@@ -60,21 +60,10 @@ fn layout(plan: &Plan) -> Vec<String> {
                 .iter()
                 .map(|g| expr_text(g, &names))
                 .chain(aggs.iter().map(|a| {
-                    let f = match a.func {
-                        AggFunc::CountStar => return "count(*)".to_string(),
-                        AggFunc::Count => "count",
-                        AggFunc::Sum => "sum",
-                        AggFunc::Avg => "avg",
-                        AggFunc::Min => "min",
-                        AggFunc::Max => "max",
-                        AggFunc::First => "any_value",
-                        AggFunc::GroupConcat => "group_concat",
-                        AggFunc::BitAnd => "bit_and",
-                        AggFunc::BitOr => "bit_or",
-                        AggFunc::BitXor => "bit_xor",
-                        AggFunc::Std => "std",
-                        AggFunc::Variance => "variance",
-                    };
+                    if a.func == AggFunc::CountStar {
+                        return "count(*)".to_string();
+                    }
+                    let f = agg_name(a.func);
                     let args: Vec<String> = a.args.iter().map(|e| expr_text(e, &names)).collect();
                     format!(
                         "{f}({}{})",
@@ -84,11 +73,61 @@ fn layout(plan: &Plan) -> Vec<String> {
                 }))
                 .collect()
         }
+        Plan::Window { input, specs, .. } => {
+            let mut v = layout(input);
+            let mut calls: Vec<(usize, String)> = specs
+                .iter()
+                .flat_map(|s| s.calls.iter().map(|(slot, c)| (*slot, window_text(c))))
+                .collect();
+            calls.sort_by_key(|(slot, _)| *slot);
+            v.extend(calls.into_iter().map(|(_, t)| t));
+            v
+        }
         Plan::Union { inputs, .. } => inputs.first().map(layout).unwrap_or_default(),
         Plan::SetOp { left, .. } => layout(left),
         Plan::Recursive { anchors, .. } => anchors.first().map(layout).unwrap_or_default(),
         Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => vec![],
     }
+}
+
+/// An aggregate's name as MariaDB prints it.
+fn agg_name(f: AggFunc) -> &'static str {
+    match f {
+        AggFunc::CountStar | AggFunc::Count => "count",
+        AggFunc::Sum => "sum",
+        AggFunc::Avg => "avg",
+        AggFunc::Min => "min",
+        AggFunc::Max => "max",
+        AggFunc::First => "any_value",
+        AggFunc::GroupConcat => "group_concat",
+        AggFunc::BitAnd => "bit_and",
+        AggFunc::BitOr => "bit_or",
+        AggFunc::BitXor => "bit_xor",
+        AggFunc::Std => "std",
+        AggFunc::Variance => "variance",
+        AggFunc::StdSamp => "stddev_samp",
+        AggFunc::VarSamp => "var_samp",
+    }
+}
+
+/// A window call as EXPLAIN names it (`rank() over (…)`).
+fn window_text(c: &crate::plan::WinCall) -> String {
+    use crate::plan::WinFunc::*;
+    let f = match &c.func {
+        RowNumber => "row_number",
+        Rank => "rank",
+        DenseRank => "dense_rank",
+        PercentRank => "percent_rank",
+        CumeDist => "cume_dist",
+        Ntile => "ntile",
+        Lag => "lag",
+        Lead => "lead",
+        FirstValue => "first_value",
+        LastValue => "last_value",
+        NthValue => "nth_value",
+        Agg(a) => agg_name(a.func),
+    };
+    format!("{f}() over (…)")
 }
 
 fn lit_text(v: &Value) -> String {
@@ -173,6 +212,7 @@ pub fn expr_text(e: &Expr, names: &[String]) -> String {
         ),
         Expr::Cast(a, ty) => format!("cast({} as {:?})", t(a), ty.kind).to_ascii_lowercase(),
         Expr::AggRef(i) => format!("<aggregate {i}>"),
+        Expr::WinRef(i) => format!("<window {i}>"),
         Expr::SysVar(v) => format!("@@{v}"),
         Expr::UserVar(v) => format!("@{v}"),
         Expr::InsertValue(i) => format!("values(#{i})"),
@@ -425,6 +465,17 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
         }
         // Projections are not operators in MySQL's tree.
         Plan::Project { input, .. } => tree_node(input, depth, profile, out),
+        Plan::Window { input, .. } => {
+            let calls: Vec<String> = names[names.len().min(layout(input).len())..].to_vec();
+            push(
+                out,
+                depth,
+                format!("Window aggregate: {}", calls.join(", ")),
+                None,
+                stat,
+            );
+            tree_node(input, depth + 1, profile, out);
+        }
         Plan::Aggregate {
             input, group, aggs, ..
         } => {
@@ -768,6 +819,11 @@ impl Tabular {
                 self.walk(input, id, st, flags, subs);
             }
             Plan::Distinct { input, .. } => {
+                flags.temporary = true;
+                self.walk(input, id, st, flags, subs);
+            }
+            // MariaDB computes window functions in a temporary table.
+            Plan::Window { input, .. } => {
                 flags.temporary = true;
                 self.walk(input, id, st, flags, subs);
             }

@@ -133,6 +133,8 @@ pub enum Expr {
     Cast(Box<Expr>, SqlType),
     /// Placeholder for the j-th aggregate during binding.
     AggRef(usize),
+    /// Placeholder for the j-th window function during binding.
+    WinRef(usize),
     SysVar(String),
     UserVar(String),
     /// VALUES(col) in ON DUPLICATE KEY UPDATE: the row that was to be inserted.
@@ -162,6 +164,7 @@ impl Expr {
                     | Expr::Outer(..)
                     | Expr::Param(_)
                     | Expr::AggRef(_)
+                    | Expr::WinRef(_)
                     | Expr::InSub { .. }
                     | Expr::Exists { .. }
                     | Expr::ScalarSub(_)
@@ -509,6 +512,7 @@ impl Expr {
             Expr::Collate(a, _) => return a.eval(row, ctx),
             Expr::SortKey(a, c) => sort_key(a.eval(row, ctx)?, *c),
             Expr::AggRef(_) => return Err(Error::invalid_group()),
+            Expr::WinRef(_) => return Err(Error::internal("window function outside its window")),
             Expr::SysVar(name) => ctx.session.sys_var(name)?,
             Expr::UserVar(name) => ctx.session.user_var(name),
             Expr::InsertValue(i) => ctx

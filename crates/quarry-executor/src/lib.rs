@@ -29,6 +29,7 @@ pub mod sort;
 pub mod strtodate;
 pub mod timefn;
 pub mod week;
+mod window;
 
 pub use bind::Binder;
 pub use exec::{ExecCtx, SessionInfo, Undo};

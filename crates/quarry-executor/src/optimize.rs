@@ -95,6 +95,25 @@ fn need(plan: &mut Plan, n: Need) {
             need(input, m)
         }
         Plan::Limit { input, .. } => need(input, n),
+        // Window calls append their columns after the input's: the input keeps its width.
+        Plan::Window { input, specs, .. } => {
+            let Some(base) = crate::bind::width(input) else {
+                return need(input, None);
+            };
+            let mut m = n.map(|s| s.into_iter().filter(|&c| c < base).collect());
+            keep_width(&mut m);
+            for s in specs.iter() {
+                s.partition.iter().for_each(|e| add_cols(e, &mut m));
+                s.order.iter().for_each(|(e, _)| add_cols(e, &mut m));
+                for (_, c) in &s.calls {
+                    c.args.iter().for_each(|e| add_cols(e, &mut m));
+                    if let crate::plan::WinFunc::Agg(a) = &c.func {
+                        a.args.iter().for_each(|e| add_cols(e, &mut m));
+                    }
+                }
+            }
+            need(input, m)
+        }
         Plan::Distinct { input, keys, .. } => {
             let mut m = n;
             if let Some(s) = m.as_mut() {
@@ -543,9 +562,10 @@ pub fn estimate_rows(plan: &Plan) -> Option<f64> {
             })
         }
         Plan::Filter { input, .. } => Some(estimate_rows(input)? * UNKNOWN_FILTER),
-        Plan::Project { input, .. } | Plan::Sort { input, .. } | Plan::Distinct { input, .. } => {
-            estimate_rows(input)
-        }
+        Plan::Project { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Distinct { input, .. }
+        | Plan::Window { input, .. } => estimate_rows(input),
         Plan::Limit { input, limit, .. } => {
             let n = estimate_rows(input)?;
             Some(limit.map_or(n, |l| n.min(l as f64)))

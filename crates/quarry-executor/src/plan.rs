@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use quarry_catalog::TableEntry;
-use quarry_common::{Collation, SqlType};
+use quarry_common::{Collation, SqlType, Value};
 
 use crate::expr::Expr;
 
@@ -29,6 +29,9 @@ pub enum AggFunc {
     BitXor,
     Std,
     Variance,
+    /// STDDEV_SAMP and VAR_SAMP: divided by n - 1 (NULL for fewer than two values).
+    StdSamp,
+    VarSamp,
 }
 
 #[derive(Debug, Clone)]
@@ -42,6 +45,84 @@ pub struct Agg {
     pub order: Vec<bool>,
     /// Result type (SUM/AVG scale depends on the input).
     pub ty: SqlType,
+}
+
+/// A window function: the ranking and value functions, or an aggregate over a frame.
+#[derive(Debug, Clone)]
+pub enum WinFunc {
+    RowNumber,
+    Rank,
+    DenseRank,
+    PercentRank,
+    CumeDist,
+    /// NTILE(args[0]).
+    Ntile,
+    /// LAG(args[0], args[1]) (LEAD: a negative offset).
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    /// NTH_VALUE(args[0], args[1]).
+    NthValue,
+    Agg(Agg),
+}
+
+/// One end of a window frame; offsets are constants checked when bound.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(Value),
+    CurrentRow,
+    Following(Value),
+    UnboundedFollowing,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    /// ROWS (true) or RANGE (false).
+    pub rows: bool,
+    pub start: FrameBound,
+    pub end: FrameBound,
+}
+
+impl Frame {
+    /// RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW: the default with an ORDER BY.
+    pub fn to_current_row() -> Frame {
+        Frame {
+            rows: false,
+            start: FrameBound::UnboundedPreceding,
+            end: FrameBound::CurrentRow,
+        }
+    }
+
+    /// The whole partition: the default without ORDER BY.
+    pub fn whole() -> Frame {
+        Frame {
+            rows: false,
+            start: FrameBound::UnboundedPreceding,
+            end: FrameBound::UnboundedFollowing,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct WinCall {
+    pub func: WinFunc,
+    pub args: Vec<Expr>,
+    pub frame: Frame,
+    pub ty: SqlType,
+}
+
+/// The window functions of one PARTITION BY / ORDER BY: its rows are sorted once for
+/// all of them.
+#[derive(Debug, Clone)]
+pub struct WinSpec {
+    /// Partition keys (strings as their sort keys where the collation asks for it).
+    pub partition: Vec<Expr>,
+    /// Order keys, each descending where it says so.
+    pub order: Vec<(Expr, bool)>,
+    /// Each function with the output column it fills (after the input's columns).
+    pub calls: Vec<(usize, WinCall)>,
 }
 
 /// How a scan finds its rows.
@@ -177,6 +258,13 @@ pub enum Plan {
         id: usize,
         width: usize,
     },
+    /// The input's rows, each with one more column per window function (`calls` in all
+    /// of `specs`), computed spec after spec; rows come out in the last spec's order.
+    Window {
+        input: Box<Plan>,
+        specs: Vec<WinSpec>,
+        calls: usize,
+    },
     /// INTERSECT (except = false) or EXCEPT of two inputs, with bag semantics when `all`.
     SetOp {
         left: Box<Plan>,
@@ -285,6 +373,15 @@ impl Plan {
                 input: m(input),
                 keys,
                 colls,
+            },
+            Plan::Window {
+                input,
+                specs,
+                calls,
+            } => Plan::Window {
+                input: m(input),
+                specs,
+                calls,
             },
             other => other,
         }

@@ -158,9 +158,11 @@ impl Binder<'_> {
                 coll: *c,
                 how: Coercibility::Explicit,
             }),
-            Expr::Col(_) | Expr::AggRef(_) | Expr::ScalarSub(_) | Expr::Cast(..) => {
-                implicit(self.infer(e, cols).0)
-            }
+            Expr::Col(_)
+            | Expr::AggRef(_)
+            | Expr::WinRef(_)
+            | Expr::ScalarSub(_)
+            | Expr::Cast(..) => implicit(self.infer(e, cols).0),
             Expr::Outer(up, i) => self
                 .levels
                 .len()

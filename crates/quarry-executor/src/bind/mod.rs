@@ -20,6 +20,7 @@ mod cte;
 mod from_names;
 mod or_factor;
 mod view;
+mod window;
 
 #[derive(Debug, Clone)]
 pub struct ScopeCol {
@@ -45,6 +46,13 @@ pub struct Binder<'a> {
     pub limit_has_params: bool,
     /// Aggregates collected while binding the current select list (None = not allowed).
     aggs: Option<Vec<Agg>>,
+    /// Window functions collected while binding the current select list and ORDER BY
+    /// (None = not allowed here: 4015).
+    wins: Option<Vec<window::BoundWin>>,
+    /// The arguments of a plain aggregate are being bound (a window function there is 4074).
+    in_aggregate: bool,
+    /// The current SELECT's WINDOW clause.
+    named_windows: Vec<ast::NamedWindowDefinition>,
     /// Level index where each outer column reference was found (for correlation).
     found_levels: Vec<usize>,
     /// Expressions and query bodies being bound, one inside another (`MAX_NESTING`).
@@ -115,7 +123,8 @@ pub(crate) fn columns_used(e: &Expr) -> Option<Vec<usize>> {
         | Expr::Exists { .. }
         | Expr::ScalarSub(_)
         | Expr::Outer(..)
-        | Expr::AggRef(_) => ok = false,
+        | Expr::AggRef(_)
+        | Expr::WinRef(_) => ok = false,
         Expr::Func(n, _) if n == "RAND" => ok = false,
         _ => {}
     });
@@ -140,6 +149,9 @@ impl<'a> Binder<'a> {
             param_values: None,
             limit_has_params: false,
             aggs: None,
+            wins: None,
+            in_aggregate: false,
+            named_windows: vec![],
             found_levels: vec![],
             depth: 0,
             views: vec![],
@@ -696,7 +708,16 @@ impl<'a> Binder<'a> {
         }
         let (mut plan, cols) = self.bind_from(&s.from)?;
         self.levels.push(Level { cols: cols.clone() });
-        let r = self.bind_select_body(s, order, limit, offset, &mut plan, &cols);
+        // A SELECT inside another has its own window calls and WINDOW clause.
+        let wins = self.wins.take();
+        let in_aggregate = std::mem::replace(&mut self.in_aggregate, false);
+        let named = std::mem::replace(&mut self.named_windows, s.named_window.clone());
+        let r = self
+            .check_named_windows()
+            .and_then(|()| self.bind_select_body(s, order, limit, offset, &mut plan, &cols));
+        self.wins = wins;
+        self.in_aggregate = in_aggregate;
+        self.named_windows = named;
         self.levels.pop();
         let (plan, columns) = r?;
         Ok(SelectPlan { plan, columns })
@@ -723,7 +744,10 @@ impl<'a> Binder<'a> {
         }
         // Select list (wildcards expanded).
         self.aggs = Some(vec![]);
+        self.wins = Some(vec![]);
         let items = self.in_clause("SELECT", |b| b.bind_items(&s.projection, cols))?;
+        // GROUP BY and HAVING may hold no window call (4015); ORDER BY may.
+        let wins = self.wins.take();
         let rollup = match &s.group_by {
             ast::GroupByExpr::Expressions(_, mods) => {
                 if mods
@@ -774,6 +798,12 @@ impl<'a> Binder<'a> {
             .as_ref()
             .map(|h| self.in_clause("HAVING", |b| b.bind_having(h, &items)))
             .transpose()?;
+        if group_exprs.iter().any(window::contains_win)
+            || having.as_ref().is_some_and(window::contains_win)
+        {
+            return Err(Error::window_function_placement());
+        }
+        self.wins = wins;
         // ORDER BY: select alias, position, or an expression.
         let mut order_keys: Vec<(Expr, bool)> = vec![];
         let mut extra: Vec<Expr> = vec![];
@@ -831,6 +861,7 @@ impl<'a> Binder<'a> {
             vec![]
         };
         let aggs = self.aggs.take().unwrap_or_default();
+        let mut wins = self.wins.take().unwrap_or_default();
         let is_agg = !aggs.is_empty()
             || !group_exprs.is_empty()
             || having.as_ref().is_some_and(contains_agg);
@@ -848,6 +879,9 @@ impl<'a> Binder<'a> {
             };
             proj = proj.into_iter().map(|e| fix(e, &mut aggs)).collect();
             having = having.map(|h| fix(h, &mut aggs));
+            for w in &mut wins {
+                w.map_exprs(&mut |e| fix(e, &mut aggs));
+            }
             // Aggregates added by rewriting (bare columns) shift nothing: they are appended.
             let agg_tys = aggs.clone();
             // Strings of a collation other than the plain one group under it.
@@ -894,6 +928,21 @@ impl<'a> Binder<'a> {
                 input: Box::new(plan),
                 pred: h,
             };
+        }
+        if !wins.is_empty() {
+            // Window calls see the grouped rows (or the FROM clause's) and add a column
+            // each after them.
+            let base = width(&plan).unwrap_or(cols.len());
+            plan = window::window_plan(plan, wins, base);
+            proj = proj
+                .into_iter()
+                .map(|e| {
+                    e.rewrite(&mut |x| match x {
+                        Expr::WinRef(j) => Some(Expr::Col(base + j)),
+                        _ => None,
+                    })
+                })
+                .collect();
         }
         let visible = items.len();
         plan = Plan::Project {
@@ -1134,6 +1183,7 @@ impl<'a> Binder<'a> {
         match e {
             Expr::Col(i) => col_ty(*i),
             Expr::Lit(v) => (v.type_of(), v.is_null()),
+            Expr::WinRef(j) => self.win_type(*j),
             Expr::AggRef(j) => {
                 let a = &self.aggs.as_ref().map(|a| a[*j].clone());
                 match a {
@@ -1991,6 +2041,171 @@ impl<'a> Binder<'a> {
         })
     }
 
+    /// An aggregate call's arguments, clauses and result type. `window`: it is computed
+    /// over a window (its arguments may hold the query's own aggregates); otherwise its
+    /// arguments may hold no aggregate (1111) and no window function (4074).
+    pub(crate) fn bind_agg(
+        &mut self,
+        f: &ast::Function,
+        mut func: AggFunc,
+        args: &[&ast::FunctionArg],
+        distinct: bool,
+        clauses: &[ast::FunctionArgumentClause],
+        window: bool,
+    ) -> Result<Agg> {
+        let star = args.len() == 1
+            && matches!(
+                args[0],
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
+            );
+        if star && func == AggFunc::Count {
+            func = AggFunc::CountStar;
+        }
+        // A plain aggregate's arguments are bound with no aggregates allowed and window
+        // functions refused as its arguments.
+        let saved = if window {
+            None
+        } else {
+            Some(self.aggs.take().ok_or_else(Error::invalid_group)?)
+        };
+        let in_aggregate = std::mem::replace(&mut self.in_aggregate, !window);
+        let bound: Result<Vec<Expr>> = if star {
+            Ok(vec![])
+        } else {
+            args.iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind_expr(e),
+                    other => Err(Error::syntax_near(&other.to_string())),
+                })
+                .collect()
+        };
+        self.in_aggregate = in_aggregate;
+        if saved.is_some() {
+            self.aggs = saved;
+        }
+        let mut bound = bound?;
+        if !window && bound.iter().any(contains_agg) {
+            return Err(Error::invalid_group());
+        }
+        if matches!(func, AggFunc::Sum | AggFunc::Avg) {
+            bound = bound
+                .into_iter()
+                .map(|b| self.temporal_as_number(b, true))
+                .collect();
+        }
+        if !star && bound.is_empty() {
+            return Err(Error::syntax_near(&f.to_string()));
+        }
+        // MIN and MAX of strings compare under their collation (the value is kept);
+        // COUNT(DISTINCT s) counts strings distinct under it (by their keys).
+        // GROUP_CONCAT(DISTINCT s) drops strings equal under it (keeping the first).
+        let keep_value = matches!(func, AggFunc::Min | AggFunc::Max)
+            || (distinct && func == AggFunc::GroupConcat);
+        if keep_value || (distinct && func == AggFunc::Count) {
+            bound = bound
+                .into_iter()
+                .map(|b| {
+                    Ok(match self.ordering_collation(&b)? {
+                        Some(c) if keep_value => Expr::Collate(Box::new(b), c),
+                        Some(c) => Expr::SortKey(Box::new(b), c),
+                        None => b,
+                    })
+                })
+                .collect::<Result<_>>()?;
+        }
+        let mut separator = ",".to_string();
+        let mut order = vec![];
+        for c in clauses {
+            match c {
+                ast::FunctionArgumentClause::Separator(v) => {
+                    separator = match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                }
+                // GROUP_CONCAT(x ORDER BY k): the keys ride along as trailing args.
+                ast::FunctionArgumentClause::OrderBy(keys) if func == AggFunc::GroupConcat => {
+                    let saved = self.aggs.take();
+                    for k in keys {
+                        // A string key of another collation than the plain one sorts
+                        // by its sort key.
+                        let b = self.bind_expr(&k.expr).and_then(|b| {
+                            Ok(match self.ordering_collation(&b)? {
+                                Some(c) => Expr::SortKey(Box::new(b), c),
+                                None => b,
+                            })
+                        });
+                        let b = match b {
+                            Ok(b) => b,
+                            Err(e) => {
+                                self.aggs = saved;
+                                return Err(e);
+                            }
+                        };
+                        bound.push(b);
+                        order.push(matches!(k.options.sort, Some(ast::OrderBySort::Desc)));
+                    }
+                    self.aggs = saved;
+                }
+                _ => {}
+            }
+        }
+        let cols = self
+            .levels
+            .last()
+            .map(|l| l.cols.clone())
+            .unwrap_or_default();
+        let arg_ty = bound
+            .first()
+            .map(|b| self.infer(b, &cols).0)
+            .unwrap_or(SqlType::BIGINT);
+        let ty = match func {
+            AggFunc::Count | AggFunc::CountStar => SqlType::BIGINT,
+            AggFunc::Sum => {
+                if is_float(arg_ty) || arg_ty.is_string() {
+                    SqlType::DOUBLE
+                } else {
+                    SqlType::decimal(arg_ty.len.max(10) + 22, arg_ty.scale)
+                }
+            }
+            AggFunc::Avg => {
+                if is_float(arg_ty) || arg_ty.is_string() {
+                    SqlType::DOUBLE
+                } else {
+                    SqlType::decimal(
+                        arg_ty.len.max(10) + 4,
+                        crate::exec::avg_scale(arg_ty.kind, arg_ty.scale),
+                    )
+                }
+            }
+            AggFunc::Min | AggFunc::Max | AggFunc::First => arg_ty,
+            AggFunc::GroupConcat => SqlType::new(TypeKind::Text),
+            // A number's deviation shows 4 more decimals than the number (a DOUBLE's all).
+            AggFunc::Std | AggFunc::Variance | AggFunc::StdSamp | AggFunc::VarSamp => {
+                if is_float(arg_ty) || !is_number(arg_ty) {
+                    SqlType::DOUBLE
+                } else {
+                    SqlType {
+                        scale: (arg_ty.scale + 4).min(DOUBLE_FIXED_ZERO - 1),
+                        ..SqlType::DOUBLE
+                    }
+                }
+            }
+            _ => SqlType {
+                unsigned: true,
+                ..SqlType::BIGINT
+            },
+        };
+        Ok(Agg {
+            func,
+            args: bound,
+            distinct,
+            separator,
+            order,
+            ty,
+        })
+    }
+
     fn bind_function(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = object_name(&f.name).join(".").to_ascii_uppercase();
         let (args, distinct, clauses): (
@@ -2011,9 +2226,7 @@ impl<'a> Binder<'a> {
                 return Err(Error::unsupported("function subquery argument"))
             }
         };
-        if f.over.is_some() {
-            return Err(Error::unsupported("window functions"));
-        }
+
         let agg = match name.as_str() {
             "COUNT" => Some(AggFunc::Count),
             "SUM" => Some(AggFunc::Sum),
@@ -2026,141 +2239,26 @@ impl<'a> Binder<'a> {
             "BIT_XOR" => Some(AggFunc::BitXor),
             "STD" | "STDDEV" | "STDDEV_POP" => Some(AggFunc::Std),
             "VARIANCE" | "VAR_POP" => Some(AggFunc::Variance),
+            "STDDEV_SAMP" => Some(AggFunc::StdSamp),
+            "VAR_SAMP" => Some(AggFunc::VarSamp),
             "ANY_VALUE" => Some(AggFunc::First),
             _ => None,
         };
-        if let Some(mut func) = agg {
-            let star = args.len() == 1
-                && matches!(
-                    args[0],
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
-                );
-            if star && func == AggFunc::Count {
-                func = AggFunc::CountStar;
-            }
-            let saved = self.aggs.take().ok_or_else(Error::invalid_group)?;
-            let bound: Result<Vec<Expr>> = if star {
-                Ok(vec![])
-            } else {
-                args.iter()
-                    .map(|a| match a {
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
-                            self.bind_expr(e)
-                        }
-                        other => Err(Error::syntax_near(&other.to_string())),
-                    })
-                    .collect()
-            };
-            self.aggs = Some(saved);
-            let mut bound = bound?;
-            if bound.iter().any(contains_agg) {
-                return Err(Error::invalid_group());
-            }
-            if matches!(func, AggFunc::Sum | AggFunc::Avg) {
-                bound = bound
-                    .into_iter()
-                    .map(|b| self.temporal_as_number(b, true))
-                    .collect();
-            }
-            if !star && bound.is_empty() {
-                return Err(Error::syntax_near(&f.to_string()));
-            }
-            // MIN and MAX of strings compare under their collation (the value is kept);
-            // COUNT(DISTINCT s) counts strings distinct under it (by their keys).
-            // GROUP_CONCAT(DISTINCT s) drops strings equal under it (keeping the first).
-            let keep_value = matches!(func, AggFunc::Min | AggFunc::Max)
-                || (distinct && func == AggFunc::GroupConcat);
-            if keep_value || (distinct && func == AggFunc::Count) {
-                bound = bound
-                    .into_iter()
-                    .map(|b| {
-                        Ok(match self.ordering_collation(&b)? {
-                            Some(c) if keep_value => Expr::Collate(Box::new(b), c),
-                            Some(c) => Expr::SortKey(Box::new(b), c),
-                            None => b,
-                        })
-                    })
-                    .collect::<Result<_>>()?;
-            }
-            let mut separator = ",".to_string();
-            let mut order = vec![];
-            for c in &clauses {
-                match c {
-                    ast::FunctionArgumentClause::Separator(v) => {
-                        separator = match &v.value {
-                            ast::Value::SingleQuotedString(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                    }
-                    // GROUP_CONCAT(x ORDER BY k): the keys ride along as trailing args.
-                    ast::FunctionArgumentClause::OrderBy(keys) if func == AggFunc::GroupConcat => {
-                        let saved = self.aggs.take();
-                        for k in keys {
-                            // A string key of another collation than the plain one sorts
-                            // by its sort key.
-                            let b = self.bind_expr(&k.expr).and_then(|b| {
-                                Ok(match self.ordering_collation(&b)? {
-                                    Some(c) => Expr::SortKey(Box::new(b), c),
-                                    None => b,
-                                })
-                            });
-                            if b.is_err() {
-                                self.aggs = saved;
-                                return b;
-                            }
-                            bound.push(b?);
-                            order.push(matches!(k.options.sort, Some(ast::OrderBySort::Desc)));
-                        }
-                        self.aggs = saved;
-                    }
-                    _ => {}
-                }
-            }
-            let cols = self
-                .levels
-                .last()
-                .map(|l| l.cols.clone())
-                .unwrap_or_default();
-            let arg_ty = bound
-                .first()
-                .map(|b| self.infer(b, &cols).0)
-                .unwrap_or(SqlType::BIGINT);
-            let ty = match func {
-                AggFunc::Count | AggFunc::CountStar => SqlType::BIGINT,
-                AggFunc::Sum => {
-                    if is_float(arg_ty) || arg_ty.is_string() {
-                        SqlType::DOUBLE
-                    } else {
-                        SqlType::decimal(arg_ty.len.max(10) + 22, arg_ty.scale)
-                    }
-                }
-                AggFunc::Avg => {
-                    if is_float(arg_ty) || arg_ty.is_string() {
-                        SqlType::DOUBLE
-                    } else {
-                        SqlType::decimal(
-                            arg_ty.len.max(10) + 4,
-                            crate::exec::avg_scale(arg_ty.kind, arg_ty.scale),
-                        )
-                    }
-                }
-                AggFunc::Min | AggFunc::Max | AggFunc::First => arg_ty,
-                AggFunc::GroupConcat => SqlType::new(TypeKind::Text),
-                AggFunc::Std | AggFunc::Variance => SqlType::DOUBLE,
-                _ => SqlType {
-                    unsigned: true,
-                    ..SqlType::BIGINT
-                },
-            };
-            let list = self.aggs.as_mut().unwrap();
-            list.push(Agg {
-                func,
-                args: bound,
+        if let Some(over) = &f.over {
+            let call = window::WindowCall {
+                f,
+                name: &name,
+                agg,
+                args: &args,
                 distinct,
-                separator,
-                order,
-                ty,
-            });
+                clauses: &clauses,
+            };
+            return self.bind_window_call(call, over);
+        }
+        if let Some(func) = agg {
+            let a = self.bind_agg(f, func, &args, distinct, &clauses, false)?;
+            let list = self.aggs.as_mut().ok_or_else(Error::invalid_group)?;
+            list.push(a);
             return Ok(Expr::AggRef(list.len() - 1));
         }
         let mut bound = vec![];
@@ -2648,6 +2746,7 @@ pub(crate) fn width(p: &Plan) -> Option<usize> {
         Plan::Dual => Some(0),
         Plan::Project { exprs, .. } => Some(exprs.len()),
         Plan::Aggregate { group, aggs, .. } => Some(group.len() + aggs.len()),
+        Plan::Window { input, calls, .. } => width(input).map(|w| w + calls),
         Plan::Filter { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Limit { input, .. }
