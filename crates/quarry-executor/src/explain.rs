@@ -978,11 +978,19 @@ fn scan_row(
             if keys.len() > 1 {
                 ("range", Some(*index), n, None)
             } else {
-                let refs = vec!["const"; n].join(",");
-                let ty = if ix.unique && n == ix.columns.len() {
-                    "const"
-                } else {
-                    "ref"
+                // A key from the enclosing query's row (a correlated subquery) is known
+                // per execution, not before it (MariaDB: the column's name or `func`).
+                let known = |k: &Expr| k.is_const() || matches!(k, Expr::Param(_));
+                let per_row = keys[0].iter().any(|k| !known(k));
+                let refs = keys[0]
+                    .iter()
+                    .map(|k| if known(k) { "const" } else { "func" })
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let ty = match (ix.unique && n == ix.columns.len(), per_row) {
+                    (true, false) => "const",
+                    (true, true) => "eq_ref",
+                    _ => "ref",
                 };
                 (ty, Some(*index), n, Some(refs))
             }

@@ -15,9 +15,9 @@ use quarry_storage_api::{CmpOp, Pred, Support};
 use crate::exec::ExecCtx;
 use crate::expr::{BinOp, Expr, UnOp};
 
-/// An expression whose value is fixed for one execution.
+/// An expression whose value is fixed for one execution (an enclosing query's column too).
 fn fixed(e: &Expr) -> bool {
-    e.is_const() || matches!(e, Expr::Param(_))
+    crate::bind::known_before_scan(e)
 }
 
 fn cmp_op(op: BinOp) -> Option<CmpOp> {

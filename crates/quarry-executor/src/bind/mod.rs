@@ -113,7 +113,9 @@ pub(crate) fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
     }))
 }
 
-/// Column positions an expression reads from its own row (None if it has subqueries/outer refs).
+/// Column positions an expression reads from its own row (None if it has subqueries). An
+/// enclosing query's column (`Outer`) is none of them: it is fixed while the plan it is in
+/// runs, as a constant is.
 pub(crate) fn columns_used(e: &Expr) -> Option<Vec<usize>> {
     let mut cols = vec![];
     let mut ok = true;
@@ -122,7 +124,6 @@ pub(crate) fn columns_used(e: &Expr) -> Option<Vec<usize>> {
         Expr::InSub { .. }
         | Expr::Exists { .. }
         | Expr::ScalarSub(_)
-        | Expr::Outer(..)
         | Expr::AggRef(_)
         | Expr::WinRef(_) => ok = false,
         Expr::Func(n, _) if n == "RAND" => ok = false,
@@ -1497,7 +1498,16 @@ impl<'a> Binder<'a> {
                 };
                 (t, true)
             }
-            Expr::Param(_) | Expr::UserVar(_) | Expr::InsertValue(_) | Expr::Outer(..) => {
+            // An enclosing query's column has its column's type (`i_col = o_col` compares
+            // as the columns do, and finds the inner rows through an index).
+            Expr::Outer(up, i) => self
+                .levels
+                .len()
+                .checked_sub(1 + up)
+                .and_then(|l| self.levels[l].cols.get(*i))
+                .map(|c| (c.col.ty, c.col.nullable))
+                .unwrap_or((SqlType::varchar(255), true)),
+            Expr::Param(_) | Expr::UserVar(_) | Expr::InsertValue(_) => {
                 (SqlType::varchar(255), true)
             }
             Expr::SysVar(_) => (SqlType::varchar(255), true),
@@ -2943,10 +2953,29 @@ pub fn choose_access(plan: Plan) -> Plan {
 
 fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
     match (a, b) {
-        (Expr::Col(i), x) if x.is_const() || matches!(x, Expr::Param(_)) => Some((*i, x.clone())),
-        (x, Expr::Col(i)) if x.is_const() || matches!(x, Expr::Param(_)) => Some((*i, x.clone())),
+        (Expr::Col(i), x) if known_before_scan(x) => Some((*i, x.clone())),
+        (x, Expr::Col(i)) if known_before_scan(x) => Some((*i, x.clone())),
         _ => None,
     }
+}
+
+/// A value fixed while one scan runs: a constant, a parameter, or a column of the
+/// enclosing query's current row (a correlated subquery's scan runs once per outer row,
+/// so `inner.k = outer.k` finds its rows through an index on k).
+pub(crate) fn known_before_scan(x: &Expr) -> bool {
+    if x.is_const() {
+        return true;
+    }
+    let mut ok = true;
+    x.walk(&mut |e| {
+        if !matches!(
+            e,
+            Expr::Param(_) | Expr::Outer(..) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..)
+        ) {
+            ok = false
+        }
+    });
+    ok
 }
 
 /// One side of a range: the bound expression and whether it is inclusive.
@@ -2977,20 +3006,7 @@ pub(crate) fn index_for(table: &TableEntry, f: &Expr) -> Access {
         .iter()
         .map(|p| collation::index_view(p, &coll_of))
         .collect();
-    let usable = |e: &Expr| {
-        e.is_const() || matches!(e, Expr::Param(_)) || {
-            let mut ok = true;
-            e.walk(&mut |x| {
-                if !matches!(
-                    x,
-                    Expr::Param(_) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..)
-                ) {
-                    ok = false
-                }
-            });
-            ok
-        }
-    };
+    let usable = known_before_scan;
     // LIKE ranges need a column that compares as collated text.
     let text_col = |c: usize| {
         table
