@@ -31,7 +31,17 @@ const PAIR: f64 = 0.05;
 /// Cost of producing one joined row (so large intermediate results cost what they do).
 const OUTPUT: f64 = 0.1;
 
+/// Order the joins of one SELECT's FROM clause (with its WHERE conditions pushed in), as
+/// the SELECT is bound. A derived table, view or CTE in it was ordered when its own SELECT
+/// was bound, and is a leaf here: ordered again as part of a bigger plan, its joins would
+/// be costed from cruder estimates of inputs it already joined.
 pub fn order_joins(plan: Plan) -> Plan {
+    order_from(plan)
+}
+
+/// A FROM clause's tree: groups of inner joins reordered, outer joins' inputs each on
+/// their own, anything else a leaf left as it is.
+fn order_from(plan: Plan) -> Plan {
     let total = width(&plan);
     match (total, &plan) {
         (
@@ -45,11 +55,12 @@ pub fn order_joins(plan: Plan) -> Plan {
             group.flatten(plan, 0, total);
             for leaf in &mut group.leaves {
                 let p = std::mem::replace(&mut leaf.plan, Plan::Dual);
-                leaf.plan = order_joins(p);
+                leaf.plan = order_from(p);
             }
             group.rebuild()
         }
-        _ => plan.map_inputs(&mut order_joins),
+        (_, Plan::Join { .. } | Plan::Filter { .. }) => plan.map_inputs(&mut order_from),
+        _ => plan,
     }
 }
 

@@ -1,5 +1,5 @@
-//! Choices made after binding, with the engine's statistics: join order (see
-//! [`crate::joinorder`]), index-only reads, index order instead of a sort (`ORDER BY … LIMIT`, `MIN`/`MAX`), index nested-loop joins,
+//! Choices made after binding, with the engine's statistics (the join order is chosen
+//! earlier, as each SELECT's FROM clause is bound: [`crate::joinorder`]): index-only reads, index order instead of a sort (`ORDER BY … LIMIT`, `MIN`/`MAX`), index nested-loop joins,
 //! and the fall back to a full scan when an index would fetch most of the table.
 //!
 //! Costs are in "row reads": a row read in file order by a scan costs 1, a row fetched
@@ -29,7 +29,6 @@ pub const UNKNOWN_FILTER: f64 = 0.1;
 
 /// Run every post-binding choice over one SELECT's plan.
 pub fn optimize(plan: Plan) -> Plan {
-    let plan = crate::joinorder::order_joins(plan);
     let plan = order_by_index(plan);
     let mut plan = index_joins(plan);
     need(&mut plan, None);

@@ -18,6 +18,7 @@ use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 mod collation;
 mod cte;
 mod from_names;
+mod or_derive;
 mod or_factor;
 mod view;
 mod window;
@@ -71,6 +72,24 @@ pub struct Binder<'a> {
     /// MariaDB 10.11 does).
     pub clause: &'static str,
 }
+
+/// Functions whose value may change between two calls in one statement: a condition
+/// holding one is never copied or moved by a rewrite.
+pub(super) const VOLATILE_FUNCTIONS: &[&str] = &[
+    "RAND",
+    "UUID",
+    "UUID_SHORT",
+    "SYS_GUID",
+    "RANDOM_BYTES",
+    "SLEEP",
+    "BENCHMARK",
+    "GET_LOCK",
+    "RELEASE_LOCK",
+    "LAST_INSERT_ID",
+    "NEXTVAL",
+    "ROW_COUNT",
+    "FOUND_ROWS",
+];
 
 /// How deeply expressions and query bodies (a chain of `UNION`s, a chain of binary
 /// operators) may nest: deeper ones are refused with 1436 before anything else walks
@@ -741,8 +760,22 @@ impl<'a> Binder<'a> {
             if contains_agg(&pred) {
                 return Err(Error::invalid_group());
             }
+            // Each column's FROM item, for the single-table conditions an OR implies.
+            let mut names: Vec<&str> = vec![];
+            let table_ids: Vec<usize> = cols
+                .iter()
+                .map(|c| match names.iter().position(|n| *n == c.table) {
+                    Some(i) => i,
+                    None => {
+                        names.push(&c.table);
+                        names.len() - 1
+                    }
+                })
+                .collect();
+            let pred = or_derive::derive(pred, &|c| table_ids.get(c).copied());
             plan = push_filter(plan, pred);
         }
+        plan = crate::joinorder::order_joins(plan);
         // Select list (wildcards expanded).
         self.aggs = Some(vec![]);
         self.wins = Some(vec![]);

@@ -139,26 +139,13 @@ fn and_all(v: Vec<A>) -> A {
 
 /// Whether `e` gives the same value each time it runs on the same row.
 fn stable(e: &A) -> bool {
-    const VOLATILE: [&str; 13] = [
-        "RAND",
-        "UUID",
-        "UUID_SHORT",
-        "SYS_GUID",
-        "RANDOM_BYTES",
-        "SLEEP",
-        "BENCHMARK",
-        "GET_LOCK",
-        "RELEASE_LOCK",
-        "LAST_INSERT_ID",
-        "NEXTVAL",
-        "ROW_COUNT",
-        "FOUND_ROWS",
-    ];
     let r = ast::visit_expressions(e, |x| match x {
         A::Function(f)
             if f.name.0.last().is_some_and(|p| {
                 let n = p.to_string();
-                VOLATILE.iter().any(|v| n.eq_ignore_ascii_case(v))
+                super::VOLATILE_FUNCTIONS
+                    .iter()
+                    .any(|v| n.eq_ignore_ascii_case(v))
             }) =>
         {
             ControlFlow::Break(())
