@@ -794,10 +794,20 @@ impl Tabular {
                 table,
                 alias,
                 filter,
+                access,
                 ..
             } => {
                 if let Some(f) = filter {
                     take_subs(f);
+                }
+                // A key may be an uncorrelated subquery's value.
+                match access {
+                    Access::Keys { keys, .. } => keys.iter().flatten().for_each(&mut take_subs),
+                    Access::Ranges { ranges, .. } => ranges
+                        .iter()
+                        .flat_map(|(lo, hi)| lo.iter().chain(hi.iter()))
+                        .for_each(|(e, _)| take_subs(e)),
+                    Access::Full => {}
                 }
                 let how = ScanHow::of(plan).expect("a scan");
                 self.rows.push(scan_row(table, alias, &how, id, st));
@@ -980,7 +990,11 @@ fn scan_row(
             } else {
                 // A key from the enclosing query's row (a correlated subquery) is known
                 // per execution, not before it (MariaDB: the column's name or `func`).
-                let known = |k: &Expr| k.is_const() || matches!(k, Expr::Param(_));
+                let known = |k: &Expr| {
+                    k.is_const()
+                        || matches!(k, Expr::Param(_))
+                        || matches!(k, Expr::ScalarSub(s) if !s.correlated)
+                };
                 let per_row = keys[0].iter().any(|k| !known(k));
                 let refs = keys[0]
                     .iter()

@@ -132,19 +132,21 @@ pub(crate) fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
     }))
 }
 
-/// Column positions an expression reads from its own row (None if it has subqueries). An
-/// enclosing query's column (`Outer`) is none of them: it is fixed while the plan it is in
-/// runs, as a constant is.
+/// Column positions an expression reads from its own row (None if it has correlated
+/// subqueries). An enclosing query's column (`Outer`) is none of them: it is fixed while
+/// the plan it is in runs, as a constant is; so is an uncorrelated subquery's result (run
+/// once per statement), which lets `o_orderkey IN (SELECT …)` filter its table's scan.
 pub(crate) fn columns_used(e: &Expr) -> Option<Vec<usize>> {
     let mut cols = vec![];
     let mut ok = true;
     e.walk(&mut |x| match x {
         Expr::Col(i) => cols.push(*i),
-        Expr::InSub { .. }
-        | Expr::Exists { .. }
-        | Expr::ScalarSub(_)
-        | Expr::AggRef(_)
-        | Expr::WinRef(_) => ok = false,
+        Expr::InSub { sub, .. } | Expr::Exists { sub, .. } | Expr::ScalarSub(sub)
+            if sub.correlated =>
+        {
+            ok = false
+        }
+        Expr::AggRef(_) | Expr::WinRef(_) => ok = false,
         Expr::Func(n, _) if n == "RAND" => ok = false,
         _ => {}
     });
@@ -2992,21 +2994,19 @@ fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
     }
 }
 
-/// A value fixed while one scan runs: a constant, a parameter, or a column of the
-/// enclosing query's current row (a correlated subquery's scan runs once per outer row,
-/// so `inner.k = outer.k` finds its rows through an index on k).
+/// A value fixed while one scan runs: a constant, a parameter, an uncorrelated scalar
+/// subquery (run once per statement), or a column of the enclosing query's current row (a
+/// correlated subquery's scan runs once per outer row, so `inner.k = outer.k` finds its
+/// rows through an index on k).
 pub(crate) fn known_before_scan(x: &Expr) -> bool {
     if x.is_const() {
         return true;
     }
     let mut ok = true;
-    x.walk(&mut |e| {
-        if !matches!(
-            e,
-            Expr::Param(_) | Expr::Outer(..) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..)
-        ) {
-            ok = false
-        }
+    x.walk(&mut |e| match e {
+        Expr::Param(_) | Expr::Outer(..) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..) => {}
+        Expr::ScalarSub(sub) if !sub.correlated => {}
+        _ => ok = false,
     });
     ok
 }
