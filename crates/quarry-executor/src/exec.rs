@@ -1057,10 +1057,20 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                 if !has_key || !key_of(p.right_keys, r, ctx, &mut rk)? || lk != rk {
                     continue;
                 }
-                matched |= join_pair(&l, r, p.on, ctx, &mut out)?;
+                if p.kind.left_only() {
+                    if crate::join::pair_passes(&l, r, p.on, ctx)? {
+                        matched = true;
+                        break;
+                    }
+                } else {
+                    matched |= join_pair(&l, r, p.on, ctx, &mut out)?;
+                }
             }
-            if !matched && p.kind == JoinKind::Left {
-                out.push(padded(l, &nulls));
+            match p.kind {
+                JoinKind::Left if !matched => out.push(padded(l, &nulls)),
+                JoinKind::Semi if matched => out.push(l),
+                JoinKind::Anti if !matched => out.push(l),
+                _ => {}
             }
         }
         if out.is_empty() {

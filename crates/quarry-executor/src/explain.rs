@@ -32,6 +32,7 @@ pub fn node_key(p: &Plan) -> usize {
 fn layout(plan: &Plan) -> Vec<String> {
     match plan {
         Plan::Scan { table, alias, .. } => table_cols(table, alias),
+        // A semi or anti join's rows are its left input's; its condition reads both.
         Plan::Join { left, right, .. } => {
             let mut v = layout(left);
             v.extend(layout(right));
@@ -349,10 +350,22 @@ fn scan_line(
     line
 }
 
+/// The Extra note of a table joined as a decorrelated subquery: the first match is
+/// enough (EXISTS, IN), or no match keeps the row (NOT EXISTS).
+fn semi_note(kind: JoinKind) -> Option<String> {
+    match kind {
+        JoinKind::Semi => Some("FirstMatch".into()),
+        JoinKind::Anti => Some("Not exists".into()),
+        _ => None,
+    }
+}
+
 fn kind_label(kind: JoinKind) -> &'static str {
     match kind {
         JoinKind::Left => "Left",
         JoinKind::Inner => "Inner",
+        JoinKind::Semi => "Semi",
+        JoinKind::Anti => "Anti",
     }
 }
 
@@ -843,6 +856,7 @@ impl Tabular {
                 right,
                 left_keys,
                 on,
+                kind,
                 ..
             } => {
                 if let Some(o) = on {
@@ -862,6 +876,7 @@ impl Tabular {
                         parts.insert(0, "Using where".into());
                     }
                     parts.push(buf.into());
+                    parts.extend(semi_note(*kind));
                     r.extra = Some(parts.join("; "));
                 }
             }
@@ -873,6 +888,7 @@ impl Tabular {
                 keys,
                 filter,
                 on,
+                kind,
                 ..
             } => {
                 self.walk(left, id, st, flags, subs);
@@ -883,6 +899,7 @@ impl Tabular {
                 if filter.is_some() || on.is_some() {
                     extra.push("Using where".to_string());
                 }
+                extra.extend(semi_note(*kind));
                 self.rows.push(Row {
                     id,
                     select_type: st,

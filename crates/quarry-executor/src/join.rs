@@ -37,6 +37,21 @@ pub(crate) fn join_pair(
     Ok(false)
 }
 
+/// Whether `l` and `r` joined pass `on` (a semi or anti join keeps no joined row).
+pub(crate) fn pair_passes(
+    l: &[Value],
+    r: &[Value],
+    on: Option<&Expr>,
+    ctx: &ExecCtx,
+) -> Result<bool> {
+    ctx.tick()?;
+    let Some(on) = on else { return Ok(true) };
+    let mut row = Vec::with_capacity(l.len() + r.len());
+    row.extend_from_slice(l);
+    row.extend_from_slice(r);
+    on.eval_truth(&row, ctx)
+}
+
 /// A LEFT JOIN row that matched nothing: the left row and NULLs for the right side.
 pub(crate) fn padded(mut l: Row, nulls: &[Value]) -> Row {
     l.extend_from_slice(nulls);
@@ -148,6 +163,8 @@ pub fn hash_join(
                     spilled += 1;
                 } else if j.kind == JoinKind::Left {
                     out.push(padded(l, &j.nulls));
+                } else if j.kind == JoinKind::Anti {
+                    out.push(l);
                 }
             }
             if !out.is_empty() {
@@ -184,11 +201,23 @@ pub fn hash_join(
                 &[]
             };
             let mut matched = false;
-            for &i in cands {
-                matched |= join_pair(&l, &rows[i], j.on, ctx, &mut out)?;
-            }
-            if !matched && j.kind == JoinKind::Left {
-                out.push(padded(l, &j.nulls));
+            if j.kind.left_only() {
+                for &i in cands {
+                    if pair_passes(&l, &rows[i], j.on, ctx)? {
+                        matched = true;
+                        break;
+                    }
+                }
+                if matched == (j.kind == JoinKind::Semi) {
+                    out.push(l);
+                }
+            } else {
+                for &i in cands {
+                    matched |= join_pair(&l, &rows[i], j.on, ctx, &mut out)?;
+                }
+                if !matched && j.kind == JoinKind::Left {
+                    out.push(padded(l, &j.nulls));
+                }
             }
             go = flush_full(&mut out, sink)?;
             if !go {
@@ -245,7 +274,7 @@ fn block_nested_loop(
 }
 
 /// One pass over the spilled right rows for a block of left rows; unmatched rows of a
-/// LEFT JOIN come out padded after it.
+/// LEFT JOIN come out padded after it (a semi or anti join's rows come out after it).
 fn join_block(
     right: &mut SpillReader,
     block: Vec<Row>,
@@ -260,7 +289,11 @@ fn join_block(
         let mut out = Vec::new();
         for r in &rb {
             for (l, m) in block.iter().zip(matched.iter_mut()) {
-                *m |= join_pair(l, r, j.on, ctx, &mut out)?;
+                if j.kind.left_only() {
+                    *m = *m || pair_passes(l, r, j.on, ctx)?;
+                } else {
+                    *m |= join_pair(l, r, j.on, ctx, &mut out)?;
+                }
             }
             go = flush_full(&mut out, sink)?;
             if !go {
@@ -272,12 +305,17 @@ fn join_block(
         }
         Ok(go)
     })?;
-    if go && j.kind == JoinKind::Left {
+    if go && j.kind != JoinKind::Inner {
+        // LEFT: the unmatched rows padded; SEMI: the matched rows; ANTI: the unmatched.
+        let keep = j.kind == JoinKind::Semi;
         let out: Vec<Row> = block
             .into_iter()
             .zip(matched)
-            .filter(|(_, m)| !m)
-            .map(|(l, _)| padded(l, &j.nulls))
+            .filter(|(_, m)| *m == keep)
+            .map(|(l, _)| match j.kind {
+                JoinKind::Left => padded(l, &j.nulls),
+                _ => l,
+            })
             .collect();
         if !out.is_empty() {
             go = sink(out)?;

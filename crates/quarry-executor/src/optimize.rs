@@ -576,6 +576,10 @@ pub fn estimate_rows(plan: &Plan) -> Option<f64> {
                 Some((estimate_rows(input)? / 10.0).max(1.0))
             }
         }
+        // A semi or anti join keeps some of its left rows: half, when nothing tells.
+        Plan::Join { left, kind, .. } | Plan::IndexJoin { left, kind, .. } if kind.left_only() => {
+            Some((estimate_rows(left)? * 0.5).max(1.0))
+        }
         Plan::Join {
             left,
             right,

@@ -11,6 +11,18 @@ use crate::expr::Expr;
 pub enum JoinKind {
     Inner,
     Left,
+    /// The left rows some right row matches (each once; only the left columns come out):
+    /// a decorrelated `EXISTS` / `IN (SELECT …)`.
+    Semi,
+    /// The left rows no right row matches (only the left columns): `NOT EXISTS`.
+    Anti,
+}
+
+impl JoinKind {
+    /// Whether only the left input's columns come out.
+    pub fn left_only(self) -> bool {
+        matches!(self, JoinKind::Semi | JoinKind::Anti)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,7 @@ use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 
 mod collation;
 mod cte;
+mod decorrelate;
 mod from_names;
 mod or_derive;
 mod or_factor;
@@ -755,10 +756,22 @@ impl<'a> Binder<'a> {
         cols: &[ScopeCol],
     ) -> Result<(Plan, Vec<OutColumn>)> {
         let mut plan = std::mem::replace(plan, Plan::Dual);
-        if let Some(w) = &s.selection {
-            let factored = or_factor::factor_ors(w);
-            let w = factored.as_ref().unwrap_or(w);
-            let pred = self.in_clause("WHERE", |b| b.bind_expr(w))?;
+        let mut semi_joins = vec![];
+        let factored = s
+            .selection
+            .as_ref()
+            .map(|w| or_factor::factor_ors(w).unwrap_or_else(|| w.clone()));
+        let pred = factored
+            .as_ref()
+            .map(|w| self.in_clause("WHERE", |b| b.bind_where(w, &plan, &mut semi_joins)))
+            .transpose()?
+            .flatten();
+        // The semi joins go first: the rest of WHERE is pushed through them, and what
+        // cannot be (a correlated subquery) is checked on the rows they keep.
+        for j in semi_joins {
+            plan = j.apply(plan);
+        }
+        if let Some(pred) = pred {
             if contains_agg(&pred) {
                 return Err(Error::invalid_group());
             }
@@ -1013,6 +1026,31 @@ impl<'a> Binder<'a> {
         }
         let columns = items.into_iter().map(|(_, c)| c).collect();
         Ok((crate::optimize::optimize(plan), columns))
+    }
+
+    /// A WHERE condition over the rows of `from`; the conjuncts that become semi or anti
+    /// joins with them (decorrelate.rs) go to `joins` instead (None: nothing is left).
+    /// Conjuncts are bound in their written order (parameters are numbered so).
+    fn bind_where(
+        &mut self,
+        w: &A,
+        from: &Plan,
+        joins: &mut Vec<decorrelate::SemiJoin>,
+    ) -> Result<Option<Expr>> {
+        let mut parts = vec![];
+        or_factor::conjuncts(w, &mut parts);
+        let lw = width(from);
+        if lw.is_none() || !parts.iter().any(|c| decorrelate::candidate(c)) {
+            return self.bind_expr(w).map(Some);
+        }
+        let mut bound = vec![];
+        for c in parts {
+            match self.semi_join(c, lw.unwrap_or(0))? {
+                Some(j) => joins.push(j),
+                None => bound.push(self.bind_expr(c)?),
+            }
+        }
+        Ok(and_all(bound))
     }
 
     /// A select list over `cols` (the innermost scope), wildcards expanded.
@@ -2785,9 +2823,21 @@ pub(crate) fn width(p: &Plan) -> Option<usize> {
     match p {
         Plan::Scan { table, .. } => Some(table.def.columns.len()),
         Plan::Join {
-            left, right_width, ..
-        } => Some(width(left)? + right_width),
-        Plan::IndexJoin { left, table, .. } => Some(width(left)? + table.def.columns.len()),
+            left,
+            right_width,
+            kind,
+            ..
+        } => Some(width(left)? + if kind.left_only() { 0 } else { *right_width }),
+        Plan::IndexJoin {
+            left, table, kind, ..
+        } => Some(
+            width(left)?
+                + if kind.left_only() {
+                    0
+                } else {
+                    table.def.columns.len()
+                },
+        ),
         Plan::Dual => Some(0),
         Plan::Project { exprs, .. } => Some(exprs.len()),
         Plan::Aggregate { group, aggs, .. } => Some(group.len() + aggs.len()),

@@ -83,7 +83,7 @@ fn factor_or(e: &A) -> Option<A> {
     Some(and_all(all))
 }
 
-fn conjuncts<'e>(e: &'e A, out: &mut Vec<&'e A>) {
+pub(super) fn conjuncts<'e>(e: &'e A, out: &mut Vec<&'e A>) {
     match e {
         A::BinaryOp {
             left,
