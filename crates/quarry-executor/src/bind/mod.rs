@@ -92,6 +92,14 @@ pub(super) const VOLATILE_FUNCTIONS: &[&str] = &[
     "FOUND_ROWS",
 ];
 
+/// Whether a call is of one of the [`VOLATILE_FUNCTIONS`].
+pub(super) fn is_volatile_call(f: &ast::Function) -> bool {
+    f.name.0.last().is_some_and(|p| {
+        let n = p.to_string();
+        VOLATILE_FUNCTIONS.iter().any(|v| n.eq_ignore_ascii_case(v))
+    })
+}
+
 /// How deeply expressions and query bodies (a chain of `UNION`s, a chain of binary
 /// operators) may nest: deeper ones are refused with 1436 before anything else walks
 /// them. Statements run on a stack sized for this (`quarry_core::STATEMENT_STACK`).
@@ -766,8 +774,9 @@ impl<'a> Binder<'a> {
             .map(|w| self.in_clause("WHERE", |b| b.bind_where(w, &plan, &mut semi_joins)))
             .transpose()?
             .flatten();
-        // The semi joins go first: the rest of WHERE is pushed through them, and what
-        // cannot be (a correlated subquery) is checked on the rows they keep.
+        // The joins go first: the rest of WHERE is pushed through them, and what cannot
+        // be (a correlated subquery) is checked on the rows they keep.
+        semi_joins.sort_by_key(|j| matches!(j, decorrelate::Decorrelated::Grouped(_)));
         for j in semi_joins {
             plan = j.apply(plan);
         }
@@ -1035,19 +1044,27 @@ impl<'a> Binder<'a> {
         &mut self,
         w: &A,
         from: &Plan,
-        joins: &mut Vec<decorrelate::SemiJoin>,
+        joins: &mut Vec<decorrelate::Decorrelated>,
     ) -> Result<Option<Expr>> {
         let mut parts = vec![];
         or_factor::conjuncts(w, &mut parts);
         let lw = width(from);
-        if lw.is_none() || !parts.iter().any(|c| decorrelate::candidate(c)) {
+        if lw.is_none()
+            || !parts
+                .iter()
+                .any(|c| decorrelate::candidate(c) || decorrelate::grouped_candidate(c))
+        {
             return self.bind_expr(w).map(Some);
         }
+        let lw = lw.unwrap_or(0);
         let mut bound = vec![];
         for c in parts {
-            match self.semi_join(c, lw.unwrap_or(0))? {
-                Some(j) => joins.push(j),
-                None => bound.push(self.bind_expr(c)?),
+            if let Some(j) = self.semi_join(c, lw)? {
+                joins.push(decorrelate::Decorrelated::Semi(j));
+            } else if let Some(j) = self.grouped_join(c, lw)? {
+                joins.push(decorrelate::Decorrelated::Grouped(j));
+            } else {
+                bound.push(self.bind_expr(c)?);
             }
         }
         Ok(and_all(bound))

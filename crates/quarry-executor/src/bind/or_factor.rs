@@ -140,16 +140,7 @@ fn and_all(v: Vec<A>) -> A {
 /// Whether `e` gives the same value each time it runs on the same row.
 fn stable(e: &A) -> bool {
     let r = ast::visit_expressions(e, |x| match x {
-        A::Function(f)
-            if f.name.0.last().is_some_and(|p| {
-                let n = p.to_string();
-                super::VOLATILE_FUNCTIONS
-                    .iter()
-                    .any(|v| n.eq_ignore_ascii_case(v))
-            }) =>
-        {
-            ControlFlow::Break(())
-        }
+        A::Function(f) if super::is_volatile_call(f) => ControlFlow::Break(()),
         A::BinaryOp {
             op: B::Assignment, ..
         } => ControlFlow::Break(()),
