@@ -107,6 +107,8 @@ pub struct ExecCtx<'a> {
     pub session: &'a dyn SessionInfo,
     pub outer: RefCell<Vec<Row>>,
     pub sub_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    /// Uncorrelated `IN (SELECT …)` subqueries' values hashed, by subquery and collation.
+    pub in_sets: RefCell<HashMap<(usize, quarry_common::Collation), Rc<crate::in_set::InSet>>>,
     /// The rows the last round of each running recursive CTE made, by its id.
     pub work_tables: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
     pub insert_row: RefCell<Option<Row>>,

@@ -421,6 +421,11 @@ impl Expr {
                     Expr::Collate(_, c) => *c,
                     _ => Collation::default(),
                 };
+                if !sub.correlated {
+                    if let Some(answer) = crate::in_set::probe(sub, &v, coll, *negated, ctx)? {
+                        return Ok(answer);
+                    }
+                }
                 let rows = run_subquery(sub, row, ctx)?;
                 if rows.first().is_some_and(|r| r.len() != 1) {
                     return Err(Error::operand_columns(1));

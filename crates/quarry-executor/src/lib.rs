@@ -17,6 +17,7 @@ pub mod exec;
 pub mod explain;
 pub mod expr;
 pub mod func;
+pub mod in_set;
 mod join;
 pub mod joinorder;
 pub mod json;

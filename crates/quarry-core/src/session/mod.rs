@@ -1052,6 +1052,7 @@ impl Session {
             session: self,
             outer: RefCell::new(vec![]),
             sub_cache: RefCell::new(HashMap::new()),
+            in_sets: RefCell::new(HashMap::new()),
             work_tables: RefCell::new(HashMap::new()),
             insert_row: RefCell::new(None),
             now: DateTime::now(),
