@@ -1,16 +1,19 @@
-//! Correlated `EXISTS`, `NOT EXISTS` and `x IN (SELECT …)` conditions of a WHERE clause
-//! turned into semi and anti joins: instead of running the subquery once per outer row
-//! (a scan each time where no index serves its correlation), its table is joined once —
-//! by hash, or by index lookups where the cost says so — and each outer row is kept when
-//! some inner row matches (`EXISTS`, `IN`) or none does (`NOT EXISTS`). TPC-H Q4, Q21 and
-//! Q22 are of this shape.
+//! Subqueries of a WHERE clause turned into joins, so their tables are read once instead
+//! of once per outer row (a scan each time where no index serves the correlation):
+//!
+//! - `EXISTS`, `NOT EXISTS` and `x IN (SELECT …)` become semi and anti joins — by hash, or
+//!   by index lookups where the cost says so — keeping each outer row once when some inner
+//!   row matches (`EXISTS`, `IN`) or none does (`NOT EXISTS`); TPC-H Q4, Q21, Q22.
+//! - A comparison with a correlated aggregate becomes a join with the inner table grouped
+//!   by the correlation (`GroupedJoin`); TPC-H Q2, Q17, Q20.
 //!
 //! Only plain subqueries are rewritten: one SELECT over comma-joined tables, without
-//! grouping, aggregates, window functions, LIMIT, WITH or subqueries of its own; for `IN`,
-//! one column, compared with the operand as `=` compares (its types and collations made
-//! to agree as for `=`, so the equality is a join key). `NOT IN` (NULLs make it unknown,
-//! not false) and everything else still runs as a subquery. A condition in WHERE is rejected on FALSE and
-//! on NULL alike, so a semi join's "no match" stands for both.
+//! grouping, window functions, LIMIT, WITH or subqueries of its own (and no aggregates for
+//! a semi join); for `IN`, one column, compared with the operand as `=` compares (types
+//! and collations made to agree as for `=`, so the equality is a join key). `NOT IN`
+//! (NULLs make it unknown, not false) and everything else still runs as a subquery. A
+//! condition in WHERE is rejected on FALSE and on NULL alike, so "no match" stands for
+//! both.
 //!
 //! Owns: choosing the conditions and building the joins. Must not touch: how joins run.
 
