@@ -188,6 +188,35 @@ fn reads_own(e: &Expr) -> bool {
 }
 
 impl Binder<'_> {
+    /// A WHERE condition over the rows of `from`; the conjuncts that become semi or anti
+    /// joins with them go to `joins` instead (None: nothing is left).
+    /// Conjuncts are bound in their written order (parameters are numbered so).
+    pub(super) fn bind_where(
+        &mut self,
+        w: &A,
+        from: &Plan,
+        joins: &mut Vec<Decorrelated>,
+    ) -> Result<Option<Expr>> {
+        let mut parts = vec![];
+        super::or_factor::conjuncts(w, &mut parts);
+        let lw = super::width(from);
+        if lw.is_none() || !parts.iter().any(|c| candidate(c) || grouped_candidate(c)) {
+            return self.bind_expr(w).map(Some);
+        }
+        let lw = lw.unwrap_or(0);
+        let mut bound = vec![];
+        for c in parts {
+            if let Some(j) = self.semi_join(c, lw)? {
+                joins.push(Decorrelated::Semi(j));
+            } else if let Some(j) = self.grouped_join(c, lw)? {
+                joins.push(Decorrelated::Grouped(j));
+            } else {
+                bound.push(self.bind_expr(c)?);
+            }
+        }
+        Ok(and_all(bound))
+    }
+
     /// A subquery's FROM rows and, bound in its scope (the outer row one level up), its
     /// WHERE condition and what `then` makes of its select list; with `aggregates`, the
     /// aggregates its select list holds (`Expr::AggRef` in it).

@@ -1037,39 +1037,6 @@ impl<'a> Binder<'a> {
         Ok((crate::optimize::optimize(plan), columns))
     }
 
-    /// A WHERE condition over the rows of `from`; the conjuncts that become semi or anti
-    /// joins with them (decorrelate.rs) go to `joins` instead (None: nothing is left).
-    /// Conjuncts are bound in their written order (parameters are numbered so).
-    fn bind_where(
-        &mut self,
-        w: &A,
-        from: &Plan,
-        joins: &mut Vec<decorrelate::Decorrelated>,
-    ) -> Result<Option<Expr>> {
-        let mut parts = vec![];
-        or_factor::conjuncts(w, &mut parts);
-        let lw = width(from);
-        if lw.is_none()
-            || !parts
-                .iter()
-                .any(|c| decorrelate::candidate(c) || decorrelate::grouped_candidate(c))
-        {
-            return self.bind_expr(w).map(Some);
-        }
-        let lw = lw.unwrap_or(0);
-        let mut bound = vec![];
-        for c in parts {
-            if let Some(j) = self.semi_join(c, lw)? {
-                joins.push(decorrelate::Decorrelated::Semi(j));
-            } else if let Some(j) = self.grouped_join(c, lw)? {
-                joins.push(decorrelate::Decorrelated::Grouped(j));
-            } else {
-                bound.push(self.bind_expr(c)?);
-            }
-        }
-        Ok(and_all(bound))
-    }
-
     /// A select list over `cols` (the innermost scope), wildcards expanded.
     fn bind_items(
         &mut self,
