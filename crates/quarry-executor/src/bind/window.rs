@@ -313,13 +313,11 @@ impl Binder<'_> {
     fn bind_bound(&mut self, b: &ast::WindowFrameBound, rows: bool) -> Result<FrameBound> {
         let offset = |this: &mut Self, e: &A| -> Result<Value> {
             let v = this.bind_const(e)?;
-            let numeric = matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_))
-                || matches!(v, Value::Double(_));
-            if rows && !matches!(v, Value::Int(_) | Value::UInt(_)) {
-                return Err(Error::rows_frame_integer());
-            }
-            if !numeric {
-                return Err(Error::range_frame_numeric());
+            match v {
+                Value::Int(_) | Value::UInt(_) => {}
+                _ if rows => return Err(Error::rows_frame_integer()),
+                Value::Decimal(_) | Value::Double(_) => {}
+                _ => return Err(Error::range_frame_numeric()),
             }
             if v.total_cmp(&Value::Int(0)) == std::cmp::Ordering::Less {
                 return Err(Error::syntax_near(&e.to_string()));
