@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: Quarry vs MariaDB (InnoDB, MyISAM) vs DuckDB, in one run.
 # Installs what it needs when missing (Debian: mariadb-server, sysbench, fonts for the
-# charts; PyPI: duckdb into target/bench-venv), builds the release binaries, then runs
-# quarry-bench with the given options (e.g. --quick; see --help).
+# charts; PyPI: duckdb and tpchgen-cli into target/bench-venv), builds the release
+# binaries, then runs quarry-bench with the given options (e.g. --quick; see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +26,10 @@ if ! "$VENV/bin/python" -c 'import duckdb' >/dev/null 2>&1; then
   echo "bench.sh: creating $VENV with duckdb"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q 'duckdb==2.0.0'
+fi
+# TPC-H data generator (the tpch phase).
+if [ ! -x "$VENV/bin/tpchgen-cli" ]; then
+  "$VENV/bin/pip" install -q 'tpchgen-cli==4.0.0'
 fi
 
 cargo build --release -p quarry -p quarry-bench

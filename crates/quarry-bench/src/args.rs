@@ -8,7 +8,7 @@ quarry-bench: Quarry vs MariaDB vs DuckDB, side by side, in one run
 USAGE: quarry-bench [OPTIONS]
 
   --quick                  small sizes: sysbench 10 000 rows x 5 s, seed 1 M rows, ...
-  --only LIST              phases to run, comma-separated: sysbench,seed,sqlbench,io
+  --only LIST              phases to run, comma-separated: sysbench,seed,sqlbench,tpch,io
                            (default: all)
   --out DIR                report directory (default bench/results/<date>-<host>)
   --work DIR               scratch directory for servers and data (default target/bench-work)
@@ -19,6 +19,7 @@ USAGE: quarry-bench [OPTIONS]
   --seed-rows N            TestBig rows (default 10000000; quick 1000000)
   --t1-rows N              rows of the seed-004 GROUP BY table (default 1000000; quick 100000)
   --sqlbench-scale F       multiply sql-bench counts (default 1; quick 0.1)
+  --sf F                   TPC-H scale factor (default 0.1; e.g. 1)
   --query-timeout SECS     per-query limit in the seed workload (default 600)
   --io-max-mb N            largest file of the aio experiment (default 2048; quick 256)
   --flush-log N            innodb_flush_log_at_trx_commit, MariaDB and Quarry (default 1)
@@ -42,17 +43,25 @@ pub enum Phase {
     Sysbench,
     Seed,
     SqlBench,
+    Tpch,
     Io,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 4] = [Phase::Sysbench, Phase::Seed, Phase::SqlBench, Phase::Io];
+    pub const ALL: [Phase; 5] = [
+        Phase::Sysbench,
+        Phase::Seed,
+        Phase::SqlBench,
+        Phase::Tpch,
+        Phase::Io,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Phase::Sysbench => "sysbench",
             Phase::Seed => "seed",
             Phase::SqlBench => "sqlbench",
+            Phase::Tpch => "tpch",
             Phase::Io => "io",
         }
     }
@@ -71,6 +80,8 @@ pub struct Options {
     pub seed_rows: u64,
     pub t1_rows: u64,
     pub sqlbench_scale: f64,
+    /// TPC-H scale factor.
+    pub sf: f64,
     pub query_timeout: u64,
     pub io_max_mb: u64,
     pub flush_log: u32,
@@ -114,6 +125,7 @@ fn full_defaults() -> Options {
         seed_rows: 10_000_000,
         t1_rows: 1_000_000,
         sqlbench_scale: 1.0,
+        sf: 0.1,
         query_timeout: 600,
         io_max_mb: 2048,
         flush_log: 1,
@@ -169,7 +181,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
                             .into_iter()
                             .find(|x| x.name() == p.trim())
                             .ok_or(format!(
-                                "unknown phase '{p}' (sysbench, seed, sqlbench, io)"
+                                "unknown phase '{p}' (sysbench, seed, sqlbench, tpch, io)"
                             ))
                     })
                     .collect::<Result<_, _>>()?
@@ -183,6 +195,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--seed-rows" => o.seed_rows = num(flag, &value()?)?,
             "--t1-rows" => o.t1_rows = num(flag, &value()?)?,
             "--sqlbench-scale" => o.sqlbench_scale = num(flag, &value()?)?,
+            "--sf" => o.sf = num(flag, &value()?)?,
             "--query-timeout" => o.query_timeout = num(flag, &value()?)?,
             "--io-max-mb" => o.io_max_mb = num(flag, &value()?)?,
             "--flush-log" => o.flush_log = num(flag, &value()?)?,
@@ -220,6 +233,9 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
     }
     if o.time == 0 || o.table_size == 0 || o.seed_rows == 0 || o.t1_rows == 0 {
         return Err("--time, --table-size, --seed-rows and --t1-rows must be positive".into());
+    }
+    if o.sf <= 0.0 {
+        return Err("--sf must be positive".into());
     }
     if o.sqlbench_scale <= 0.0 {
         return Err("--sqlbench-scale must be positive".into());
@@ -275,6 +291,9 @@ mod tests {
     fn phases_and_errors() {
         let o = p(&["--only", "seed,io"]).unwrap().unwrap();
         assert_eq!(o.phases, vec![Phase::Seed, Phase::Io]);
+        let o = p(&["--only=tpch", "--sf", "1"]).unwrap().unwrap();
+        assert_eq!((o.phases, o.sf), (vec![Phase::Tpch], 1.0));
+        assert!(p(&["--sf", "0"]).is_err());
         assert!(p(&["--only", "tpcc"])
             .unwrap_err()
             .contains("unknown phase"));

@@ -1,6 +1,6 @@
 //! `quarry-bench`: Quarry against MariaDB (InnoDB, MyISAM) and DuckDB on the same machine
-//! in the same run — sysbench, the seed workload, an sql-bench-like suite and the seed's
-//! I/O experiments — reported as the seed's relative tables, JSON and PNG charts.
+//! in the same run — sysbench, the seed workload, an sql-bench-like suite, TPC-H and the
+//! seed's I/O experiments — reported as the seed's relative tables, JSON and PNG charts.
 
 mod args;
 mod chart;
@@ -10,6 +10,7 @@ mod seed;
 mod seedgen;
 mod sqlbench;
 mod sysbench;
+mod tpch;
 
 use args::{Options, Phase};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -133,6 +134,9 @@ struct Results {
     seed: Option<SecondsTable>,
     seed_facts: seed::SeedFacts,
     sqlbench: Option<SecondsTable>,
+    tpch: Option<SecondsTable>,
+    /// Answer comparisons and target checks of the TPC-H phase.
+    tpch_facts: Vec<String>,
     aio: Vec<ioexp::AioRow>,
     caches: Vec<ioexp::CacheRow>,
     caches_rows: u64,
@@ -168,6 +172,14 @@ impl Results {
         if let Some(t) = &self.sqlbench {
             s.push_str("\n## sql-bench-like suite\n\n");
             s.push_str(&t.render());
+        }
+        if let Some(t) = &self.tpch {
+            s.push_str("\n## TPC-H\n\n");
+            s.push_str(&t.render());
+            s.push_str("\nAnswers and targets:\n");
+            for l in &self.tpch_facts {
+                s.push_str(&format!("  {l}\n"));
+            }
         }
         if !self.aio.is_empty() {
             s.push_str("\n## I/O experiments\n\n");
@@ -214,6 +226,14 @@ impl Results {
             (
                 "sqlbench",
                 self.sqlbench.as_ref().map_or(Json::Null, |t| t.to_json()),
+            ),
+            (
+                "tpch",
+                self.tpch.as_ref().map_or(Json::Null, |t| t.to_json()),
+            ),
+            (
+                "tpch_facts",
+                Json::Arr(self.tpch_facts.iter().map(Json::str).collect()),
             ),
             ("aio", ioexp::aio_json(&self.aio)),
             ("caches", ioexp::caches_json(&self.caches)),
@@ -285,7 +305,11 @@ impl Results {
                 true,
             );
         }
-        for (t, file) in [(&self.seed, "seed.png"), (&self.sqlbench, "sqlbench.png")] {
+        for (t, file) in [
+            (&self.seed, "seed.png"),
+            (&self.sqlbench, "sqlbench.png"),
+            (&self.tpch, "tpch.png"),
+        ] {
             if let Some(t) = t {
                 let cats = t.rows.iter().map(|r| r.name.clone()).collect();
                 let series = t
@@ -705,6 +729,62 @@ fn run(o: &Options) -> Result<(), String> {
                 }
                 res.settings
                     .push(("sqlbench".into(), format!("counts x{}", o.sqlbench_scale)));
+            }
+            Phase::Tpch => {
+                let (maria, quarry, engines) = servers.as_ref().unwrap();
+                p.step(&format!("generating TPC-H data (tpchgen-cli -s {})", o.sf));
+                let data = tpch::generate(o)?;
+                let mut table = SecondsTable::new(
+                    &format!("TPC-H SF {}: seconds, relative to {}", o.sf, tpch::BASELINE),
+                    vec![tpch::BASELINE.into()],
+                );
+                let mut answers = tpch::Answers::default();
+                // The baseline first: its answers are the ones the others are checked against.
+                let mut systems = server_systems(maria, quarry, engines);
+                systems.swap(0, 1);
+                for (i, (label, server, engine)) in systems.into_iter().enumerate() {
+                    let s = tpch::TpchSystem {
+                        label,
+                        server,
+                        engine,
+                    };
+                    if let Err(e) =
+                        tpch::run_system(o, &s, &data, &mut table, &mut answers, &|m| p.step(m))
+                    {
+                        p.log(&format!("  {}: {e}", s.label));
+                        res.notes.push(format!("tpch {}: {e}", s.label));
+                    }
+                    if i == 1 {
+                        p.step("DuckDB: TPC-H (Python, in-process)");
+                        match tpch::run_duckdb(o, &data, &mut table, &mut answers) {
+                            Ok(v) => {
+                                if !res.versions.iter().any(|(k, _)| k == "DuckDB") {
+                                    res.versions.push(("DuckDB".into(), v));
+                                }
+                            }
+                            Err(e) => {
+                                p.log(&format!("  DuckDB: {e}"));
+                                res.notes.push(format!("tpch DuckDB: {e}"));
+                            }
+                        }
+                    }
+                    res.tpch = Some(table.clone());
+                    res.write(&out)?;
+                }
+                res.tpch_facts = answers.compare();
+                res.tpch_facts.extend(tpch::targets(&table));
+                for l in &res.tpch_facts {
+                    p.log(&format!("  {l}"));
+                }
+                res.tpch = Some(table);
+                res.settings.push((
+                    "tpch".into(),
+                    format!(
+                        "scale factor {}, tpchgen-cli data, ANALYZE TABLE after load, median of 3",
+                        o.sf
+                    ),
+                ));
+                res.write(&out)?;
             }
             Phase::Io => {}
         }
