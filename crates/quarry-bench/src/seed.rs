@@ -398,6 +398,23 @@ fn load_sql(path: &Path, table: &str) -> String {
     )
 }
 
+/// Run a script with the bench venv's Python (`--python`), its stderr passed through.
+pub fn run_python(
+    o: &Options,
+    args: Vec<std::ffi::OsString>,
+) -> Result<std::process::Output, String> {
+    std::process::Command::new(quarry_testkit::servers::abs(&o.python))
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| {
+            format!(
+                "{}: {e} (scripts/bench.sh makes the venv)",
+                o.python.display()
+            )
+        })
+}
+
 pub const DUCKDB_SCRIPT: &str = include_str!("../duckdb_seed.py");
 
 /// Run the same workload in DuckDB (in-process, Python) and merge its times.
@@ -412,24 +429,21 @@ pub fn run_duckdb(
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let script = work.join("duckdb_seed.py");
     std::fs::write(&script, DUCKDB_SCRIPT).map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(quarry_testkit::servers::abs(&o.python))
-        .arg(&script)
-        .arg(work.join("seed.duckdb"))
-        .arg(quarry_testkit::servers::abs(&files.big))
-        .arg(quarry_testkit::servers::abs(&files.small))
-        .arg(quarry_testkit::servers::abs(&files.t1_empty))
-        .arg(quarry_testkit::servers::abs(&files.t1_half))
-        .arg(o.seed_rows.to_string())
-        .arg(o.t1_rows.to_string())
-        .arg(o.query_timeout.to_string())
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| {
-            format!(
-                "{}: {e} (scripts/bench.sh makes the venv)",
-                o.python.display()
-            )
-        })?;
+    let abs = |p: &Path| quarry_testkit::servers::abs(p).into_os_string();
+    let out = run_python(
+        o,
+        vec![
+            script.into_os_string(),
+            work.join("seed.duckdb").into_os_string(),
+            abs(&files.big),
+            abs(&files.small),
+            abs(&files.t1_empty),
+            abs(&files.t1_half),
+            o.seed_rows.to_string().into(),
+            o.t1_rows.to_string().into(),
+            o.query_timeout.to_string().into(),
+        ],
+    )?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut version = String::new();
     // One tab-separated line per item: kind, name, count, seconds-or-error, answer.

@@ -325,23 +325,16 @@ pub fn run_duckdb(
     };
     let script = write("duckdb_tpch.py", DUCKDB_SCRIPT)?;
     let schema = write("schema.sql", SCHEMA)?;
-    let mut cmd = std::process::Command::new(abs(&o.python));
-    cmd.arg(&script)
-        .arg(work.join("tpch.duckdb"))
-        .arg(data)
-        .arg(&schema);
+    let mut args = vec![
+        script.into_os_string(),
+        work.join("tpch.duckdb").into_os_string(),
+        data.as_os_str().to_owned(),
+        schema.into_os_string(),
+    ];
     for (q, sql) in QUERIES {
-        cmd.arg(write(&format!("{}.sql", q.to_lowercase()), sql)?);
+        args.push(write(&format!("{}.sql", q.to_lowercase()), sql)?.into_os_string());
     }
-    let out = cmd
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| {
-            format!(
-                "{}: {e} (scripts/bench.sh makes the venv)",
-                o.python.display()
-            )
-        })?;
+    let out = crate::seed::run_python(o, args)?;
     let mut version = String::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split('\t').collect();
