@@ -64,7 +64,7 @@ use quarry_storage_api::{
     TableStats,
 };
 
-pub use codec::{decode, encode, fixed_width};
+pub use codec::{decode, decode_some, encode, fixed_width};
 pub use sidecol::{side_file, wants_side_file};
 
 const MAGIC: &[u8; 8] = b"QRYROWD\0";
@@ -1115,6 +1115,8 @@ impl RowTable {
 struct RowCursor<'a> {
     reader: RecordReader<'a>,
     batch_rows: usize,
+    /// The columns to decode (the request's and the filter's); None: all.
+    wanted: Option<Vec<bool>>,
     /// A pushed condition checked here, on each decoded row.
     filter: Option<Pred>,
 }
@@ -1151,7 +1153,12 @@ impl Cursor for RowCursor<'_> {
                 Some((off, status, _, payload)) => {
                     visited += 1;
                     if status == LIVE {
-                        let row = decode(&table.schema.columns, table.schema.row_format, payload)?;
+                        let row = decode_some(
+                            &table.schema.columns,
+                            table.schema.row_format,
+                            payload,
+                            self.wanted.as_deref(),
+                        )?;
                         if self
                             .filter
                             .as_ref()
@@ -1208,9 +1215,20 @@ impl Table for RowTable {
                 }));
             }
         }
+        let wanted = req.columns.as_ref().map(|cols| {
+            let mut w = vec![false; self.schema.columns.len()];
+            let filter_cols = req.filter.as_ref().map(Pred::columns).unwrap_or_default();
+            for &c in cols.iter().chain(&filter_cols) {
+                if let Some(x) = w.get_mut(c) {
+                    *x = true;
+                }
+            }
+            w
+        });
         Ok(Box::new(RowCursor {
             reader: RecordReader::new(self, HEADER_SIZE, end, block),
             batch_rows: req.batch_rows.max(1),
+            wanted,
             filter: req.filter.clone(),
         }))
     }

@@ -617,6 +617,10 @@ pub fn scan_with(
     // Pushed conjuncts go to the engine, unless pushdown is switched off: then they are
     // checked here like the rest of the filter.
     let (engine_filter, local_pushed) = crate::pushdown::route(pushed, ctx)?;
+    let folded = filter.map(|f| crate::fold::fold(f, ctx));
+    let filter = folded.as_deref();
+    let folded_pushed = local_pushed.map(|f| crate::fold::fold(f, ctx));
+    let local_pushed = folded_pushed.as_deref();
     let keep = |ids: Vec<RowId>, rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
         if filter.is_none() && local_pushed.is_none() {
             return Ok((ids, rows));
@@ -1165,23 +1169,26 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             ctx,
             sink,
         )?,
-        Plan::Filter { input, pred } => run(input, ctx, &mut |mut b| {
-            let mut err = None;
-            b.retain(|r| match pred.eval_truth(r, ctx) {
-                Ok(t) => t,
-                Err(e) => {
-                    err.get_or_insert(e);
-                    false
+        Plan::Filter { input, pred } => {
+            let pred = crate::fold::fold(pred, ctx);
+            run(input, ctx, &mut |mut b| {
+                let mut err = None;
+                b.retain(|r| match pred.eval_truth(r, ctx) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        err.get_or_insert(e);
+                        false
+                    }
+                });
+                if let Some(e) = err {
+                    return Err(e);
                 }
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-            if b.is_empty() {
-                return Ok(true);
-            }
-            sink(b)
-        })?,
+                if b.is_empty() {
+                    return Ok(true);
+                }
+                sink(b)
+            })?
+        }
         Plan::Project { input, exprs } => run(input, ctx, &mut |b| {
             let mut out = Vec::with_capacity(b.len());
             for r in &b {

@@ -197,31 +197,36 @@ impl Expr {
 
     pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
+        self.for_each_child(&mut |c| c.walk(f));
+    }
+
+    /// `f` on each direct operand (not on subqueries' insides).
+    pub fn for_each_child<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
         match self {
             Expr::Unary(_, a)
             | Expr::IsNull(a, _)
             | Expr::IsBool(a, ..)
             | Expr::Cast(a, _)
             | Expr::Collate(a, _)
-            | Expr::SortKey(a, _) => a.walk(f),
+            | Expr::SortKey(a, _) => f(a),
             Expr::Bin(_, a, b)
             | Expr::Like {
                 expr: a,
                 pattern: b,
                 ..
             } => {
-                a.walk(f);
-                b.walk(f)
+                f(a);
+                f(b)
             }
             Expr::InList { expr, list, .. } => {
-                expr.walk(f);
-                list.iter().for_each(|e| e.walk(f))
+                f(expr);
+                list.iter().for_each(f)
             }
-            Expr::InSub { expr, .. } => expr.walk(f),
+            Expr::InSub { expr, .. } => f(expr),
             Expr::Between { expr, lo, hi, .. } => {
-                expr.walk(f);
-                lo.walk(f);
-                hi.walk(f)
+                f(expr);
+                f(lo);
+                f(hi)
             }
             Expr::Case {
                 operand,
@@ -229,22 +234,23 @@ impl Expr {
                 else_,
             } => {
                 if let Some(o) = operand {
-                    o.walk(f)
+                    f(o)
                 }
                 for (w, t) in whens {
-                    w.walk(f);
-                    t.walk(f)
+                    f(w);
+                    f(t)
                 }
                 if let Some(e) = else_ {
-                    e.walk(f)
+                    f(e)
                 }
             }
-            Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
+            Expr::Func(_, args) => args.iter().for_each(f),
             _ => {}
         }
     }
 
-    /// Rewrite bottom-up; `f` returns Some(replacement) to replace a node.
+    /// Rewrite from the root down: where `f` returns Some(replacement) the node is replaced
+    /// (and its insides not visited); elsewhere its operands are rewritten.
     pub fn rewrite(self, f: &mut dyn FnMut(&Expr) -> Option<Expr>) -> Expr {
         if let Some(r) = f(&self) {
             return r;
@@ -351,9 +357,10 @@ impl Expr {
                 match op {
                     UnOp::Not => Value::from_bool(!v.truth().unwrap_or(false)),
                     UnOp::Neg => match v {
-                        // A column's or a result's BIGINT minimum has no negation (1690); a
-                        // literal's becomes a DECIMAL, as in MariaDB.
-                        Value::Int(i64::MIN) if !matches!(**a, Expr::Lit(_)) => {
+                        // A column's BIGINT minimum has no negation (1690); a constant's
+                        // (a literal's, `-9223372036854775807 - 1`'s) becomes a DECIMAL, as
+                        // in MariaDB.
+                        Value::Int(i64::MIN) if !a.is_const() => {
                             return Err(Error::bigint_out_of_range("BIGINT", "-(…)"));
                         }
                         Value::Int(i) => crate::bind::negate_int(i),

@@ -16,6 +16,7 @@ pub mod dml;
 pub mod exec;
 pub mod explain;
 pub mod expr;
+mod fold;
 pub mod func;
 pub mod in_set;
 mod join;

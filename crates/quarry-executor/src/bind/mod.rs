@@ -76,7 +76,7 @@ pub struct Binder<'a> {
 
 /// Functions whose value may change between two calls in one statement: a condition
 /// holding one is never copied or moved by a rewrite.
-pub(super) const VOLATILE_FUNCTIONS: &[&str] = &[
+pub(crate) const VOLATILE_FUNCTIONS: &[&str] = &[
     "RAND",
     "UUID",
     "UUID_SHORT",
