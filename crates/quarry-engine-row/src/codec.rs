@@ -336,13 +336,16 @@ pub fn decode_some(
 mod tests {
     use super::*;
 
-    fn cols() -> Vec<ColumnSchema> {
-        let c = |name: &str, ty: SqlType| ColumnSchema {
+    fn c(name: &str, ty: SqlType) -> ColumnSchema {
+        ColumnSchema {
             name: name.into(),
             ty,
             nullable: true,
             columnar: false,
-        };
+        }
+    }
+
+    fn cols() -> Vec<ColumnSchema> {
         vec![
             c("a", SqlType::INT),
             c("b", SqlType::varchar(10)),
@@ -360,9 +363,9 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn both_formats_round_trip() {
-        let row = vec![
+    /// A value for each of [`cols`].
+    fn sample_row() -> Vec<Value> {
+        vec![
             Value::Int(-42),
             Value::Str("héllo".into()),
             Value::Decimal(Decimal::new(-12345, 2)),
@@ -374,7 +377,12 @@ mod tests {
             Value::DateTime(DateTime::from_micros(63_000_000_123)),
             Value::Double(1.5),
             Value::UInt(u64::MAX),
-        ];
+        ]
+    }
+
+    #[test]
+    fn both_formats_round_trip() {
+        let row = sample_row();
         let nulls = vec![Value::Null; 7];
         for fmt in [RowFormat::Dynamic, RowFormat::Fixed] {
             for r in [&row, &nulls] {
@@ -393,28 +401,13 @@ mod tests {
     #[test]
     fn decode_some_reads_only_the_wanted_columns() {
         let mut cs = cols();
-        let c = |name: &str, ty: SqlType| ColumnSchema {
-            name: name.into(),
-            ty,
-            nullable: true,
-            columnar: false,
-        };
         cs.push(c("h", SqlType::new(TypeKind::Text)));
         cs.push(c("i", SqlType::decimal(65, 3)));
         cs.push(c("j", SqlType::TIME));
         cs.push(c("k", SqlType::INT));
-        let row = vec![
-            Value::Int(-42),
-            Value::Str("héllo".into()),
-            Value::Decimal(Decimal::new(-12345, 2)),
-            Value::Date(Date {
-                year: 2024,
-                month: 2,
-                day: 29,
-            }),
-            Value::DateTime(DateTime::from_micros(63_000_000_123)),
-            Value::Null,
-            Value::UInt(u64::MAX),
+        let mut row = sample_row();
+        row[5] = Value::Null;
+        row.extend([
             Value::Str("a longer text".into()),
             Value::Decimal(
                 Decimal::parse("-123456789012345678901234567890123456789012.5")
@@ -423,7 +416,7 @@ mod tests {
             ),
             Value::Time(-3_600_000_001),
             Value::Int(7),
-        ];
+        ]);
         for fmt in [RowFormat::Dynamic, RowFormat::Fixed] {
             let cs: Vec<ColumnSchema> = if fmt == RowFormat::Fixed {
                 cs.iter()
@@ -542,13 +535,16 @@ mod fuzz {
     use quarry_common::fuzz::{mutate, run};
     use quarry_common::{Decimal, SqlType};
 
-    fn cols() -> Vec<ColumnSchema> {
-        let c = |name: &str, ty: SqlType| ColumnSchema {
+    fn c(name: &str, ty: SqlType) -> ColumnSchema {
+        ColumnSchema {
             name: name.into(),
             ty,
             nullable: true,
             columnar: false,
-        };
+        }
+    }
+
+    fn cols() -> Vec<ColumnSchema> {
         vec![
             c("a", SqlType::INT),
             c("b", SqlType::varchar(10)),
