@@ -10,6 +10,7 @@
 //! the engine's scan through filters, joins and aggregates into the session's sink, which
 //! hands rows to the protocol (server) or the table printer (shell).
 
+mod aggregate;
 pub mod bind;
 mod distinct;
 pub mod dml;
