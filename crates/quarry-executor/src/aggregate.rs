@@ -3,6 +3,7 @@
 //! partition files and each function's arithmetic; evaluating expressions is expr.rs's,
 //! scans and the operators around it are exec.rs's.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use quarry_common::{Decimal, Result, Row, TypeKind, Value};
@@ -42,9 +43,10 @@ pub(crate) fn aggregate(
         for r in b {
             ctx.tick()?;
             k.clear();
+            // Lent values: a group already met copies none of its key's strings.
             let mut gv = Vec::with_capacity(group.len());
             for g in group {
-                let v = g.eval(&r, ctx)?;
+                let v = g.eval_ref(&r, ctx)?;
                 group_key(g, &v, &mut k);
                 gv.push(v);
             }
@@ -61,6 +63,7 @@ pub(crate) fn aggregate(
                         spill = Some(crate::sort::RowSpill::partitions(AGG_PARTITIONS)?);
                     }
                     index.insert(k.clone(), groups.len());
+                    let gv = gv.into_iter().map(std::borrow::Cow::into_owned).collect();
                     groups.push((gv, aggs.iter().map(AggState::new).collect()));
                     groups.len() - 1
                 }
@@ -175,12 +178,88 @@ impl AggState {
             }
             return Ok(());
         }
+        if let [arg] = a.args.as_slice() {
+            if matches!(
+                self,
+                AggState::Count(_) | AggState::Sum { .. } | AggState::MinMax(_)
+            ) {
+                let v = arg.eval_ref(row, ctx)?;
+                return self.apply_one(a, v);
+            }
+        }
         let vals = a
             .args
             .iter()
             .map(|e| e.eval(row, ctx))
             .collect::<Result<Vec<_>>>()?;
         self.apply(a, vals, ctx)
+    }
+
+    /// COUNT, SUM, AVG, MIN and MAX of one argument's value, lent: nothing is copied
+    /// unless it becomes the state, and sums of like numbers add in place.
+    fn apply_one(&mut self, a: &Agg, v: Cow<Value>) -> Result<()> {
+        if v.is_null() {
+            return Ok(());
+        }
+        match self {
+            AggState::Count(n) => *n += 1,
+            AggState::Sum { sum, n } => {
+                *n += 1;
+                match (sum.as_mut(), &*v) {
+                    (Some(Value::Decimal(s)), Value::Decimal(d)) => {
+                        if let Some(t) = s.checked_add(*d) {
+                            *s = t;
+                            return Ok(());
+                        }
+                    }
+                    (Some(Value::Decimal(s)), Value::Int(i)) => {
+                        if let Some(t) = s.checked_add(Decimal::from_i64(*i)) {
+                            *s = t;
+                            return Ok(());
+                        }
+                    }
+                    _ => {}
+                }
+                // The first value, and every other mix, as `+` adds (its errors included).
+                *n -= 1;
+                return self.apply_sum(v.into_owned());
+            }
+            AggState::MinMax(cur) => {
+                let replace = match cur {
+                    None => true,
+                    Some(c) => {
+                        let o = match a.args.first() {
+                            Some(Expr::Collate(_, k)) => v.total_cmp_in(c, *k),
+                            _ => v.total_cmp(c),
+                        };
+                        (a.func == AggFunc::Min && o == std::cmp::Ordering::Less)
+                            || (a.func == AggFunc::Max && o == std::cmp::Ordering::Greater)
+                    }
+                };
+                if replace {
+                    *cur = Some(v.into_owned());
+                }
+            }
+            _ => unreachable!("apply_one takes COUNT, SUM, AVG, MIN and MAX"),
+        }
+        Ok(())
+    }
+
+    fn apply_sum(&mut self, v: Value) -> Result<()> {
+        let AggState::Sum { sum, n } = self else {
+            unreachable!("a sum's state")
+        };
+        *n += 1;
+        let v = match v {
+            Value::Int(_) | Value::UInt(_) => Value::Decimal(v.to_decimal()),
+            Value::Decimal(_) | Value::Double(_) => v,
+            other => Value::Double(other.to_f64()),
+        };
+        *sum = Some(match sum.take() {
+            None => v,
+            Some(s) => crate::expr::binary(crate::expr::BinOp::Add, &s, &v)?,
+        });
+        Ok(())
     }
 
     fn apply(&mut self, a: &Agg, vals: Vec<Value>, ctx: &ExecCtx) -> Result<()> {
@@ -207,34 +286,8 @@ impl AggState {
         let v = vals.into_iter().next().unwrap_or(Value::Null);
         match self {
             AggState::Count(n) => *n += 1,
-            AggState::Sum { sum, n } => {
-                *n += 1;
-                let v = match v {
-                    Value::Int(_) | Value::UInt(_) => Value::Decimal(v.to_decimal()),
-                    Value::Decimal(_) | Value::Double(_) => v,
-                    other => Value::Double(other.to_f64()),
-                };
-                *sum = Some(match sum.take() {
-                    None => v,
-                    Some(s) => crate::expr::binary(crate::expr::BinOp::Add, &s, &v)?,
-                });
-            }
-            AggState::MinMax(cur) => {
-                let replace = match cur {
-                    None => true,
-                    Some(c) => {
-                        let o = match a.args.first() {
-                            Some(Expr::Collate(_, k)) => v.total_cmp_in(c, *k),
-                            _ => v.total_cmp(c),
-                        };
-                        (a.func == AggFunc::Min && o == std::cmp::Ordering::Less)
-                            || (a.func == AggFunc::Max && o == std::cmp::Ordering::Greater)
-                    }
-                };
-                if replace {
-                    *cur = Some(v);
-                }
-            }
+            AggState::Sum { .. } => self.apply_sum(v)?,
+            AggState::MinMax(_) => self.apply_one(a, Cow::Owned(v))?,
             AggState::Concat { text, n, cut } => {
                 if *cut {
                     return Ok(());

@@ -5,6 +5,7 @@
 //! (integer stays integer with overflow errors, `/` gives DECIMAL with 4 more digits,
 //! anything with a DOUBLE or a string operand is DOUBLE).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -386,8 +387,8 @@ impl Expr {
                 escape,
                 negated,
             } => {
-                let v = expr.eval(row, ctx)?;
-                let p = pattern.eval(row, ctx)?;
+                let v = expr.eval_ref(row, ctx)?;
+                let p = pattern.eval_ref(row, ctx)?;
                 if v.is_null() || p.is_null() {
                     return Ok(Value::Null);
                 }
@@ -403,13 +404,13 @@ impl Expr {
                 list,
                 negated,
             } => {
-                let v = expr.eval(row, ctx)?;
+                let v = expr.eval_ref(row, ctx)?;
                 if v.is_null() {
                     return Ok(Value::Null);
                 }
                 let mut saw_null = false;
                 for e in list {
-                    let x = e.eval(row, ctx)?;
+                    let x = e.eval_ref(row, ctx)?;
                     match v.sql_cmp(&x) {
                         Some(Ordering::Equal) => return Ok(Value::from_bool(!*negated)),
                         None => saw_null = true,
@@ -480,9 +481,9 @@ impl Expr {
                 hi,
                 negated,
             } => {
-                let v = expr.eval(row, ctx)?;
-                let l = lo.eval(row, ctx)?;
-                let h = hi.eval(row, ctx)?;
+                let v = expr.eval_ref(row, ctx)?;
+                let l = lo.eval_ref(row, ctx)?;
+                let h = hi.eval_ref(row, ctx)?;
                 let ge = v.sql_cmp(&l).map(|o| o != Ordering::Less);
                 let le = v.sql_cmp(&h).map(|o| o != Ordering::Greater);
                 let r = match (ge, le) {
@@ -534,6 +535,16 @@ impl Expr {
                 .and_then(|r| r.get(*i).cloned())
                 .unwrap_or(Value::Null),
         })
+    }
+
+    /// `eval`, lending a column's or a literal's value instead of copying it (no string
+    /// is cloned to be compared or hashed).
+    pub fn eval_ref<'r>(&'r self, row: &'r [Value], ctx: &ExecCtx) -> Result<Cow<'r, Value>> {
+        match self {
+            Expr::Col(i) => Ok(Cow::Borrowed(&row[*i])),
+            Expr::Lit(v) => Ok(Cow::Borrowed(v)),
+            _ => self.eval(row, ctx).map(Cow::Owned),
+        }
     }
 
     pub fn eval_truth(&self, row: &[Value], ctx: &ExecCtx) -> Result<bool> {
@@ -595,7 +606,7 @@ fn eval_bin(op: BinOp, a: &Expr, b: &Expr, row: &[Value], ctx: &ExecCtx) -> Resu
         }
         _ => {}
     }
-    let l = a.eval(row, ctx)?;
+    let l = a.eval_ref(row, ctx)?;
     // A comparison with a NULL left side is NULL before its right side is evaluated (as
     // in MariaDB, whose right side then raises no error).
     if l.is_null()
@@ -606,7 +617,7 @@ fn eval_bin(op: BinOp, a: &Expr, b: &Expr, row: &[Value], ctx: &ExecCtx) -> Resu
     {
         return Ok(Value::Null);
     }
-    let r = b.eval(row, ctx)?;
+    let r = b.eval_ref(row, ctx)?;
     let v = binary(op, &l, &r)?;
     if v.is_null() && matches!(op, BinOp::Div | BinOp::IntDiv | BinOp::Mod) && !r.is_null() {
         ctx.division_by_zero()?;
