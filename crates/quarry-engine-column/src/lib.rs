@@ -1444,7 +1444,16 @@ impl Cursor for ColumnCursor<'_> {
                     .delta
                     .iter()
                     .filter(|(_, r)| self.filter.as_ref().is_none_or(|p| p.eval(r) == Some(true)))
-                    .map(|(id, r)| (*id, r.clone()))
+                    .map(|(id, r)| {
+                        // As from segments: the columns not asked for stay NULL.
+                        let mut row = vec![Value::Null; r.len()];
+                        for &c in &self.columns {
+                            if let (Some(to), Some(v)) = (row.get_mut(c), r.get(c)) {
+                                *to = v.clone();
+                            }
+                        }
+                        (*id, row)
+                    })
                     .collect();
                 HandlerCounters::add_read(&self.t.counters.read_rnd_next, keep.len() as u64);
                 self.ready = keep.into_iter();

@@ -1068,12 +1068,12 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                     continue;
                 }
                 if p.kind.left_only() {
-                    if crate::join::pair_passes(&l, r, p.on, ctx)? {
+                    if crate::join::pair_passes(&l, r.as_slice(), p.on, ctx)? {
                         matched = true;
                         break;
                     }
                 } else {
-                    matched |= join_pair(&l, r, p.on, ctx, &mut out)?;
+                    matched |= join_pair(&l, r.as_slice(), p.on, ctx, &mut out)?;
                 }
             }
             match p.kind {

@@ -14,18 +14,33 @@ use crate::expr::Expr;
 use crate::plan::JoinKind;
 use crate::sort::{approx_size, RowSpill, SpillReader};
 
+/// The right side of a joined row: a row, or a build-side row kept compact.
+pub(crate) trait RightRow {
+    fn width(&self) -> usize;
+    fn append_to(&self, out: &mut Row);
+}
+
+impl RightRow for [Value] {
+    fn width(&self) -> usize {
+        self.len()
+    }
+    fn append_to(&self, out: &mut Row) {
+        out.extend_from_slice(self)
+    }
+}
+
 /// Push `l` joined with `r` to `out` if it passes `on`; returns whether it did.
-pub(crate) fn join_pair(
+pub(crate) fn join_pair<R: RightRow + ?Sized>(
     l: &[Value],
-    r: &[Value],
+    r: &R,
     on: Option<&Expr>,
     ctx: &ExecCtx,
     out: &mut Vec<Row>,
 ) -> Result<bool> {
     ctx.tick()?;
-    let mut row = Vec::with_capacity(l.len() + r.len());
+    let mut row = Vec::with_capacity(l.len() + r.width());
     row.extend_from_slice(l);
-    row.extend_from_slice(r);
+    r.append_to(&mut row);
     if on
         .map(|e| e.eval_truth(&row, ctx))
         .transpose()?
@@ -38,18 +53,85 @@ pub(crate) fn join_pair(
 }
 
 /// Whether `l` and `r` joined pass `on` (a semi or anti join keeps no joined row).
-pub(crate) fn pair_passes(
+pub(crate) fn pair_passes<R: RightRow + ?Sized>(
     l: &[Value],
-    r: &[Value],
+    r: &R,
     on: Option<&Expr>,
     ctx: &ExecCtx,
 ) -> Result<bool> {
     ctx.tick()?;
     let Some(on) = on else { return Ok(true) };
-    let mut row = Vec::with_capacity(l.len() + r.len());
+    let mut row = Vec::with_capacity(l.len() + r.width());
     row.extend_from_slice(l);
-    row.extend_from_slice(r);
+    r.append_to(&mut row);
     on.eval_truth(&row, ctx)
+}
+
+/// A build-side row kept by its non-NULL cells. A scan leaves NULL the columns nobody
+/// reads, so a wide table's build side (all of lineitem's sixteen columns for a join on
+/// two) holds only what the join needs, and fits its buffer instead of spilling.
+struct Compact {
+    /// Bit i set: cell i is the next of `cells`. A row of more than 64 columns keeps
+    /// every cell (`cells` as long as the row).
+    present: u64,
+    cells: Box<[Value]>,
+    width: u32,
+}
+
+impl Compact {
+    fn new(r: Row) -> Compact {
+        let width = r.len() as u32;
+        if r.len() > 64 {
+            return Compact {
+                present: u64::MAX,
+                cells: r.into_boxed_slice(),
+                width,
+            };
+        }
+        let mut present = 0u64;
+        let mut cells = Vec::with_capacity(r.iter().filter(|v| !v.is_null()).count());
+        for (i, v) in r.into_iter().enumerate() {
+            if !v.is_null() {
+                present |= 1 << i;
+                cells.push(v);
+            }
+        }
+        Compact {
+            present,
+            cells: cells.into_boxed_slice(),
+            width,
+        }
+    }
+
+    /// Bytes it holds, as `approx_size` counts a row's.
+    fn bytes(&self) -> usize {
+        approx_size(&self.cells) + 16
+    }
+
+    fn to_row(&self) -> Row {
+        let mut r = Vec::with_capacity(self.width as usize);
+        self.append_to(&mut r);
+        r
+    }
+}
+
+impl RightRow for Compact {
+    fn width(&self) -> usize {
+        self.width as usize
+    }
+    fn append_to(&self, out: &mut Row) {
+        if self.cells.len() == self.width as usize {
+            return out.extend_from_slice(&self.cells);
+        }
+        let mut cells = self.cells.iter();
+        for i in 0..self.width {
+            out.push(if self.present & (1 << i) != 0 {
+                cells.next().cloned().unwrap_or(Value::Null)
+            } else {
+                Value::Null
+            });
+        }
+    }
 }
 
 /// A LEFT JOIN row that matched nothing: the left row and NULLs for the right side.
@@ -91,7 +173,7 @@ pub fn hash_join(
     sink: &mut Sink,
 ) -> Result<bool> {
     let keyed = !j.left_keys.is_empty();
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<Compact> = Vec::new();
     let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
     let mut spill: Option<Vec<RowSpill>> = None;
     let mut used = 0usize;
@@ -115,7 +197,8 @@ pub fn hash_join(
                 spilled += 1;
                 continue;
             }
-            used += approx_size(&r) + k.len() + 48;
+            let r = Compact::new(r);
+            used += r.bytes() + k.len() + 48;
             if keyed {
                 match table.get_mut(&k) {
                     Some(at) => at.push(rows.len()),
@@ -130,7 +213,7 @@ pub fn hash_join(
                 for (key, at) in table.drain() {
                     let f = &mut files[partition_of(&key, depth, JOIN_PARTITIONS)];
                     for i in at {
-                        f.write(&rows[i])?;
+                        f.write(&rows[i].to_row())?;
                         spilled += 1;
                     }
                 }
@@ -139,7 +222,7 @@ pub fn hash_join(
             } else if !keyed && used > ctx.join_buffer {
                 let mut f = RowSpill::new()?;
                 for r in rows.drain(..) {
-                    f.write(&r)?;
+                    f.write(&r.to_row())?;
                     spilled += 1;
                 }
                 cross = Some(f);
@@ -290,9 +373,9 @@ fn join_block(
         for r in &rb {
             for (l, m) in block.iter().zip(matched.iter_mut()) {
                 if j.kind.left_only() {
-                    *m = *m || pair_passes(l, r, j.on, ctx)?;
+                    *m = *m || pair_passes(l, r.as_slice(), j.on, ctx)?;
                 } else {
-                    *m |= join_pair(l, r, j.on, ctx, &mut out)?;
+                    *m |= join_pair(l, r.as_slice(), j.on, ctx, &mut out)?;
                 }
             }
             go = flush_full(&mut out, sink)?;
