@@ -395,7 +395,23 @@ impl Table for MvccTable {
         let ctx = current();
         let snap = ctx.as_ref().and_then(|c| c.snap.clone());
         let lock = ctx.as_ref().and_then(|c| c.read_lock);
-        let inner = self.inner.scan(req)?;
+        let inner = match &req.columns {
+            // A locked row is named by its unique keys (`row_keys`), and found again by
+            // them: a locking read reads their columns whatever the statement reads.
+            Some(cols) if lock.is_some() => {
+                let mut cols = cols.clone();
+                for &i in &self.identities {
+                    cols.extend(&self.inner.schema().indexes[i].columns);
+                }
+                cols.sort_unstable();
+                cols.dedup();
+                self.inner.scan(&ScanRequest {
+                    columns: Some(cols),
+                    ..req.clone()
+                })?
+            }
+            _ => self.inner.scan(req)?,
+        };
         if snap.is_none() && lock.is_none() {
             return Ok(inner);
         }
