@@ -110,7 +110,8 @@ pub struct ExecCtx<'a> {
     pub params: Vec<Value>,
     pub session: &'a dyn SessionInfo,
     pub outer: RefCell<Vec<Row>>,
-    pub sub_cache: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    /// Subqueries' results for the statement (`subcache`).
+    pub sub_cache: RefCell<crate::subcache::SubCache>,
     /// Uncorrelated `IN (SELECT …)` subqueries' values hashed, by subquery and collation.
     pub in_sets: RefCell<HashMap<(usize, quarry_common::Collation), Rc<crate::in_set::InSet>>>,
     /// The rows the last round of each running recursive CTE made, by its id.
@@ -300,17 +301,18 @@ pub fn collect(plan: &Plan, ctx: &ExecCtx) -> Result<Vec<Row>> {
 }
 
 pub fn run_subquery(sub: &SubQuery, row: &[Value], ctx: &ExecCtx) -> Result<Rc<Vec<Row>>> {
-    if !sub.correlated {
-        if let Some(r) = ctx.sub_cache.borrow().get(&sub.id) {
-            return Ok(r.clone());
+    let key = crate::subcache::key(sub, row, &ctx.outer.borrow());
+    if let Some(k) = &key {
+        if let Some(r) = ctx.sub_cache.borrow().get(k) {
+            return Ok(r);
         }
     }
     ctx.outer.borrow_mut().push(row.to_vec());
     let res = collect(&sub.plan, ctx);
     ctx.outer.borrow_mut().pop();
     let rows = Rc::new(res?);
-    if !sub.correlated {
-        ctx.sub_cache.borrow_mut().insert(sub.id, rows.clone());
+    if let Some(k) = key {
+        ctx.sub_cache.borrow_mut().insert(k, &rows);
     }
     Ok(rows)
 }

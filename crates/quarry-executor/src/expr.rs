@@ -81,6 +81,11 @@ pub struct SubQuery {
     pub plan: Plan,
     /// References a column of an enclosing query (must re-run per outer row).
     pub correlated: bool,
+    /// The enclosing rows' columns it reads, as (levels up, position) from its own level
+    /// (1: the row it runs for): its result is the same for the same values of these,
+    /// and is cached by them (`subcache`). None when it calls something volatile (RAND,
+    /// SYSDATE, …): it runs for every row.
+    pub outer_refs: Option<Vec<(usize, usize)>>,
     pub id: usize,
     /// Its first column's type (what a scalar subquery gives).
     pub ty: SqlType,

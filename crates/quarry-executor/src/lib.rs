@@ -30,6 +30,7 @@ mod recursive;
 mod setop;
 pub mod sort;
 pub mod strtodate;
+pub mod subcache;
 pub mod timefn;
 pub mod week;
 mod window;

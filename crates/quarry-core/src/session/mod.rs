@@ -1051,7 +1051,7 @@ impl Session {
             params,
             session: self,
             outer: RefCell::new(vec![]),
-            sub_cache: RefCell::new(HashMap::new()),
+            sub_cache: RefCell::default(),
             in_sets: RefCell::new(HashMap::new()),
             work_tables: RefCell::new(HashMap::new()),
             insert_row: RefCell::new(None),

@@ -55,8 +55,12 @@ pub struct Binder<'a> {
     in_aggregate: bool,
     /// The current SELECT's WINDOW clause.
     named_windows: Vec<ast::NamedWindowDefinition>,
-    /// Level index where each outer column reference was found (for correlation).
-    found_levels: Vec<usize>,
+    /// Each outer column reference: the level index it was found at and its position
+    /// there (for correlation, and the columns a subquery's results depend on).
+    found_refs: Vec<(usize, usize)>,
+    /// Calls bound so far whose value may differ between two calls with the same
+    /// arguments (RAND, SYSDATE, …): a subquery holding one is not cached.
+    volatile_calls: usize,
     /// Expressions and query bodies being bound, one inside another (`MAX_NESTING`).
     depth: usize,
     /// Views being expanded, outermost first (a name seen twice is a cycle).
@@ -183,7 +187,8 @@ impl<'a> Binder<'a> {
             wins: None,
             in_aggregate: false,
             named_windows: vec![],
-            found_levels: vec![],
+            found_refs: vec![],
+            volatile_calls: 0,
             depth: 0,
             views: vec![],
             defining_view: None,
@@ -1593,7 +1598,7 @@ impl<'a> Binder<'a> {
                 if depth == 0 {
                     return Ok(Expr::Col(i));
                 }
-                self.found_levels.push(nlev - 1 - depth);
+                self.found_refs.push((nlev - 1 - depth, i));
                 return Ok(Expr::Outer(depth, i));
             }
         }
@@ -1612,9 +1617,20 @@ impl<'a> Binder<'a> {
     fn bind_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {
         let saved_aggs = self.aggs.take();
         let base = self.levels.len();
-        let start = self.found_levels.len();
+        let start = self.found_refs.len();
+        let volatile_before = self.volatile_calls;
         let r = self.bind_query(q);
-        let correlated = self.found_levels[start..].iter().any(|&l| l < base);
+        // The enclosing rows' columns it reads, as `Expr::Outer` finds them when it runs
+        // (one level up is the row it runs for).
+        let mut outer_refs: Vec<(usize, usize)> = self.found_refs[start..]
+            .iter()
+            .filter(|(level, _)| *level < base)
+            .map(|&(level, col)| (base - level, col))
+            .collect();
+        outer_refs.sort_unstable();
+        outer_refs.dedup();
+        let correlated = !outer_refs.is_empty();
+        let stable = self.volatile_calls == volatile_before;
         self.aggs = saved_aggs;
         let sp = r?;
         self.next_sub += 1;
@@ -1622,6 +1638,7 @@ impl<'a> Binder<'a> {
             ty: sp.columns.first().map(|c| c.ty).unwrap_or(SqlType::NULL),
             plan: sp.plan,
             correlated,
+            outer_refs: stable.then_some(outer_refs),
             id: self.next_sub + 1_000_000 * self.levels.len(),
         }))
     }
@@ -2432,6 +2449,9 @@ impl<'a> Binder<'a> {
                 let arg = bound.remove(0);
                 bound.push(Expr::Collate(Box::new(arg), d.coll));
             }
+        }
+        if VOLATILE_FUNCTIONS.contains(&name.as_str()) || name == "SYSDATE" {
+            self.volatile_calls += 1;
         }
         let e = Expr::Func(name, bound);
         Ok(e)
