@@ -117,6 +117,13 @@ struct Cond {
     sides: Option<[(Option<usize>, u64); 2]>,
 }
 
+/// Equalities between the same two leaves, with their combined selectivity.
+struct KeyPair {
+    leaves: u64,
+    conds: Vec<usize>,
+    selectivity: f64,
+}
+
 #[derive(Default)]
 struct Group {
     leaves: Vec<Leaf>,
@@ -247,6 +254,42 @@ impl Group {
         leaf.rows
     }
 
+    /// Pairs of leaves joined by more than one equality (`ps_partkey = l_partkey AND
+    /// ps_suppkey = l_suppkey`): such columns are seldom independent (together they are
+    /// usually one side's key), so their selectivities are not simply multiplied — the
+    /// product is floored at one match per row of the smaller side, what a key gives.
+    /// Multiplied, TPC-H Q9's partsupp join was estimated at 2 400 rows for 600 000 and
+    /// joined first, and a cross join with nation followed.
+    fn key_pairs(&self, conds: &[Cond]) -> Vec<KeyPair> {
+        let mut pairs: Vec<KeyPair> = Vec::new();
+        for (i, c) in conds.iter().enumerate() {
+            if c.sides.is_none() || c.leaves.count_ones() != 2 {
+                continue;
+            }
+            match pairs.iter_mut().find(|p| p.leaves == c.leaves) {
+                Some(p) => {
+                    p.conds.push(i);
+                    p.selectivity *= c.selectivity;
+                }
+                None => pairs.push(KeyPair {
+                    leaves: c.leaves,
+                    conds: vec![i],
+                    selectivity: c.selectivity,
+                }),
+            }
+        }
+        pairs.retain(|p| p.conds.len() > 1);
+        for p in &mut pairs {
+            let smaller = (0..self.leaves.len())
+                .filter(|i| p.leaves & (1 << i) != 0)
+                .map(|i| self.leaves[i].rows)
+                .fold(f64::INFINITY, f64::min)
+                .max(1.0);
+            p.selectivity = p.selectivity.max(1.0 / smaller);
+        }
+        pairs
+    }
+
     fn selectivity(&self, e: &Expr) -> f64 {
         match e {
             Expr::Bin(BinOp::Eq, a, b) => {
@@ -265,14 +308,20 @@ impl Group {
     fn rebuild(self) -> Plan {
         let conds = self.conditions();
         let n = self.leaves.len();
+        let pairs = self.key_pairs(&conds);
         let rows_of = |set: u64| -> f64 {
             let mut r: f64 = (0..n)
                 .filter(|i| set & (1 << i) != 0)
                 .map(|i| self.leaves[i].rows)
                 .product();
-            for c in &conds {
-                if c.leaves & !set == 0 {
+            for (i, c) in conds.iter().enumerate() {
+                if c.leaves & !set == 0 && !pairs.iter().any(|p| p.conds.contains(&i)) {
                     r *= c.selectivity;
+                }
+            }
+            for p in &pairs {
+                if p.leaves & !set == 0 {
+                    r *= p.selectivity;
                 }
             }
             r.max(1.0)
