@@ -333,6 +333,14 @@ impl Decimal {
         }
         if scale > self.scale {
             let shift = (scale - self.scale) as usize;
+            // A mantissa of up to 18 digits times up to 10^18 fits an i128 (the common
+            // case: `1 - l_discount` rescales 1 to 100).
+            if let (Some(m), true) = (self.mantissa.to_i64(), shift <= 18) {
+                return Some(Decimal {
+                    mantissa: Mantissa::from(m as i128 * 10i128.pow(shift as u32)),
+                    scale,
+                });
+            }
             if shift > MAX_DIGITS || self.mantissa.digits() as usize + shift > MAX_DIGITS {
                 return None;
             }
@@ -827,6 +835,34 @@ mod tests {
     fn a_value_stays_48_bytes() {
         assert_eq!(std::mem::size_of::<crate::Value>(), 48);
         assert_eq!(std::mem::size_of::<Decimal>(), 40);
+    }
+
+    /// Scaling up a small mantissa in i128 gives what the 256-bit multiplication gives.
+    #[test]
+    fn small_rescales_agree_with_wide_ones() {
+        let samples = [
+            0i64,
+            1,
+            -1,
+            7,
+            -100,
+            123_456_789,
+            i64::MAX,
+            i64::MIN,
+            -999_999_999_999,
+        ];
+        for m in samples {
+            for from in [0u8, 2, 5] {
+                for shift in 0u8..=18 {
+                    let d = Decimal::new(m, from);
+                    let wide = d
+                        .mantissa
+                        .checked_mul(POW10[shift as usize])
+                        .map(|m| Decimal::new(m, from + shift));
+                    assert_eq!(d.checked_rescale(from + shift), wide, "{m} {from} +{shift}");
+                }
+            }
+        }
     }
 
     #[test]
