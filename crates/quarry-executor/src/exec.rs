@@ -1311,14 +1311,19 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 on: on.as_ref(),
                 nulls: vec![Value::Null; *right_width],
             };
-            crate::join::hash_join(
-                &mut |f| run(left, ctx, f),
-                &mut |f| run(right, ctx, f),
-                &spec,
-                ctx,
-                0,
-                sink,
-            )?;
+            // A semi or anti join builds on its left rows when they are expected to be
+            // fewer than the right's (past the buffer it falls back to the right).
+            let estimate = crate::optimize::estimate_rows;
+            let build_left = kind.left_only()
+                && !left_keys.is_empty()
+                && matches!((estimate(left), estimate(right)), (Some(l), Some(r)) if l < r);
+            let (l, r): (&mut Feed, &mut Feed) =
+                (&mut |f| run(left, ctx, f), &mut |f| run(right, ctx, f));
+            if build_left {
+                crate::join::semi_join_on_left(l, r, &spec, ctx, sink)?;
+            } else {
+                crate::join::hash_join(l, r, &spec, ctx, 0, sink)?;
+            }
         }
         Plan::Aggregate {
             input,

@@ -315,6 +315,112 @@ pub fn hash_join(
     Ok(go)
 }
 
+/// A semi or anti join whose left input is expected to be much smaller than its right
+/// (TPC-H Q4: orders of one quarter against all of lineitem): the hash table is built on
+/// the left rows, the right input streams through it once marking the rows it matches,
+/// and the left rows come out afterwards in their own order — so a large right input is
+/// neither held nor spilled, and reading it stops once every left row has matched. Left
+/// rows past `join_buffer` go on into a file, and the join is then done as
+/// [`hash_join`] does it (building on the right). Returns false when the sink asked to
+/// stop.
+pub fn semi_join_on_left(
+    left: &mut Feed,
+    right: &mut Feed,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    sink: &mut Sink,
+) -> Result<bool> {
+    debug_assert!(j.kind.left_only() && !j.left_keys.is_empty());
+    let mut rows: Vec<Row> = Vec::new();
+    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    let mut rest: Option<RowSpill> = None;
+    let mut used = 0usize;
+    let mut spilled = 0u64;
+    let mut k = Vec::new();
+    left(&mut |b| {
+        for l in b {
+            ctx.tick()?;
+            if let Some(f) = rest.as_mut() {
+                f.write(&l)?;
+                spilled += 1;
+                continue;
+            }
+            // A NULL key matches nothing: the row stays (an anti join keeps it).
+            if key_of(j.left_keys, &l, ctx, &mut k)? {
+                used += k.len() + 48;
+                match table.get_mut(&k) {
+                    Some(at) => at.push(rows.len()),
+                    None => {
+                        table.insert(k.clone(), vec![rows.len()]);
+                    }
+                }
+            }
+            used += approx_size(&l);
+            rows.push(l);
+            if used > ctx.join_buffer {
+                rest = Some(RowSpill::new()?);
+            }
+        }
+        Ok(true)
+    })?;
+    if let Some(f) = rest {
+        HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
+        let mut reader = f.into_reader()?;
+        let mut first = Some(rows);
+        return hash_join(
+            &mut |f| {
+                if let Some(rows) = first.take() {
+                    if !rows.is_empty() && !f(rows)? {
+                        return Ok(());
+                    }
+                }
+                reader.feed(BATCH_ROWS, f)
+            },
+            right,
+            j,
+            ctx,
+            0,
+            sink,
+        );
+    }
+    let mut matched = vec![false; rows.len()];
+    let mut unmatched = table.values().map(Vec::len).sum::<usize>();
+    if unmatched > 0 {
+        right(&mut |b| {
+            for r in b {
+                ctx.tick()?;
+                if !key_of(j.right_keys, &r, ctx, &mut k)? {
+                    continue;
+                }
+                for &i in table.get(&k).map(Vec::as_slice).unwrap_or(&[]) {
+                    if !matched[i] && pair_passes(&rows[i], r.as_slice(), j.on, ctx)? {
+                        matched[i] = true;
+                        unmatched -= 1;
+                    }
+                }
+                if unmatched == 0 {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })?;
+    }
+    let keep = j.kind == JoinKind::Semi;
+    let mut out = Vec::new();
+    for (l, m) in rows.into_iter().zip(matched) {
+        if m == keep {
+            out.push(l);
+            if !flush_full(&mut out, sink)? {
+                return Ok(false);
+            }
+        }
+    }
+    if !out.is_empty() {
+        return sink(out);
+    }
+    Ok(true)
+}
+
 /// Hand `out` to the sink once it holds a batch; whether the sink wants more.
 fn flush_full(out: &mut Vec<Row>, sink: &mut Sink) -> Result<bool> {
     if out.len() < BATCH_ROWS {

@@ -548,12 +548,15 @@ pub fn estimate_rows(plan: &Plan) -> Option<f64> {
         Plan::Scan {
             table,
             filter,
+            pushed,
             access,
             ..
         } => {
+            // Conditions the engine checks (`pushed`) filter as much as those left here.
+            let filtered = filter.is_some() || pushed.is_some();
             let base = access_estimate(table, access)
-                .unwrap_or_else(|| table_rows(table) * if filter.is_some() { 0.1 } else { 1.0 });
-            let residual = filter.is_some() && matches!(access, Access::Full);
+                .unwrap_or_else(|| table_rows(table) * if filtered { 0.1 } else { 1.0 });
+            let residual = filtered && matches!(access, Access::Full);
             Some(if residual {
                 base * UNKNOWN_FILTER
             } else {
