@@ -1047,42 +1047,94 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                 Vec::new()
             });
         }
-        let mut ids: Vec<RowId> = found.iter().flatten().copied().collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let fetched = p.table.handle.fetch(&ids)?;
-        let mut at: HashMap<RowId, usize> = HashMap::with_capacity(ids.len());
-        for (i, (id, r)) in ids.iter().zip(&fetched).enumerate() {
-            let pass = p.filter.map(|f| f.eval_truth(r, ctx)).transpose()?;
-            if pass.unwrap_or(true) {
-                at.insert(*id, i);
+        // Fetched rows of `ids` that pass the pushed filter, by id.
+        let fetch = |mut ids: Vec<RowId>| -> Result<HashMap<RowId, Row>> {
+            ids.sort_unstable();
+            ids.dedup();
+            let fetched = p.table.handle.fetch(&ids)?;
+            let mut at = HashMap::with_capacity(ids.len());
+            for (id, r) in ids.into_iter().zip(fetched) {
+                if p.filter
+                    .map(|f| f.eval_truth(&r, ctx))
+                    .transpose()?
+                    .unwrap_or(true)
+                {
+                    at.insert(id, r);
+                }
             }
-        }
+            Ok(at)
+        };
+        // Whether `l` joins `r`, pushing the joined row for an inner or LEFT join.
+        let mut pair = |l: &Row, r: &Row, out: &mut Vec<Row>| -> Result<bool> {
+            // Same equality as the hash join: the keys' hash forms agree.
+            if !key_of(p.left_keys, l, ctx, &mut lk)?
+                || !key_of(p.right_keys, r, ctx, &mut rk)?
+                || lk != rk
+            {
+                return Ok(false);
+            }
+            if p.kind.left_only() {
+                crate::join::pair_passes(l, r.as_slice(), p.on, ctx)
+            } else {
+                join_pair(l, r.as_slice(), p.on, ctx, out)
+            }
+        };
         let mut out = Vec::new();
-        for (l, ids) in batch.into_iter().zip(found) {
-            let mut matched = false;
-            let has_key = key_of(p.left_keys, &l, ctx, &mut lk)?;
-            for id in ids {
-                let Some(&i) = at.get(&id) else { continue };
-                let r = &fetched[i];
-                // Same equality as the hash join: the keys' hash forms agree.
-                if !has_key || !key_of(p.right_keys, r, ctx, &mut rk)? || lk != rk {
-                    continue;
-                }
-                if p.kind.left_only() {
-                    if crate::join::pair_passes(&l, r.as_slice(), p.on, ctx)? {
-                        matched = true;
-                        break;
-                    }
-                } else {
-                    matched |= join_pair(&l, r.as_slice(), p.on, ctx, &mut out)?;
+        if p.kind.left_only() {
+            let mut matched = vec![false; batch.len()];
+            // A semi or anti join needs one matching row: each left row's first entry is
+            // fetched, and its others only when that one does not match (an anti join's
+            // customer with fifteen orders reads one of them).
+            let firsts = fetch(
+                found
+                    .iter()
+                    .filter_map(|ids| ids.first().copied())
+                    .collect(),
+            )?;
+            for ((l, ids), m) in batch.iter().zip(&found).zip(matched.iter_mut()) {
+                if let Some(r) = ids.first().and_then(|id| firsts.get(id)) {
+                    *m = pair(l, r, &mut out)?;
                 }
             }
-            match p.kind {
-                JoinKind::Left if !matched => out.push(padded(l, &nulls)),
-                JoinKind::Semi if matched => out.push(l),
-                JoinKind::Anti if !matched => out.push(l),
-                _ => {}
+            let rest: Vec<RowId> = found
+                .iter()
+                .zip(&matched)
+                .filter(|(_, m)| !**m)
+                .flat_map(|(ids, _)| ids.iter().skip(1).copied())
+                .collect();
+            if !rest.is_empty() {
+                let more = fetch(rest)?;
+                for ((l, ids), m) in batch.iter().zip(&found).zip(matched.iter_mut()) {
+                    for id in ids.iter().skip(1) {
+                        if *m {
+                            break;
+                        }
+                        if let Some(r) = more.get(id) {
+                            *m = pair(l, r, &mut out)?;
+                        }
+                    }
+                }
+            }
+            let keep = p.kind == JoinKind::Semi;
+            out.extend(
+                batch
+                    .into_iter()
+                    .zip(matched)
+                    .filter(|(_, m)| *m == keep)
+                    .map(|(l, _)| l),
+            );
+        } else {
+            let rows = fetch(found.iter().flatten().copied().collect())?;
+            for (l, ids) in batch.into_iter().zip(&found) {
+                let mut m = false;
+                for id in ids {
+                    if let Some(r) = rows.get(id) {
+                        m |= pair(&l, r, &mut out)?;
+                    }
+                }
+                if !m && p.kind == JoinKind::Left {
+                    out.push(padded(l, &nulls));
+                }
             }
         }
         if out.is_empty() {
