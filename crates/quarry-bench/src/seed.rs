@@ -91,9 +91,24 @@ pub struct SeedSystem<'a> {
     pub side_file: bool,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
+}
+
+/// A connection to `db` whose statements stop at `--query-timeout` (the client's read
+/// timeout, and MariaDB's own `max_statement_time`).
+pub(crate) fn timed_conn(o: &Options, server: &Server, db: &str) -> Result<Conn, String> {
+    let mut opts = quarry_testkit::client::ConnectOptions::new(server.port).db(db);
+    opts.read_timeout = Some(Duration::from_secs(o.query_timeout));
+    let mut c = Conn::connect(&opts).map_err(|e| e.to_string())?;
+    if server.name == "MariaDB" {
+        let _ = c.exec(&format!(
+            "SET SESSION max_statement_time={}",
+            o.query_timeout
+        ));
+    }
+    Ok(c)
 }
 
 struct Runner<'a> {
@@ -106,17 +121,7 @@ struct Runner<'a> {
 impl Runner<'_> {
     fn conn(&mut self) -> Result<&mut Conn, String> {
         if self.conn.is_none() {
-            let mut opts =
-                quarry_testkit::client::ConnectOptions::new(self.sys.server.port).db(&self.db);
-            opts.read_timeout = Some(Duration::from_secs(self.o.query_timeout));
-            let mut c = Conn::connect(&opts).map_err(|e| e.to_string())?;
-            if self.sys.server.name == "MariaDB" {
-                let _ = c.exec(&format!(
-                    "SET SESSION max_statement_time={}",
-                    self.o.query_timeout
-                ));
-            }
-            self.conn = Some(c);
+            self.conn = Some(timed_conn(self.o, self.sys.server, &self.db)?);
         }
         Ok(self.conn.as_mut().unwrap())
     }

@@ -6,11 +6,12 @@
 
 use crate::args::Options;
 use crate::report::SecondsTable;
-use quarry_testkit::client::{Conn, ConnectOptions};
+use crate::seed::{median, timed_conn};
+use quarry_testkit::client::Conn;
 use quarry_testkit::servers::{abs, Server};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Load order: a table before the ones that refer to it.
 pub const TABLES: [&str; 8] = [
@@ -188,24 +189,6 @@ fn schema_statements() -> Vec<String> {
         .collect()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn connect(o: &Options, server: &Server, db: &str) -> Result<Conn, String> {
-    let mut opts = ConnectOptions::new(server.port).db(db);
-    opts.read_timeout = Some(Duration::from_secs(o.query_timeout));
-    let mut c = Conn::connect(&opts).map_err(|e| e.to_string())?;
-    if server.name == "MariaDB" {
-        let _ = c.exec(&format!(
-            "SET SESSION max_statement_time={}",
-            o.query_timeout
-        ));
-    }
-    Ok(c)
-}
-
 /// Create `db` in `sys`'s engine and load every table; seconds for the loads.
 fn load(o: &Options, sys: &TpchSystem, db: &str, data: &Path) -> Result<(f64, u64), String> {
     let mut c = sys.server.connect(None)?;
@@ -213,7 +196,7 @@ fn load(o: &Options, sys: &TpchSystem, db: &str, data: &Path) -> Result<(f64, u6
         .and_then(|_| c.exec(&format!("CREATE DATABASE {db}")))
         .map_err(|e| e.to_string())?;
     c.quit();
-    let mut c = connect(o, sys.server, db)?;
+    let mut c = timed_conn(o, sys.server, db)?;
     c.exec(&format!("SET default_storage_engine = {}", sys.engine))
         .map_err(|e| e.to_string())?;
     for stmt in schema_statements() {
@@ -267,9 +250,9 @@ pub fn run_system(
         let sql = sql.trim().trim_end_matches(';');
         let mut runs = Vec::new();
         let mut answer = None;
-        while runs.len() < 3 && runs.iter().sum::<f64>() <= 60.0 {
+        while runs.len() < 3 && runs.first().is_none_or(|&first| first <= 60.0) {
             if conn.is_none() {
-                conn = Some(connect(o, sys.server, &db)?);
+                conn = Some(timed_conn(o, sys.server, &db)?);
             }
             let start = Instant::now();
             let r = conn.as_mut().unwrap().query(sql);
