@@ -204,25 +204,21 @@ impl AggState {
         match self {
             AggState::Count(n) => *n += 1,
             AggState::Sum { sum, n } => {
-                *n += 1;
-                match (sum.as_mut(), &*v) {
-                    (Some(Value::Decimal(s)), Value::Decimal(d)) => {
-                        if let Some(t) = s.checked_add(*d) {
-                            *s = t;
-                            return Ok(());
-                        }
-                    }
+                let in_place = match (sum.as_mut(), &*v) {
+                    (Some(Value::Decimal(s)), Value::Decimal(d)) => s.checked_add(*d),
                     (Some(Value::Decimal(s)), Value::Int(i)) => {
-                        if let Some(t) = s.checked_add(Decimal::from_i64(*i)) {
-                            *s = t;
-                            return Ok(());
-                        }
+                        s.checked_add(Decimal::from_i64(*i))
                     }
-                    _ => {}
+                    _ => None,
+                };
+                match (in_place, sum) {
+                    (Some(t), Some(Value::Decimal(s))) => {
+                        *s = t;
+                        *n += 1;
+                    }
+                    // The first value, and every other mix, as `+` adds (its errors included).
+                    _ => return self.apply_sum(v.into_owned()),
                 }
-                // The first value, and every other mix, as `+` adds (its errors included).
-                *n -= 1;
-                return self.apply_sum(v.into_owned());
             }
             AggState::MinMax(cur) => {
                 let replace = match cur {

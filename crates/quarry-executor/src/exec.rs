@@ -1021,6 +1021,16 @@ struct IndexProbe<'p> {
 
 /// Index nested-loop join: each left batch's keys are looked up, the matching row ids of
 /// the whole batch fetched once in file order, and the joined rows emitted in left order.
+/// A left row's index entries a semi or anti join reads in its first round (the first)
+/// or its second (the rest).
+fn entries(ids: &[RowId], first: bool) -> &[RowId] {
+    if first {
+        &ids[..ids.len().min(1)]
+    } else {
+        ids.get(1..).unwrap_or(&[])
+    }
+}
+
 fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
     let width = p.table.def.columns.len();
     let nulls: Row = vec![Value::Null; width];
@@ -1085,31 +1095,23 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
             // A semi or anti join needs one matching row: each left row's first entry is
             // fetched, and its others only when that one does not match (an anti join's
             // customer with fifteen orders reads one of them).
-            let firsts = fetch(
-                found
+            for first in [true, false] {
+                let wanted: Vec<RowId> = found
                     .iter()
-                    .filter_map(|ids| ids.first().copied())
-                    .collect(),
-            )?;
-            for ((l, ids), m) in batch.iter().zip(&found).zip(matched.iter_mut()) {
-                if let Some(r) = ids.first().and_then(|id| firsts.get(id)) {
-                    *m = pair(l, r, &mut out)?;
+                    .zip(&matched)
+                    .filter(|(_, m)| !**m)
+                    .flat_map(|(ids, _)| entries(ids, first).iter().copied())
+                    .collect();
+                if wanted.is_empty() {
+                    continue;
                 }
-            }
-            let rest: Vec<RowId> = found
-                .iter()
-                .zip(&matched)
-                .filter(|(_, m)| !**m)
-                .flat_map(|(ids, _)| ids.iter().skip(1).copied())
-                .collect();
-            if !rest.is_empty() {
-                let more = fetch(rest)?;
+                let rows = fetch(wanted)?;
                 for ((l, ids), m) in batch.iter().zip(&found).zip(matched.iter_mut()) {
-                    for id in ids.iter().skip(1) {
+                    for id in entries(ids, first) {
                         if *m {
                             break;
                         }
-                        if let Some(r) = more.get(id) {
+                        if let Some(r) = rows.get(id) {
                             *m = pair(l, r, &mut out)?;
                         }
                     }
