@@ -249,6 +249,11 @@ impl TableEntry {
         self.handle.capabilities().index_access
     }
 
+    /// Whether the engine stores the table column-wise (cheap scans, dear fetches).
+    pub fn columnar(&self) -> bool {
+        self.handle.capabilities().columnar
+    }
+
     pub fn path(&self, datadir: &Path) -> TablePath {
         TablePath::new(&datadir.join(&self.db), &self.def.name)
     }

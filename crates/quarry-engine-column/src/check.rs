@@ -1,6 +1,7 @@
 //! CHECK TABLE for column tables: every chunk decodes with its checksum, zone maps count
-//! the NULLs their chunks hold, the live-row count matches, and each unique key's hash
-//! names exactly the live rows holding its keys. Reads only; repairs nothing.
+//! the NULLs their chunks hold, the live-row count matches, each unique key's hash
+//! names exactly the live rows holding its keys, and each ordered index holds exactly
+//! one entry per live row. Reads only; repairs nothing.
 
 use crate::{unique_key, ColumnTable};
 use quarry_common::Result;
@@ -64,6 +65,38 @@ impl ColumnTable {
                     "unique key {} holds {} entries for {keyed} rows",
                     ix.name,
                     map.len()
+                ));
+            }
+        }
+        for (n, ix) in self.schema.indexes.iter().enumerate() {
+            let keys = &st.keys[n];
+            let mut missing = 0usize;
+            let mut e = Vec::new();
+            let mut has = |row: &quarry_common::Row, id| {
+                e.clear();
+                self.entry(n, row, id, &mut e);
+                let at = std::ops::Bound::Included(&e[..]);
+                if keys.count(at, at) != 1 {
+                    missing += 1;
+                }
+            };
+            for (seg, del) in st.segs.iter().zip(&st.dels) {
+                let live: Vec<u32> = (0..seg.rows).filter(|&i| !del.get(i as usize)).collect();
+                let mut chunks: Vec<_> = (0..self.schema.columns.len()).map(|_| None).collect();
+                let rows = self.materialize(seg, &live, &ix.columns, &mut chunks)?;
+                for (&pos, row) in live.iter().zip(&rows) {
+                    has(row, seg.id(pos as usize));
+                }
+            }
+            for (&id, row) in st.delta.iter() {
+                has(row, id);
+            }
+            if missing > 0 || keys.len() as u64 != st.live {
+                problems.push(format!(
+                    "index {} holds {} entries for {} rows ({missing} rows without theirs)",
+                    ix.name,
+                    keys.len(),
+                    st.live
                 ));
             }
         }

@@ -1092,6 +1092,31 @@ pub(crate) fn decode(phys: Phys, buf: &[u8]) -> Result<Chunk> {
 }
 
 impl Chunk {
+    /// Memory the decoded chunk holds (what a cache of chunks budgets).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let data = match &self.data {
+            Data::AllNull => 0,
+            Data::Ints(v) => v.len() * 8,
+            Data::F64(v) => v.len() * 8,
+            Data::Dict {
+                offsets,
+                bytes,
+                codes,
+            } => {
+                offsets.len() * 4
+                    + bytes.len()
+                    + match codes {
+                        Codes::U8(c) => c.len(),
+                        Codes::U16(c) => c.len() * 2,
+                    }
+            }
+            Data::Plain { offsets, data } => offsets.len() * 4 + data.len(),
+            Data::Wide(v) => v.len() * std::mem::size_of::<Mantissa>(),
+            Data::Digits(d) => d.packed.len(),
+        };
+        data + self.nulls.as_ref().map_or(0, Vec::len) + std::mem::size_of::<Chunk>()
+    }
+
     #[inline]
     pub(crate) fn is_null(&self, i: usize) -> bool {
         match (&self.data, &self.nulls) {

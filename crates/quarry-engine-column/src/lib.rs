@@ -30,15 +30,20 @@
 //!   that names them, and bytes past those ends are cut off at open. Every file and
 //!   folder operation goes through the log's [`Vfs`] (the simulated disk in tests), and
 //!   a segment whose chunks cannot be written (a full disk) leaves its rows in the delta.
-//! * Indexes are not access paths here (the planner is told so through capabilities);
-//!   UNIQUE and PRIMARY keys are enforced through an in-memory hash of their keys, built
-//!   when the table is opened.
+//! * Every index is an ordered set of memcomparable entries in memory (`index`), built
+//!   from the key columns when the table is opened and kept in step with each change
+//!   (`keys`): lookups, ranges, ordered reads and index joins go through it, and the
+//!   rows it names are read through a cache of decoded chunks (`cache`). UNIQUE and
+//!   PRIMARY keys are enforced through an in-memory hash of their keys, built with it.
 //!
 //! Must not touch: SQL, sessions, transactions (undo is done above through this API).
 
+mod cache;
 mod check;
 mod chunk;
 mod group;
+mod index;
+mod keys;
 mod meta;
 
 use std::collections::{BTreeMap, HashMap};
@@ -52,13 +57,17 @@ use quarry_common::{Error, Result, Row, Value};
 use quarry_storage::vfs::{read_full, RealFs, VFile, Vfs};
 use quarry_storage::{LoggedFile, Wal};
 use quarry_storage_api::{
-    Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, IndexSchema, Pred,
-    RowFormat, RowId, ScanAgg, ScanRequest, Stat, Support, Table, TablePath, TableSchema,
-    TableStats,
+    Batch, Capabilities, Cursor, Engine, HandlerCounters, IndexEntry, IndexScan, Pred, RowFormat,
+    RowId, ScanAgg, ScanRequest, Stat, Support, Table, TablePath, TableSchema, TableStats,
 };
 
+use cache::ChunkCache;
 use chunk::{Chunk, Phys, TRUE};
+use keys::unique_key;
 use meta::{ChunkMeta, Ids, Meta, Segment, LOG_DELETE, LOG_INSERT};
+
+/// Names of open tables in the engine's chunk cache.
+static NEXT_CACHE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// `io::Result` → `Result`, naming the file or folder.
 pub(crate) trait At<T> {
@@ -77,14 +86,12 @@ pub const SEGMENT_ROWS: usize = 65536;
 pub struct ColumnEngine {
     segment_rows: usize,
     wal: Option<Arc<Wal>>,
+    cache: Arc<ChunkCache>,
 }
 
 impl Default for ColumnEngine {
     fn default() -> ColumnEngine {
-        ColumnEngine {
-            segment_rows: SEGMENT_ROWS,
-            wal: None,
-        }
+        ColumnEngine::with_segment_rows(SEGMENT_ROWS)
     }
 }
 
@@ -94,6 +101,7 @@ impl ColumnEngine {
         ColumnEngine {
             segment_rows: rows.clamp(1, chunk::MAX_ROWS),
             wal: None,
+            cache: Arc::new(ChunkCache::new(cache::CACHE_BYTES)),
         }
     }
 
@@ -184,12 +192,13 @@ impl Engine for ColumnEngine {
         schema: &TableSchema,
         counters: Arc<HandlerCounters>,
     ) -> Result<Arc<dyn Table>> {
-        Ok(Arc::new(ColumnTable::open_logged(
+        Ok(Arc::new(ColumnTable::open_with(
             &cols_dir(path),
             schema.clone(),
             counters,
             self.segment_rows,
             self.wal.clone(),
+            self.cache.clone(),
         )?))
     }
     fn drop_table(&self, path: &TablePath) -> Result<()> {
@@ -291,6 +300,11 @@ struct State {
     unlogged: bool,
     /// Per index: for UNIQUE ones, row id by key.
     unique: Vec<Option<HashMap<Vec<u8>, RowId>>>,
+    /// Per index: its ordered entries (`keys`).
+    keys: Vec<index::KeyIndex>,
+    /// Rows added and removed since the table opened (when index statistics are stale).
+    changes: u64,
+    distinct: Vec<Option<keys::DistinctStat>>,
     live: u64,
     /// A bulk load's encoder: the load's last segment is encoded on another core while
     /// the load goes on, and written and made visible ([`ColumnTable::lock`]) before
@@ -392,6 +406,11 @@ pub struct ColumnTable {
     state: Mutex<State>,
     /// With the log: the metadata file, rewritten in place.
     meta_file: Option<LoggedFile>,
+    cache: Arc<ChunkCache>,
+    /// This table's name in the cache.
+    cache_id: u64,
+    /// Per index: how its columns are stored in its entries.
+    key_cols: Vec<Vec<quarry_engine_row::keycode::KeyCol>>,
 }
 
 impl ColumnTable {
@@ -401,15 +420,17 @@ impl ColumnTable {
         counters: Arc<HandlerCounters>,
         segment_rows: usize,
     ) -> Result<ColumnTable> {
-        ColumnTable::open_logged(dir, schema, counters, segment_rows, None)
+        let cache = Arc::new(ChunkCache::new(cache::CACHE_BYTES));
+        ColumnTable::open_with(dir, schema, counters, segment_rows, None, cache)
     }
 
-    pub fn open_logged(
+    fn open_with(
         dir: &Path,
         schema: TableSchema,
         counters: Arc<HandlerCounters>,
         segment_rows: usize,
         wal: Option<Arc<Wal>>,
+        cache: Arc<ChunkCache>,
     ) -> Result<ColumnTable> {
         let vfs = vfs_of(wal.as_ref());
         let meta_file = match &wal {
@@ -510,22 +531,28 @@ impl ColumnTable {
                 bulk_first_id: 0,
                 bulk_segs: 0,
                 unlogged: false,
-                unique: schema
-                    .indexes
-                    .iter()
-                    .map(|ix| ix.unique.then(HashMap::new))
-                    .collect(),
+                unique: vec![],
+                keys: vec![],
+                changes: 0,
+                distinct: vec![],
                 live,
                 encoder: None,
             }),
+            key_cols: schema
+                .indexes
+                .iter()
+                .map(|ix| quarry_engine_row::keyrange::key_cols(&schema, ix))
+                .collect(),
             schema,
             meta_file,
+            cache,
+            cache_id: NEXT_CACHE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         };
         if old_zones {
             t.recompute_text_zones()?;
         }
         t.replay()?;
-        t.build_unique()?;
+        t.build_keys()?;
         Ok(t)
     }
 
@@ -602,62 +629,6 @@ impl ColumnTable {
         if used < buf.len() && self.meta_file.is_none() {
             st.log.truncate_and_commit(used as u64)?;
         }
-        Ok(())
-    }
-
-    fn build_unique(&mut self) -> Result<()> {
-        let cols: Vec<usize> = self
-            .schema
-            .indexes
-            .iter()
-            .filter(|ix| ix.unique)
-            .flat_map(|ix| ix.columns.iter().copied())
-            .collect();
-        if cols.is_empty() {
-            return Ok(());
-        }
-        let mut maps: Vec<Option<HashMap<Vec<u8>, RowId>>> = self
-            .schema
-            .indexes
-            .iter()
-            .map(|ix| ix.unique.then(HashMap::new))
-            .collect();
-        // Rows whose keys became equal when the plain collation began to fold accents
-        // (a table written before: 'Köln' and 'Koln') stay; the map keeps the first.
-        let mut equal_keys = vec![0u64; maps.len()];
-        {
-            let mut cursor = self.scan(&ScanRequest {
-                batch_rows: 4096,
-                columns: Some(cols),
-                ..Default::default()
-            })?;
-            while let Some(b) = cursor.next_batch()? {
-                for (id, row) in b.ids.iter().zip(&b.rows) {
-                    let indexes = self.schema.indexes.iter().zip(maps.iter_mut());
-                    for (n, (ix, map)) in indexes.enumerate() {
-                        if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
-                            match map.entry(k) {
-                                std::collections::hash_map::Entry::Occupied(_) => {
-                                    equal_keys[n] += 1
-                                }
-                                std::collections::hash_map::Entry::Vacant(v) => {
-                                    v.insert(*id);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        for (ix, n) in self.schema.indexes.iter().zip(equal_keys) {
-            if n > 0 {
-                // `<db>/<table>.cols`
-                let table = self.dir.file_stem().unwrap_or_default().to_string_lossy();
-                let path = TablePath::new(self.dir.parent().unwrap_or(&self.dir), &table);
-                eprintln!("quarry: {}", path.equal_keys_warning(&ix.name, n));
-            }
-        }
-        self.state.get_mut().unique = maps;
         Ok(())
     }
 
@@ -955,39 +926,6 @@ impl ColumnTable {
             .collect()
     }
 
-    fn check_unique(&self, st: &State, row: &Row, ignore: Option<RowId>) -> Result<()> {
-        for (ix, map) in self.schema.indexes.iter().zip(&st.unique) {
-            if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
-                if map.get(&k).is_some_and(|&id| Some(id) != ignore) {
-                    return Err(duplicate(ix, row));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn unique_add(&self, st: &mut State, row: &Row, id: RowId) {
-        for (ix, map) in self.schema.indexes.iter().zip(st.unique.iter_mut()) {
-            if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
-                map.insert(k, id);
-            }
-        }
-    }
-
-    fn unique_remove(&self, st: &mut State, row: &Row, id: RowId) {
-        for (ix, map) in self.schema.indexes.iter().zip(st.unique.iter_mut()) {
-            if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
-                if map.get(&k) == Some(&id) {
-                    map.remove(&k);
-                }
-            }
-        }
-    }
-
-    fn has_unique(&self) -> bool {
-        self.schema.indexes.iter().any(|ix| ix.unique)
-    }
-
     /// The row at `id` (live), read under the state lock.
     fn row_at(&self, st: &State, id: RowId) -> Result<Row> {
         if let Some(r) = st.delta.get(&id) {
@@ -996,13 +934,29 @@ impl ColumnTable {
         let (s, i) = locate(&st.segs, id)
             .filter(|&(s, i)| !st.dels[s].get(i))
             .ok_or_else(|| Error::internal(format!("row {id} not found")))?;
-        let seg = &st.segs[s];
-        let all: Vec<usize> = (0..self.schema.columns.len()).collect();
-        let mut chunks: Vec<Option<Chunk>> = all.iter().map(|_| None).collect();
-        Ok(self
-            .materialize(seg, &[i as u32], &all, &mut chunks)?
-            .pop()
-            .unwrap())
+        Ok(self.rows_cached(&st.segs[s], &[i as u32])?.pop().unwrap())
+    }
+
+    /// A chunk from the engine's cache, read and put there when missing.
+    fn cached_chunk(&self, seg: &Segment, col: usize) -> Result<Arc<Chunk>> {
+        let off = seg.chunks[col].off;
+        if let Some(c) = self.cache.get(self.cache_id, col, off) {
+            return Ok(c);
+        }
+        let c = Arc::new(self.chunk(seg, col)?);
+        self.cache.put(self.cache_id, col, off, c.clone());
+        Ok(c)
+    }
+
+    /// Whole rows of a segment at `positions`, through the chunk cache (reads by row id).
+    fn rows_cached(&self, seg: &Segment, positions: &[u32]) -> Result<Vec<Row>> {
+        let chunks = (0..self.schema.columns.len())
+            .map(|c| self.cached_chunk(seg, c))
+            .collect::<Result<Vec<_>>>()?;
+        positions
+            .iter()
+            .map(|&p| chunks.iter().map(|ch| ch.value(p as usize)).collect())
+            .collect()
     }
 
     /// An update is a delete and an insert (at a new id); `old` as in `delete_locked`.
@@ -1027,7 +981,7 @@ impl ColumnTable {
             let payload = encode_row(&self.schema, &row);
             meta::log_record(&mut st.log_buf, LOG_INSERT, id, st.gen, &payload);
         }
-        self.unique_add(st, &row, id);
+        self.keys_add(st, &row, id);
         Arc::make_mut(&mut st.delta).insert(id, row);
         st.live += 1;
         HandlerCounters::add(&self.counters.write, 1);
@@ -1036,7 +990,7 @@ impl ColumnTable {
                 // The segment could not be written (its rows are back in the delta): the
                 // failed insert must leave nothing, its row included.
                 if let Some(row) = Arc::make_mut(&mut st.delta).remove(&id) {
-                    self.unique_remove(st, &row, id);
+                    self.keys_remove(st, &row, id);
                     st.live -= 1;
                     st.bulk_rows -= 1;
                 }
@@ -1046,15 +1000,15 @@ impl ColumnTable {
         Ok(id)
     }
 
-    /// Delete the row at `id`; `old` is that row when the caller knows it (reading one
-    /// row decodes a chunk of each column, only to learn its unique keys).
+    /// Delete the row at `id`; `old` is that row when the caller knows it (else it is read
+    /// — through the chunk cache — only to learn its keys).
     fn delete_locked(&self, st: &mut State, id: RowId, old: Option<Row>) -> Result<()> {
-        if self.has_unique() {
+        if self.has_keys() {
             let row = match old {
                 Some(r) => r,
                 None => self.row_at(st, id)?,
             };
-            self.unique_remove(st, &row, id);
+            self.keys_remove(st, &row, id);
         }
         if Arc::make_mut(&mut st.delta).remove(&id).is_none() {
             let (s, i) = locate(&st.segs, id)
@@ -1368,36 +1322,6 @@ fn encode_row(schema: &TableSchema, row: &Row) -> Vec<u8> {
     out
 }
 
-/// The key of `row` in a unique index as grouping compares it under each column's
-/// collation (NULL: no key).
-fn unique_key(schema: &TableSchema, ix: &IndexSchema, row: &Row) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(16);
-    for (&c, &p) in ix.columns.iter().zip(&ix.prefix) {
-        let coll = schema.columns[c].ty.coll;
-        match &row[c] {
-            Value::Null => return None,
-            Value::Str(s) if p > 0 => {
-                Value::Str(s.chars().take(p as usize).collect()).hash_key_in(coll, &mut out)
-            }
-            Value::Bytes(b) if p > 0 => {
-                Value::Bytes(b.iter().take(p as usize).copied().collect()).hash_key(&mut out)
-            }
-            v => v.hash_key_in(coll, &mut out),
-        }
-    }
-    Some(out)
-}
-
-fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
-    let shown: Vec<String> = ix
-        .columns
-        .iter()
-        .map(|&c| row[c].as_str_lossy().into_owned())
-        .collect();
-    let name = if ix.primary { "PRIMARY" } else { &ix.name };
-    Error::duplicate_key(&shown.join("-"), name)
-}
-
 struct ColumnCursor<'a> {
     t: &'a ColumnTable,
     snap: Snapshot,
@@ -1471,8 +1395,9 @@ impl Table for ColumnTable {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            index_access: false,
+            index_access: true,
             row_locks: false,
+            columnar: true,
         }
     }
 
@@ -1601,12 +1526,9 @@ impl Table for ColumnTable {
                 }
             }
         }
-        let all: Vec<usize> = (0..self.schema.columns.len()).collect();
         for (s, list) in wanted {
-            let seg = &snap.segs[s];
             let pos: Vec<u32> = list.iter().map(|(p, _)| *p).collect();
-            let mut chunks: Vec<Option<Chunk>> = all.iter().map(|_| None).collect();
-            let rows = self.materialize(seg, &pos, &all, &mut chunks)?;
+            let rows = self.rows_cached(&snap.segs[s], &pos)?;
             for ((_, k), row) in list.into_iter().zip(rows) {
                 out[k] = Some(row);
             }
@@ -1623,96 +1545,55 @@ impl Table for ColumnTable {
         scan: &IndexScan,
         visit: &mut dyn FnMut(&IndexEntry) -> Result<bool>,
     ) -> Result<()> {
-        let ix = self
-            .schema
-            .indexes
-            .get(scan.index)
-            .ok_or_else(|| Error::internal("no such index"))?;
+        self.scan_index(scan, visit)
+    }
+
+    fn index_count(
+        &self,
+        index: usize,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Result<Option<u64>> {
         HandlerCounters::add(&self.counters.read_key, 1);
-        // A whole unique key: the hash answers (duplicate-key handling asks this).
-        if let (Bound::Included(lo), Bound::Included(hi)) = (scan.lo, scan.hi) {
-            if ix.unique && lo == hi && lo.len() == ix.columns.len() && !scan.keys {
-                let mut row = vec![Value::Null; self.schema.columns.len()];
-                for (&c, v) in ix.columns.iter().zip(lo) {
-                    row[c] = self.phys[c].normalize(v.clone())?;
-                }
-                let found = {
-                    let st = self.state.lock();
-                    unique_key(&self.schema, ix, &row)
-                        .and_then(|k| st.unique[scan.index].as_ref()?.get(&k).copied())
-                };
-                if let Some(id) = found {
-                    visit(&IndexEntry {
-                        id,
-                        keys: &[],
-                        pos: &id.to_be_bytes(),
-                    })?;
-                }
-                return Ok(());
-            }
-        }
-        // Otherwise: every row's key, compared and sorted as the index would order them.
-        let mut cursor = self.scan(&ScanRequest {
-            batch_rows: 4096,
-            columns: Some(ix.columns.clone()),
-            ..Default::default()
-        })?;
-        let in_bounds = |key: &[Value]| -> bool {
-            let cmp = |b: &[Value]| {
-                key.iter()
-                    .zip(b)
-                    .map(|(a, b)| a.total_cmp(b))
-                    .find(|o| o.is_ne())
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            };
-            let lo_ok = match scan.lo {
-                Bound::Unbounded => true,
-                Bound::Included(b) => cmp(b).is_ge(),
-                Bound::Excluded(b) => cmp(b).is_gt(),
-            };
-            let hi_ok = match scan.hi {
-                Bound::Unbounded => true,
-                Bound::Included(b) => cmp(b).is_le(),
-                Bound::Excluded(b) => cmp(b).is_lt(),
-            };
-            lo_ok
-                && hi_ok
-                && !key
-                    .first()
-                    .is_some_and(|v| v.is_null() && !matches!(scan.lo, Bound::Unbounded))
-        };
-        let mut entries: Vec<(Vec<Value>, RowId)> = vec![];
-        while let Some(b) = cursor.next_batch()? {
-            for (id, row) in b.ids.into_iter().zip(b.rows) {
-                let key: Vec<Value> = ix.columns.iter().map(|&c| row[c].clone()).collect();
-                if in_bounds(&key) {
-                    entries.push((key, id));
-                }
-            }
-        }
-        entries.sort_by(|a, b| {
-            a.0.iter()
-                .zip(&b.0)
-                .zip(&ix.desc)
-                .map(|((x, y), &d)| if d { y.total_cmp(x) } else { x.total_cmp(y) })
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.1.cmp(&b.1))
-        });
-        if scan.reverse {
-            entries.reverse();
-        }
-        for (key, id) in entries {
-            let keys: Vec<Option<Value>> = key.into_iter().map(Some).collect();
-            if !visit(&IndexEntry {
-                id,
-                keys: if scan.keys { &keys } else { &[] },
-                pos: &id.to_be_bytes(),
-            })? {
-                break;
-            }
-        }
-        Ok(())
+        Ok(self.count_keys(index, lo, hi))
+    }
+
+    fn index_key(&self, index: usize, row: &Row, id: RowId) -> Option<Vec<u8>> {
+        self.schema.indexes.get(index)?;
+        let mut e = Vec::with_capacity(24);
+        self.entry(index, row, id, &mut e);
+        Some(e)
+    }
+
+    fn index_key_in(
+        &self,
+        index: usize,
+        entry: &[u8],
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Option<bool> {
+        self.key_in(index, entry, lo, hi)
+    }
+
+    fn index_covers(&self, index: usize) -> Vec<bool> {
+        self.schema.indexes.get(index).map_or(vec![], |ix| {
+            quarry_engine_row::keyrange::covers(&self.schema, ix)
+        })
+    }
+
+    fn records_in_range(
+        &self,
+        index: usize,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Result<Stat> {
+        Ok(self
+            .count_keys(index, lo, hi)
+            .map_or(Stat::Unknown, Stat::Estimated))
+    }
+
+    fn index_distinct(&self, index: usize) -> Result<Vec<Stat>> {
+        Ok(self.distinct_keys(index))
     }
 
     fn insert(&self, row: Row) -> Result<RowId> {
@@ -1761,9 +1642,8 @@ impl Table for ColumnTable {
         st.delta = Arc::new(BTreeMap::new());
         st.merged_upto = st.next_id;
         st.live = 0;
-        for m in st.unique.iter_mut().flatten() {
-            m.clear();
-        }
+        self.forget_keys(&mut st);
+        self.cache.forget(self.cache_id);
         // The empty metadata is committed before the column files lose their bytes (with
         // the log: cutting the delta log commits the truncation).
         self.checkpoint(&mut st)?;
@@ -1866,6 +1746,8 @@ impl Drop for ColumnTable {
         let st = self.state.get_mut();
         st.bulk = false;
         let _ = self.flush_locked_owned();
+        // A table opened again gets another name in the cache.
+        self.cache.forget(self.cache_id);
     }
 }
 

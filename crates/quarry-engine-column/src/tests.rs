@@ -3,7 +3,7 @@
 use super::*;
 use quarry_common::SqlType;
 use quarry_storage::vfs::SimFs;
-use quarry_storage_api::{CmpOp, ColumnSchema};
+use quarry_storage_api::{CmpOp, ColumnSchema, IndexSchema};
 
 fn schema(unique: bool) -> TableSchema {
     let c = |name: &str, ty: SqlType| ColumnSchema {
@@ -20,14 +20,24 @@ fn schema(unique: bool) -> TableSchema {
             c("note text", SqlType::varchar(40)),
         ],
         indexes: if unique {
-            vec![IndexSchema {
-                name: "PRIMARY".into(),
-                columns: vec![0],
-                prefix: vec![0],
-                desc: vec![false],
-                unique: true,
-                primary: true,
-            }]
+            vec![
+                IndexSchema {
+                    name: "PRIMARY".into(),
+                    columns: vec![0],
+                    prefix: vec![0],
+                    desc: vec![false],
+                    unique: true,
+                    primary: true,
+                },
+                IndexSchema {
+                    name: "maker_price".into(),
+                    columns: vec![1, 2],
+                    prefix: vec![0, 0],
+                    desc: vec![false, true],
+                    unique: false,
+                    primary: false,
+                },
+            ]
         } else {
             vec![]
         },
@@ -140,7 +150,122 @@ fn preds() -> Vec<Pred> {
 }
 
 /// Scans, counts and fetches agree with the model, with and without pushed filters.
+/// Entries of an index range as `index_scan` hands them out: (row id, key values).
+fn index_entries(
+    t: &dyn Table,
+    index: usize,
+    lo: Bound<&[Value]>,
+    hi: Bound<&[Value]>,
+    reverse: bool,
+    after: Option<&[u8]>,
+) -> Vec<(RowId, Vec<Option<Value>>, Vec<u8>)> {
+    let mut out = vec![];
+    t.index_scan(
+        &IndexScan {
+            index,
+            lo,
+            hi,
+            reverse,
+            keys: true,
+            after,
+        },
+        &mut |e| {
+            out.push((e.id, e.keys.to_vec(), e.pos.to_vec()));
+            Ok(true)
+        },
+    )
+    .unwrap();
+    out
+}
+
+/// Both indexes of `schema(true)` against the model: whole, by ranges both ways, resumed
+/// after an entry, counted; the keys they give back are the rows' values.
+fn indexes_agree(t: &dyn Table, model: &BTreeMap<RowId, Row>) {
+    // PRIMARY (id): ids in key order.
+    let mut by_id: Vec<(i64, RowId)> = model.iter().map(|(id, r)| (r[0].to_i64(), *id)).collect();
+    by_id.sort();
+    let got: Vec<(i64, RowId)> =
+        index_entries(t, 0, Bound::Unbounded, Bound::Unbounded, false, None)
+            .into_iter()
+            .map(|(id, k, _)| (k[0].as_ref().unwrap().to_i64(), id))
+            .collect();
+    assert_eq!(got, by_id);
+    if by_id.len() > 10 {
+        let (a, b) = (by_id[2].0, by_id[by_id.len() - 3].0);
+        let want: Vec<RowId> = by_id
+            .iter()
+            .filter(|(k, _)| *k > a && *k <= b)
+            .map(|p| p.1)
+            .collect();
+        let (lo, hi) = ([Value::Int(a)], [Value::Int(b)]);
+        let (lo, hi) = (Bound::Excluded(&lo[..]), Bound::Included(&hi[..]));
+        let fwd = index_entries(t, 0, lo, hi, false, None);
+        assert_eq!(fwd.iter().map(|e| e.0).collect::<Vec<_>>(), want);
+        let mut back: Vec<RowId> = index_entries(t, 0, lo, hi, true, None)
+            .iter()
+            .map(|e| e.0)
+            .collect();
+        back.reverse();
+        assert_eq!(back, want);
+        let resumed = index_entries(t, 0, lo, hi, false, Some(&fwd[3].2));
+        assert_eq!(resumed.iter().map(|e| e.0).collect::<Vec<_>>(), want[4..]);
+        assert_eq!(t.index_count(0, lo, hi).unwrap(), Some(want.len() as u64));
+        assert_eq!(
+            t.records_in_range(0, lo, hi).unwrap(),
+            Stat::Estimated(want.len() as u64)
+        );
+    }
+    // maker_price (maker, price DESC): NULL makers first, prices falling within a maker.
+    let mut by_maker: Vec<(Option<String>, std::cmp::Reverse<i64>, RowId)> = model
+        .iter()
+        .map(|(id, r)| {
+            let maker = (!r[1].is_null()).then(|| r[1].as_str_lossy().into_owned());
+            let price = r[2].to_decimal().mantissa.to_i64().unwrap();
+            (maker, std::cmp::Reverse(price), *id)
+        })
+        .collect();
+    by_maker.sort();
+    let got: Vec<RowId> = index_entries(t, 1, Bound::Unbounded, Bound::Unbounded, false, None)
+        .into_iter()
+        .map(|e| e.0)
+        .collect();
+    assert_eq!(got, by_maker.iter().map(|e| e.2).collect::<Vec<_>>());
+    let maker = [Value::Str("00007".into())];
+    let at = Bound::Included(&maker[..]);
+    let want: Vec<RowId> = by_maker
+        .iter()
+        .filter(|e| e.0.as_deref() == Some("00007"))
+        .map(|e| e.2)
+        .collect();
+    let got = index_entries(t, 1, at, at, true, None);
+    assert_eq!(
+        got.iter().rev().map(|e| e.0).collect::<Vec<_>>(),
+        want,
+        "maker 00007 backwards"
+    );
+    // A collated string's key is its sort key, not the value.
+    assert_eq!(t.index_covers(1), vec![false, true]);
+    for (id, keys, _) in got {
+        assert_eq!(keys[0], None);
+        assert_eq!(
+            keys[1].as_ref().map(|v| v.to_decimal()),
+            Some(model[&id][2].to_decimal())
+        );
+    }
+    let nulls = [Value::Null];
+    let null = Bound::Included(&nulls[..]);
+    assert_eq!(
+        index_entries(t, 1, null, null, false, None).len(),
+        model.values().filter(|r| r[1].is_null()).count()
+    );
+    let d = t.index_distinct(1).unwrap();
+    assert_eq!(d.len(), 2);
+}
+
 fn agree(t: &dyn Table, model: &BTreeMap<RowId, Row>) {
+    if t.schema().indexes.len() == 2 {
+        indexes_agree(t, model);
+    }
     let all = scan(t, None, None);
     let want: Vec<(RowId, Row)> = model.iter().map(|(k, v)| (*k, v.clone())).collect();
     assert_eq!(all, want);

@@ -40,10 +40,12 @@ mod codec;
 #[cfg(test)]
 mod crash_tests;
 pub mod keycode;
+pub mod keyrange;
 mod records;
 mod salvage;
 mod sidecol;
 
+use keyrange::{as_slice_bound, ByteRange};
 use records::RecordReader;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -55,7 +57,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quarry_common::{Error, Result, Row, TypeKind, Value};
-use quarry_storage::btree::prefix_end;
 use quarry_storage::wal::TxnId;
 use quarry_storage::{BTree, BufferPool, ExternalSorter, LoggedFile, Wal};
 use quarry_storage_api::{
@@ -676,7 +677,7 @@ impl RowTable {
 
     /// How the columns of `ix` are stored in its entries.
     fn key_cols(&self, ix: &IndexSchema) -> Vec<keycode::KeyCol> {
-        (0..ix.columns.len()).map(|i| self.key_col(ix, i)).collect()
+        keyrange::key_cols(&self.schema, ix)
     }
 
     /// How column `i` of `ix` is stored in its entries.
@@ -878,85 +879,14 @@ impl RowTable {
         Ok(())
     }
 
-    /// Byte bounds of the entries whose keys lie between the value bounds `lo` and `hi`
-    /// (None: no entry can). When the column the bounds end on is DESC, byte order runs
-    /// against value order there, so the value bounds trade places.
+    /// Byte bounds of the entries whose keys lie between the value bounds `lo` and `hi`.
     fn byte_bounds(
         &self,
         ix: &IndexSchema,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
     ) -> Option<ByteRange> {
-        let len = |b: &Bound<&[Value]>| match b {
-            Bound::Included(v) | Bound::Excluded(v) => v.len(),
-            Bound::Unbounded => 0,
-        };
-        let n = len(&lo).max(len(&hi));
-        let flip = n > 0 && ix.desc[n - 1];
-        let lo_bytes = self.key_bound(ix, lo, true, flip)?;
-        let hi_bytes = self.key_bound(ix, hi, false, flip)?;
-        Some(if flip {
-            (hi_bytes, lo_bytes)
-        } else {
-            (lo_bytes, hi_bytes)
-        })
-    }
-
-    /// One index bound in key bytes: a value prefix `p` as a lower bound starts at `p`
-    /// (inclusive) or after every entry starting with `p` (exclusive), and as an upper
-    /// bound ends after (inclusive) or before (exclusive) them. `lower` is the bound's
-    /// role among values; `flip` makes a lower value bound an upper byte bound.
-    fn key_bound(
-        &self,
-        ix: &IndexSchema,
-        b: Bound<&[Value]>,
-        lower: bool,
-        flip: bool,
-    ) -> Option<Bound<Vec<u8>>> {
-        let (vals, inclusive) = match b {
-            Bound::Unbounded => return Some(Bound::Unbounded),
-            Bound::Included(v) => (v, true),
-            Bound::Excluded(v) => (v, false),
-        };
-        let mut out = Vec::with_capacity(32);
-        let mut inclusive = inclusive;
-        for (i, v) in vals.iter().enumerate() {
-            let col = self.key_col(ix, i);
-            let ty = &col.ty;
-            // An integer column bounded by a non-integral number (k > 2.5): the nearest
-            // integer inside the range, inclusive.
-            let adjusted;
-            let v = match v {
-                Value::Double(f) if ty.is_integer() => {
-                    // Past every integer key: the range starts after the largest (or ends
-                    // before the smallest) possible key.
-                    let (value, incl) = if *f >= 18_446_744_073_709_551_615.0 {
-                        (Value::UInt(u64::MAX), !lower)
-                    } else if *f < -9_223_372_036_854_775_808.0 {
-                        (Value::Int(i64::MIN), lower)
-                    } else if f.fract() != 0.0 {
-                        let r = if lower { f.ceil() } else { f.floor() };
-                        (int_key(r), true)
-                    } else {
-                        (int_key(*f), inclusive)
-                    };
-                    inclusive = incl;
-                    adjusted = value;
-                    &adjusted
-                }
-                v => v,
-            };
-            keycode::encode_column(v, &col, &mut out);
-        }
-        Some(match (lower != flip, inclusive) {
-            (true, true) => Bound::Included(out),
-            (true, false) => Bound::Included(prefix_end(&out)?),
-            (false, true) => match prefix_end(&out) {
-                Some(e) => Bound::Excluded(e),
-                None => Bound::Unbounded,
-            },
-            (false, false) => Bound::Excluded(out),
-        })
+        keyrange::byte_bounds(&self.key_cols(ix), lo, hi)
     }
 
     /// Write one record (header + payload) at `off`, through the write buffer when appending.
@@ -1189,6 +1119,7 @@ impl Table for RowTable {
         Capabilities {
             index_access: true,
             row_locks: true,
+            columnar: false,
         }
     }
 
@@ -1343,17 +1274,10 @@ impl Table for RowTable {
         };
         self.settle_deferred()?;
         HandlerCounters::add(&self.counters.read_key, 1);
-        let Some((mut lo, mut hi)) = self.byte_bounds(ix, scan.lo, scan.hi) else {
+        let cols = self.key_cols(ix);
+        let Some((lo, hi)) = keyrange::scan_bounds(&cols, scan) else {
             return Ok(());
         };
-        if let Some(after) = scan.after {
-            if scan.reverse {
-                hi = Bound::Excluded(after.to_vec());
-            } else {
-                lo = Bound::Excluded(after.to_vec());
-            }
-        }
-        let cols = self.key_cols(ix);
         let mut read = 0u64;
         let mut vals = Vec::with_capacity(cols.len());
         let mut on_entry = |e: &[u8]| -> Result<bool> {
@@ -1396,13 +1320,10 @@ impl Table for RowTable {
     }
 
     fn index_covers(&self, index: usize) -> Vec<bool> {
-        self.schema.indexes.get(index).map_or(vec![], |ix| {
-            ix.columns
-                .iter()
-                .zip(&ix.prefix)
-                .map(|(&c, &p)| keycode::decodable(&self.schema.columns[c].ty, p))
-                .collect()
-        })
+        self.schema
+            .indexes
+            .get(index)
+            .map_or(vec![], |ix| keyrange::covers(&self.schema, ix))
     }
 
     fn records_in_range(
@@ -1803,20 +1724,9 @@ impl Table for RowTable {
 }
 
 /// An integral double within the u64/i64 range as an integer key value.
-fn int_key(f: f64) -> Value {
-    if f > i64::MAX as f64 {
-        Value::UInt(f as u64)
-    } else {
-        Value::Int(f as i64)
-    }
-}
-
 /// Memory for sorting one index's entries in a bulk load or index build before runs
 /// spill to temporary files.
 const SORT_BUDGET: usize = 64 << 20;
-
-/// Lower and upper bound of a run of index entries, in key bytes.
-type ByteRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// Error 1062 for `row`'s key in `ix`.
 fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
@@ -1855,14 +1765,6 @@ fn bulk_load_all(
     match err {
         Some(e) => Err(e),
         None => Ok(n),
-    }
-}
-
-fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(v) => Bound::Included(v.as_slice()),
-        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

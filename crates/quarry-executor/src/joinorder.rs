@@ -19,8 +19,8 @@
 use crate::bind::{and_all, columns_used, conjuncts, equi_key, width};
 use crate::expr::{BinOp, Expr};
 use crate::optimize::{
-    access_estimate, best_probe, estimate_rows, table_rows, BUILD, ENTRY, FETCH, PROBE,
-    UNKNOWN_FILTER,
+    access_estimate, best_probe, estimate_rows, fetch_cost, scan_cost, table_rows, BUILD, ENTRY,
+    PROBE, UNKNOWN_FILTER,
 };
 use crate::plan::{Access, JoinKind, Plan, ReadMode};
 
@@ -356,7 +356,8 @@ impl Group {
                     read: ReadMode::Rows,
                     order: None,
                     ..
-                } => best_probe(table, &keyed).map(|(_, _, rpk)| outer * (PROBE + rpk * FETCH)),
+                } => best_probe(table, &keyed)
+                    .map(|(_, _, rpk)| outer * (PROBE + rpk * fetch_cost(table))),
                 _ => None,
             };
             probe.map_or(hash, |p| p.min(hash)) + rows_of(set | bit) * OUTPUT
@@ -379,8 +380,8 @@ impl Group {
 fn read_cost(plan: &Plan, rows: f64) -> f64 {
     match plan {
         Plan::Scan { table, access, .. } => match access {
-            Access::Full => table_rows(table),
-            other => access_estimate(table, other).unwrap_or(rows) * FETCH,
+            Access::Full => table_rows(table) * scan_cost(table),
+            other => access_estimate(table, other).unwrap_or(rows) * fetch_cost(table),
         },
         _ => rows,
     }

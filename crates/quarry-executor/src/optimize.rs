@@ -2,10 +2,12 @@
 //! earlier, as each SELECT's FROM clause is bound: [`crate::joinorder`]): index-only reads, index order instead of a sort (`ORDER BY … LIMIT`, `MIN`/`MAX`), index nested-loop joins,
 //! and the fall back to a full scan when an index would fetch most of the table.
 //!
-//! Costs are in "row reads": a row read in file order by a scan costs 1, a row fetched
-//! through an index costs `FETCH`, an index entry read costs `ENTRY`, an index descent
-//! `PROBE`, inserting a row into a hash join's table `BUILD`. The constants were set from this engine's measured speeds (a full scan decodes
-//! ~0.8 M rows/s; a batch of sorted fetches reads ~0.25 M rows/s).
+//! Costs are in "row reads": a row-table row read in file order by a scan costs 1, a row
+//! fetched through an index costs `FETCH`, an index entry read costs `ENTRY`, an index
+//! descent `PROBE`, inserting a row into a hash join's table `BUILD`. The constants were
+//! set from the row engine's measured speeds (a full scan decodes ~0.8 M rows/s; a batch
+//! of sorted fetches reads ~0.25 M rows/s); a column table's scan row costs
+//! `COLUMN_SCAN` and its fetch `COLUMN_FETCH` on the same scale.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -20,12 +22,37 @@ use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, AggFunc, Plan, ReadMode};
 
 pub(crate) const FETCH: f64 = 3.0;
+/// A row of a column table read by a scan: conditions are evaluated on encoded chunks
+/// and only the columns read are decoded (TPC-H's lineitem scans at ~10 M rows/s).
+pub(crate) const COLUMN_SCAN: f64 = 0.1;
+/// A row fetched by id from a column table: every column of the row decoded, from
+/// cached chunks at best (sysbench point selects on COLUMN run at ~0.8× the row
+/// engine's rate), so forty scan rows of that table.
+pub(crate) const COLUMN_FETCH: f64 = 4.0;
 pub(crate) const ENTRY: f64 = 0.2;
 pub(crate) const PROBE: f64 = 2.0;
 /// Cost of inserting one row into a hash join's table.
 pub(crate) const BUILD: f64 = 0.5;
 /// Share of a table's rows a filter is assumed to keep when nothing better is known.
 pub const UNKNOWN_FILTER: f64 = 0.1;
+
+/// Cost of reading one row of `table` by a full scan.
+pub(crate) fn scan_cost(table: &TableEntry) -> f64 {
+    if table.columnar() {
+        COLUMN_SCAN
+    } else {
+        1.0
+    }
+}
+
+/// Cost of fetching one row of `table` by id.
+pub(crate) fn fetch_cost(table: &TableEntry) -> f64 {
+    if table.columnar() {
+        COLUMN_FETCH
+    } else {
+        FETCH
+    }
+}
 
 /// Run every post-binding choice over one SELECT's plan.
 pub fn optimize(plan: Plan) -> Plan {
@@ -273,14 +300,16 @@ fn finish_scan(plan: &mut Plan, n: Need) {
                 *read = only(&n);
                 *filter = reduced;
             } else if order.is_none()
-                && access_estimate(table, access).is_some_and(|est| est * FETCH > table_rows(table))
+                && access_estimate(table, access).is_some_and(|est| {
+                    est * fetch_cost(table) > table_rows(table) * scan_cost(table)
+                })
             {
                 *access = Access::Full;
             } else {
                 (*index_filter, *filter) = split_index_condition(table, index, reduced);
             }
         }
-        Access::Full if order.is_none() && table.index_access() => {
+        Access::Full if order.is_none() && table.index_access() && !table.columnar() => {
             let best = (0..table.def.indexes.len())
                 .filter(|&ii| covers(table, ii, &full_need))
                 .min_by_key(|&ii| key_bytes(table, ii, usize::MAX));
@@ -961,11 +990,12 @@ fn probe_plan(
     let (ii, at, rpk) = best_probe(table, &cols)?;
     let keys = at.into_iter().map(|j| left_keys[j].clone()).collect();
     let outer = estimate_rows(left)?;
-    let probe_cost = outer * (PROBE + rpk * FETCH);
+    let fetch = fetch_cost(table);
+    let probe_cost = outer * (PROBE + rpk * fetch);
     let hash_cost = match right {
         Plan::Scan { table, access, .. } => match access_estimate(table, access) {
-            Some(n) if !matches!(access, Access::Full) => n * (FETCH + BUILD) + outer * ENTRY,
-            _ => table_rows(table) * (1.0 + BUILD) + outer * ENTRY,
+            Some(n) if !matches!(access, Access::Full) => n * (fetch + BUILD) + outer * ENTRY,
+            _ => table_rows(table) * (scan_cost(table) + BUILD) + outer * ENTRY,
         },
         _ => return None,
     };

@@ -101,6 +101,11 @@ pub struct Capabilities {
     /// must not give a row id a deleted row had to another row while the deleting
     /// transaction is open: earlier versions are kept by row id.
     pub row_locks: bool,
+    /// Scans read only the columns asked for, from column-wise storage, and evaluate
+    /// pushed conditions on encoded data: a scan row costs far less than in a row store,
+    /// and a row fetched by id (through an index) far more — the planner weighs index
+    /// access against scans accordingly and never reads a whole index instead of a scan.
+    pub columnar: bool,
 }
 
 impl Default for Capabilities {
@@ -108,6 +113,7 @@ impl Default for Capabilities {
         Capabilities {
             index_access: true,
             row_locks: false,
+            columnar: false,
         }
     }
 }

@@ -1,0 +1,402 @@
+//! The ordered key index of a column table: one entry per live row, the row's key as
+//! [`quarry_engine_row::keycode`] encodes it followed by the row id (8 bytes, big
+//! endian), so entries sort as the row engine's do and a transaction layer can place an
+//! earlier version's entry among them.
+//!
+//! Held in memory: a sorted, packed base and the entries added and removed since it was
+//! built, folded into a new base once they outgrow an eighth of it. The table builds it
+//! from its key columns when it opens and keeps it in step with every change; this
+//! module owns the entry set only, not which rows are live.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use quarry_engine_row::keycode::{self, KeyCol};
+
+/// Changes kept beside the base before it is rebuilt, at least.
+const MIN_FOLD: usize = 1 << 14;
+
+pub(crate) struct KeyIndex {
+    pub cols: Vec<KeyCol>,
+    /// Sorted entries, packed: entry `i` is `bytes[offs[i]..offs[i + 1]]`.
+    bytes: Vec<u8>,
+    offs: Vec<usize>,
+    /// Base entries removed since the base was built.
+    removed: BTreeSet<Vec<u8>>,
+    /// Entries added since the base was built.
+    added: BTreeSet<Vec<u8>>,
+}
+
+impl KeyIndex {
+    pub fn new(cols: Vec<KeyCol>) -> KeyIndex {
+        KeyIndex {
+            cols,
+            bytes: vec![],
+            offs: vec![0],
+            removed: BTreeSet::new(),
+            added: BTreeSet::new(),
+        }
+    }
+
+    /// An index of the entries `b` collected (in any order, each distinct).
+    pub fn build(cols: Vec<KeyCol>, b: Builder) -> KeyIndex {
+        let n = b.offs.len() - 1;
+        let at = |i: usize| &b.bytes[b.offs[i]..b.offs[i + 1]];
+        let mut ix = KeyIndex::new(cols);
+        // Rows met in id order often come in key order too (an AUTO_INCREMENT key).
+        if (1..n).all(|i| at(i - 1) < at(i)) {
+            ix.bytes = b.bytes;
+            ix.offs = b.offs;
+            return ix;
+        }
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_unstable_by(|&x, &y| at(x as usize).cmp(at(y as usize)));
+        ix.bytes.reserve(b.bytes.len());
+        ix.offs.reserve(n);
+        for i in order {
+            ix.push_base(at(i as usize));
+        }
+        ix
+    }
+
+    fn push_base(&mut self, e: &[u8]) {
+        self.bytes.extend_from_slice(e);
+        self.offs.push(self.bytes.len());
+    }
+
+    fn base_len(&self) -> usize {
+        self.offs.len() - 1
+    }
+
+    fn base(&self, i: usize) -> &[u8] {
+        &self.bytes[self.offs[i]..self.offs[i + 1]]
+    }
+
+    pub fn len(&self) -> usize {
+        self.base_len() - self.removed.len() + self.added.len()
+    }
+
+    pub fn clear(&mut self) {
+        *self = KeyIndex::new(std::mem::take(&mut self.cols));
+    }
+
+    pub fn insert(&mut self, e: Vec<u8>) {
+        if !self.removed.remove(&e) {
+            self.added.insert(e);
+        }
+        self.fold_if_due();
+    }
+
+    pub fn remove(&mut self, e: &[u8]) {
+        if !self.added.remove(e) && self.base_has(e) {
+            self.removed.insert(e.to_vec());
+        }
+        self.fold_if_due();
+    }
+
+    fn base_has(&self, e: &[u8]) -> bool {
+        let i = self.lower(Bound::Included(e));
+        i < self.base_len() && self.base(i) == e
+    }
+
+    fn fold_if_due(&mut self) {
+        if self.added.len() + self.removed.len() > MIN_FOLD.max(self.base_len() / 8) {
+            self.fold();
+        }
+    }
+
+    /// A new base holding every entry.
+    fn fold(&mut self) {
+        let mut next = KeyIndex::new(std::mem::take(&mut self.cols));
+        next.bytes.reserve(self.bytes.len() + self.added.len() * 16);
+        next.offs.reserve(self.len());
+        let added = std::mem::take(&mut self.added);
+        let mut added = added.into_iter().peekable();
+        for i in 0..self.base_len() {
+            let e = self.base(i);
+            while let Some(a) = added.next_if(|a| a.as_slice() < e) {
+                next.push_base(&a);
+            }
+            if !self.removed.contains(e) {
+                next.push_base(e);
+            }
+        }
+        for a in added {
+            next.push_base(&a);
+        }
+        *self = next;
+    }
+
+    /// First base position at or after a lower bound.
+    fn lower(&self, b: Bound<&[u8]>) -> usize {
+        let n = self.base_len();
+        match b {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => partition(n, |i| self.base(i) < k),
+            Bound::Excluded(k) => partition(n, |i| self.base(i) <= k),
+        }
+    }
+
+    /// First base position past an upper bound.
+    fn upper(&self, b: Bound<&[u8]>) -> usize {
+        let n = self.base_len();
+        match b {
+            Bound::Unbounded => n,
+            Bound::Included(k) => partition(n, |i| self.base(i) <= k),
+            Bound::Excluded(k) => partition(n, |i| self.base(i) < k),
+        }
+    }
+
+    /// Up to `max` entries between `lo` and `hi`, in order (last first when `reverse`),
+    /// appended to `out`.
+    pub fn range(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        reverse: bool,
+        max: usize,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        if max == 0 {
+            return;
+        }
+        self.walk(lo, hi, reverse, &mut |e| {
+            out.push(e.to_vec());
+            out.len() < max
+        });
+    }
+
+    /// Hand the entries between `lo` and `hi` to `f` in order (last first when
+    /// `reverse`) until it returns false.
+    fn walk(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        reverse: bool,
+        f: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        if inverted(lo, hi) {
+            return;
+        }
+        let (start, end) = (self.lower(lo), self.upper(hi));
+        let live = |e: &[u8]| self.removed.is_empty() || !self.removed.contains(e);
+        let mut added = self.added.range::<[u8], _>((lo, hi));
+        let (mut next_added, mut i, mut j) = if reverse {
+            (added.next_back(), start, end)
+        } else {
+            (added.next(), start, end)
+        };
+        loop {
+            let b = match (reverse, i < j) {
+                (_, false) => None,
+                (false, true) => Some(self.base(i)),
+                (true, true) => Some(self.base(j - 1)),
+            };
+            let take_added = match (&next_added, b) {
+                (Some(a), Some(b)) => (a.as_slice() < b) != reverse,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return,
+            };
+            let go = if take_added {
+                let go = f(next_added.unwrap());
+                next_added = if reverse {
+                    added.next_back()
+                } else {
+                    added.next()
+                };
+                go
+            } else {
+                if reverse {
+                    j -= 1;
+                } else {
+                    i += 1;
+                }
+                let b = b.unwrap();
+                !live(b) || f(b)
+            };
+            if !go {
+                return;
+            }
+        }
+    }
+
+    /// The number of entries between `lo` and `hi`.
+    pub fn count(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> u64 {
+        if inverted(lo, hi) {
+            return 0;
+        }
+        let (start, end) = (self.lower(lo), self.upper(hi));
+        let base = end.saturating_sub(start);
+        if base == 0 && self.added.is_empty() {
+            return 0;
+        }
+        let removed = if self.removed.is_empty() {
+            0
+        } else {
+            self.removed.range::<[u8], _>((lo, hi)).count()
+        };
+        let added = if self.added.is_empty() {
+            0
+        } else {
+            self.added.range::<[u8], _>((lo, hi)).count()
+        };
+        (base - removed + added) as u64
+    }
+
+    /// Distinct values of each key prefix (first column, first two, …).
+    pub fn distinct(&self) -> Vec<u64> {
+        let n = self.cols.len();
+        let mut counts = vec![0u64; n];
+        let mut prev: Option<(Vec<u8>, Vec<usize>)> = None;
+        self.walk(Bound::Unbounded, Bound::Unbounded, false, &mut |e| {
+            let Some(ends) = keycode::column_ends(e, &self.cols) else {
+                return true;
+            };
+            // The first key column where this entry differs from the previous one: every
+            // prefix from there on is new.
+            let from = match &prev {
+                None => 0,
+                Some((p, pends)) => (0..n).find(|&c| p[..pends[c]] != e[..ends[c]]).unwrap_or(n),
+            };
+            for c in counts.iter_mut().skip(from) {
+                *c += 1;
+            }
+            prev = Some((e.to_vec(), ends));
+            true
+        });
+        counts
+    }
+}
+
+/// Entries collected for [`KeyIndex::build`], packed as they come.
+pub(crate) struct Builder {
+    pub bytes: Vec<u8>,
+    offs: Vec<usize>,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder {
+            bytes: vec![],
+            offs: vec![0],
+        }
+    }
+
+    /// Ends the entry written to `bytes` since the last one.
+    pub fn end_entry(&mut self) {
+        self.offs.push(self.bytes.len());
+    }
+}
+
+/// Whether no entry can lie between the bounds (a range `BTreeSet::range` refuses).
+fn inverted(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+            a >= b
+        }
+        _ => false,
+    }
+}
+
+/// The first `i` in `0..n` for which `before(i)` is false (`before` holds for a prefix).
+fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_common::{SqlType, TypeKind, Value};
+
+    fn cols() -> Vec<KeyCol> {
+        vec![KeyCol {
+            ty: SqlType::new(TypeKind::Int),
+            prefix: 0,
+            desc: false,
+        }]
+    }
+
+    fn entry(k: i64, id: u64) -> Vec<u8> {
+        let mut e = vec![];
+        keycode::encode_column(&Value::Int(k), &cols()[0], &mut e);
+        e.extend_from_slice(&id.to_be_bytes());
+        e
+    }
+
+    /// Inserts, removes and folds against a sorted set of the same entries: every range
+    /// in both directions, and every count, agree.
+    #[test]
+    fn ranges_and_counts_match_a_sorted_set() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut b = Builder::new();
+        for i in (0..500).rev() {
+            b.bytes.extend(entry(i % 50, i as u64));
+            b.end_entry();
+        }
+        let mut ix = KeyIndex::build(cols(), b);
+        let mut model: BTreeSet<Vec<u8>> = (0..500).map(|i| entry(i % 50, i as u64)).collect();
+        let mut next_id = 500u64;
+        for step in 0..40_000 {
+            if rnd(3) == 0 && !model.is_empty() {
+                let k = model
+                    .iter()
+                    .nth(rnd(model.len() as u64) as usize)
+                    .unwrap()
+                    .clone();
+                model.remove(&k);
+                ix.remove(&k);
+            } else {
+                let e = entry(rnd(60) as i64 - 5, next_id);
+                next_id += 1;
+                model.insert(e.clone());
+                ix.insert(e);
+            }
+            assert_eq!(ix.len(), model.len());
+            if step % 997 == 0 {
+                for (a, b) in [(0, 10), (-5, -5), (20, 70), (3, 2)] {
+                    let lo = entry(a, 0);
+                    let hi = entry(b, u64::MAX);
+                    let want: Vec<Vec<u8>> = model
+                        .iter()
+                        .filter(|e| **e >= lo && **e <= hi)
+                        .cloned()
+                        .collect();
+                    let mut got = vec![];
+                    let (l, h) = (Bound::Included(&lo[..]), Bound::Included(&hi[..]));
+                    ix.range(l, h, false, usize::MAX, &mut got);
+                    assert_eq!(got, want);
+                    let mut back = vec![];
+                    ix.range(l, h, true, usize::MAX, &mut back);
+                    back.reverse();
+                    assert_eq!(back, want);
+                    assert_eq!(ix.count(l, h), want.len() as u64);
+                    let mut first = vec![];
+                    ix.range(Bound::Excluded(&lo[..]), h, false, 3, &mut first);
+                    let after: Vec<Vec<u8>> =
+                        want.iter().filter(|e| **e > lo).take(3).cloned().collect();
+                    assert_eq!(first, after);
+                }
+                let keys: BTreeSet<Vec<u8>> =
+                    model.iter().map(|e| e[..e.len() - 8].to_vec()).collect();
+                assert_eq!(ix.distinct(), vec![keys.len() as u64]);
+            }
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! A column table's keys: for each UNIQUE key a hash of its values (duplicates are
+//! refused through it), and for every key an ordered index ([`KeyIndex`]) — the access
+//! path for lookups, ranges, ordered reads and joins. Both are built from the key
+//! columns when the table opens and changed with every row the table changes.
+//!
+//! Must not touch: segments, the delta, the logs (the table changes rows; this keeps the
+//! keys in step with them).
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use quarry_common::{Error, Result, Row, Value};
+use quarry_engine_row::keycode;
+use quarry_engine_row::keyrange::{self, as_slice_bound};
+use quarry_storage_api::{
+    HandlerCounters, IndexEntry, IndexScan, IndexSchema, RowId, ScanRequest, Stat, TablePath,
+    TableSchema,
+};
+
+use crate::index::{Builder, KeyIndex};
+use crate::{ColumnTable, State};
+
+/// Index entries read under the table's lock at a time: the visitor runs without it.
+const ENTRIES_PER_LOCK: usize = 256;
+
+/// Distinct key counts of an index and the table's change count when they were taken.
+pub(crate) struct DistinctStat {
+    changes_at: u64,
+    rows_at: u64,
+    distinct: Vec<u64>,
+}
+
+impl ColumnTable {
+    /// `row`'s entry (at `id`) in index `n`.
+    pub(crate) fn entry(&self, n: usize, row: &Row, id: RowId, out: &mut Vec<u8>) {
+        let ix = &self.schema.indexes[n];
+        for (&c, col) in ix.columns.iter().zip(&self.key_cols[n]) {
+            keycode::encode_column(&row[c], col, out);
+        }
+        out.extend_from_slice(&id.to_be_bytes());
+    }
+
+    /// Every key of the rows as they are after the log's replay: one pass over the key
+    /// columns.
+    pub(crate) fn build_keys(&mut self) -> Result<()> {
+        let indexes = &self.schema.indexes;
+        let mut cols: Vec<usize> = indexes.iter().flat_map(|ix| ix.columns.clone()).collect();
+        cols.sort_unstable();
+        cols.dedup();
+        let mut maps: Vec<Option<HashMap<Vec<u8>, RowId>>> = indexes
+            .iter()
+            .map(|ix| ix.unique.then(HashMap::new))
+            .collect();
+        let mut builders: Vec<Builder> = indexes.iter().map(|_| Builder::new()).collect();
+        // Rows whose keys became equal when the plain collation began to fold accents
+        // (a table written before: 'Köln' and 'Koln') stay; the map keeps the first.
+        let mut equal_keys = vec![0u64; maps.len()];
+        if !cols.is_empty() {
+            let mut cursor = quarry_storage_api::Table::scan(
+                &*self,
+                &ScanRequest {
+                    batch_rows: 4096,
+                    columns: Some(cols),
+                    ..Default::default()
+                },
+            )?;
+            while let Some(b) = cursor.next_batch()? {
+                for (&id, row) in b.ids.iter().zip(&b.rows) {
+                    for (n, ix) in indexes.iter().enumerate() {
+                        self.entry(n, row, id, &mut builders[n].bytes);
+                        builders[n].end_entry();
+                        if let (Some(map), Some(k)) =
+                            (&mut maps[n], unique_key(&self.schema, ix, row))
+                        {
+                            match map.entry(k) {
+                                Entry::Occupied(_) => equal_keys[n] += 1,
+                                Entry::Vacant(v) => {
+                                    v.insert(id);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (ix, n) in indexes.iter().zip(equal_keys) {
+            if n > 0 {
+                // `<db>/<table>.cols`
+                let table = self.dir.file_stem().unwrap_or_default().to_string_lossy();
+                let path = TablePath::new(self.dir.parent().unwrap_or(&self.dir), &table);
+                eprintln!("quarry: {}", path.equal_keys_warning(&ix.name, n));
+            }
+        }
+        let keys = self
+            .key_cols
+            .iter()
+            .zip(builders)
+            .map(|(cols, b)| KeyIndex::build(cols.clone(), b))
+            .collect();
+        let st = self.state.get_mut();
+        st.unique = maps;
+        st.keys = keys;
+        st.distinct = indexes.iter().map(|_| None).collect();
+        Ok(())
+    }
+
+    pub(crate) fn check_unique(&self, st: &State, row: &Row, ignore: Option<RowId>) -> Result<()> {
+        for (ix, map) in self.schema.indexes.iter().zip(&st.unique) {
+            if let (Some(map), Some(k)) = (map, unique_key(&self.schema, ix, row)) {
+                if map.get(&k).is_some_and(|&id| Some(id) != ignore) {
+                    return Err(duplicate(ix, row));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn keys_add(&self, st: &mut State, row: &Row, id: RowId) {
+        for (n, ix) in self.schema.indexes.iter().enumerate() {
+            if let (Some(map), Some(k)) = (&mut st.unique[n], unique_key(&self.schema, ix, row)) {
+                map.insert(k, id);
+            }
+            let mut e = Vec::with_capacity(24);
+            self.entry(n, row, id, &mut e);
+            st.keys[n].insert(e);
+        }
+        st.changes += 1;
+    }
+
+    pub(crate) fn keys_remove(&self, st: &mut State, row: &Row, id: RowId) {
+        for (n, ix) in self.schema.indexes.iter().enumerate() {
+            if let (Some(map), Some(k)) = (&mut st.unique[n], unique_key(&self.schema, ix, row)) {
+                if map.get(&k) == Some(&id) {
+                    map.remove(&k);
+                }
+            }
+            let mut e = Vec::with_capacity(24);
+            self.entry(n, row, id, &mut e);
+            st.keys[n].remove(&e);
+        }
+        st.changes += 1;
+    }
+
+    pub(crate) fn has_keys(&self) -> bool {
+        !self.schema.indexes.is_empty()
+    }
+
+    pub(crate) fn forget_keys(&self, st: &mut State) {
+        for m in st.unique.iter_mut().flatten() {
+            m.clear();
+        }
+        for k in st.keys.iter_mut() {
+            k.clear();
+        }
+        st.changes += 1;
+    }
+
+    /// [`quarry_storage_api::Table::index_scan`]: entries are taken a few hundred at a
+    /// time under the lock and visited without it (the visitor may read the table).
+    pub(crate) fn scan_index(
+        &self,
+        scan: &IndexScan,
+        visit: &mut dyn FnMut(&IndexEntry) -> Result<bool>,
+    ) -> Result<()> {
+        let ix = self
+            .schema
+            .indexes
+            .get(scan.index)
+            .ok_or_else(|| Error::internal("no such index"))?;
+        HandlerCounters::add(&self.counters.read_key, 1);
+        let cols = &self.key_cols[scan.index];
+        let Some((mut lo, mut hi)) = keyrange::scan_bounds(cols, scan) else {
+            return Ok(());
+        };
+        let mut vals = Vec::with_capacity(cols.len());
+        let mut batch = Vec::with_capacity(ENTRIES_PER_LOCK);
+        loop {
+            batch.clear();
+            self.state.lock().keys[scan.index].range(
+                as_slice_bound(&lo),
+                as_slice_bound(&hi),
+                scan.reverse,
+                ENTRIES_PER_LOCK,
+                &mut batch,
+            );
+            HandlerCounters::add_read(&self.counters.read_next, batch.len() as u64);
+            for e in &batch {
+                if scan.keys && !keycode::decode_key_into(e, cols, &mut vals) {
+                    return Err(Error::corrupt(format!("index {} entry", ix.name)));
+                }
+                let go = visit(&IndexEntry {
+                    id: keycode::row_id(e),
+                    keys: &vals,
+                    pos: e,
+                })?;
+                if !go {
+                    return Ok(());
+                }
+            }
+            match batch.pop() {
+                Some(last) if batch.len() + 1 == ENTRIES_PER_LOCK => {
+                    if scan.reverse {
+                        hi = Bound::Excluded(last);
+                    } else {
+                        lo = Bound::Excluded(last);
+                    }
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    pub(crate) fn key_in(
+        &self,
+        index: usize,
+        entry: &[u8],
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Option<bool> {
+        let Some((lo, hi)) = keyrange::byte_bounds(self.key_cols.get(index)?, lo, hi) else {
+            return Some(false);
+        };
+        Some(std::ops::RangeBounds::contains(
+            &(as_slice_bound(&lo), as_slice_bound(&hi)),
+            entry,
+        ))
+    }
+
+    /// Entries in a key range, counted exactly.
+    pub(crate) fn count_keys(
+        &self,
+        index: usize,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Option<u64> {
+        let Some((lo, hi)) = keyrange::byte_bounds(self.key_cols.get(index)?, lo, hi) else {
+            return Some(0);
+        };
+        Some(self.state.lock().keys[index].count(as_slice_bound(&lo), as_slice_bound(&hi)))
+    }
+
+    /// Distinct values per key prefix, recounted once a tenth of the rows changed (as the
+    /// row engine and InnoDB do).
+    pub(crate) fn distinct_keys(&self, index: usize) -> Vec<Stat> {
+        let mut st = self.state.lock();
+        let (changes, live) = (st.changes, st.live);
+        let Some(keys) = st.keys.get(index) else {
+            return vec![];
+        };
+        let fresh = |d: &DistinctStat| changes.saturating_sub(d.changes_at) <= d.rows_at / 10;
+        let counts = match st.distinct.get(index).and_then(Option::as_ref) {
+            Some(d) if fresh(d) => scale(&d.distinct, d.rows_at, live),
+            _ => {
+                let distinct = keys.distinct();
+                let out = distinct.clone();
+                st.distinct[index] = Some(DistinctStat {
+                    changes_at: changes,
+                    rows_at: live,
+                    distinct,
+                });
+                out
+            }
+        };
+        counts.into_iter().map(Stat::Estimated).collect()
+    }
+}
+
+/// Distinct counts taken at `then` rows, scaled to `now` rows (never above the rows).
+fn scale(distinct: &[u64], then: u64, now: u64) -> Vec<u64> {
+    distinct
+        .iter()
+        .map(|&d| {
+            if then == 0 {
+                d.min(now)
+            } else {
+                ((d as f64 * now as f64 / then as f64).round() as u64).clamp(1.min(now), now.max(1))
+            }
+        })
+        .collect()
+}
+
+/// The key of `row` in a unique index as grouping compares it under each column's
+/// collation (NULL: no key).
+pub(crate) fn unique_key(schema: &TableSchema, ix: &IndexSchema, row: &Row) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(16);
+    for (&c, &p) in ix.columns.iter().zip(&ix.prefix) {
+        let coll = schema.columns[c].ty.coll;
+        match &row[c] {
+            Value::Null => return None,
+            Value::Str(s) if p > 0 => {
+                Value::Str(s.chars().take(p as usize).collect()).hash_key_in(coll, &mut out)
+            }
+            Value::Bytes(b) if p > 0 => {
+                Value::Bytes(b.iter().take(p as usize).copied().collect()).hash_key(&mut out)
+            }
+            v => v.hash_key_in(coll, &mut out),
+        }
+    }
+    Some(out)
+}
+
+pub(crate) fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
+    let shown: Vec<String> = ix
+        .columns
+        .iter()
+        .map(|&c| row[c].as_str_lossy().into_owned())
+        .collect();
+    let name = if ix.primary { "PRIMARY" } else { &ix.name };
+    Error::duplicate_key(&shown.join("-"), name)
+}
