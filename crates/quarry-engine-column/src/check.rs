@@ -29,7 +29,8 @@ impl ColumnTable {
             rows += seg.rows as u64 - del.count as u64;
         }
         rows += snap.delta.len() as u64;
-        let st = self.lock()?;
+        let mut guard = self.lock()?;
+        let st = &mut *guard;
         if rows != st.live {
             problems.push(format!("{} rows counted, {} recorded", rows, st.live));
         }
@@ -69,7 +70,7 @@ impl ColumnTable {
             }
         }
         for (n, ix) in self.schema.indexes.iter().enumerate() {
-            let keys = &st.keys[n];
+            let keys = &mut st.keys[n];
             let mut missing = 0usize;
             let mut e = Vec::new();
             let mut has = |row: &quarry_common::Row, id| {

@@ -117,13 +117,14 @@ impl ColumnTable {
     }
 
     pub(crate) fn keys_add(&self, st: &mut State, row: &Row, id: RowId) {
+        let mut e = Vec::with_capacity(32);
         for (n, ix) in self.schema.indexes.iter().enumerate() {
             if let (Some(map), Some(k)) = (&mut st.unique[n], unique_key(&self.schema, ix, row)) {
                 map.insert(k, id);
             }
-            let mut e = Vec::with_capacity(24);
+            e.clear();
             self.entry(n, row, id, &mut e);
-            st.keys[n].insert(e);
+            st.keys[n].insert(&e);
         }
         st.changes += 1;
     }
@@ -245,14 +246,14 @@ impl ColumnTable {
     pub(crate) fn distinct_keys(&self, index: usize) -> Vec<Stat> {
         let mut st = self.state.lock();
         let (changes, live) = (st.changes, st.live);
-        let Some(keys) = st.keys.get(index) else {
+        if index >= st.keys.len() {
             return vec![];
-        };
+        }
         let fresh = |d: &DistinctStat| changes.saturating_sub(d.changes_at) <= d.rows_at / 10;
         let counts = match st.distinct.get(index).and_then(Option::as_ref) {
             Some(d) if fresh(d) => scale(&d.distinct, d.rows_at, live),
             _ => {
-                let distinct = keys.distinct();
+                let distinct = st.keys[index].distinct();
                 let out = distinct.clone();
                 st.distinct[index] = Some(DistinctStat {
                     changes_at: changes,
