@@ -173,6 +173,9 @@ impl Table for LazyTable {
     fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {
         self.table()?.count(req)
     }
+    fn estimate(&self, req: &ScanRequest) -> Option<u64> {
+        self.table().ok()?.estimate(req)
+    }
     fn min_max(&self, col: usize, req: &ScanRequest) -> Result<Option<(Value, Value)>> {
         self.table()?.min_max(col, req)
     }

@@ -126,7 +126,6 @@ impl ColumnTable {
             self.entry(n, row, id, &mut e);
             st.keys[n].insert(&e);
         }
-        st.changes += 1;
     }
 
     pub(crate) fn keys_remove(&self, st: &mut State, row: &Row, id: RowId) {
@@ -140,7 +139,6 @@ impl ColumnTable {
             self.entry(n, row, id, &mut e);
             st.keys[n].remove(&e);
         }
-        st.changes += 1;
     }
 
     pub(crate) fn has_keys(&self) -> bool {

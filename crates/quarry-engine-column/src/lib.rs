@@ -41,6 +41,7 @@
 mod cache;
 mod check;
 mod chunk;
+mod estimate;
 mod group;
 mod index;
 mod keys;
@@ -302,7 +303,7 @@ struct State {
     unique: Vec<Option<HashMap<Vec<u8>, RowId>>>,
     /// Per index: its ordered entries (`keys`).
     keys: Vec<index::KeyIndex>,
-    /// Rows added and removed since the table opened (when index statistics are stale).
+    /// Rows added and removed since the table opened (when statistics are stale).
     changes: u64,
     distinct: Vec<Option<keys::DistinctStat>>,
     live: u64,
@@ -411,6 +412,8 @@ pub struct ColumnTable {
     cache_id: u64,
     /// Per index: how its columns are stored in its entries.
     key_cols: Vec<Vec<quarry_engine_row::keycode::KeyCol>>,
+    /// Row estimates by condition (`estimate`), with the change count they were taken at.
+    estimates: Mutex<HashMap<String, (u64, u64)>>,
 }
 
 impl ColumnTable {
@@ -543,6 +546,7 @@ impl ColumnTable {
                 .iter()
                 .map(|ix| quarry_engine_row::keyrange::key_cols(&schema, ix))
                 .collect(),
+            estimates: Mutex::new(HashMap::new()),
             schema,
             meta_file,
             cache,
@@ -984,6 +988,7 @@ impl ColumnTable {
         self.keys_add(st, &row, id);
         Arc::make_mut(&mut st.delta).insert(id, row);
         st.live += 1;
+        st.changes += 1;
         HandlerCounters::add(&self.counters.write, 1);
         if st.bulk && st.delta.len() >= self.segment_rows {
             if let Err(e) = self.merge(st, false) {
@@ -1019,6 +1024,7 @@ impl ColumnTable {
         }
         meta::log_record(&mut st.log_buf, LOG_DELETE, id, st.gen, &[]);
         st.live -= 1;
+        st.changes += 1;
         HandlerCounters::add(&self.counters.delete, 1);
         Ok(())
     }
@@ -1420,6 +1426,10 @@ impl Table for ColumnTable {
             ready: Vec::new().into_iter(),
             delta_done: false,
         }))
+    }
+
+    fn estimate(&self, req: &ScanRequest) -> Option<u64> {
+        self.estimate_rows(req.filter.as_ref()?)
     }
 
     fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {

@@ -581,6 +581,23 @@ pub fn estimate_rows(plan: &Plan) -> Option<f64> {
             access,
             ..
         } => {
+            // A column table's engine counts a sample for the conditions it can take.
+            if matches!(access, Access::Full) && table.columnar() {
+                let cond = match (filter, pushed) {
+                    (Some(f), Some(p)) => Some(Expr::Bin(
+                        BinOp::And,
+                        Box::new(p.clone()),
+                        Box::new(f.clone()),
+                    )),
+                    (f, p) => f.clone().or_else(|| p.clone()),
+                };
+                if let Some((n, rest)) = cond
+                    .as_ref()
+                    .and_then(|c| crate::pushdown::engine_estimate(table, c))
+                {
+                    return Some(if rest { n * UNKNOWN_FILTER } else { n });
+                }
+            }
             // Conditions the engine checks (`pushed`) filter as much as those left here.
             let filtered = filter.is_some() || pushed.is_some();
             let base = access_estimate(table, access)

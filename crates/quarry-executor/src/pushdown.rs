@@ -172,6 +172,35 @@ pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, 
     (crate::bind::and_all(pushed), crate::bind::and_all(kept))
 }
 
+/// The rows of `table` its engine expects to pass the conjuncts of `filter` it takes
+/// whose constants are literals, and whether other conjuncts remain; None when there are
+/// no such conjuncts or the engine cannot tell (the planner then guesses).
+pub(crate) fn engine_estimate(table: &TableEntry, filter: &Expr) -> Option<(f64, bool)> {
+    let mut parts = vec![];
+    crate::bind::conjuncts(filter.clone(), &mut parts);
+    let (mut preds, mut rest) = (vec![], false);
+    for p in &parts {
+        let literal = &mut |k: &Expr| match k {
+            Expr::Lit(v) => Ok(v.clone()),
+            _ => Err(quarry_common::Error::internal("not a literal")),
+        };
+        match convert(p, literal) {
+            Ok(Some(pred)) if table.handle.pushdown(&pred) == Support::Exact => preds.push(pred),
+            _ => rest = true,
+        }
+    }
+    let pred = match preds.len() {
+        0 => return None,
+        1 => preds.pop()?,
+        _ => Pred::And(preds),
+    };
+    let n = table.handle.estimate(&quarry_storage_api::ScanRequest {
+        filter: Some(pred),
+        ..Default::default()
+    })?;
+    Some((n as f64, rest))
+}
+
 /// Where a scan's pushed conjuncts are evaluated this execution: the engine's condition,
 /// or — pushdown switched off — the expression the executor checks itself.
 pub(crate) fn route<'e>(

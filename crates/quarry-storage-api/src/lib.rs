@@ -263,6 +263,12 @@ pub trait Table: Send + Sync {
     fn count(&self, _req: &ScanRequest) -> Result<Option<u64>> {
         Ok(None)
     }
+    /// About how many rows a scan with `req` would return, when the engine can tell
+    /// cheaply — from a sample of the table, say — better than the planner's fixed guesses
+    /// for conditions (the planner asks while choosing a join order).
+    fn estimate(&self, _req: &ScanRequest) -> Option<u64> {
+        None
+    }
     /// The smallest and largest non-NULL value of column `col` among the rows a scan with
     /// `req` would return (NULLs when there are none), when the engine knows them without
     /// producing the rows — from zone maps, say. Values compare as `Value::total_cmp`.

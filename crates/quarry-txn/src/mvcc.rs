@@ -361,6 +361,9 @@ impl Table for MvccTable {
     fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {
         self.unless_hidden(|| self.inner.count(req))
     }
+    fn estimate(&self, req: &ScanRequest) -> Option<u64> {
+        self.inner.estimate(req)
+    }
     fn min_max(&self, col: usize, req: &ScanRequest) -> Result<Option<(Value, Value)>> {
         self.unless_hidden(|| self.inner.min_max(col, req))
     }
