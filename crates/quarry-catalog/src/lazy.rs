@@ -202,6 +202,9 @@ impl Table for LazyTable {
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
         self.table()?.fetch(ids)
     }
+    fn fetch_columns(&self, ids: &[RowId], columns: Option<&[usize]>) -> Result<Vec<Row>> {
+        self.table()?.fetch_columns(ids, columns)
+    }
     fn index_scan(
         &self,
         scan: &IndexScan,

@@ -938,7 +938,10 @@ impl ColumnTable {
         let (s, i) = locate(&st.segs, id)
             .filter(|&(s, i)| !st.dels[s].get(i))
             .ok_or_else(|| Error::internal(format!("row {id} not found")))?;
-        Ok(self.rows_cached(&st.segs[s], &[i as u32])?.pop().unwrap())
+        Ok(self
+            .rows_cached(&st.segs[s], &[i as u32], None)?
+            .pop()
+            .unwrap())
     }
 
     /// A chunk from the engine's cache, read and put there when missing.
@@ -952,14 +955,34 @@ impl ColumnTable {
         Ok(c)
     }
 
-    /// Whole rows of a segment at `positions`, through the chunk cache (reads by row id).
-    fn rows_cached(&self, seg: &Segment, positions: &[u32]) -> Result<Vec<Row>> {
+    /// Rows of a segment at `positions` with `columns` (None: all; the others NULL),
+    /// through the chunk cache (reads by row id).
+    fn rows_cached(
+        &self,
+        seg: &Segment,
+        positions: &[u32],
+        columns: Option<&[usize]>,
+    ) -> Result<Vec<Row>> {
         let chunks = (0..self.schema.columns.len())
-            .map(|c| self.cached_chunk(seg, c))
+            .map(|c| {
+                if columns.is_none_or(|cols| cols.contains(&c)) {
+                    self.cached_chunk(seg, c).map(Some)
+                } else {
+                    Ok(None)
+                }
+            })
             .collect::<Result<Vec<_>>>()?;
         positions
             .iter()
-            .map(|&p| chunks.iter().map(|ch| ch.value(p as usize)).collect())
+            .map(|&p| {
+                chunks
+                    .iter()
+                    .map(|ch| match ch {
+                        Some(ch) => ch.value(p as usize),
+                        None => Ok(Value::Null),
+                    })
+                    .collect()
+            })
             .collect()
     }
 
@@ -1523,6 +1546,10 @@ impl Table for ColumnTable {
     }
 
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
+        self.fetch_columns(ids, None)
+    }
+
+    fn fetch_columns(&self, ids: &[RowId], columns: Option<&[usize]>) -> Result<Vec<Row>> {
         let snap = self.snapshot()?;
         let mut out: Vec<Option<Row>> = ids.iter().map(|_| None).collect();
         // Segment rows grouped by segment, so each segment's chunks are decoded once.
@@ -1538,7 +1565,7 @@ impl Table for ColumnTable {
         }
         for (s, list) in wanted {
             let pos: Vec<u32> = list.iter().map(|(p, _)| *p).collect();
-            let rows = self.rows_cached(&snap.segs[s], &pos)?;
+            let rows = self.rows_cached(&snap.segs[s], &pos, columns)?;
             for ((_, k), row) in list.into_iter().zip(rows) {
                 out[k] = Some(row);
             }

@@ -735,7 +735,7 @@ pub fn scan_with(
         ids.dedup();
         for chunk in ids.chunks(BATCH_ROWS) {
             ctx.check_killed()?;
-            let rows = table.handle.fetch(chunk)?;
+            let rows = table.handle.fetch_columns(chunk, columns)?;
             let (kid, krow) = keep(chunk.to_vec(), rows)?;
             if !krow.is_empty() && !sink(kid, krow)? {
                 return Ok(());
@@ -789,7 +789,10 @@ pub fn scan_with(
                 by_file.sort_unstable_by_key(|&i| ids[i]);
                 let sorted: Vec<RowId> = by_file.iter().map(|&i| ids[i]).collect();
                 let mut fetched: Vec<Option<Row>> = vec![None; ids.len()];
-                for (&i, r) in by_file.iter().zip(table.handle.fetch(&sorted)?) {
+                for (&i, r) in by_file
+                    .iter()
+                    .zip(table.handle.fetch_columns(&sorted, columns)?)
+                {
                     fetched[i] = Some(r);
                 }
                 rows = fetched.into_iter().map(|r| r.unwrap_or_default()).collect();
@@ -1017,6 +1020,8 @@ struct IndexProbe<'p> {
     filter: Option<&'p Expr>,
     on: Option<&'p Expr>,
     kind: JoinKind,
+    /// Columns of the probed rows read (None: all).
+    columns: Option<&'p [usize]>,
 }
 
 /// Index nested-loop join: each left batch's keys are looked up, the matching row ids of
@@ -1061,7 +1066,7 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
         let fetch = |mut ids: Vec<RowId>| -> Result<HashMap<RowId, Row>> {
             ids.sort_unstable();
             ids.dedup();
-            let fetched = p.table.handle.fetch(&ids)?;
+            let fetched = p.table.handle.fetch_columns(&ids, p.columns)?;
             let mut at = HashMap::with_capacity(ids.len());
             for (id, r) in ids.into_iter().zip(fetched) {
                 if p.filter
@@ -1213,6 +1218,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             filter,
             on,
             kind,
+            columns,
             ..
         } => index_join(
             left,
@@ -1225,6 +1231,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 filter: filter.as_ref(),
                 on: on.as_ref(),
                 kind: *kind,
+                columns: columns.as_deref(),
             },
             ctx,
             sink,

@@ -16,7 +16,7 @@ use quarry_catalog::TableEntry;
 use quarry_common::Value;
 use quarry_storage_api::Stat;
 
-use crate::bind::{and_all, columns_used};
+use crate::bind::{and_all, columns_read, columns_used};
 use crate::exec::bound_ref;
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, AggFunc, Plan, ReadMode};
@@ -66,7 +66,7 @@ pub fn optimize(plan: Plan) -> Plan {
 type Need = Option<BTreeSet<usize>>;
 
 fn add_cols(e: &Expr, need: &mut Need) {
-    match (columns_used(e), need.as_mut()) {
+    match (columns_read(e), need.as_mut()) {
         (Some(cols), Some(set)) => set.extend(cols),
         (None, _) => *need = None,
         _ => {}
@@ -173,9 +173,13 @@ fn need(plan: &mut Plan, n: Need) {
         }
         Plan::IndexJoin {
             left,
+            table,
             keys,
             left_keys,
+            right_keys,
+            filter,
             on,
+            columns,
             ..
         } => {
             let Some(lw) = crate::bind::width(left) else {
@@ -185,7 +189,13 @@ fn need(plan: &mut Plan, n: Need) {
             if let Some(on) = on {
                 add_cols(on, &mut all);
             }
-            let (mut l, _) = split(&all, lw);
+            let (mut l, mut r) = split(&all, lw);
+            filter
+                .iter()
+                .chain(right_keys.iter())
+                .for_each(|e| add_cols(e, &mut r));
+            let width = table.def.columns.len();
+            *columns = r.map(|s| s.into_iter().filter(|&c| c < width).collect());
             keep_width(&mut l);
             keys.iter()
                 .chain(left_keys.iter())
@@ -324,9 +334,13 @@ fn finish_scan(plan: &mut Plan, n: Need) {
         Access::Full => {}
     }
     if matches!(access, Access::Full) {
-        // A full scan offers its conditions to the engine and names the columns it
-        // needs: those read above it and by the conditions left to check.
+        // A full scan offers its conditions to the engine.
         (*pushed, *filter) = crate::pushdown::split(table, filter.take());
+    }
+    // A scan names the columns it needs — those read above it and by the conditions
+    // left to check on its rows — whether it reads them in file order or fetches them
+    // through an index.
+    if matches!(access, Access::Full) || *read == ReadMode::Rows {
         let mut m = above;
         if let Some(f) = filter.as_ref() {
             add_cols(f, &mut m);
@@ -933,6 +947,7 @@ fn index_joins(plan: Plan) -> Plan {
                         filter,
                         on,
                         kind,
+                        columns: None,
                     }
                 }
                 None => Plan::Join {

@@ -207,6 +207,9 @@ pub enum Plan {
         filter: Option<Expr>,
         on: Option<Expr>,
         kind: JoinKind,
+        /// Columns of the probed rows read above and by `filter`, `on` and the keys
+        /// (None: all); the engine may leave the others NULL.
+        columns: Option<Vec<usize>>,
     },
     Filter {
         input: Box<Plan>,

@@ -306,6 +306,12 @@ pub trait Table: Send + Sync {
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>>;
     /// Rows by id, in the order given (callers sort ids to read in file order).
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>>;
+    /// `fetch`, where only `columns` (None: all) are read: an engine may leave the
+    /// others NULL, as a scan with [`ScanRequest::columns`] does. Callers that write a
+    /// row back, keep it as a version or lock it fetch whole rows.
+    fn fetch_columns(&self, ids: &[RowId], _columns: Option<&[usize]>) -> Result<Vec<Row>> {
+        self.fetch(ids)
+    }
     /// Visit the entries of an index range in order with their row ids (and, when asked,
     /// the key column values: `Some` where `index_covers` says the key gives the value
     /// back) until `visit` returns false.

@@ -188,9 +188,20 @@ impl MvccTable {
 
     /// Rows by id as `snap` sees them; None where it sees none.
     fn fetch_seen(&self, snap: &Snapshot, ids: &[RowId]) -> Result<Vec<Option<Row>>> {
+        self.fetch_seen_columns(snap, ids, None)
+    }
+
+    /// `fetch_seen` reading only `columns` of the rows the engine has (versions are
+    /// whole rows).
+    fn fetch_seen_columns(
+        &self,
+        snap: &Snapshot,
+        ids: &[RowId],
+        columns: Option<&[usize]>,
+    ) -> Result<Vec<Option<Row>>> {
         // Nothing versioned before and after the engine read: the rows stand as read.
         if self.versions.quiet() {
-            if let Ok(rows) = self.inner.fetch(ids) {
+            if let Ok(rows) = self.inner.fetch_columns(ids, columns) {
                 if self.versions.quiet() {
                     return Ok(rows.into_iter().map(Some).collect());
                 }
@@ -218,7 +229,7 @@ impl MvccTable {
                 .filter(|(_, e)| e.is_none())
                 .map(|(&id, _)| id)
                 .collect();
-            let rows = match self.inner.fetch(&from_engine) {
+            let rows = match self.inner.fetch_columns(&from_engine, columns) {
                 Ok(r) => r,
                 Err(_) if _attempt < 7 => continue,
                 Err(e) => return Err(e),
@@ -427,6 +438,27 @@ impl Table for MvccTable {
             next_id: 0,
             done: false,
         }))
+    }
+
+    fn fetch_columns(&self, ids: &[RowId], columns: Option<&[usize]>) -> Result<Vec<Row>> {
+        let Some(ctx) = current() else {
+            return self.inner.fetch_columns(ids, columns);
+        };
+        // Locking and current reads lock rows by their keys and may read them anew.
+        let Some(snap) = ctx
+            .snap
+            .as_ref()
+            .filter(|_| ctx.read_lock.is_none() && !ctx.current_read)
+        else {
+            return self.fetch(ids);
+        };
+        self.fetch_seen_columns(snap, ids, columns)?
+            .into_iter()
+            .zip(ids)
+            .map(|(r, &id)| {
+                r.ok_or_else(|| Error::internal(format!("row {id} is not in the snapshot")))
+            })
+            .collect()
     }
 
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {

@@ -152,6 +152,18 @@ pub(crate) fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
 /// the plan it is in runs, as a constant is; so is an uncorrelated subquery's result (run
 /// once per statement), which lets `o_orderkey IN (SELECT …)` filter its table's scan.
 pub(crate) fn columns_used(e: &Expr) -> Option<Vec<usize>> {
+    columns_in(e, false)
+}
+
+/// The columns of its input row `e` reads (None: it cannot tell): as [`columns_used`],
+/// and a correlated subquery's references to the row it runs for. That says what to
+/// read, not where `e` may be moved: conditions are moved by `columns_used`, which a
+/// correlated subquery keeps in place.
+pub(crate) fn columns_read(e: &Expr) -> Option<Vec<usize>> {
+    columns_in(e, true)
+}
+
+fn columns_in(e: &Expr, outer_refs: bool) -> Option<Vec<usize>> {
     let mut cols = vec![];
     let mut ok = true;
     e.walk(&mut |x| match x {
@@ -159,7 +171,10 @@ pub(crate) fn columns_used(e: &Expr) -> Option<Vec<usize>> {
         Expr::InSub { sub, .. } | Expr::Exists { sub, .. } | Expr::ScalarSub(sub)
             if sub.correlated =>
         {
-            ok = false
+            match sub.outer_refs.as_ref().filter(|_| outer_refs) {
+                Some(refs) => cols.extend(refs.iter().filter(|r| r.0 == 1).map(|r| r.1)),
+                None => ok = false,
+            }
         }
         Expr::AggRef(_) | Expr::WinRef(_) => ok = false,
         Expr::Func(n, _) if n == "RAND" => ok = false,
