@@ -92,12 +92,22 @@ impl ColumnTable {
                 eprintln!("quarry: {}", path.equal_keys_warning(&ix.name, n));
             }
         }
-        let keys = self
-            .key_cols
-            .iter()
-            .zip(builders)
-            .map(|(cols, b)| KeyIndex::build(cols.clone(), b))
-            .collect();
+        // Each index sorted on its own thread: a table's indexes build side by side.
+        let keys = std::thread::scope(|scope| {
+            let sorting: Vec<_> = self
+                .key_cols
+                .iter()
+                .zip(builders)
+                .map(|(cols, b)| scope.spawn(move || KeyIndex::build(cols.clone(), b)))
+                .collect();
+            sorting
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .map_err(|_| Error::internal("index build panicked"))
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
         let st = self.state.get_mut();
         st.unique = maps;
         st.keys = keys;
