@@ -25,9 +25,9 @@ pub(crate) const FETCH: f64 = 3.0;
 /// A row of a column table read by a scan: conditions are evaluated on encoded chunks
 /// and only the columns read are decoded (TPC-H's lineitem scans at ~10 M rows/s).
 pub(crate) const COLUMN_SCAN: f64 = 0.1;
-/// A row fetched by id from a column table: every column of the row decoded, from
-/// cached chunks at best (sysbench point selects on COLUMN run at ~0.8× the row
-/// engine's rate), so forty scan rows of that table.
+/// A row fetched by id from a column table: the columns read are taken from their
+/// decoded chunks — the chunk cache at best, else a whole chunk decoded per column — so
+/// forty scan rows of that table.
 pub(crate) const COLUMN_FETCH: f64 = 4.0;
 pub(crate) const ENTRY: f64 = 0.2;
 pub(crate) const PROBE: f64 = 2.0;
