@@ -286,21 +286,27 @@ impl KeyIndex {
         self.settle();
         let n = self.cols.len();
         let mut counts = vec![0u64; n];
-        let mut prev: Option<(Vec<u8>, Vec<usize>)> = None;
+        // The previous entry's key columns, kept in one buffer (None before the first).
+        let mut prev: Vec<u8> = Vec::new();
+        let mut prev_ends: Option<Vec<usize>> = None;
         self.walk(Bound::Unbounded, Bound::Unbounded, false, &mut |e| {
             let Some(ends) = keycode::column_ends(e, &self.cols) else {
                 return true;
             };
             // The first key column where this entry differs from the previous one: every
             // prefix from there on is new.
-            let from = match &prev {
+            let from = match &prev_ends {
                 None => 0,
-                Some((p, pends)) => (0..n).find(|&c| p[..pends[c]] != e[..ends[c]]).unwrap_or(n),
+                Some(pends) => (0..n)
+                    .find(|&c| prev[..pends[c]] != e[..ends[c]])
+                    .unwrap_or(n),
             };
             for c in counts.iter_mut().skip(from) {
                 *c += 1;
             }
-            prev = Some((e.to_vec(), ends));
+            prev.clear();
+            prev.extend_from_slice(&e[..ends.last().copied().unwrap_or(0)]);
+            prev_ends = Some(ends);
             true
         });
         counts

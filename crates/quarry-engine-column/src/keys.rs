@@ -127,27 +127,31 @@ impl ColumnTable {
     }
 
     pub(crate) fn keys_add(&self, st: &mut State, row: &Row, id: RowId) {
-        let mut e = Vec::with_capacity(32);
-        for (n, ix) in self.schema.indexes.iter().enumerate() {
-            if let (Some(map), Some(k)) = (&mut st.unique[n], unique_key(&self.schema, ix, row)) {
-                map.insert(k, id);
-            }
-            e.clear();
-            self.entry(n, row, id, &mut e);
-            st.keys[n].insert(&e);
-        }
+        self.keys_change(st, row, id, true);
     }
 
     pub(crate) fn keys_remove(&self, st: &mut State, row: &Row, id: RowId) {
+        self.keys_change(st, row, id, false);
+    }
+
+    /// `row`'s keys (at `id`) added to every index, or removed from them.
+    fn keys_change(&self, st: &mut State, row: &Row, id: RowId, add: bool) {
+        let mut e = Vec::with_capacity(32);
         for (n, ix) in self.schema.indexes.iter().enumerate() {
             if let (Some(map), Some(k)) = (&mut st.unique[n], unique_key(&self.schema, ix, row)) {
-                if map.get(&k) == Some(&id) {
+                if add {
+                    map.insert(k, id);
+                } else if map.get(&k) == Some(&id) {
                     map.remove(&k);
                 }
             }
-            let mut e = Vec::with_capacity(24);
+            e.clear();
             self.entry(n, row, id, &mut e);
-            st.keys[n].remove(&e);
+            if add {
+                st.keys[n].insert(&e);
+            } else {
+                st.keys[n].remove(&e);
+            }
         }
     }
 
@@ -220,6 +224,17 @@ impl ColumnTable {
         }
     }
 
+    /// The byte range of index `index` between value bounds: None when there is no such
+    /// index, `Some(None)` when no entry can lie there.
+    fn key_range(
+        &self,
+        index: usize,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+    ) -> Option<Option<keyrange::ByteRange>> {
+        Some(keyrange::byte_bounds(self.key_cols.get(index)?, lo, hi))
+    }
+
     pub(crate) fn key_in(
         &self,
         index: usize,
@@ -227,7 +242,7 @@ impl ColumnTable {
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
     ) -> Option<bool> {
-        let Some((lo, hi)) = keyrange::byte_bounds(self.key_cols.get(index)?, lo, hi) else {
+        let Some((lo, hi)) = self.key_range(index, lo, hi)? else {
             return Some(false);
         };
         Some(std::ops::RangeBounds::contains(
@@ -243,7 +258,7 @@ impl ColumnTable {
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
     ) -> Option<u64> {
-        let Some((lo, hi)) = keyrange::byte_bounds(self.key_cols.get(index)?, lo, hi) else {
+        let Some((lo, hi)) = self.key_range(index, lo, hi)? else {
             return Some(0);
         };
         Some(self.state.lock().keys[index].count(as_slice_bound(&lo), as_slice_bound(&hi)))
