@@ -342,3 +342,51 @@ fn scans_beside_in_place_updates_read_whole_records() {
     assert!(scans > 10, "{scans} scans");
     drop(dir);
 }
+
+/// A slot freed by a committed transaction is not reused while a snapshot older than
+/// that commit is live: the transaction that reuses it may be the one whose snapshot
+/// still has to see the row that stood there (its own new row took the slot, and the
+/// other transaction's moved row vanished from its reads).
+#[test]
+fn a_freed_slot_waits_for_the_snapshots_that_see_its_row() {
+    let (dir, db) = fresh_db("iso-slot");
+    let mut a = db.session("root", "localhost");
+    let mut b = db.session("root", "localhost");
+    a.query("CREATE DATABASE d; USE d").unwrap();
+    b.query("USE d").unwrap();
+    a.query("CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(200)) ENGINE=InnoDB")
+        .unwrap();
+    a.query("INSERT INTO t VALUES (1, 'a'), (2, 'b')").unwrap();
+    let all = |s: &mut quarry_core::Session, q: &str| -> Vec<String> {
+        rows(s, q)
+            .iter()
+            .map(|r| format!("{}:{}", r[0].to_i64(), r[1].as_str_lossy()))
+            .collect()
+    };
+    a.query("START TRANSACTION").unwrap();
+    assert_eq!(all(&mut a, "SELECT id, s FROM t"), ["1:a", "2:b"]);
+    // Row 1 grows out of its slot and moves; the commit frees the slot.
+    b.query("UPDATE t SET s = REPEAT('x', 150) WHERE id = 1")
+        .unwrap();
+    // A row of the old size would fit the freed slot.
+    a.query("INSERT INTO t VALUES (3, 'c')").unwrap();
+    let want = ["1:a", "2:b", "3:c"];
+    assert_eq!(all(&mut a, "SELECT id, s FROM t ORDER BY id"), want, "scan");
+    assert_eq!(
+        all(
+            &mut a,
+            "SELECT id, s FROM t FORCE INDEX (PRIMARY) WHERE id >= 1 ORDER BY id"
+        ),
+        want,
+        "through the key"
+    );
+    assert_eq!(all(&mut a, "SELECT id, s FROM t WHERE id = 1"), ["1:a"]);
+    a.query("COMMIT").unwrap();
+    assert_eq!(
+        all(&mut a, "SELECT id, LENGTH(s) FROM t ORDER BY id"),
+        ["1:150", "2:1", "3:1"]
+    );
+    drop((a, b));
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}

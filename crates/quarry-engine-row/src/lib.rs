@@ -30,7 +30,8 @@
 //!
 //! * Several transactions write at once (rows are locked above, in `quarry-txn`), and the
 //!   log's physical undo of an unfinished one must not touch another's bytes: a slot a
-//!   transaction freed is parked until its log transaction ends (then reused), an append
+//!   transaction freed is parked until its log transaction ends and is released (the
+//!   server releases it once no snapshot can read the row that was there), an append
 //!   is logged with an undo image that marks the record deleted instead of cutting the
 //!   file, and `restore` puts a row deleted by a rolled-back transaction back at its id.
 //!

@@ -768,7 +768,8 @@ impl Wal {
     }
 
     /// Keep `txn` open for the engines (slots it freed stay parked) past its COMMIT or
-    /// ABORT, until [`Wal::release`]: the transaction layer ends it for readers later.
+    /// ABORT, until [`Wal::release`]: readers whose snapshots predate its end may still
+    /// read the rows it freed, until the transaction layer purges it.
     pub fn hold(&self, txn: TxnId) {
         self.held.lock().insert(txn);
     }

@@ -32,6 +32,8 @@ pub struct Txn {
     /// Locks it holds, released when it ends.
     /// (The lock manager grants a key to a transaction once: no key is here twice.)
     held: Mutex<Vec<LockKey>>,
+    /// What waits until no snapshot can see the rows it replaced (`on_purged`).
+    purged: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Txn {
@@ -42,6 +44,19 @@ impl Txn {
     /// `v` holds versions of this transaction (called once per table).
     pub(crate) fn touched(&self, v: &Arc<Versions>) {
         self.touched.lock().push(Arc::downgrade(v));
+    }
+
+    /// Run `f` once this transaction has ended and no live snapshot is older than its
+    /// end — when what it deleted or moved away is needed by no reader (an engine slot
+    /// it freed may then hold another row).
+    pub fn on_purged(&self, f: impl FnOnce() + Send + 'static) {
+        self.purged.lock().push(Box::new(f));
+    }
+
+    fn run_purged(&self) {
+        for f in std::mem::take(&mut *self.purged.lock()) {
+            f();
+        }
     }
 }
 
@@ -146,6 +161,7 @@ impl TxnManager {
             end: AtomicU64::new(0),
             touched: Mutex::new(Vec::new()),
             held: Mutex::new(Vec::new()),
+            purged: Mutex::new(Vec::new()),
         })
     }
 
@@ -198,7 +214,10 @@ impl TxnManager {
         // until purge, and its list may have held millions of keys).
         let held: Vec<LockKey> = std::mem::take(&mut *txn.held.lock());
         self.locks.release(txn.id, &held);
-        if !txn.touched.lock().is_empty() {
+        if txn.touched.lock().is_empty() {
+            // It left no versions: no snapshot reads anything of it.
+            txn.run_purged();
+        } else {
             self.ended.lock().push_back(txn.clone());
             self.purge();
         }
@@ -234,6 +253,7 @@ impl TxnManager {
                     v.forget(txn.id);
                 }
             }
+            txn.run_purged();
         }
     }
 

@@ -201,6 +201,15 @@ fn a_snapshot_keeps_seeing_its_rows_while_a_writer_changes_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Counts a thread as finished when dropped, also by a panic.
+struct Finished(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Writers move amounts between accounts in transactions (row locks taken as the
 /// executor takes them, deadlocks and timeouts rolled back by compensation, some
 /// rolled back on purpose, balances' row sizes changing so rows move); readers check
@@ -212,7 +221,9 @@ fn concurrent_transfers_never_show_a_torn_total() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     // As in the server: a log, and each writer's changes under its own log transaction
-    // (the engine parks a freed slot until its deleter's transaction ends).
+    // (the engine parks a slot its deleter freed until the deleter is purged: a writer
+    // whose snapshot predates that deleter must not put its own row where it still
+    // reads the deleted one).
     let (wal, _) = quarry_storage::Wal::open(&dir, Arc::new(quarry_storage::vfs::RealFs)).unwrap();
     let pool = Arc::new(quarry_storage::BufferPool::new(16 << 20, 4));
     pool.attach_wal(wal.clone());
@@ -246,6 +257,9 @@ fn concurrent_transfers_never_show_a_torn_total() {
             let (t, mgr, writers_done, wal) =
                 (t.clone(), mgr.clone(), writers_done.clone(), wal.clone());
             s.spawn(move || {
+                // Counted done however the writer ends: a writer that panics must fail
+                // the test, not leave the watcher and the readers waiting for it.
+                let _done = Finished(writers_done);
                 let mut x = w * 7919 + 13;
                 let mut next = move || {
                     x ^= x << 13;
@@ -288,11 +302,11 @@ fn concurrent_transfers_never_show_a_torn_total() {
                         wal.commit().unwrap();
                     }
                     drop(_g);
+                    let held = wal.clone();
+                    txn.on_purged(move || held.release(wal_txn));
                     mgr.end(&txn);
-                    wal.release(wal_txn);
                 }
                 assert!(failed > 0);
-                writers_done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             });
         }
         for _ in 0..2 {
@@ -320,9 +334,14 @@ fn concurrent_transfers_never_show_a_torn_total() {
         s.spawn({
             let (mgr, stop, writers_done) = (mgr.clone(), stop.clone(), writers_done.clone());
             move || {
-                while writers_done.load(std::sync::atomic::Ordering::Relaxed) < 3
-                    || mgr.unpurged() > 0
-                    || !mgr.locks.is_empty()
+                while writers_done.load(std::sync::atomic::Ordering::Relaxed) < 3 {
+                    std::thread::sleep(Duration::from_millis(50));
+                    mgr.purge();
+                }
+                // Bounded: a lock left behind fails the checks after the threads end.
+                let give_up = std::time::Instant::now() + Duration::from_secs(60);
+                while (mgr.unpurged() > 0 || !mgr.locks.is_empty())
+                    && std::time::Instant::now() < give_up
                 {
                     std::thread::sleep(Duration::from_millis(50));
                     mgr.purge();
@@ -332,6 +351,8 @@ fn concurrent_transfers_never_show_a_torn_total() {
             }
         });
     });
+    assert!(mgr.locks.is_empty(), "{} locks left", mgr.locks.len());
+    assert_eq!(mgr.unpurged(), 0, "versions left unpurged");
     let _g = enter(ctx(&mgr, None, Some(mgr.snapshot(0))));
     let total: i64 = scanned(t.as_ref()).values().map(|(v, _)| v).sum();
     assert_eq!(total, N * 100);

@@ -189,11 +189,18 @@ impl Session {
         };
         self.wal_txn = 0;
         quarry_storage::Wal::set_thread_txn(0);
-        if let Some(t) = self.txn.take() {
-            self.db.txns.end(&t);
-        }
-        self.db.wal.release(wal_txn);
+        // Its own snapshot goes first: purge may then forget it at once.
         self.txn_snap = None;
+        // Slots it freed stay parked until no snapshot can still read the rows that
+        // were there (the next transaction to fill one may be such a reader itself).
+        match self.txn.take() {
+            Some(t) => {
+                let wal = self.db.wal.clone();
+                t.on_purged(move || wal.release(wal_txn));
+                self.db.txns.end(&t);
+            }
+            None => self.db.wal.release(wal_txn),
+        }
         Ok(lsn)
     }
 }
