@@ -1374,7 +1374,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             };
             // A semi or anti join builds on its left rows when they are expected to be
             // fewer than the right's (past the buffer it falls back to the right).
-            let estimate = crate::optimize::estimate_rows;
+            let estimate = crate::cardinality::estimate_rows;
             let build_left = kind.left_only()
                 && !left_keys.is_empty()
                 && matches!((estimate(left), estimate(right)), (Some(l), Some(r)) if l < r);

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use quarry_common::Value;
 
 use crate::bind::columns_used;
+use crate::cardinality::{access_estimate, estimate_rows, rows_per_key};
 use crate::exec::ScanHow;
 use crate::expr::{Expr, SubQuery, UnOp};
-use crate::optimize::{access_estimate, estimate_rows, key_bytes, rows_per_key};
+use crate::optimize::key_bytes;
 use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
 /// What EXPLAIN ANALYZE measured for one plan node.
@@ -984,7 +985,7 @@ fn scan_row(
         Access::Keys { index, keys } => {
             Some(keys.len() as f64 * rows_per_key(table, *index, keys[0].len()))
         }
-        _ => Some(crate::optimize::table_rows(table) / 10.0),
+        _ => Some(crate::cardinality::table_rows(table) / 10.0),
     });
     let (ty, key, parts, reference) = match access {
         Access::Full => ("ALL", None, 0, None),

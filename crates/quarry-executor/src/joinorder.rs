@@ -17,11 +17,9 @@
 //! `RAND()` are left as written.
 
 use crate::bind::{and_all, columns_used, conjuncts, equi_key, width};
+use crate::cardinality::{access_estimate, estimate_rows, table_distinct, table_rows};
 use crate::expr::{BinOp, Expr};
-use crate::optimize::{
-    access_estimate, best_probe, estimate_rows, fetch_cost, scan_cost, table_rows, BUILD, ENTRY,
-    PROBE, UNKNOWN_FILTER,
-};
+use crate::optimize::{best_probe, fetch_cost, scan_cost, BUILD, ENTRY, PROBE, UNKNOWN_FILTER};
 use crate::plan::{Access, JoinKind, Plan, ReadMode};
 
 /// Tables up to which every left-deep order is costed (2^n subsets).
@@ -244,11 +242,8 @@ impl Group {
         let leaf = &self.leaves[self.leaf_of(col)];
         let c = col - leaf.offset;
         if let Plan::Scan { table, .. } = &leaf.plan {
-            for (ii, ix) in table.def.indexes.iter().enumerate() {
-                if ix.columns.first() == Some(&c) && ix.prefix.first() == Some(&0) {
-                    let d = table_rows(table) / crate::optimize::rows_per_key(table, ii, 1);
-                    return d.clamp(1.0, leaf.rows);
-                }
+            if let Some(d) = table_distinct(table, c) {
+                return d.clamp(1.0, leaf.rows);
             }
         }
         leaf.rows

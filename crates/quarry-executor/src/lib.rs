@@ -12,6 +12,7 @@
 
 mod aggregate;
 pub mod bind;
+pub mod cardinality;
 mod distinct;
 pub mod dml;
 pub mod exec;

@@ -10,16 +10,16 @@
 //! `COLUMN_SCAN` and its fetch `COLUMN_FETCH` on the same scale.
 
 use std::collections::BTreeSet;
-use std::ops::Bound;
 
 use quarry_catalog::TableEntry;
 use quarry_common::Value;
-use quarry_storage_api::Stat;
 
 use crate::bind::{and_all, columns_read, columns_used};
-use crate::exec::bound_ref;
+use crate::cardinality::{
+    access_estimate, estimate_rows, rows_per_key, scan_rows_known, table_rows,
+};
 use crate::expr::{BinOp, Expr};
-use crate::plan::{Access, AggFunc, Plan, ReadMode};
+use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
 pub(crate) const FETCH: f64 = 3.0;
 /// A row of a column table read by a scan: conditions are evaluated on encoded chunks
@@ -492,68 +492,6 @@ fn drop_consumed(table: &TableEntry, access: &Access, filter: &mut Option<Expr>)
         .reduce(|a, b| Expr::Bin(BinOp::And, Box::new(a), Box::new(b)));
 }
 
-pub fn table_rows(table: &TableEntry) -> f64 {
-    match table.handle.stats().rows {
-        Stat::Exact(n) | Stat::Estimated(n) => n as f64,
-        Stat::Unknown => 1000.0,
-    }
-}
-
-fn lit(e: &Expr) -> Option<&Value> {
-    match e {
-        Expr::Lit(v) if !v.is_null() => Some(v),
-        _ => None,
-    }
-}
-
-/// Rows an index access path reads, from `records_in_range` when its bounds are literals;
-/// None when they are not known before execution.
-pub fn access_estimate(table: &TableEntry, access: &Access) -> Option<f64> {
-    let est = |index: usize, lo: Bound<&[Value]>, hi: Bound<&[Value]>| match table
-        .handle
-        .records_in_range(index, lo, hi)
-        .ok()?
-    {
-        Stat::Exact(n) | Stat::Estimated(n) => Some(n as f64),
-        Stat::Unknown => None,
-    };
-    match access {
-        Access::Full => Some(table_rows(table)),
-        Access::Keys { index, keys } => {
-            let mut total = 0.0;
-            for k in keys {
-                let vals: Option<Vec<Value>> = k.iter().map(|e| lit(e).cloned()).collect();
-                let vals = crate::exec::key_values(table, *index, vals?)?;
-                total += est(*index, Bound::Included(&vals), Bound::Included(&vals))?;
-            }
-            Some(total)
-        }
-        Access::Ranges { index, ranges } => {
-            let mut total = 0.0;
-            for (lo, hi) in ranges {
-                let b = |x: &Option<(Expr, bool)>| -> Option<Bound<Vec<Value>>> {
-                    Some(match x {
-                        None => Bound::Unbounded,
-                        Some((e, incl)) => {
-                            let v = crate::exec::key_values(table, *index, vec![lit(e)?.clone()])
-                                .unwrap_or_else(|| vec![lit(e).unwrap().clone()]);
-                            if *incl {
-                                Bound::Included(v)
-                            } else {
-                                Bound::Excluded(v)
-                            }
-                        }
-                    })
-                };
-                let (lo, hi) = (b(lo)?, b(hi)?);
-                let lo = crate::exec::above_nulls(lo, &hi);
-                total += est(*index, bound_ref(&lo), bound_ref(&hi))?;
-            }
-            Some(total)
-        }
-    }
-}
-
 /// MySQL's `key_len`: bytes of the first `parts` key columns as MySQL would store them
 /// (strings at 4 bytes per character, +2 for a length, +1 for a NULL flag).
 pub fn key_bytes(table: &TableEntry, ii: usize, parts: usize) -> usize {
@@ -581,113 +519,6 @@ pub fn key_bytes(table: &TableEntry, ii: usize, parts: usize) -> usize {
             base + usize::from(col.nullable)
         })
         .sum()
-}
-
-/// Estimated rows a plan produces (None when it cannot tell).
-pub fn estimate_rows(plan: &Plan) -> Option<f64> {
-    match plan {
-        Plan::Dual => Some(1.0),
-        Plan::Values(v) => Some(v.len() as f64),
-        Plan::Scan {
-            table,
-            filter,
-            pushed,
-            access,
-            ..
-        } => {
-            // A column table's engine counts a sample for the conditions it can take.
-            if matches!(access, Access::Full) && table.columnar() {
-                let cond = match (filter, pushed) {
-                    (Some(f), Some(p)) => Some(Expr::Bin(
-                        BinOp::And,
-                        Box::new(p.clone()),
-                        Box::new(f.clone()),
-                    )),
-                    (f, p) => f.clone().or_else(|| p.clone()),
-                };
-                if let Some((n, rest)) = cond
-                    .as_ref()
-                    .and_then(|c| crate::pushdown::engine_estimate(table, c))
-                {
-                    return Some(if rest { n * UNKNOWN_FILTER } else { n });
-                }
-            }
-            // Conditions the engine checks (`pushed`) filter as much as those left here.
-            let filtered = filter.is_some() || pushed.is_some();
-            let base = access_estimate(table, access)
-                .unwrap_or_else(|| table_rows(table) * if filtered { 0.1 } else { 1.0 });
-            let residual = filtered && matches!(access, Access::Full);
-            Some(if residual {
-                base * UNKNOWN_FILTER
-            } else {
-                base
-            })
-        }
-        Plan::Filter { input, .. } => Some(estimate_rows(input)? * UNKNOWN_FILTER),
-        Plan::Project { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Distinct { input, .. }
-        | Plan::Window { input, .. } => estimate_rows(input),
-        Plan::Limit { input, limit, .. } => {
-            let n = estimate_rows(input)?;
-            Some(limit.map_or(n, |l| n.min(l as f64)))
-        }
-        Plan::Aggregate { input, group, .. } => {
-            if group.is_empty() {
-                Some(1.0)
-            } else {
-                Some((estimate_rows(input)? / 10.0).max(1.0))
-            }
-        }
-        // A semi or anti join keeps some of its left rows: half, when nothing tells.
-        Plan::Join { left, kind, .. } | Plan::IndexJoin { left, kind, .. } if kind.left_only() => {
-            Some((estimate_rows(left)? * 0.5).max(1.0))
-        }
-        Plan::Join {
-            left,
-            right,
-            left_keys,
-            ..
-        } => {
-            let (l, r) = (estimate_rows(left)?, estimate_rows(right)?);
-            Some(if left_keys.is_empty() {
-                l * r
-            } else {
-                l.max(r)
-            })
-        }
-        Plan::IndexJoin {
-            left,
-            table,
-            index,
-            keys,
-            ..
-        } => Some(estimate_rows(left)? * rows_per_key(table, *index, keys.len())),
-        Plan::Union { inputs, .. } => inputs.iter().map(estimate_rows).sum(),
-        Plan::SetOp { left, .. } => estimate_rows(left),
-        // Unknown rounds: as if each step ran ten times over the anchors' rows.
-        Plan::Recursive { anchors, steps, .. } => {
-            let first: f64 = anchors.iter().map(estimate_rows).sum::<Option<f64>>()?;
-            Some(first * (1.0 + 10.0 * steps.len() as f64))
-        }
-        Plan::WorkTable { .. } => None,
-    }
-}
-
-/// Rows per distinct value of the first `parts` columns of an index.
-pub fn rows_per_key(table: &TableEntry, ii: usize, parts: usize) -> f64 {
-    let ix = &table.def.indexes[ii];
-    if ix.unique && parts == ix.columns.len() {
-        return 1.0;
-    }
-    let rows = table_rows(table);
-    match table.handle.index_distinct(ii) {
-        Ok(d) => match d.get(parts.saturating_sub(1)) {
-            Some(Stat::Exact(n) | Stat::Estimated(n)) if *n > 0 => (rows / *n as f64).max(1.0),
-            _ => 10.0,
-        },
-        Err(_) => 10.0,
-    }
 }
 
 /// `… ORDER BY cols LIMIT n` over one table, where an index has those columns first:
@@ -922,7 +753,7 @@ fn index_joins(plan: Plan) -> Plan {
         } => {
             let left = Box::new(index_joins(*left));
             let right = index_joins(*right);
-            match probe_plan(&left, &right, &left_keys, &right_keys) {
+            match probe_plan(&left, &right, &left_keys, &right_keys, kind, on.as_ref()) {
                 Some((index, keys)) => {
                     let Plan::Scan {
                         table,
@@ -995,6 +826,18 @@ pub(crate) fn best_probe(
     best
 }
 
+/// Rows an index nested-loop join fetches per probe of `rpk` entries: all of them, but a
+/// semi or anti join stops at its first match — the first entry when nothing but the
+/// probed key is checked; with other conditions, half of them for a semi join (most
+/// probes find a match), all for an anti join (most find none).
+fn fetched_per_probe(kind: JoinKind, rpk: f64, residual: bool) -> f64 {
+    match kind {
+        JoinKind::Semi | JoinKind::Anti if !residual => rpk.min(1.0),
+        JoinKind::Semi => (1.0 + rpk) / 2.0,
+        _ => rpk,
+    }
+}
+
 /// The index of the right scan to probe and the left expressions for its leading
 /// columns, if an index nested-loop join is cheaper than the hash join.
 fn probe_plan(
@@ -1002,11 +845,15 @@ fn probe_plan(
     right: &Plan,
     left_keys: &[Expr],
     right_keys: &[Expr],
+    kind: JoinKind,
+    on: Option<&Expr>,
 ) -> Option<(usize, Vec<Expr>)> {
     let Plan::Scan {
         table,
         read: ReadMode::Rows,
         order: None,
+        filter,
+        pushed,
         ..
     } = right
     else {
@@ -1020,16 +867,22 @@ fn probe_plan(
         })
         .collect();
     let (ii, at, rpk) = best_probe(table, &cols)?;
+    // Whether a probed row can fail the join: a condition besides the probed keys.
+    let residual =
+        on.is_some() || filter.is_some() || pushed.is_some() || at.len() < right_keys.len();
     let keys = at.into_iter().map(|j| left_keys[j].clone()).collect();
     let outer = estimate_rows(left)?;
     let fetch = fetch_cost(table);
-    let probe_cost = outer * (PROBE + rpk * fetch);
+    let probe_cost = outer * (PROBE + fetched_per_probe(kind, rpk, residual) * fetch);
+    // The hash join reads the right input whole and inserts the rows its conditions keep
+    // (all of them, for all it knows, past the conditions whose share is known).
+    let kept = scan_rows_known(right).unwrap_or_else(|| table_rows(table));
     let hash_cost = match right {
         Plan::Scan { table, access, .. } => match access_estimate(table, access) {
-            Some(n) if !matches!(access, Access::Full) => n * (fetch + BUILD) + outer * ENTRY,
-            _ => table_rows(table) * (scan_cost(table) + BUILD) + outer * ENTRY,
+            Some(n) if !matches!(access, Access::Full) => n * fetch + kept * BUILD,
+            _ => table_rows(table) * scan_cost(table) + kept * BUILD,
         },
         _ => return None,
-    };
+    } + outer * ENTRY;
     (probe_cost < hash_cost).then_some((ii, keys))
 }
