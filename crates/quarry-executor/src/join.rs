@@ -331,58 +331,12 @@ pub fn semi_join_on_left(
     sink: &mut Sink,
 ) -> Result<bool> {
     debug_assert!(j.kind.left_only() && !j.left_keys.is_empty());
-    let mut rows: Vec<Row> = Vec::new();
-    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-    let mut rest: Option<RowSpill> = None;
-    let mut used = 0usize;
-    let mut spilled = 0u64;
+    // A NULL key matches nothing: the row stays (an anti join keeps it).
+    let (rows, table) = match build_left(left, j, ctx, true)? {
+        Built::Table(rows, table) => (rows, table),
+        Built::Over(rows, rest) => return finish_on_right(rows, rest, right, j, ctx, sink),
+    };
     let mut k = Vec::new();
-    left(&mut |b| {
-        for l in b {
-            ctx.tick()?;
-            if let Some(f) = rest.as_mut() {
-                f.write(&l)?;
-                spilled += 1;
-                continue;
-            }
-            // A NULL key matches nothing: the row stays (an anti join keeps it).
-            if key_of(j.left_keys, &l, ctx, &mut k)? {
-                used += k.len() + 48;
-                match table.get_mut(&k) {
-                    Some(at) => at.push(rows.len()),
-                    None => {
-                        table.insert(k.clone(), vec![rows.len()]);
-                    }
-                }
-            }
-            used += approx_size(&l);
-            rows.push(l);
-            if used > ctx.join_buffer {
-                rest = Some(RowSpill::new()?);
-            }
-        }
-        Ok(true)
-    })?;
-    if let Some(f) = rest {
-        HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
-        let mut reader = f.into_reader()?;
-        let mut first = Some(rows);
-        return hash_join(
-            &mut |f| {
-                if let Some(rows) = first.take() {
-                    if !rows.is_empty() && !f(rows)? {
-                        return Ok(());
-                    }
-                }
-                reader.feed(BATCH_ROWS, f)
-            },
-            right,
-            j,
-            ctx,
-            0,
-            sink,
-        );
-    }
     let mut matched = vec![false; rows.len()];
     let mut unmatched = table.values().map(Vec::len).sum::<usize>();
     if unmatched > 0 {
@@ -419,6 +373,132 @@ pub fn semi_join_on_left(
         return sink(out);
     }
     Ok(true)
+}
+
+/// An inner join whose left input is expected to be smaller than its right (TPC-H Q7:
+/// the customers of two nations against all orders): the hash table is built on the left
+/// rows and the right input streams through it, so the larger input is neither held nor
+/// spilled; joined rows come out in the right input's order. Left rows past
+/// `join_buffer` go on into a file, and the join is then done as [`hash_join`] does it
+/// (building on the right). Returns false when the sink asked to stop.
+pub fn inner_join_on_left(
+    left: &mut Feed,
+    right: &mut Feed,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    sink: &mut Sink,
+) -> Result<bool> {
+    debug_assert!(j.kind == JoinKind::Inner && !j.left_keys.is_empty());
+    // A NULL key matches nothing: the row goes.
+    let (rows, table) = match build_left(left, j, ctx, false)? {
+        Built::Table(rows, table) => (rows, table),
+        Built::Over(rows, rest) => return finish_on_right(rows, rest, right, j, ctx, sink),
+    };
+    let mut k = Vec::new();
+    if rows.is_empty() {
+        return Ok(true);
+    }
+    let mut go = true;
+    right(&mut |b| {
+        let mut out = Vec::new();
+        for r in b {
+            ctx.tick()?;
+            if !key_of(j.right_keys, &r, ctx, &mut k)? {
+                continue;
+            }
+            for &i in table.get(&k).map(Vec::as_slice).unwrap_or(&[]) {
+                join_pair(&rows[i], r.as_slice(), j.on, ctx, &mut out)?;
+            }
+            go = flush_full(&mut out, sink)?;
+            if !go {
+                return Ok(false);
+            }
+        }
+        if !out.is_empty() {
+            go = sink(out)?;
+        }
+        Ok(go)
+    })?;
+    Ok(go)
+}
+
+/// The left rows of a join that builds on them: in a table by key, or, past
+/// `join_buffer`, those read so far and a file with the rest.
+enum Built {
+    Table(Vec<Row>, HashMap<Vec<u8>, Vec<usize>>),
+    Over(Vec<Row>, RowSpill),
+}
+
+/// Read the left input into a hash table on its keys; rows whose key is NULL are kept
+/// (unindexed) when `keep_unkeyed`, dropped otherwise.
+fn build_left(left: &mut Feed, j: &JoinSpec, ctx: &ExecCtx, keep_unkeyed: bool) -> Result<Built> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    let mut rest: Option<RowSpill> = None;
+    let mut used = 0usize;
+    let mut spilled = 0u64;
+    let mut k = Vec::new();
+    left(&mut |b| {
+        for l in b {
+            ctx.tick()?;
+            if let Some(f) = rest.as_mut() {
+                f.write(&l)?;
+                spilled += 1;
+                continue;
+            }
+            if key_of(j.left_keys, &l, ctx, &mut k)? {
+                used += k.len() + 48;
+                match table.get_mut(&k) {
+                    Some(at) => at.push(rows.len()),
+                    None => {
+                        table.insert(k.clone(), vec![rows.len()]);
+                    }
+                }
+            } else if !keep_unkeyed {
+                continue;
+            }
+            used += approx_size(&l);
+            rows.push(l);
+            if used > ctx.join_buffer {
+                rest = Some(RowSpill::new()?);
+            }
+        }
+        Ok(true)
+    })?;
+    HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
+    Ok(match rest {
+        Some(f) => Built::Over(rows, f),
+        None => Built::Table(rows, table),
+    })
+}
+
+/// A join whose left rows outgrew the buffer while being built on: done as
+/// [`hash_join`] does it, the rows read so far fed first, then the file's.
+fn finish_on_right(
+    rows: Vec<Row>,
+    rest: RowSpill,
+    right: &mut Feed,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    sink: &mut Sink,
+) -> Result<bool> {
+    let mut reader = rest.into_reader()?;
+    let mut first = Some(rows);
+    hash_join(
+        &mut |f| {
+            if let Some(rows) = first.take() {
+                if !rows.is_empty() && !f(rows)? {
+                    return Ok(());
+                }
+            }
+            reader.feed(BATCH_ROWS, f)
+        },
+        right,
+        j,
+        ctx,
+        0,
+        sink,
+    )
 }
 
 /// Hand `out` to the sink once it holds a batch; whether the sink wants more.
