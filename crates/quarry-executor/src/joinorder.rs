@@ -4,9 +4,10 @@
 //! beyond — and the written column order is restored above it.
 //!
 //! The cost of adding a table to the tables already joined is the cheapest of: probing one
-//! of its indexes once per row so far (index nested-loop join), building a hash table on it
-//! and streaming the rows so far through it (its rows are read and inserted, so the smaller
-//! input ends up on the build side), or a nested loop when no equality connects them. The
+//! of its indexes once per row so far (index nested-loop join), a hash join (the table is
+//! read; a hash table is built on whichever of it and the rows so far takes less room, as
+//! the executor chooses, and the other streams through it), or a nested loop when no
+//! equality connects them. The
 //! rows a set of tables gives do not depend on the order: the product of their estimated
 //! rows and of the selectivity of each condition among them, `1 / max(distinct values)` for
 //! an equality (distinct counts from index statistics where an index leads with the column,
@@ -343,7 +344,21 @@ impl Group {
             let hash = if keyed.is_empty() {
                 leaf.read + outer * leaf.rows * PAIR
             } else {
-                leaf.read + leaf.rows * BUILD + outer * ENTRY
+                // The executor builds on the side expected to take less room (rows ×
+                // columns; the rows so far carry every table joined) and streams the
+                // other through it.
+                let set_width: usize = (0..n)
+                    .filter(|i| set & (1 << i) != 0)
+                    .map(|i| self.leaves[i].width)
+                    .sum();
+                // Rows so far are kept whole where a table's are kept compact: building on
+                // them costs more a row, and where both cost the same the order that
+                // builds on the table stays.
+                if outer * (set_width as f64) < leaf.rows * leaf.width as f64 {
+                    leaf.read + outer * BUILD * 1.5 + leaf.rows * ENTRY
+                } else {
+                    leaf.read + leaf.rows * BUILD + outer * ENTRY
+                }
             };
             let probe = match &leaf.plan {
                 Plan::Scan {
