@@ -7,11 +7,10 @@
 //! of its indexes once per row so far (index nested-loop join), a hash join (the table is
 //! read; a hash table is built on whichever of it and the rows so far takes less room, as
 //! the executor chooses, and the other streams through it), or a nested loop when no
-//! equality connects them. The
-//! rows a set of tables gives do not depend on the order: the product of their estimated
-//! rows and of the selectivity of each condition among them, `1 / max(distinct values)` for
-//! an equality (distinct counts from index statistics where an index leads with the column,
-//! otherwise the column is taken as unique in its table).
+//! equality connects them. The rows a set of tables gives do not depend on the order: the
+//! product of their estimated rows and of the selectivity of each condition among them,
+//! `1 / max(distinct values)` for an equality (distinct counts from index statistics where
+//! an index leads with the column, otherwise the column is taken as unique in its table).
 //!
 //! Outer joins keep their place (they are single inputs of the group they sit in) and
 //! their own inputs are ordered independently; groups whose conditions hold subqueries or
