@@ -6,7 +6,7 @@ mod common;
 use common::{fresh_db, rows, status};
 use quarry_core::quarry_common::Value;
 
-/// A counter from SHOW STATUS.
+/// The plan of `sql` as EXPLAIN FORMAT=TREE prints it.
 fn explain(s: &mut quarry_core::Session, sql: &str) -> String {
     rows(s, &format!("EXPLAIN FORMAT=TREE {sql}"))[0][0].to_string()
 }

@@ -269,37 +269,14 @@ fn equi_join_rows(
 /// there, when the column is a table's column with an index leading with it.
 fn column_distinct(plan: &Plan, col: usize) -> Option<(usize, f64)> {
     match plan {
-        Plan::Scan { table, .. } => {
-            let id = std::sync::Arc::as_ptr(table) as *const () as usize;
-            table_distinct(table, col).map(|d| (id, d))
+        Plan::Scan { table, .. } => table_column(table, col),
+        Plan::Join { left, kind, .. } | Plan::IndexJoin { left, kind, .. }
+            if kind.left_only() || col < width(left)? =>
+        {
+            column_distinct(left, col)
         }
-        Plan::Join {
-            left, right, kind, ..
-        } => {
-            if kind.left_only() {
-                return column_distinct(left, col);
-            }
-            let lw = width(left)?;
-            if col < lw {
-                column_distinct(left, col)
-            } else {
-                column_distinct(right, col - lw)
-            }
-        }
-        Plan::IndexJoin {
-            left, table, kind, ..
-        } => {
-            if kind.left_only() {
-                return column_distinct(left, col);
-            }
-            let lw = width(left)?;
-            if col < lw {
-                column_distinct(left, col)
-            } else {
-                let id = std::sync::Arc::as_ptr(table) as *const () as usize;
-                table_distinct(table, col - lw).map(|d| (id, d))
-            }
-        }
+        Plan::Join { left, right, .. } => column_distinct(right, col - width(left)?),
+        Plan::IndexJoin { left, table, .. } => table_column(table, col - width(left)?),
         Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } => {
             column_distinct(input, col)
         }
@@ -309,6 +286,12 @@ fn column_distinct(plan: &Plan, col: usize) -> Option<(usize, f64)> {
         },
         _ => None,
     }
+}
+
+/// `table` (by identity) and the distinct values of its column `col`.
+fn table_column(table: &std::sync::Arc<TableEntry>, col: usize) -> Option<(usize, f64)> {
+    let id = std::sync::Arc::as_ptr(table) as *const () as usize;
+    table_distinct(table, col).map(|d| (id, d))
 }
 
 /// Distinct values of a table's column, from an index that leads with it.

@@ -250,9 +250,7 @@ pub fn hash_join(
                     out.push(l);
                 }
             }
-            if !out.is_empty() {
-                go = sink(out)?;
-            }
+            go = flush_rest(out, sink)?;
             Ok(go)
         })?;
         HandlerCounters::add(&ctx.catalog.counters.join_spilled_rows, spilled);
@@ -307,9 +305,7 @@ pub fn hash_join(
                 return Ok(false);
             }
         }
-        if !out.is_empty() {
-            go = sink(out)?;
-        }
+        go = flush_rest(out, sink)?;
         Ok(go)
     })?;
     Ok(go)
@@ -369,10 +365,7 @@ pub fn semi_join_on_left(
             }
         }
     }
-    if !out.is_empty() {
-        return sink(out);
-    }
-    Ok(true)
+    flush_rest(out, sink)
 }
 
 /// An inner join whose left input is expected to be smaller than its right (TPC-H Q7:
@@ -394,10 +387,10 @@ pub fn inner_join_on_left(
         Built::Table(rows, table) => (rows, table),
         Built::Over(rows, rest) => return finish_on_right(rows, rest, right, j, ctx, sink),
     };
-    let mut k = Vec::new();
     if rows.is_empty() {
         return Ok(true);
     }
+    let mut k = Vec::new();
     let mut go = true;
     right(&mut |b| {
         let mut out = Vec::new();
@@ -414,9 +407,7 @@ pub fn inner_join_on_left(
                 return Ok(false);
             }
         }
-        if !out.is_empty() {
-            go = sink(out)?;
-        }
+        go = flush_rest(out, sink)?;
         Ok(go)
     })?;
     Ok(go)
@@ -501,6 +492,14 @@ fn finish_on_right(
     )
 }
 
+/// Hand the last rows to the sink, if any; whether the sink wants more.
+fn flush_rest(out: Vec<Row>, sink: &mut Sink) -> Result<bool> {
+    if out.is_empty() {
+        return Ok(true);
+    }
+    sink(out)
+}
+
 /// Hand `out` to the sink once it holds a batch; whether the sink wants more.
 fn flush_full(out: &mut Vec<Row>, sink: &mut Sink) -> Result<bool> {
     if out.len() < BATCH_ROWS {
@@ -569,9 +568,7 @@ fn join_block(
                 return Ok(false);
             }
         }
-        if !out.is_empty() {
-            go = sink(out)?;
-        }
+        go = flush_rest(out, sink)?;
         Ok(go)
     })?;
     if go && j.kind != JoinKind::Inner {

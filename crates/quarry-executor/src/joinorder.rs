@@ -28,6 +28,10 @@ const EXHAUSTIVE: usize = 10;
 const PAIR: f64 = 0.05;
 /// Cost of producing one joined row (so large intermediate results cost what they do).
 const OUTPUT: f64 = 0.1;
+/// A hash table built on the rows joined so far costs this many times `BUILD` a row:
+/// they are kept whole where a table's rows are kept compact (and where both sides cost
+/// the same, the order that builds on the table stays).
+const BUILD_WHOLE: f64 = 1.5;
 
 /// Order the joins of one SELECT's FROM clause (with its WHERE conditions pushed in), as
 /// the SELECT is bound. A derived table, view or CTE in it was ordered when its own SELECT
@@ -350,11 +354,8 @@ impl Group {
                     .filter(|i| set & (1 << i) != 0)
                     .map(|i| self.leaves[i].width)
                     .sum();
-                // Rows so far are kept whole where a table's are kept compact: building on
-                // them costs more a row, and where both cost the same the order that
-                // builds on the table stays.
                 if outer * (set_width as f64) < leaf.rows * leaf.width as f64 {
-                    leaf.read + outer * BUILD * 1.5 + leaf.rows * ENTRY
+                    leaf.read + outer * BUILD * BUILD_WHOLE + leaf.rows * ENTRY
                 } else {
                     leaf.read + leaf.rows * BUILD + outer * ENTRY
                 }
