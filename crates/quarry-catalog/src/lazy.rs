@@ -199,6 +199,12 @@ impl Table for LazyTable {
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>> {
         self.table()?.scan(req)
     }
+    fn scan_columns(
+        &self,
+        req: &ScanRequest,
+    ) -> Result<Option<Box<dyn quarry_storage_api::ColumnCursor + '_>>> {
+        self.table()?.scan_columns(req)
+    }
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
         self.table()?.fetch(ids)
     }

@@ -1313,14 +1313,16 @@ impl Chunk {
                     (Codes::U16(c), false) => out.extend(c.iter().map(|&x| table[x as usize])),
                 }
             }
-            Data::Ints(v) if self.phys == Phys::Int => match int_leaf(p) {
-                Some(f) => out.extend(v.iter().map(|&x| f(x))),
-                None => {
-                    for &x in v {
-                        out.push(tri(p.eval_value(&Value::Int(x))));
+            Data::Ints(v) if matches!(self.phys, Phys::Int | Phys::Decimal(_) | Phys::Date) => {
+                match int_leaf(p, self.phys) {
+                    Some(f) => out.extend(v.iter().map(|&x| f(x))),
+                    None => {
+                        for &x in v {
+                            out.push(tri(p.eval_value(&Value::Int(x))));
+                        }
                     }
                 }
-            },
+            }
             Data::Plain { offsets, data } => {
                 for w in offsets.windows(2) {
                     out.push(eval_bytes(
@@ -1424,36 +1426,64 @@ fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
     lo
 }
 
-/// A comparison of a signed integer column against integer constants, on the integers
-/// themselves (what `Value::sql_cmp` does for two `Int`s).
-fn int_leaf(p: &Pred) -> Option<Box<dyn Fn(i64) -> u8>> {
+/// A comparison of a column stored as signed integers — integers, decimals of the
+/// chunk's scale, dates as `year << 9 | month << 5 | day` — against constants of its own
+/// family, on the stored integers: each constant becomes the integers it lies between (a
+/// decimal constant with more digits than the column keeps falls between two), so the
+/// answer is `Value::sql_cmp`'s on the values. None when a constant has no such form.
+fn int_leaf(p: &Pred, phys: Phys) -> Option<Box<dyn Fn(i64) -> u8>> {
     let b = |x: bool| if x { TRUE } else { FALSE };
+    // The stored integers at or below and at or above a constant (equal when it is one).
+    let bounds = |v: &Value| -> Option<(i64, i64)> {
+        let exact = |i: i64| Some((i, i));
+        match (phys, v) {
+            (Phys::Int, Value::Int(k)) => exact(*k),
+            (Phys::Decimal(s), Value::Int(_) | Value::Decimal(_)) => {
+                let d = v.to_decimal();
+                let p = 10i128.checked_pow(d.scale.abs_diff(s) as u32)?;
+                let m = d.mantissa.to_i128()?;
+                let (lo, hi) = if d.scale <= s {
+                    let x = m.checked_mul(p)?;
+                    (x, x)
+                } else {
+                    (
+                        m.div_euclid(p),
+                        m.div_euclid(p) + (m.rem_euclid(p) != 0) as i128,
+                    )
+                };
+                Some((i64::try_from(lo).ok()?, i64::try_from(hi).ok()?))
+            }
+            (Phys::Date, Value::Date(d)) => {
+                exact(((d.year as i64) << 9) | ((d.month as i64) << 5) | d.day as i64)
+            }
+            _ => None,
+        }
+    };
     match p {
-        Pred::Cmp {
-            op,
-            value: Value::Int(k),
-            ..
-        } => {
-            let k = *k;
+        Pred::Cmp { op, value, .. } => {
+            let (lo, hi) = bounds(value)?;
+            let on = lo == hi;
             Some(match op {
-                CmpOp::Eq | CmpOp::NullSafeEq => Box::new(move |x| b(x == k)),
-                CmpOp::Ne => Box::new(move |x| b(x != k)),
-                CmpOp::Lt => Box::new(move |x| b(x < k)),
-                CmpOp::Le => Box::new(move |x| b(x <= k)),
-                CmpOp::Gt => Box::new(move |x| b(x > k)),
-                CmpOp::Ge => Box::new(move |x| b(x >= k)),
+                CmpOp::Eq | CmpOp::NullSafeEq => Box::new(move |x| b(on && x == lo)),
+                CmpOp::Ne => Box::new(move |x| b(!on || x != lo)),
+                CmpOp::Lt => Box::new(move |x| b(x < hi)),
+                CmpOp::Le => Box::new(move |x| b(x <= lo)),
+                CmpOp::Gt => Box::new(move |x| b(x > lo)),
+                CmpOp::Ge => Box::new(move |x| b(x >= hi)),
             })
         }
-        Pred::Between {
-            lo: Value::Int(lo),
-            hi: Value::Int(hi),
-            ..
-        } => {
-            let (lo, hi) = (*lo, *hi);
+        Pred::Between { lo, hi, .. } => {
+            let (lo, hi) = (bounds(lo)?.1, bounds(hi)?.0);
             Some(Box::new(move |x| b(x >= lo && x <= hi)))
         }
-        Pred::In { values, .. } if values.iter().all(|v| matches!(v, Value::Int(_))) => {
-            let mut ks: Vec<i64> = values.iter().map(Value::to_i64).collect();
+        Pred::In { values, .. } => {
+            let mut ks = Vec::with_capacity(values.len());
+            for v in values {
+                let (lo, hi) = bounds(v)?;
+                if lo == hi {
+                    ks.push(lo);
+                }
+            }
             ks.sort_unstable();
             Some(Box::new(move |x| b(ks.binary_search(&x).is_ok())))
         }
@@ -1574,6 +1604,97 @@ mod tests {
             assert_eq!(&c.value(i).unwrap(), v, "row {i}");
         }
         (c, zone)
+    }
+
+    /// Leaves on decimals and dates decided on their stored integers answer as the
+    /// values compare: constants with more digits than the column keeps, negative
+    /// values, integers against decimals, every operator.
+    #[test]
+    fn stored_integer_leaves_answer_as_values_compare() {
+        let dec = |m: i64, s: u8| Value::Decimal(Decimal::new(m, s));
+        let consts = [
+            Value::Int(3),
+            Value::Int(-2),
+            dec(1005, 3),
+            dec(-1005, 3),
+            dec(-1000, 3),
+            dec(25, 1),
+            dec(123456, 5),
+            dec(-7, 0),
+        ];
+        let date = |y: u16, m: u8, d: u8| {
+            Value::Date(quarry_common::value::Date {
+                year: y,
+                month: m,
+                day: d,
+            })
+        };
+        let cases: Vec<(Phys, Vec<Value>, Vec<Value>)> = vec![
+            (
+                Phys::Decimal(2),
+                (-600..600).map(|m| dec(m, 2)).collect(),
+                consts.to_vec(),
+            ),
+            (
+                Phys::Date,
+                (1..=12)
+                    .flat_map(|m| [1, 15, 28].map(|d| date(1994, m, d)))
+                    .collect(),
+                vec![
+                    date(1994, 3, 15),
+                    date(1994, 3, 16),
+                    date(1993, 12, 31),
+                    date(1995, 1, 1),
+                ],
+            ),
+        ];
+        let ops = [
+            CmpOp::Eq,
+            CmpOp::NullSafeEq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ];
+        for (phys, vals, consts) in cases {
+            let (c, _) = roundtrip(phys, vals.clone());
+            let Data::Ints(stored) = &c.data else {
+                panic!("{phys:?}: not integers")
+            };
+            let mut preds = vec![];
+            for k in &consts {
+                preds.extend(ops.map(|op| Pred::Cmp {
+                    col: 0,
+                    op,
+                    value: k.clone(),
+                }));
+                for hi in &consts {
+                    preds.push(Pred::Between {
+                        col: 0,
+                        lo: k.clone(),
+                        hi: hi.clone(),
+                    });
+                }
+            }
+            preds.push(Pred::In {
+                col: 0,
+                values: consts.clone(),
+            });
+            for p in &preds {
+                let f = int_leaf(p, phys).unwrap_or_else(|| panic!("{p:?}: no integer form"));
+                for (v, &x) in vals.iter().zip(stored) {
+                    assert_eq!(f(x), tri(p.eval_value(v)), "{p:?} on {v:?}");
+                }
+            }
+        }
+        // Another family's constant keeps the row-by-row path.
+        let p = Pred::Cmp {
+            col: 0,
+            op: CmpOp::Lt,
+            value: Value::Double(1.5),
+        };
+        assert!(int_leaf(&p, Phys::Decimal(2)).is_none());
     }
 
     #[test]

@@ -245,7 +245,7 @@ impl ColumnTable {
         let Some((lo, hi)) = self.key_range(index, lo, hi)? else {
             return Some(false);
         };
-        Some(std::ops::RangeBounds::contains(
+        Some(std::ops::RangeBounds::<[u8]>::contains(
             &(as_slice_bound(&lo), as_slice_bound(&hi)),
             entry,
         ))

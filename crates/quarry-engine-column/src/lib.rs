@@ -46,6 +46,7 @@ mod group;
 mod index;
 mod keys;
 mod meta;
+mod vectors;
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -763,6 +764,21 @@ impl ColumnTable {
         })
     }
 
+    /// Segment `i` of `snap`: the positions of its live rows that pass `filter` (counted
+    /// as rows read), and the chunks read to decide them.
+    fn select_segment(
+        &self,
+        snap: &Snapshot,
+        i: usize,
+        filter: Option<&Pred>,
+    ) -> Result<(Arc<Segment>, Vec<u32>, Vec<Option<Chunk>>)> {
+        let seg = snap.segs[i].clone();
+        let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
+        let pos = self.select(&seg, &snap.dels[i], filter, &mut chunks)?;
+        HandlerCounters::add_read(&self.counters.read_rnd_next, pos.len() as u64);
+        Ok((seg, pos, chunks))
+    }
+
     /// Rows of a segment at `positions`, with `columns` decoded (the others NULL).
     fn materialize(
         &self,
@@ -1374,14 +1390,10 @@ impl Cursor for ColumnCursor<'_> {
                 return Ok(Some(b));
             }
             if self.seg < self.snap.segs.len() {
-                let seg = self.snap.segs[self.seg].clone();
-                let del = self.snap.dels[self.seg].clone();
-                self.seg += 1;
                 let t = self.t;
-                let mut chunks: Vec<Option<Chunk>> =
-                    (0..t.schema.columns.len()).map(|_| None).collect();
-                let pos = t.select(&seg, &del, self.filter.as_ref(), &mut chunks)?;
-                HandlerCounters::add_read(&t.counters.read_rnd_next, pos.len() as u64);
+                let (seg, pos, mut chunks) =
+                    t.select_segment(&self.snap, self.seg, self.filter.as_ref())?;
+                self.seg += 1;
                 if pos.is_empty() {
                     continue;
                 }
@@ -1449,6 +1461,34 @@ impl Table for ColumnTable {
             ready: Vec::new().into_iter(),
             delta_done: false,
         }))
+    }
+
+    fn scan_columns(
+        &self,
+        req: &ScanRequest,
+    ) -> Result<Option<Box<dyn quarry_storage_api::ColumnCursor + '_>>> {
+        let Some(columns) = req.columns.clone() else {
+            return Ok(None);
+        };
+        let Some(types) = columns
+            .iter()
+            .map(|&c| {
+                let col = self.schema.columns.get(c)?;
+                quarry_storage_api::VectorType::of(&col.ty)
+            })
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Box::new(vectors::VectorCursor {
+            t: self,
+            snap: self.snapshot()?,
+            filter: req.filter.clone(),
+            columns,
+            types,
+            seg: 0,
+            delta_done: false,
+        })))
     }
 
     fn estimate(&self, req: &ScanRequest) -> Option<u64> {

@@ -52,7 +52,7 @@ use records::RecordReader;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -1317,7 +1317,10 @@ impl Table for RowTable {
         let Some((lo, hi)) = self.byte_bounds(ix, lo, hi) else {
             return Some(false);
         };
-        Some((as_slice_bound(&lo), as_slice_bound(&hi)).contains(entry))
+        Some(std::ops::RangeBounds::<[u8]>::contains(
+            &(as_slice_bound(&lo), as_slice_bound(&hi)),
+            entry,
+        ))
     }
 
     fn index_covers(&self, index: usize) -> Vec<bool> {

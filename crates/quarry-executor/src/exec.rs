@@ -157,6 +157,8 @@ pub struct ExecCtx<'a> {
     pub group_concat_max: usize,
     /// Conditions may be evaluated inside engines (`optimizer_switch`).
     pub pushdown: bool,
+    /// Aggregates may run on column vectors (`quarry_vector_execution`).
+    pub vectors: bool,
     /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
     pub profile: RefCell<Option<crate::explain::Profile>>,
 }
@@ -970,7 +972,7 @@ fn group_in_engine(
 
 /// A whole-table scan whose entire condition goes to the engine this execution: its table
 /// and the request, for aggregates the engine answers without rows.
-fn fully_pushed<'p>(
+pub(crate) fn fully_pushed<'p>(
     input: &'p Plan,
     ctx: &ExecCtx,
 ) -> Result<Option<(&'p TableEntry, ScanRequest)>> {
@@ -1423,11 +1425,14 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             }
             let mut out = match group_in_engine(input, group, aggs, ctx)? {
                 Some(rows) => rows,
-                None => {
-                    let mut out = Vec::new();
-                    aggregate(&mut |f| run(input, ctx, f), group, aggs, ctx, 0, &mut out)?;
-                    out
-                }
+                None => match crate::vector::aggregate(input, group, aggs, ctx)? {
+                    Some(rows) => rows,
+                    None => {
+                        let mut out = Vec::new();
+                        aggregate(&mut |f| run(input, ctx, f), group, aggs, ctx, 0, &mut out)?;
+                        out
+                    }
+                },
             };
             if out.is_empty() && group.is_empty() {
                 // An aggregate without GROUP BY returns one row even for no input.

@@ -33,6 +33,7 @@ pub mod sort;
 pub mod strtodate;
 pub mod subcache;
 pub mod timefn;
+mod vector;
 pub mod week;
 mod window;
 

@@ -23,7 +23,9 @@ use quarry_common::packed::PackedRow;
 use quarry_common::{Error, Result, Row, SqlType, Value};
 
 mod pred;
+pub mod vector;
 pub use pred::{CmpOp, Pred, Support};
+pub use vector::{ColumnBatch, ColumnCursor, VectorType};
 
 pub type RowId = u64;
 
@@ -170,6 +172,9 @@ pub struct HandlerCounters {
     pub insert_spilled_rows: std::sync::atomic::AtomicU64,
     /// Rows a hash join wrote to partition files (build side over `join_buffer_size`).
     pub join_spilled_rows: std::sync::atomic::AtomicU64,
+    /// Rows aggregates were computed over a column vector at a time (the vectorised
+    /// executor), counted when such an aggregate finishes.
+    pub vector_rows: std::sync::atomic::AtomicU64,
 }
 
 thread_local! {
@@ -219,6 +224,7 @@ impl HandlerCounters {
                 self.insert_spilled_rows.load(Relaxed),
             ),
             ("Quarry_sort_spilled_runs", self.sort_spills.load(Relaxed)),
+            ("Quarry_vector_rows", self.vector_rows.load(Relaxed)),
         ]
     }
 }
@@ -288,6 +294,13 @@ pub trait Table: Send + Sync {
         _aggs: &[ScanAgg],
         _max_groups: usize,
     ) -> Result<Option<Vec<Row>>> {
+        Ok(None)
+    }
+    /// The rows a scan with `req` would return, as column vectors of the columns
+    /// `req.columns` names, in that order (each as [`VectorType`] says), batches in row-id
+    /// order. None when the engine cannot (a column without a vector type, say): the
+    /// caller then scans rows. The table's state is taken when the cursor is made.
+    fn scan_columns(&self, _req: &ScanRequest) -> Result<Option<Box<dyn ColumnCursor + '_>>> {
         Ok(None)
     }
     /// Build, from the rows, the indexes of `new` that `kept` marks `None` (new index `n`

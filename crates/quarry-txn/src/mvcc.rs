@@ -405,6 +405,19 @@ impl Table for MvccTable {
         self.inner.build_indexes(new, kept, progress)
     }
 
+    /// Only while no row version is hidden from this statement's snapshot (the engine's
+    /// rows are then what it sees), and never for a locking read. The cursor takes the
+    /// engine's state when it is made, so the check after making it covers its batches.
+    fn scan_columns(
+        &self,
+        req: &ScanRequest,
+    ) -> Result<Option<Box<dyn quarry_storage_api::ColumnCursor + '_>>> {
+        if current().is_some_and(|c| c.read_lock.is_some()) {
+            return Ok(None);
+        }
+        self.unless_hidden(|| self.inner.scan_columns(req))
+    }
+
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>> {
         let ctx = current();
         let snap = ctx.as_ref().and_then(|c| c.snap.clone());

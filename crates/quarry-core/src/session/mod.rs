@@ -380,6 +380,7 @@ struct Settings {
     group_concat_max: usize,
     sort_buffer: usize,
     pushdown: bool,
+    vectors: bool,
 }
 
 impl Session {
@@ -518,6 +519,10 @@ impl Session {
             pushdown: self
                 .sys_var("optimizer_switch")
                 .map(|v| quarry_executor::pushdown::enabled(&v.as_str_lossy()))
+                .unwrap_or(true),
+            vectors: self
+                .sys_var("quarry_vector_execution")
+                .map(|v| v.to_i64() != 0)
                 .unwrap_or(true),
         }
     }
@@ -1078,6 +1083,7 @@ impl Session {
             join_buffer: st.join_buffer,
             group_concat_max: st.group_concat_max,
             pushdown: st.pushdown,
+            vectors: st.vectors,
             sort_buffer: st.sort_buffer,
             profile: RefCell::new(None),
         };
