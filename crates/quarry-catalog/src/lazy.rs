@@ -202,8 +202,9 @@ impl Table for LazyTable {
     fn scan_columns(
         &self,
         req: &ScanRequest,
-    ) -> Result<Option<Box<dyn quarry_storage_api::ColumnCursor + '_>>> {
-        self.table()?.scan_columns(req)
+        parts: usize,
+    ) -> Result<Option<quarry_storage_api::ColumnCursors<'_>>> {
+        self.table()?.scan_columns(req, parts)
     }
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
         self.table()?.fetch(ids)

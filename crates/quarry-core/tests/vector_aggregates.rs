@@ -40,10 +40,24 @@ fn load(s: &mut Session) {
             1 + i % 28
         )
     };
-    // Segments from a bulk insert, the delta from single rows, and deleted rows.
-    let bulk: Vec<String> = (1..=3000).map(row).collect();
-    s.query(&format!("INSERT INTO v VALUES {}", bulk.join(",")))
-        .unwrap();
+    // Segments from bulk inserts (read by one thread each on more than one core, so the
+    // runs' groups and states are merged), the delta from single rows, deleted rows.
+    // The group 'c' first turns up in the second segment.
+    for (from, to) in [(1, 1000), (1001, 2000), (2001, 3000)] {
+        let bulk: Vec<String> = (from..=to)
+            .map(|i| {
+                if i < 1001 && i % 5 == 4 {
+                    row(i + 1)
+                } else {
+                    row(i)
+                }
+            })
+            .collect();
+        s.query(&format!("INSERT INTO v VALUES {}", bulk.join(",")))
+            .unwrap();
+        // A bulk insert short of a segment's rows stays in the delta until merged.
+        s.query("OPTIMIZE TABLE v").unwrap();
+    }
     for i in 3001..=3020 {
         s.query(&format!("INSERT INTO v VALUES {}", row(i)))
             .unwrap();

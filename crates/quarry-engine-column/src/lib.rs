@@ -360,7 +360,11 @@ struct Encoded {
     source: Vec<(RowId, Row)>,
 }
 
+/// A segment's chunks as far as they were read (by column; None: not read).
+type Chunks = Vec<Option<Chunk>>;
+
 /// What a scan sees: the table as it was when the scan started.
+#[derive(Clone)]
 struct Snapshot {
     segs: Vec<Arc<Segment>>,
     dels: Vec<Arc<Deleted>>,
@@ -771,7 +775,7 @@ impl ColumnTable {
         snap: &Snapshot,
         i: usize,
         filter: Option<&Pred>,
-    ) -> Result<(Arc<Segment>, Vec<u32>, Vec<Option<Chunk>>)> {
+    ) -> Result<(Arc<Segment>, Vec<u32>, Chunks)> {
         let seg = snap.segs[i].clone();
         let mut chunks: Vec<Option<Chunk>> = (0..self.schema.columns.len()).map(|_| None).collect();
         let pos = self.select(&seg, &snap.dels[i], filter, &mut chunks)?;
@@ -1466,7 +1470,8 @@ impl Table for ColumnTable {
     fn scan_columns(
         &self,
         req: &ScanRequest,
-    ) -> Result<Option<Box<dyn quarry_storage_api::ColumnCursor + '_>>> {
+        parts: usize,
+    ) -> Result<Option<quarry_storage_api::ColumnCursors<'_>>> {
         let Some(columns) = req.columns.clone() else {
             return Ok(None);
         };
@@ -1480,15 +1485,30 @@ impl Table for ColumnTable {
         else {
             return Ok(None);
         };
-        Ok(Some(Box::new(vectors::VectorCursor {
-            t: self,
-            snap: self.snapshot()?,
-            filter: req.filter.clone(),
-            columns,
-            types,
-            seg: 0,
-            delta_done: false,
-        })))
+        let snap = self.snapshot()?;
+        // Consecutive runs of segments; the delta's rows come last, with the last run.
+        let n = snap.segs.len();
+        let per = n.div_ceil(parts.clamp(1, n.max(1))).max(1);
+        let mut cursors: quarry_storage_api::ColumnCursors<'_> = Vec::new();
+        let mut from = 0;
+        loop {
+            let to = (from + per).min(n);
+            cursors.push(Box::new(vectors::VectorCursor {
+                t: self,
+                snap: snap.clone(),
+                filter: req.filter.clone(),
+                columns: columns.clone(),
+                types: types.clone(),
+                seg: from,
+                end: to,
+                delta_done: to < n,
+            }));
+            if to >= n {
+                break;
+            }
+            from = to;
+        }
+        Ok(Some(cursors))
     }
 
     fn estimate(&self, req: &ScanRequest) -> Option<u64> {

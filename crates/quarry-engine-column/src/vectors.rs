@@ -1,9 +1,10 @@
-//! Scans handed out as column vectors ([`Table::scan_columns`]): a segment's rows that
-//! pass the pushed filter become one batch, each asked-for column gathered from its
-//! decoded chunk straight into an Arrow array — integers and decimals from their unpacked
-//! integers, dictionary strings as dictionary arrays sharing the chunk's entries — then the
-//! delta's rows as a last batch. Chunks in encodings without a direct path go through
-//! their values, so every chunk gives the values a row scan gives.
+//! Scans handed out as column vectors ([`Table::scan_columns`]), by cursors over
+//! consecutive runs of segments of one snapshot: a segment's rows that pass the pushed
+//! filter become one batch, each asked-for column gathered from its decoded chunk straight
+//! into an Arrow array — integers and decimals from their unpacked integers, dictionary
+//! strings as dictionary arrays sharing the chunk's entries — and the last cursor ends
+//! with the delta's rows as one batch. Chunks in encodings without a direct path go
+//! through their values, so every chunk gives the values a row scan gives.
 //!
 //! Must not touch: which rows pass (`ColumnTable::select`), chunk encodings (`chunk`).
 //!
@@ -29,14 +30,16 @@ pub(crate) struct VectorCursor<'a> {
     pub filter: Option<Pred>,
     pub columns: Vec<usize>,
     pub types: Vec<VectorType>,
+    /// The segments `seg..end` are still to read; then the delta unless `delta_done`.
     pub seg: usize,
+    pub end: usize,
     pub delta_done: bool,
 }
 
 impl ColumnCursor for VectorCursor<'_> {
     fn next_columns(&mut self) -> Result<Option<ColumnBatch>> {
         let t = self.t;
-        while self.seg < self.snap.segs.len() {
+        while self.seg < self.end {
             let (seg, pos, mut chunks) =
                 t.select_segment(&self.snap, self.seg, self.filter.as_ref())?;
             self.seg += 1;

@@ -25,7 +25,7 @@ use quarry_common::{Error, Result, Row, SqlType, Value};
 mod pred;
 pub mod vector;
 pub use pred::{CmpOp, Pred, Support};
-pub use vector::{ColumnBatch, ColumnCursor, VectorType};
+pub use vector::{ColumnBatch, ColumnCursor, ColumnCursors, VectorType};
 
 pub type RowId = u64;
 
@@ -297,10 +297,12 @@ pub trait Table: Send + Sync {
         Ok(None)
     }
     /// The rows a scan with `req` would return, as column vectors of the columns
-    /// `req.columns` names, in that order (each as [`VectorType`] says), batches in row-id
-    /// order. None when the engine cannot (a column without a vector type, say): the
-    /// caller then scans rows. The table's state is taken when the cursor is made.
-    fn scan_columns(&self, _req: &ScanRequest) -> Result<Option<Box<dyn ColumnCursor + '_>>> {
+    /// `req.columns` names, in that order (each as [`VectorType`] says): up to `parts`
+    /// cursors over consecutive runs of the rows, all reading one state of the table taken
+    /// when they are made, so their batches in cursor order are the scan's (in row-id
+    /// order). None when the engine cannot (a column without a vector type, say): the
+    /// caller then scans rows.
+    fn scan_columns(&self, _req: &ScanRequest, _parts: usize) -> Result<Option<ColumnCursors<'_>>> {
         Ok(None)
     }
     /// Build, from the rows, the indexes of `new` that `kept` marks `None` (new index `n`

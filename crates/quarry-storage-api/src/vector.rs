@@ -158,6 +158,9 @@ pub trait ColumnCursor {
     fn next_columns(&mut self) -> Result<Option<ColumnBatch>>;
 }
 
+/// Cursors over consecutive runs of a scan's rows, each for a thread of its own.
+pub type ColumnCursors<'a> = Vec<Box<dyn ColumnCursor + Send + 'a>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

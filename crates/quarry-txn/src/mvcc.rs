@@ -406,16 +406,18 @@ impl Table for MvccTable {
     }
 
     /// Only while no row version is hidden from this statement's snapshot (the engine's
-    /// rows are then what it sees), and never for a locking read. The cursor takes the
-    /// engine's state when it is made, so the check after making it covers its batches.
+    /// rows are then what it sees), and never for a locking read. The cursors take the
+    /// engine's state when they are made, so the check after making them covers their
+    /// batches.
     fn scan_columns(
         &self,
         req: &ScanRequest,
-    ) -> Result<Option<Box<dyn quarry_storage_api::ColumnCursor + '_>>> {
+        parts: usize,
+    ) -> Result<Option<quarry_storage_api::ColumnCursors<'_>>> {
         if current().is_some_and(|c| c.read_lock.is_some()) {
             return Ok(None);
         }
-        self.unless_hidden(|| self.inner.scan_columns(req))
+        self.unless_hidden(|| self.inner.scan_columns(req, parts))
     }
 
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>> {

@@ -1,39 +1,40 @@
 //! GROUP BY on vectors: each row of a batch gets its group's number. A group is known by
 //! the key the row path gives it (`exec::group_key`: collation-aware, 1.50 = 1.5), and
 //! keeps the first row's values, so groups and their order (first met first) are the row
-//! path's. When every grouping column of a batch is a dictionary vector, a key is built
-//! once per combination of dictionary entries met, not once per row.
+//! path's; the groups of a later run of rows are absorbed after those of an earlier one,
+//! which keeps that order. When every grouping column of a batch is a dictionary vector,
+//! a key is built once per combination of dictionary entries met, not once per row.
 //!
 //! Must not touch: aggregate states (states.rs).
 
 use std::collections::HashMap;
 
-use quarry_common::Row;
+use quarry_common::{Collation, Row};
 use quarry_storage_api::vector::arrow_array::types::UInt16Type;
 use quarry_storage_api::vector::arrow_array::{Array, ArrayRef, DictionaryArray};
 use quarry_storage_api::vector::value_at;
 
-use crate::exec::group_key;
-use crate::expr::Expr;
-
 /// Combinations of dictionary entries above this are keyed row by row.
 const MAX_COMBINATIONS: usize = 1 << 16;
 
-pub(crate) struct Groups<'p> {
-    /// Per grouping expression: its batch slot and the expression (for its key).
-    by: Vec<(usize, &'p Expr)>,
+pub(crate) struct Groups {
+    /// Per grouping column: its batch slot, and the collation its key is under (None: as
+    /// plain values group).
+    by: Vec<(usize, Option<Collation>)>,
     index: HashMap<Vec<u8>, u32>,
-    /// Each group's values, in the order groups were met.
+    /// Each group's key and values, in the order groups were met.
+    keys: Vec<Vec<u8>>,
     pub values: Vec<Row>,
     /// Bytes the groups take, as the row path counts them.
     pub used: usize,
 }
 
-impl<'p> Groups<'p> {
-    pub fn new(by: Vec<(usize, &'p Expr)>) -> Groups<'p> {
+impl Groups {
+    pub fn new(by: Vec<(usize, Option<Collation>)>) -> Groups {
         Groups {
             by,
             index: HashMap::new(),
+            keys: Vec::new(),
             values: Vec::new(),
             used: 0,
         }
@@ -43,8 +44,8 @@ impl<'p> Groups<'p> {
     pub fn assign(&mut self, cols: &[ArrayRef], rows: usize, gid: &mut Vec<u32>) {
         gid.clear();
         if self.by.is_empty() {
-            if rows > 0 && self.values.is_empty() {
-                self.values.push(vec![]);
+            if rows > 0 {
+                self.find_or_add(&[], vec![]);
             }
             gid.resize(rows, 0);
             return;
@@ -98,20 +99,39 @@ impl<'p> Groups<'p> {
         let vals: Row = self
             .by
             .iter()
-            .map(|(s, e)| {
+            .map(|(s, coll)| {
                 let v = value_at(&*cols[*s], i);
-                group_key(e, &v, key);
+                match coll {
+                    Some(c) => v.hash_key_in(*c, key),
+                    None => v.hash_key(key),
+                }
                 v
             })
             .collect();
-        if let Some(&g) = self.index.get(key.as_slice()) {
+        self.find_or_add(key, vals)
+    }
+
+    fn find_or_add(&mut self, key: &[u8], vals: Row) -> u32 {
+        if let Some(&g) = self.index.get(key) {
             return g;
         }
         let g = self.values.len() as u32;
         self.used += key.len() + 64;
-        self.index.insert(key.clone(), g);
+        self.index.insert(key.to_vec(), g);
+        self.keys.push(key.to_vec());
         self.values.push(vals);
         g
+    }
+
+    /// Take in the groups of a later run of rows: for each of its groups, the number it
+    /// has here.
+    pub fn absorb(&mut self, other: Groups) -> Vec<u32> {
+        other
+            .keys
+            .into_iter()
+            .zip(other.values)
+            .map(|(k, v)| self.find_or_add(&k, v))
+            .collect()
     }
 
     pub fn len(&self) -> usize {

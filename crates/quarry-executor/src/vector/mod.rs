@@ -18,8 +18,11 @@ mod groups;
 mod kernel;
 mod states;
 
-use quarry_common::{Result, Row};
-use quarry_storage_api::{HandlerCounters, ScanRequest, VectorType};
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::Relaxed;
+
+use quarry_common::{Error, Result, Row};
+use quarry_storage_api::{ColumnCursor, HandlerCounters, ScanRequest, VectorType};
 
 use crate::exec::ExecCtx;
 use crate::expr::Expr;
@@ -30,6 +33,13 @@ use states::VecAgg;
 
 /// Bytes a group's aggregate state takes, as counted against the aggregation buffer.
 const STATE_BYTES: usize = 32;
+
+/// One run of the scan's rows aggregated: its groups, the aggregates' states, its rows.
+struct Run {
+    groups: Groups,
+    aggs: Vec<VecAgg>,
+    rows: u64,
+}
 
 /// GROUP BY `group` with `aggs` over `input` on vectors: the groups' rows (values, then
 /// aggregates, first met first), or None when the row path must answer.
@@ -65,63 +75,157 @@ pub(crate) fn aggregate(
     let Some(by) = group
         .iter()
         .map(|g| {
-            let c = match g {
-                Expr::Col(c) => *c,
-                Expr::Collate(inner, _) => match **inner {
-                    Expr::Col(c) => c,
+            let (c, coll) = match g {
+                Expr::Col(c) => (*c, None),
+                Expr::Collate(inner, coll) => match **inner {
+                    Expr::Col(c) => (c, Some(*coll)),
                     _ => return None,
                 },
                 _ => return None,
             };
-            Some((slot(c)?.0, g))
+            Some((slot(c)?.0, coll))
         })
         .collect::<Option<Vec<_>>>()
     else {
         return Ok(None);
     };
     let compile = |e: &Expr| Kernel::compile(e, &slot);
-    let Some(mut vaggs) = aggs
-        .iter()
-        .map(|a| VecAgg::new(a, &compile))
-        .collect::<Option<Vec<_>>>()
-    else {
+    let states = || {
+        aggs.iter()
+            .map(|a| VecAgg::new(a, &compile))
+            .collect::<Option<Vec<_>>>()
+    };
+    let Some(first) = states() else {
         return Ok(None);
     };
     if read.is_empty() {
         // COUNT(*) alone reads no column: the engine's count answers it.
         return Ok(None);
     }
+    let parts = if first.iter().any(VecAgg::needs_one_run) {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    };
     let req = ScanRequest {
         columns: Some(read.clone()),
         ..req
     };
-    let Some(mut cursor) = table.handle.scan_columns(&req)? else {
+    let Some(cursors) = table.handle.scan_columns(&req, parts)? else {
         return Ok(None);
     };
-    let mut groups = Groups::new(by);
-    let mut gid = Vec::new();
-    let mut rows = 0u64;
-    while let Some(b) = cursor.next_columns()? {
-        ctx.check_killed()?;
-        rows += b.rows as u64;
-        groups.assign(&b.columns, b.rows, &mut gid);
-        if groups.used + groups.len() * STATE_BYTES * aggs.len() > ctx.agg_buffer {
-            return Ok(None);
+    // Each run its own groups and states, within its share of the buffer.
+    let budget = ctx.agg_buffer / cursors.len();
+    let mut jobs = Vec::with_capacity(cursors.len());
+    let mut first = Some(first);
+    for cursor in cursors {
+        let aggs = match first.take() {
+            Some(a) => a,
+            None => states().expect("compiled once already"),
+        };
+        jobs.push((
+            cursor,
+            Run {
+                groups: Groups::new(by.clone()),
+                aggs,
+                rows: 0,
+            },
+        ));
+    }
+    let stop = AtomicBool::new(false);
+    let done = std::thread::scope(|s| -> Result<Vec<Option<Run>>> {
+        let mut jobs = jobs.into_iter();
+        let (mine, mine_run) = jobs.next().expect("one cursor at least");
+        let others: Vec<_> = jobs
+            .map(|(c, r)| {
+                let stop = &stop;
+                s.spawn(move || aggregate_run(c, r, budget, &|| Ok(!stop.load(Relaxed))))
+            })
+            .collect();
+        // This thread reads the first run, checking for KILL and timeouts as it goes; the
+        // others stop when it says so.
+        let check = || match ctx.check_killed() {
+            Ok(()) => Ok(!stop.load(Relaxed)),
+            Err(e) => {
+                stop.store(true, Relaxed);
+                Err(e)
+            }
+        };
+        let mut out = vec![
+            aggregate_run(mine, mine_run, budget, &check).inspect_err(|_| {
+                stop.store(true, Relaxed);
+            })?,
+        ];
+        if out[0].is_none() {
+            stop.store(true, Relaxed);
         }
-        for v in vaggs.iter_mut() {
-            v.grow(groups.len());
-            if !v.update(&b.columns, &gid, b.rows) {
+        for h in others {
+            while !h.is_finished() {
+                check()?;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(Error::internal("vector aggregation worker panicked")));
+            out.push(r?);
+        }
+        Ok(out)
+    })?;
+    let Some(mut runs) = done.into_iter().collect::<Option<Vec<Run>>>() else {
+        return Ok(None);
+    };
+    let mut total = runs.remove(0);
+    for run in runs {
+        let map = total.groups.absorb(run.groups);
+        for (t, o) in total.aggs.iter_mut().zip(run.aggs) {
+            t.grow(total.groups.len());
+            if !t.absorb(o, &map) {
                 return Ok(None);
             }
         }
+        total.rows += run.rows;
     }
-    HandlerCounters::add(&ctx.catalog.counters.vector_rows, rows);
-    let mut out = Vec::with_capacity(groups.len());
-    for (g, mut row) in std::mem::take(&mut groups.values).into_iter().enumerate() {
-        for (a, v) in aggs.iter().zip(vaggs.iter_mut()) {
+    if total.groups.used + total.groups.len() * STATE_BYTES * aggs.len() > ctx.agg_buffer {
+        return Ok(None);
+    }
+    HandlerCounters::add(&ctx.catalog.counters.vector_rows, total.rows);
+    let mut out = Vec::with_capacity(total.groups.len());
+    for (g, mut row) in std::mem::take(&mut total.groups.values)
+        .into_iter()
+        .enumerate()
+    {
+        for (a, v) in aggs.iter().zip(total.aggs.iter_mut()) {
             row.push(v.state_of(g).finish(a, ctx));
         }
         out.push(row);
     }
     Ok(Some(out))
+}
+
+/// Aggregate the batches of one cursor into `run`; None when the row path must answer
+/// (or `go` says to stop).
+fn aggregate_run(
+    mut cursor: Box<dyn ColumnCursor + Send + '_>,
+    mut run: Run,
+    budget: usize,
+    go: &dyn Fn() -> Result<bool>,
+) -> Result<Option<Run>> {
+    let mut gid = Vec::new();
+    while let Some(b) = cursor.next_columns()? {
+        if !go()? {
+            return Ok(None);
+        }
+        run.rows += b.rows as u64;
+        run.groups.assign(&b.columns, b.rows, &mut gid);
+        if run.groups.used + run.groups.len() * STATE_BYTES * run.aggs.len() > budget {
+            return Ok(None);
+        }
+        for v in run.aggs.iter_mut() {
+            v.grow(run.groups.len());
+            if !v.update(&b.columns, &gid, b.rows) {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(run))
 }

@@ -189,6 +189,73 @@ impl VecAgg {
         true
     }
 
+    /// Whether the state depends on the order values come in beyond first-met (a
+    /// double's sum rounds at each addition): such an aggregate reads one run of rows.
+    pub fn needs_one_run(&self) -> bool {
+        matches!(self.state, State::SumF64(..))
+    }
+
+    /// Take in the states of the same aggregate over a later run of rows, whose group `g`
+    /// is group `map[g]` here (already grown to hold it). False when a sum passes i128.
+    pub fn absorb(&mut self, other: VecAgg, map: &[u32]) -> bool {
+        fn keep_first<T: Copy>(
+            m: &mut [Option<T>],
+            o: Vec<Option<T>>,
+            map: &[u32],
+            better: impl Fn(T, T) -> bool,
+        ) {
+            for (g, x) in o.into_iter().enumerate() {
+                let cur = &mut m[map[g] as usize];
+                if let Some(x) = x {
+                    if cur.is_none_or(|c| better(x, c)) {
+                        *cur = Some(x);
+                    }
+                }
+            }
+        }
+        match (&mut self.state, other.state) {
+            (State::CountStar(c), State::CountStar(o)) | (State::Count(c), State::Count(o)) => {
+                for (g, n) in o.into_iter().enumerate() {
+                    c[map[g] as usize] += n;
+                }
+            }
+            (State::SumDec(s, n, _), State::SumDec(os, on, _)) => {
+                for (g, (x, k)) in os.into_iter().zip(on).enumerate() {
+                    let t = map[g] as usize;
+                    match s[t].checked_add(x) {
+                        Some(v) => s[t] = v,
+                        None => return false,
+                    }
+                    n[t] += k;
+                }
+            }
+            (State::MinInt(m, max), State::MinInt(o, _)) => {
+                let max = *max;
+                keep_first(m, o, map, |x, c| if max { x > c } else { x < c });
+            }
+            (State::MinDec(m, _, max), State::MinDec(o, ..)) => {
+                let max = *max;
+                keep_first(m, o, map, |x, c| if max { x > c } else { x < c });
+            }
+            (State::MinF64(m, max), State::MinF64(o, _)) => {
+                let max = *max;
+                keep_first(m, o, map, |x, c| if max { x > c } else { x < c });
+            }
+            (State::First(f), State::First(o)) => {
+                for (g, x) in o.into_iter().enumerate() {
+                    let cur = &mut f[map[g] as usize];
+                    if cur.is_none() {
+                        *cur = x;
+                    }
+                }
+            }
+            // A double's sum is never split (`needs_one_run`), and the states of one
+            // aggregate are of one kind.
+            _ => return false,
+        }
+        true
+    }
+
     /// Group `g`'s state as the row path keeps it.
     pub fn state_of(&mut self, g: usize) -> AggState {
         match &mut self.state {
