@@ -222,3 +222,65 @@ fn a_snapshot_that_must_not_see_the_newest_rows_reads_rows() {
     a.query("SET quarry_vector_execution = OFF").unwrap();
     assert_eq!(format!("{:?}", rows(&mut a, sum)), now);
 }
+
+#[test]
+fn groups_of_a_clustered_key_close_as_the_scan_passes_them() {
+    let (_dir, db) = fresh_db("vector-clustered");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE c; USE c").unwrap();
+    s.query("CREATE TABLE o (k INT, q DECIMAL(6,2), n INT) ENGINE=COLUMN")
+        .unwrap();
+    // Three segments of keys in increasing order, three rows a key; each segment after
+    // the first starts with the one before's last key (the last two are read by different
+    // threads on two cores).
+    let mut k = 0;
+    for seg in 0..3 {
+        if seg > 0 {
+            k -= 1;
+        }
+        let rows: Vec<String> = (0..1500)
+            .map(|i| {
+                if i % 3 == 0 {
+                    k += 1;
+                }
+                format!("({k}, {}.{:02}, {})", i % 50, i % 100, i % 7)
+            })
+            .collect();
+        s.query(&format!("INSERT INTO o VALUES {}", rows.join(",")))
+            .unwrap();
+        s.query("OPTIMIZE TABLE o").unwrap();
+    }
+    // A buffer of a few groups: only closing them keeps the aggregation on vectors.
+    s.query("SET tmp_table_size = 1024").unwrap();
+    let q = "SELECT k, SUM(q), COUNT(*), MAX(n) FROM o GROUP BY k";
+    both_ways(&mut s, q, true);
+    let groups = rows(&mut s, q);
+    assert_eq!(groups.len(), 1498);
+    for key in [500, 999] {
+        let spanning = groups.iter().find(|r| r[0].to_i64() == key).unwrap();
+        assert_eq!(
+            spanning[2].to_i64(),
+            6,
+            "{key} spans two segments: one group"
+        );
+    }
+    both_ways(
+        &mut s,
+        "SELECT k FROM o GROUP BY k HAVING SUM(q) > 60",
+        true,
+    );
+    // A smaller key after groups were closed may be one of them: rows answer.
+    s.query("INSERT INTO o VALUES (7, 1.00, 1)").unwrap();
+    both_ways(&mut s, q, false);
+    s.query("DELETE FROM o WHERE k = 7 AND n = 1 AND q = 1.00")
+        .unwrap();
+    // Keys out of order from the start never close (and here pass the buffer).
+    s.query("CREATE TABLE d (k INT, q DECIMAL(6,2)) ENGINE=COLUMN")
+        .unwrap();
+    let rows: Vec<String> = (0..500).map(|i| format!("({}, 1.50)", 1000 - i)).collect();
+    s.query(&format!("INSERT INTO d VALUES {}", rows.join(",")))
+        .unwrap();
+    both_ways(&mut s, "SELECT k, SUM(q) FROM d GROUP BY k", false);
+    s.query("SET tmp_table_size = DEFAULT").unwrap();
+    both_ways(&mut s, "SELECT k, SUM(q) FROM d GROUP BY k", true);
+}

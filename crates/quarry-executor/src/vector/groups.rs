@@ -5,50 +5,100 @@
 //! which keeps that order. When every grouping column of a batch is a dictionary vector,
 //! a key is built once per combination of dictionary entries met, not once per row.
 //!
+//! Rows clustered by their one numeric grouping column (a table loaded in the order of its
+//! key: lineitem by l_orderkey) come group after group in increasing order. While they do,
+//! a group is closed when a greater one starts — it can never be met again — and leaves
+//! the hash table, so the table holds one open group however many there are (the closed
+//! ones are the result, which the row path holds whole as well). Should a smaller key turn
+//! up after a group was closed, it might be that group's: the statement then goes back to
+//! the row path ([`Gave::Up`]).
+//!
 //! Must not touch: aggregate states (states.rs).
 
 use std::collections::HashMap;
 
-use quarry_common::{Collation, Row};
+use quarry_common::{Collation, Row, Value};
 use quarry_storage_api::vector::arrow_array::types::UInt16Type;
-use quarry_storage_api::vector::arrow_array::{Array, ArrayRef, DictionaryArray};
+use quarry_storage_api::vector::arrow_array::{
+    Array, ArrayRef, Decimal128Array, DictionaryArray, Int64Array,
+};
 use quarry_storage_api::vector::value_at;
 
 /// Combinations of dictionary entries above this are keyed row by row.
 const MAX_COMBINATIONS: usize = 1 << 16;
 
+/// A group may have been closed that a row now belongs to: only the row path can tell.
+#[derive(Debug)]
+pub(crate) struct GaveUp;
+
 pub(crate) struct Groups {
     /// Per grouping column: its batch slot, and the collation its key is under (None: as
     /// plain values group).
     by: Vec<(usize, Option<Collation>)>,
+    /// Keys of the open groups.
     index: HashMap<Vec<u8>, u32>,
     /// Each group's key and values, in the order groups were met.
     keys: Vec<Vec<u8>>,
     pub values: Vec<Row>,
-    /// Bytes the groups take, as the row path counts them.
+    /// Bytes the open groups take, as the row path counts them.
     pub used: usize,
+    /// Groups have come in increasing order of their one numeric column so far.
+    ordered: bool,
+    /// Some group was closed.
+    closed: bool,
+}
+
+/// A numeric group value as an integer that orders as the values do (a column's decimals
+/// share one scale); None for NULL and other values.
+fn ordinal(v: &Value) -> Option<i128> {
+    match v {
+        Value::Int(i) => Some(*i as i128),
+        Value::Decimal(d) => d.mantissa.to_i128(),
+        _ => None,
+    }
 }
 
 impl Groups {
     pub fn new(by: Vec<(usize, Option<Collation>)>) -> Groups {
+        let ordered = by.len() == 1;
         Groups {
             by,
             index: HashMap::new(),
             keys: Vec::new(),
             values: Vec::new(),
             used: 0,
+            ordered,
+            closed: false,
         }
     }
 
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Groups still open (in the hash table).
+    pub fn open(&self) -> usize {
+        self.index.len()
+    }
+
+    fn last_ordinal(&self) -> Option<i128> {
+        self.values.last().and_then(|v| ordinal(&v[0]))
+    }
+
     /// The group of every row of a batch, into `gid`.
-    pub fn assign(&mut self, cols: &[ArrayRef], rows: usize, gid: &mut Vec<u32>) {
+    pub fn assign(
+        &mut self,
+        cols: &[ArrayRef],
+        rows: usize,
+        gid: &mut Vec<u32>,
+    ) -> Result<(), GaveUp> {
         gid.clear();
         if self.by.is_empty() {
             if rows > 0 {
                 self.find_or_add(&[], vec![]);
             }
             gid.resize(rows, 0);
-            return;
+            return Ok(());
         }
         let dicts: Option<Vec<&DictionaryArray<UInt16Type>>> = self
             .by
@@ -80,21 +130,52 @@ impl Groups {
                         at = at * n + code;
                     }
                     if seen[at] == u32::MAX {
-                        seen[at] = self.group_of(cols, i, &mut key);
+                        seen[at] = self.group_of(cols, i, &mut key)?;
                     }
                     gid.push(seen[at]);
                 }
-                return;
+                return Ok(());
             }
         }
+        // One numeric column: a row of the group before it needs no key.
+        let numeric = match self.by.as_slice() {
+            [(s, None)] => {
+                let a = cols[*s].as_any();
+                if let Some(a) = a.downcast_ref::<Int64Array>() {
+                    Some((
+                        a.values().iter().map(|&x| x as i128).collect::<Vec<_>>(),
+                        a.nulls(),
+                    ))
+                } else {
+                    a.downcast_ref::<Decimal128Array>()
+                        .map(|a| (a.values().to_vec(), a.nulls()))
+                }
+            }
+            _ => None,
+        };
+        let mut prev: Option<(i128, u32)> = None;
         for i in 0..rows {
-            let g = self.group_of(cols, i, &mut key);
+            if let Some((xs, nulls)) = &numeric {
+                let x = xs[i];
+                if nulls.is_none_or(|n| n.is_valid(i)) {
+                    if let Some((_, g)) = prev.filter(|&(p, _)| p == x) {
+                        gid.push(g);
+                        continue;
+                    }
+                    let g = self.group_of(cols, i, &mut key)?;
+                    prev = Some((x, g));
+                    gid.push(g);
+                    continue;
+                }
+            }
+            let g = self.group_of(cols, i, &mut key)?;
             gid.push(g);
         }
+        Ok(())
     }
 
     /// Row `i`'s group, made when it is new.
-    fn group_of(&mut self, cols: &[ArrayRef], i: usize, key: &mut Vec<u8>) -> u32 {
+    fn group_of(&mut self, cols: &[ArrayRef], i: usize, key: &mut Vec<u8>) -> Result<u32, GaveUp> {
         key.clear();
         let vals: Row = self
             .by
@@ -108,13 +189,32 @@ impl Groups {
                 v
             })
             .collect();
-        self.find_or_add(key, vals)
+        if let Some(&g) = self.index.get(key.as_slice()) {
+            return Ok(g);
+        }
+        if self.ordered {
+            let (last, new) = (self.last_ordinal(), ordinal(&vals[0]));
+            match (last, new) {
+                (Some(l), Some(x)) if x > l => self.close_last(),
+                (None, Some(_)) if self.values.is_empty() => {}
+                _ if self.closed => return Err(GaveUp),
+                _ => self.ordered = false,
+            }
+        }
+        Ok(self.add(key, vals))
     }
 
-    fn find_or_add(&mut self, key: &[u8], vals: Row) -> u32 {
-        if let Some(&g) = self.index.get(key) {
-            return g;
+    /// Close the last group: no row of it can come after a greater group's.
+    fn close_last(&mut self) {
+        if let Some(k) = self.keys.last() {
+            if self.index.remove(k).is_some() {
+                self.used -= k.len() + 64;
+                self.closed = true;
+            }
         }
+    }
+
+    fn add(&mut self, key: &[u8], vals: Row) -> u32 {
         let g = self.values.len() as u32;
         self.used += key.len() + 64;
         self.index.insert(key.to_vec(), g);
@@ -123,18 +223,56 @@ impl Groups {
         g
     }
 
-    /// Take in the groups of a later run of rows: for each of its groups, the number it
-    /// has here.
-    pub fn absorb(&mut self, other: Groups) -> Vec<u32> {
-        other
-            .keys
-            .into_iter()
-            .zip(other.values)
-            .map(|(k, v)| self.find_or_add(&k, v))
-            .collect()
+    fn find_or_add(&mut self, key: &[u8], vals: Row) -> u32 {
+        match self.index.get(key) {
+            Some(&g) => g,
+            None => self.add(key, vals),
+        }
     }
 
-    pub fn len(&self) -> usize {
-        self.values.len()
+    /// Take in the groups of a later run of rows: for each of its groups, the number it
+    /// has here. Runs whose groups were closed join only when the later one's start at or
+    /// after the earlier one's last group (the only one that can continue).
+    pub fn absorb(&mut self, other: Groups) -> Result<Vec<u32>, GaveUp> {
+        if !(self.closed || other.closed) {
+            self.ordered &= other.ordered
+                && match (
+                    self.last_ordinal(),
+                    other.values.first().map(|v| ordinal(&v[0])),
+                ) {
+                    (_, None) => true,
+                    (Some(l), Some(Some(f))) => f >= l,
+                    (None, _) => self.values.is_empty(),
+                    _ => false,
+                };
+            return Ok(other
+                .keys
+                .into_iter()
+                .zip(other.values)
+                .map(|(k, v)| self.find_or_add(&k, v))
+                .collect());
+        }
+        let follows = match (self.last_ordinal(), other.values.first()) {
+            (_, None) => true,
+            (Some(l), Some(v)) => ordinal(&v[0]).is_some_and(|f| f >= l),
+            (None, Some(_)) => self.values.is_empty(),
+        };
+        if !(self.ordered && other.ordered && follows) {
+            return Err(GaveUp);
+        }
+        let n = other.values.len();
+        let mut map = Vec::with_capacity(n);
+        for (j, (k, v)) in other.keys.into_iter().zip(other.values).enumerate() {
+            if j == 0 {
+                if let Some(&g) = self.index.get(&k) {
+                    map.push(g);
+                    continue;
+                }
+            }
+            self.close_last();
+            map.push(self.add(&k, v));
+        }
+        self.closed = true;
+        Ok(map)
     }
 }

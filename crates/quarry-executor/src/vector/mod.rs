@@ -6,7 +6,8 @@
 //! The answer is the row path's by construction, or not given: anything outside the
 //! compiled shapes, a table that offers no vectors (a row table; a column table whose
 //! snapshot hides rows), a value that would raise an error or a warning, or more groups
-//! than the aggregation buffer holds — and [`aggregate`] returns None before sending
+//! than the aggregation buffer holds open at once (groups.rs closes those of clustered
+//! keys as it goes) — and [`aggregate`] returns None before sending
 //! anything, so the caller aggregates rows instead (from the start: nothing is merged).
 //!
 //! Must not touch: plans and their choice (the caller tries this first), the row path's
@@ -176,7 +177,9 @@ pub(crate) fn aggregate(
     };
     let mut total = runs.remove(0);
     for run in runs {
-        let map = total.groups.absorb(run.groups);
+        let Ok(map) = total.groups.absorb(run.groups) else {
+            return Ok(None);
+        };
         for (t, o) in total.aggs.iter_mut().zip(run.aggs) {
             t.grow(total.groups.len());
             if !t.absorb(o, &map) {
@@ -185,7 +188,7 @@ pub(crate) fn aggregate(
         }
         total.rows += run.rows;
     }
-    if total.groups.used + total.groups.len() * STATE_BYTES * aggs.len() > ctx.agg_buffer {
+    if total.groups.used + total.groups.open() * STATE_BYTES * aggs.len() > ctx.agg_buffer {
         return Ok(None);
     }
     HandlerCounters::add(&ctx.catalog.counters.vector_rows, total.rows);
@@ -216,8 +219,10 @@ fn aggregate_run(
             return Ok(None);
         }
         run.rows += b.rows as u64;
-        run.groups.assign(&b.columns, b.rows, &mut gid);
-        if run.groups.used + run.groups.len() * STATE_BYTES * run.aggs.len() > budget {
+        if run.groups.assign(&b.columns, b.rows, &mut gid).is_err() {
+            return Ok(None);
+        }
+        if run.groups.used + run.groups.open() * STATE_BYTES * run.aggs.len() > budget {
             return Ok(None);
         }
         for v in run.aggs.iter_mut() {
