@@ -624,7 +624,12 @@ fn eval_bin(op: BinOp, a: &Expr, b: &Expr, row: &[Value], ctx: &ExecCtx) -> Resu
     }
     let r = b.eval_ref(row, ctx)?;
     let v = binary(op, &l, &r)?;
-    if v.is_null() && matches!(op, BinOp::Div | BinOp::IntDiv | BinOp::Mod) && !r.is_null() {
+    // NULL / 0 is NULL without a warning (MariaDB warns of a value divided by zero only).
+    if v.is_null()
+        && matches!(op, BinOp::Div | BinOp::IntDiv | BinOp::Mod)
+        && !l.is_null()
+        && !r.is_null()
+    {
         ctx.division_by_zero()?;
     }
     Ok(v)

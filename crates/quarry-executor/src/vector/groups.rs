@@ -2,16 +2,18 @@
 //! the key the row path gives it (`exec::group_key`: collation-aware, 1.50 = 1.5), and
 //! keeps the first row's values, so groups and their order (first met first) are the row
 //! path's; the groups of a later run of rows are absorbed after those of an earlier one,
-//! which keeps that order. When every grouping column of a batch is a dictionary vector,
-//! a key is built once per combination of dictionary entries met, not once per row.
+//! which keeps that order. A key is built once per combination of dictionary entries met
+//! when every grouping column of a batch is a dictionary vector, else once per distinct
+//! combination of a batch's raw values (a string's bytes, a number's bits), not per row.
 //!
 //! Rows clustered by their one numeric grouping column (a table loaded in the order of its
 //! key: lineitem by l_orderkey) come group after group in increasing order. While they do,
-//! a group is closed when a greater one starts — it can never be met again — and leaves
-//! the hash table, so the table holds one open group however many there are (the closed
-//! ones are the result, which the row path holds whole as well). Should a smaller key turn
-//! up after a group was closed, it might be that group's: the statement then goes back to
-//! the row path ([`Gave::Up`]).
+//! every group but the last can never be met again: when the groups outgrow the buffer
+//! they are closed and leave the hash table ([`Groups::close_passed`]), so the table holds
+//! what one buffer holds however many groups there are (the closed ones are the result,
+//! which the row path holds whole as well). Should a smaller key turn up after groups
+//! were closed, it might be one of theirs: the statement then goes back to the row path
+//! ([`GaveUp`]).
 //!
 //! Must not touch: aggregate states (states.rs).
 
@@ -20,12 +22,44 @@ use std::collections::HashMap;
 use quarry_common::{Collation, Row, Value};
 use quarry_storage_api::vector::arrow_array::types::UInt16Type;
 use quarry_storage_api::vector::arrow_array::{
-    Array, ArrayRef, Decimal128Array, DictionaryArray, Int64Array,
+    Array, ArrayRef, Decimal128Array, DictionaryArray, Float64Array, Int64Array, StringArray,
 };
 use quarry_storage_api::vector::value_at;
 
 /// Combinations of dictionary entries above this are keyed row by row.
 const MAX_COMBINATIONS: usize = 1 << 16;
+
+/// Row `i`'s value as bytes that are equal only for the same value of the same vector
+/// type (NULL apart): no key, no copy of a string.
+fn raw_bytes(a: &dyn Array, i: usize, out: &mut Vec<u8>) {
+    if a.is_null(i) {
+        out.push(0);
+        return;
+    }
+    let any = a.as_any();
+    if let Some(a) = any.downcast_ref::<StringArray>() {
+        let v = a.value(i).as_bytes();
+        out.push(1);
+        out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+        out.extend_from_slice(v);
+    } else if let Some(a) = any.downcast_ref::<Int64Array>() {
+        out.push(2);
+        out.extend_from_slice(&a.value(i).to_le_bytes());
+    } else if let Some(a) = any.downcast_ref::<Decimal128Array>() {
+        out.push(3);
+        out.extend_from_slice(&a.value(i).to_le_bytes());
+    } else if let Some(a) = any.downcast_ref::<Float64Array>() {
+        out.push(4);
+        out.extend_from_slice(&a.value(i).to_bits().to_le_bytes());
+    } else if let Some(a) = any.downcast_ref::<DictionaryArray<UInt16Type>>() {
+        out.push(5);
+        out.extend_from_slice(&a.keys().value(i).to_le_bytes());
+    } else {
+        // No such vectors are made; each row its own bytes keeps it correct.
+        out.push(6);
+        out.extend_from_slice(&(i as u64).to_le_bytes());
+    }
+}
 
 /// A group may have been closed that a row now belongs to: only the row path can tell.
 #[derive(Debug)]
@@ -154,6 +188,8 @@ impl Groups {
             _ => None,
         };
         let mut prev: Option<(i128, u32)> = None;
+        let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
+        let mut raw = Vec::new();
         for i in 0..rows {
             if let Some((xs, nulls)) = &numeric {
                 let x = xs[i];
@@ -168,7 +204,18 @@ impl Groups {
                     continue;
                 }
             }
+            // Other rows: a row whose columns hold the very bytes of an earlier row's in
+            // this batch is in its group, found without a key.
+            raw.clear();
+            for (s, _) in &self.by {
+                raw_bytes(&*cols[*s], i, &mut raw);
+            }
+            if let Some(&g) = seen.get(raw.as_slice()) {
+                gid.push(g);
+                continue;
+            }
             let g = self.group_of(cols, i, &mut key)?;
+            seen.insert(raw.clone(), g);
             gid.push(g);
         }
         Ok(())
@@ -195,13 +242,27 @@ impl Groups {
         if self.ordered {
             let (last, new) = (self.last_ordinal(), ordinal(&vals[0]));
             match (last, new) {
-                (Some(l), Some(x)) if x > l => self.close_last(),
+                (Some(l), Some(x)) if x > l => {}
                 (None, Some(_)) if self.values.is_empty() => {}
                 _ if self.closed => return Err(GaveUp),
                 _ => self.ordered = false,
             }
         }
         Ok(self.add(key, vals))
+    }
+
+    /// Close every group but the last when all have come in increasing order (none can
+    /// be met again while the order holds): false when they have not.
+    pub fn close_passed(&mut self) -> bool {
+        if !self.ordered || self.values.len() < 2 {
+            return false;
+        }
+        let last = self.keys.len() - 1;
+        self.index.clear();
+        self.index.insert(self.keys[last].clone(), last as u32);
+        self.used = self.keys[last].len() + 64;
+        self.closed = true;
+        true
     }
 
     /// Close the last group: no row of it can come after a greater group's.

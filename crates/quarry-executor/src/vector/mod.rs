@@ -1,11 +1,12 @@
 //! Vectorised execution (issue 20, docs/design/vectorised-execution.md), first slice:
-//! GROUP BY columns with COUNT, SUM, AVG, MIN and MAX of arithmetic over a table scan whose
-//! whole condition went to the engine, evaluated a column vector at a time from the
-//! engine's [`Table::scan_columns`] batches.
+//! GROUP BY columns with COUNT, SUM, AVG, MIN and MAX of arithmetic over a table scan,
+//! evaluated a column vector at a time: from the engine's [`Table::scan_columns`] batches
+//! (over both cores) when the scan's whole condition went to the engine and the engine
+//! offers vectors, else from the rows the scan gives, turned into vectors a batch at a
+//! time (row tables, conditions the executor checks, snapshots that hide rows).
 //!
 //! The answer is the row path's by construction, or not given: anything outside the
-//! compiled shapes, a table that offers no vectors (a row table; a column table whose
-//! snapshot hides rows), a value that would raise an error or a warning, or more groups
+//! compiled shapes, a value that would raise an error or a warning, or more groups
 //! than the aggregation buffer holds open at once (groups.rs closes those of clustered
 //! keys as it goes) — and [`aggregate`] returns None before sending
 //! anything, so the caller aggregates rows instead (from the start: nothing is merged).
@@ -22,12 +23,13 @@ mod states;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 
-use quarry_common::{Error, Result, Row};
+use quarry_common::{Error, Result, Row, Value};
+use quarry_storage_api::vector::arrow_array::ArrayRef;
 use quarry_storage_api::{ColumnCursor, HandlerCounters, ScanRequest, VectorType};
 
 use crate::exec::ExecCtx;
 use crate::expr::Expr;
-use crate::plan::{Agg, Plan};
+use crate::plan::{Access, Agg, Plan};
 use groups::Groups;
 use kernel::{Kernel, Ty};
 use states::VecAgg;
@@ -53,7 +55,14 @@ pub(crate) fn aggregate(
     if !ctx.vectors {
         return Ok(None);
     }
-    let Some((table, req)) = crate::exec::fully_pushed(input, ctx)? else {
+    // A whole table's rows: a few rows through an index (a correlated subquery's, say) are
+    // aggregated faster than vectors are set up for them.
+    let Plan::Scan {
+        table,
+        access: Access::Full,
+        ..
+    } = input
+    else {
         return Ok(None);
     };
     let schema = table.handle.schema();
@@ -103,75 +112,50 @@ pub(crate) fn aggregate(
         // COUNT(*) alone reads no column: the engine's count answers it.
         return Ok(None);
     }
+    let Some(types) = read
+        .iter()
+        .map(|&c| VectorType::of(&schema.columns[c].ty))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(None);
+    };
     let parts = if first.iter().any(VecAgg::needs_one_run) {
         1
     } else {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     };
-    let req = ScanRequest {
-        columns: Some(read.clone()),
-        ..req
-    };
-    let Some(cursors) = table.handle.scan_columns(&req, parts)? else {
-        return Ok(None);
-    };
-    // Each run its own groups and states, within its share of the buffer.
-    let budget = ctx.agg_buffer / cursors.len();
-    let mut jobs = Vec::with_capacity(cursors.len());
-    let mut first = Some(first);
-    for cursor in cursors {
-        let aggs = match first.take() {
-            Some(a) => a,
-            None => states().expect("compiled once already"),
-        };
-        jobs.push((
-            cursor,
-            Run {
-                groups: Groups::new(by.clone()),
-                aggs,
-                rows: 0,
-            },
-        ));
-    }
-    let stop = AtomicBool::new(false);
-    let done = std::thread::scope(|s| -> Result<Vec<Option<Run>>> {
-        let mut jobs = jobs.into_iter();
-        let (mine, mine_run) = jobs.next().expect("one cursor at least");
-        let others: Vec<_> = jobs
-            .map(|(c, r)| {
-                let stop = &stop;
-                s.spawn(move || aggregate_run(c, r, budget, &|| Ok(!stop.load(Relaxed))))
-            })
-            .collect();
-        // This thread reads the first run, checking for KILL and timeouts as it goes; the
-        // others stop when it says so.
-        let check = || match ctx.check_killed() {
-            Ok(()) => Ok(!stop.load(Relaxed)),
-            Err(e) => {
-                stop.store(true, Relaxed);
-                Err(e)
-            }
-        };
-        let mut out = vec![
-            aggregate_run(mine, mine_run, budget, &check).inspect_err(|_| {
-                stop.store(true, Relaxed);
-            })?,
-        ];
-        if out[0].is_none() {
-            stop.store(true, Relaxed);
+    // The engine's vectors when its scan can give them; else the rows the plan's scan
+    // gives (any engine, access path and condition), turned into vectors batch by batch.
+    let cursors = match crate::exec::fully_pushed(input, ctx)? {
+        Some((table, req)) => {
+            let req = ScanRequest {
+                columns: Some(read.clone()),
+                ..req
+            };
+            table.handle.scan_columns(&req, parts)?
         }
-        for h in others {
-            while !h.is_finished() {
-                check()?;
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-            let r = h
-                .join()
-                .unwrap_or_else(|_| Err(Error::internal("vector aggregation worker panicked")));
-            out.push(r?);
+        None => None,
+    };
+    let new_run = |aggs| Run {
+        groups: Groups::new(by.clone()),
+        aggs,
+        rows: 0,
+    };
+    let done = match cursors {
+        Some(cursors) => {
+            let mut first = Some(first);
+            let budget = ctx.agg_buffer / cursors.len();
+            let jobs = cursors
+                .into_iter()
+                .map(|c| {
+                    let aggs = first.take().or_else(states).expect("compiled once already");
+                    (c, new_run(aggs))
+                })
+                .collect();
+            in_parallel(jobs, budget, ctx)?
         }
-        Ok(out)
-    })?;
+        None => vec![from_rows(input, &read, &types, new_run(first), ctx)?],
+    };
     let Some(mut runs) = done.into_iter().collect::<Option<Vec<Run>>>() else {
         return Ok(None);
     };
@@ -205,6 +189,49 @@ pub(crate) fn aggregate(
     Ok(Some(out))
 }
 
+/// Each cursor's run aggregated on a thread of its own (the first on this one, which
+/// checks for KILL and timeouts as it goes and stops the others), results in run order.
+fn in_parallel(
+    jobs: Vec<(Box<dyn ColumnCursor + Send + '_>, Run)>,
+    budget: usize,
+    ctx: &ExecCtx,
+) -> Result<Vec<Option<Run>>> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| -> Result<Vec<Option<Run>>> {
+        let mut jobs = jobs.into_iter();
+        let (mine, mine_run) = jobs.next().expect("one cursor at least");
+        let others: Vec<_> = jobs
+            .map(|(c, r)| {
+                let stop = &stop;
+                s.spawn(move || aggregate_run(c, r, budget, &|| Ok(!stop.load(Relaxed))))
+            })
+            .collect();
+        let check = || match ctx.check_killed() {
+            Ok(()) => Ok(!stop.load(Relaxed)),
+            Err(e) => {
+                stop.store(true, Relaxed);
+                Err(e)
+            }
+        };
+        let mine = aggregate_run(mine, mine_run, budget, &check);
+        if !matches!(mine, Ok(Some(_))) {
+            stop.store(true, Relaxed);
+        }
+        let mut out = vec![mine?];
+        for h in others {
+            while !h.is_finished() {
+                check()?;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(Error::internal("vector aggregation worker panicked")));
+            out.push(r?);
+        }
+        Ok(out)
+    })
+}
+
 /// Aggregate the batches of one cursor into `run`; None when the row path must answer
 /// (or `go` says to stop).
 fn aggregate_run(
@@ -215,22 +242,64 @@ fn aggregate_run(
 ) -> Result<Option<Run>> {
     let mut gid = Vec::new();
     while let Some(b) = cursor.next_columns()? {
-        if !go()? {
+        if !go()? || !step(&mut run, &b.columns, b.rows, &mut gid, budget) {
             return Ok(None);
-        }
-        run.rows += b.rows as u64;
-        if run.groups.assign(&b.columns, b.rows, &mut gid).is_err() {
-            return Ok(None);
-        }
-        if run.groups.used + run.groups.open() * STATE_BYTES * run.aggs.len() > budget {
-            return Ok(None);
-        }
-        for v in run.aggs.iter_mut() {
-            v.grow(run.groups.len());
-            if !v.update(&b.columns, &gid, b.rows) {
-                return Ok(None);
-            }
         }
     }
     Ok(Some(run))
+}
+
+/// Aggregate the rows `input` gives (the columns `read`, as `types`) into `run`, a batch
+/// at a time; None when the row path must answer (a value that is no value of its
+/// column's vector type included).
+fn from_rows(
+    input: &Plan,
+    read: &[usize],
+    types: &[VectorType],
+    mut run: Run,
+    ctx: &ExecCtx,
+) -> Result<Option<Run>> {
+    let mut gid = Vec::new();
+    let mut gave_up = false;
+    // The row path starting over warns again of what the scan's condition warned of.
+    let warned = ctx.warnings.borrow().len();
+    crate::exec::run(input, ctx, &mut |batch| {
+        ctx.check_killed()?;
+        let cols = read
+            .iter()
+            .zip(types)
+            .map(|(&c, ty)| ty.array_of(batch.iter().map(|r| r.get(c).unwrap_or(&Value::Null))))
+            .collect::<Result<Vec<_>>>();
+        let go = match cols {
+            Ok(cols) => step(&mut run, &cols, batch.len(), &mut gid, ctx.agg_buffer),
+            Err(_) => false,
+        };
+        gave_up |= !go;
+        Ok(go)
+    })?;
+    if gave_up {
+        ctx.warnings.borrow_mut().truncate(warned);
+        return Ok(None);
+    }
+    Ok(Some(run))
+}
+
+/// One batch into `run`: false when the row path must answer.
+fn step(run: &mut Run, cols: &[ArrayRef], rows: usize, gid: &mut Vec<u32>, budget: usize) -> bool {
+    run.rows += rows as u64;
+    if run.groups.assign(cols, rows, gid).is_err() {
+        return false;
+    }
+    let over = |g: &Groups| g.used + g.open() * STATE_BYTES * run.aggs.len() > budget;
+    // Past the buffer: closing the groups a clustered scan has passed may bring it back.
+    if over(&run.groups) && (!run.groups.close_passed() || over(&run.groups)) {
+        return false;
+    }
+    for v in run.aggs.iter_mut() {
+        v.grow(run.groups.len());
+        if !v.update(cols, gid, rows) {
+            return false;
+        }
+    }
+    true
 }
