@@ -15,7 +15,7 @@ use std::sync::Arc;
 use quarry_catalog::{Catalog, TableEntry};
 use quarry_common::packed::PackedRow;
 use quarry_common::value::DateTime;
-use quarry_common::{Error, Result, Row, Value};
+use quarry_common::{Collation, Error, Result, Row, Value};
 use quarry_storage_api::{IndexEntry, IndexScan, RowId, ScanAgg, ScanRequest};
 
 use crate::expr::{cast_value, Expr, SubQuery};
@@ -444,15 +444,21 @@ pub fn access_ranges(
     }))
 }
 
-/// Key order of two values of one index column (NULL first, strings by collation).
-fn key_cmp(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+/// Key order of two key prefixes of an index whose columns' collations are `colls`
+/// (NULL first, strings under their column's collation: 'a' and 'A' are one key under
+/// utf8mb4_general_ci, two under utf8mb4_bin).
+fn key_cmp(a: &[Value], b: &[Value], colls: &[Collation]) -> std::cmp::Ordering {
     use std::cmp::Ordering::*;
-    for (x, y) in a.iter().zip(b) {
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
         let o = match (x.is_null(), y.is_null()) {
             (true, true) => Equal,
             (true, false) => Less,
             (false, true) => Greater,
-            _ => x.sql_cmp(y).unwrap_or(Equal),
+            _ => match colls.get(i) {
+                Some(c) => x.sql_cmp_in(y, *c),
+                None => x.sql_cmp(y),
+            }
+            .unwrap_or(Equal),
         };
         if o != Equal {
             return o;
@@ -461,11 +467,22 @@ fn key_cmp(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     a.len().cmp(&b.len())
 }
 
+/// The collations of index `index`'s columns, in key order.
+fn index_collations(table: &TableEntry, index: usize) -> Vec<Collation> {
+    let schema = table.handle.schema();
+    schema.indexes[index]
+        .columns
+        .iter()
+        .map(|&c| schema.columns[c].ty.coll)
+        .collect()
+}
+
 /// Ranges sorted by their start and merged where they overlap or touch, so that no index
 /// entry is read twice and the ranges come in key order (`k IN (3, 1, 3)`, sysbench's
 /// overlapping BETWEENs).
-fn normalize(mut ranges: Vec<KeyRange>) -> Vec<KeyRange> {
+fn normalize(mut ranges: Vec<KeyRange>, colls: &[Collation]) -> Vec<KeyRange> {
     use std::cmp::Ordering::*;
+    let key_cmp = |a: &[Value], b: &[Value]| key_cmp(a, b, colls);
     if ranges.len() < 2 {
         return ranges;
     }
@@ -646,7 +663,8 @@ pub fn scan_with(
         }
         Ok((kid, krow))
     };
-    let Some((index, ranges)) = access_ranges(table, access, ctx)?.map(|(i, r)| (i, normalize(r)))
+    let Some((index, ranges)) = access_ranges(table, access, ctx)?
+        .map(|(i, r)| (i, normalize(r, &index_collations(table, i))))
     else {
         if !table
             .db
@@ -845,7 +863,8 @@ fn count_star(input: &Plan, group: &[Expr], aggs: &[Agg], ctx: &ExecCtx) -> Resu
     if *read != ReadMode::EntriesOnly {
         return Ok(None);
     }
-    let Some((index, ranges)) = access_ranges(table, access, ctx)?.map(|(i, r)| (i, normalize(r)))
+    let Some((index, ranges)) = access_ranges(table, access, ctx)?
+        .map(|(i, r)| (i, normalize(r, &index_collations(table, i))))
     else {
         return Ok(None);
     };

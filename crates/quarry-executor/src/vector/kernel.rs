@@ -240,19 +240,44 @@ fn map2<A: Copy, B: Copy, R: Copy + Default>(
     nulls: Option<&NullBuffer>,
     f: impl Fn(A, B) -> Option<R>,
 ) -> Option<Vec<R>> {
-    let mut out = Vec::with_capacity(rows);
-    for i in 0..rows {
-        match f(a.at(i), b.at(i)) {
-            Some(r) => out.push(r),
-            None if nulls.is_some_and(|n| n.is_null(i)) => out.push(R::default()),
-            None => return None,
+    let mut failed = false;
+    let mut one = |r: Option<R>| match r {
+        Some(r) => r,
+        None => {
+            failed = true;
+            R::default()
         }
+    };
+    // One loop per shape, so the loop body is the operation alone.
+    let out: Vec<R> = match (a, b) {
+        (Side::Many(x), Side::Many(y)) => x[..rows]
+            .iter()
+            .zip(&y[..rows])
+            .map(|(&p, &q)| one(f(p, q)))
+            .collect(),
+        (Side::Many(x), Side::Scalar(q)) => x[..rows].iter().map(|&p| one(f(p, *q))).collect(),
+        (Side::Scalar(p), Side::Many(y)) => y[..rows].iter().map(|&q| one(f(*p, q))).collect(),
+        (Side::Scalar(p), Side::Scalar(q)) => {
+            let r = one(f(*p, *q));
+            vec![r; rows]
+        }
+    };
+    if failed
+        && (0..rows).any(|i| f(a.at(i), b.at(i)).is_none() && !nulls.is_some_and(|n| n.is_null(i)))
+    {
+        return None;
     }
     Some(out)
 }
 
-/// A numeric side as decimal mantissas of `scale` (None: one passes i128).
-fn as_dec<'b>(n: Num<'b>, scale: u8, rows: usize) -> Option<Side<'b, i128>> {
+/// A numeric side as decimal mantissas of `scale` (None: one of a row not NULL in
+/// `nulls` passes i128).
+fn as_dec<'b>(
+    n: Num<'b>,
+    scale: u8,
+    rows: usize,
+    nulls: Option<&NullBuffer>,
+) -> Option<Side<'b, i128>> {
     let (side, from): (Side<i128>, u8) = match n {
         Num::Int(Side::Scalar(x)) => (Side::Scalar(x as i128), 0),
         Num::Int(Side::Many(v)) => (
@@ -270,9 +295,13 @@ fn as_dec<'b>(n: Num<'b>, scale: u8, rows: usize) -> Option<Side<'b, i128>> {
         Side::Scalar(x) => Side::Scalar(x.checked_mul(f)?),
         Side::Many(v) => {
             let mut out = Vec::with_capacity(rows);
-            for &x in v.iter() {
-                // A NULL row holds 0 or a real value of that column: both scale.
-                out.push(x.checked_mul(f)?);
+            for (i, &x) in v.iter().enumerate() {
+                // A NULL row's value is never read: whatever it holds may not scale.
+                match x.checked_mul(f) {
+                    Some(y) => out.push(y),
+                    None if nulls.is_some_and(|n| n.is_null(i)) => out.push(0),
+                    None => return None,
+                }
             }
             Side::Many(Cow::Owned(out))
         }
@@ -318,7 +347,8 @@ fn arith<'b>(op: Op, a: Vals<'b>, b: Vals<'b>, ty: Ty, rows: usize) -> Eval<'b> 
                 Op::Mul => (num_scale(&a.num), num_scale(&b.num)),
                 _ => (s, s),
             };
-            let (Some(x), Some(y)) = (as_dec(a.num, sa, rows), as_dec(b.num, sb, rows)) else {
+            let (Some(x), Some(y)) = (as_dec(a.num, sa, rows, n), as_dec(b.num, sb, rows, n))
+            else {
                 return Eval::GiveUp;
             };
             many(match op {
@@ -371,5 +401,164 @@ fn neg(a: Vals, rows: usize) -> Eval {
     match num {
         Some(num) => Eval::Vals(Vals { num, nulls }),
         None => Eval::GiveUp,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quarry_common::{Error, Result};
+    use quarry_storage_api::vector::arrow_array::ArrayRef;
+    use quarry_storage_api::VectorType;
+
+    use super::*;
+    use crate::expr::binary;
+
+    /// The row evaluator's answer for the shapes kernels compile (`Expr::eval`'s rules:
+    /// `binary` for `+ - *`, negation as it negates).
+    fn reference(e: &Expr, row: &[Value]) -> Result<Value> {
+        Ok(match e {
+            Expr::Col(c) => row[*c].clone(),
+            Expr::Lit(v) => v.clone(),
+            Expr::Unary(UnOp::Neg, a) => match reference(a, row)? {
+                Value::Null => Value::Null,
+                Value::Int(i) => Value::Int(i.checked_neg().ok_or_else(|| Error::internal("neg"))?),
+                Value::Decimal(d) => Value::Decimal(-d),
+                other => Value::Double(-other.to_f64()),
+            },
+            Expr::Bin(op, a, b) => binary(*op, &reference(a, row)?, &reference(b, row)?)?,
+            _ => unreachable!("only compiled shapes"),
+        })
+    }
+
+    /// Whether the row evaluator errs on `e` or one of its parts for `row`, or a part is
+    /// a decimal past 128 bits (which kernels do not hold).
+    fn past_kernels(e: &Expr, row: &[Value]) -> bool {
+        let parts = match e {
+            Expr::Unary(_, a) => vec![&**a],
+            Expr::Bin(_, a, b) => vec![&**a, &**b],
+            _ => vec![],
+        };
+        parts.into_iter().any(|p| past_kernels(p, row))
+            || match reference(e, row) {
+                Err(_) => true,
+                Ok(Value::Decimal(d)) => d.mantissa.to_i128().is_none(),
+                Ok(_) => false,
+            }
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A value of a column of type `ty`: small mostly, now and then near the type's edge,
+    /// and NULL one time in eight.
+    fn value(r: &mut Rng, ty: VectorType) -> Value {
+        if r.below(8) == 0 {
+            return Value::Null;
+        }
+        let big = r.below(10) == 0;
+        let n = if big {
+            r.next() as i64
+        } else {
+            r.below(20_001) as i64 - 10_000
+        };
+        match ty {
+            VectorType::Int => Value::Int(n),
+            VectorType::Decimal(s) => Value::Decimal(Decimal::new(n, s)),
+            VectorType::Double => Value::Double(n as f64 / 8.0),
+            VectorType::Str => unreachable!(),
+        }
+    }
+
+    fn tree(r: &mut Rng, depth: u32) -> Expr {
+        match r.below(if depth == 0 { 2 } else { 6 }) {
+            0 => Expr::Col(r.below(4) as usize),
+            1 => Expr::Lit(match r.below(4) {
+                0 => Value::Int(r.below(7) as i64 - 3),
+                1 => Value::Decimal(Decimal::new(r.below(300) as i64 - 100, 2)),
+                2 => Value::Decimal(Decimal::new(r.below(30) as i64, 5)),
+                _ => Value::Double(0.25),
+            }),
+            2 => Expr::Unary(UnOp::Neg, Box::new(tree(r, depth - 1))),
+            k => Expr::Bin(
+                [BinOp::Add, BinOp::Sub, BinOp::Mul][k as usize - 3],
+                Box::new(tree(r, depth - 1)),
+                Box::new(tree(r, depth - 1)),
+            ),
+        }
+    }
+
+    /// Every compiled kernel gives, row by row, the row evaluator's value — same type,
+    /// same scale — or gives up, and gives up only where the row evaluator errs or has a
+    /// decimal past 128 bits.
+    #[test]
+    fn kernels_answer_as_the_row_evaluator() {
+        let types = [
+            VectorType::Int,
+            VectorType::Decimal(2),
+            VectorType::Decimal(4),
+            VectorType::Double,
+        ];
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let (mut compiled, mut gave_up) = (0, 0);
+        for _ in 0..3000 {
+            let rows = 1 + r.below(40) as usize;
+            let table: Vec<Vec<Value>> = (0..rows)
+                .map(|_| types.iter().map(|&t| value(&mut r, t)).collect())
+                .collect();
+            let cols: Vec<ArrayRef> = (0..types.len())
+                .map(|c| types[c].array_of(table.iter().map(|row| &row[c])).unwrap())
+                .collect();
+            let e = tree(&mut r, 3);
+            let slot = |c: usize| Some((c, Ty::of(types[c])));
+            let Some(k) = Kernel::compile(&e, &slot) else {
+                continue;
+            };
+            compiled += 1;
+            let want: Vec<Result<Value>> = table.iter().map(|row| reference(&e, row)).collect();
+            match k.eval(&cols, rows) {
+                Eval::GiveUp => {
+                    gave_up += 1;
+                    let excused = table.iter().any(|row| past_kernels(&e, row));
+                    assert!(excused, "{e:?} gave up on {table:?}");
+                }
+                Eval::Vals(v) => {
+                    for (i, w) in want.iter().enumerate() {
+                        let w = w.as_ref().unwrap_or_else(|err| {
+                            panic!("{e:?}: row {i} errs ({err}) but the kernel gave a value")
+                        });
+                        let got = if v.is_null(i) {
+                            Value::Null
+                        } else {
+                            match &v.num {
+                                Num::Int(x) => Value::Int(x.at(i)),
+                                Num::Dec(x, s) => Value::Decimal(Decimal::new(x.at(i), *s)),
+                                Num::F64(x) => Value::Double(x.at(i)),
+                                Num::Other => panic!("{e:?}: not a number"),
+                            }
+                        };
+                        assert_eq!(
+                            format!("{got:?}"),
+                            format!("{w:?}"),
+                            "{e:?} row {i}: {:?}",
+                            table[i]
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            compiled > 1000 && gave_up > 10,
+            "{compiled} compiled, {gave_up} gave up"
+        );
     }
 }

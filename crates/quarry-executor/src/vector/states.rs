@@ -130,15 +130,21 @@ impl VecAgg {
                     },
                     _ => return false,
                 };
-                for (i, &g) in gid.iter().enumerate() {
-                    if live(&v, i) {
-                        let g = g as usize;
-                        match sum[g].checked_add(x.at(i)) {
-                            Some(t) => sum[g] = t,
-                            None => return false,
-                        }
-                        n[g] += 1;
-                    }
+                let mut add = |g: u32, x: i128| {
+                    let g = g as usize;
+                    n[g] += 1;
+                    sum[g].checked_add(x).map(|t| sum[g] = t).is_some()
+                };
+                let ok = match (&x, &v.nulls) {
+                    // The common case, a column without NULLs: no checks in the loop.
+                    (Side::Many(m), None) => gid.iter().zip(m.iter()).all(|(&g, &x)| add(g, x)),
+                    _ => gid
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &g)| !live(&v, i) || add(g, x.at(i))),
+                };
+                if !ok {
+                    return false;
                 }
             }
             (State::SumF64(sum, n), Some(v)) => {
