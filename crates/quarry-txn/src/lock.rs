@@ -387,8 +387,14 @@ mod tests {
             // 1 waits for 2 …
             std::thread::spawn(move || m.acquire(1, b, Exclusive, T, None))
         };
-        std::thread::sleep(Duration::from_millis(100));
-        // … and 2 asking for 1's lock closes the cycle: 2 is the victim, at once.
+        // Once 1 is waiting (a fixed sleep was too short on a loaded machine: 2 then
+        // waited first, and timed out instead) …
+        let since = Instant::now();
+        while !m.waits.lock().contains_key(&1) {
+            assert!(since.elapsed() < Duration::from_secs(30), "1 never waited");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // … 2 asking for 1's lock closes the cycle: 2 is the victim, at once.
         let t0 = Instant::now();
         let e = m.acquire(2, a, Exclusive, T, None).unwrap_err();
         assert_eq!(e.code, 1213);
