@@ -112,8 +112,8 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         ("quarry_idle_thread_timeout_ms", i(2000)),
         ("quarry_sort_buffer_size", i(64 * 1024 * 1024)),
         ("quarry_join_buffer_size", i(128 * 1024 * 1024)),
-        // Aggregates over column tables evaluated on column vectors where they can be
-        // (OFF: always row at a time; the answers are the same).
+        // Aggregates over a whole-table scan evaluated on column vectors where they can
+        // be (OFF: always row at a time; the answers are the same).
         ("quarry_vector_execution", i(1)),
         ("read_buffer_size", i(128 * 1024)),
         ("socket", s("")),
