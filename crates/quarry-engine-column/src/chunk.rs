@@ -1725,13 +1725,7 @@ mod tests {
     /// tail alike, for row counts around the buffer's last word.
     #[test]
     fn packed_integers_of_every_width_unpack() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut r = quarry_common::fuzz::Rng::new(7);
         for width in 1..=64u32 {
             for rows in [1usize, 7, 8, 9, 63, 64, 65, 200] {
                 let mask = if width == 64 {
@@ -1739,7 +1733,7 @@ mod tests {
                 } else {
                     (1u64 << width) - 1
                 };
-                let vals: Vec<u64> = (0..rows).map(|_| next() & mask).collect();
+                let vals: Vec<u64> = (0..rows).map(|_| r.next_u64() & mask).collect();
                 let mut buf = vec![0u8; (rows * width as usize).div_ceil(8)];
                 for (i, &v) in vals.iter().enumerate() {
                     for b in 0..width as usize {

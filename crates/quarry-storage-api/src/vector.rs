@@ -57,52 +57,45 @@ impl VectorType {
     /// An array of `values`, which must be of this type's value kind or NULL (any other
     /// value is an error, never a silent NULL).
     pub fn array_of<'v>(self, values: impl Iterator<Item = &'v Value>) -> Result<ArrayRef> {
-        let wrong =
-            |v: &Value| quarry_common::Error::internal(format!("a {v:?} in a {self:?} vector"));
+        // Each value through `pick`; NULL as NULL, a value `pick` refuses as an error.
+        fn each<'v, X, A: FromIterator<Option<X>>>(
+            ty: VectorType,
+            values: impl Iterator<Item = &'v Value>,
+            pick: impl Fn(&'v Value) -> Option<X>,
+        ) -> Result<A> {
+            values
+                .map(|v| match v {
+                    Value::Null => Ok(None),
+                    v => pick(v).map(Some).ok_or_else(|| {
+                        quarry_common::Error::internal(format!("a {v:?} in a {ty:?} vector"))
+                    }),
+                })
+                .collect()
+        }
         Ok(match self {
-            VectorType::Int => Arc::new(
-                values
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Int(i) => Ok(Some(*i)),
-                        v => Err(wrong(v)),
-                    })
-                    .collect::<Result<Int64Array>>()?,
-            ),
+            VectorType::Int => Arc::new(each::<_, Int64Array>(self, values, |v| match v {
+                Value::Int(i) => Some(*i),
+                _ => None,
+            })?),
             VectorType::Decimal(s) => {
-                let a = values
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        // Widening is exact; a value with more digits than the
-                        // column keeps is no value of it.
-                        Value::Decimal(d) if d.scale <= s => d
-                            .checked_rescale(s)
-                            .and_then(|d| d.mantissa.to_i128())
-                            .map(Some)
-                            .ok_or_else(|| wrong(v)),
-                        v => Err(wrong(v)),
-                    })
-                    .collect::<Result<Decimal128Array>>()?;
+                let a = each::<_, Decimal128Array>(self, values, |v| match v {
+                    // Widening is exact; a value with more digits than the column keeps
+                    // is no value of it.
+                    Value::Decimal(d) if d.scale <= s => {
+                        d.checked_rescale(s).and_then(|d| d.mantissa.to_i128())
+                    }
+                    _ => None,
+                })?;
                 Arc::new(decimal_scale(a, s)?)
             }
-            VectorType::Double => Arc::new(
-                values
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Double(f) => Ok(Some(*f)),
-                        v => Err(wrong(v)),
-                    })
-                    .collect::<Result<Float64Array>>()?,
-            ),
-            VectorType::Str => Arc::new(
-                values
-                    .map(|v| match v {
-                        Value::Null => Ok(None),
-                        Value::Str(s) => Ok(Some(s.as_str())),
-                        v => Err(wrong(v)),
-                    })
-                    .collect::<Result<StringArray>>()?,
-            ),
+            VectorType::Double => Arc::new(each::<_, Float64Array>(self, values, |v| match v {
+                Value::Double(f) => Some(*f),
+                _ => None,
+            })?),
+            VectorType::Str => Arc::new(each::<_, StringArray>(self, values, |v| match v {
+                Value::Str(s) => Some(s.as_str()),
+                _ => None,
+            })?),
         })
     }
 }

@@ -410,6 +410,8 @@ mod tests {
     use quarry_storage_api::vector::arrow_array::ArrayRef;
     use quarry_storage_api::VectorType;
 
+    use quarry_common::fuzz::Rng;
+
     use super::*;
     use crate::expr::binary;
 
@@ -446,19 +448,6 @@ mod tests {
             }
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     /// A value of a column of type `ty`: small mostly, now and then near the type's edge,
     /// and NULL one time in eight.
     fn value(r: &mut Rng, ty: VectorType) -> Value {
@@ -467,7 +456,7 @@ mod tests {
         }
         let big = r.below(10) == 0;
         let n = if big {
-            r.next() as i64
+            r.next_u64() as i64
         } else {
             r.below(20_001) as i64 - 10_000
         };
@@ -481,7 +470,7 @@ mod tests {
 
     fn tree(r: &mut Rng, depth: u32) -> Expr {
         match r.below(if depth == 0 { 2 } else { 6 }) {
-            0 => Expr::Col(r.below(4) as usize),
+            0 => Expr::Col(r.below(4)),
             1 => Expr::Lit(match r.below(4) {
                 0 => Value::Int(r.below(7) as i64 - 3),
                 1 => Value::Decimal(Decimal::new(r.below(300) as i64 - 100, 2)),
@@ -490,7 +479,7 @@ mod tests {
             }),
             2 => Expr::Unary(UnOp::Neg, Box::new(tree(r, depth - 1))),
             k => Expr::Bin(
-                [BinOp::Add, BinOp::Sub, BinOp::Mul][k as usize - 3],
+                [BinOp::Add, BinOp::Sub, BinOp::Mul][k - 3],
                 Box::new(tree(r, depth - 1)),
                 Box::new(tree(r, depth - 1)),
             ),
@@ -508,10 +497,10 @@ mod tests {
             VectorType::Decimal(4),
             VectorType::Double,
         ];
-        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let mut r = Rng::new(20);
         let (mut compiled, mut gave_up) = (0, 0);
         for _ in 0..3000 {
-            let rows = 1 + r.below(40) as usize;
+            let rows = 1 + r.below(40);
             let table: Vec<Vec<Value>> = (0..rows)
                 .map(|_| types.iter().map(|&t| value(&mut r, t)).collect())
                 .collect();
