@@ -12,6 +12,7 @@ pub mod decimal;
 pub mod error;
 pub mod field;
 pub mod fuzz;
+pub mod hash;
 pub mod packed;
 pub mod time;
 pub mod types;
@@ -21,6 +22,20 @@ pub use collation::Collation;
 pub use error::{Error, Result};
 pub use types::{SqlType, TypeKind};
 pub use value::{like, Date, DateTime, Decimal, Row, Value};
+
+/// The machine's physical memory in bytes (`MemTotal` of /proc/meminfo), when known:
+/// caches that default to a share of it size themselves from it.
+pub fn physical_memory() -> Option<usize> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: usize = m
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
 
 /// An unnamed temporary file for spilling (sort runs, index-build runs): created under the
 /// system temp directory and unlinked at once, so nothing is left behind.

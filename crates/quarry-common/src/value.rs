@@ -710,7 +710,14 @@ impl Value {
     pub fn hash_key(&self, out: &mut Vec<u8>) {
         match self {
             Value::Null => out.push(0),
-            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
+            // An integer's normalized decimal is itself at scale 0: the same bytes as
+            // below without building the decimal.
+            Value::Int(i) => {
+                out.push(1);
+                out.extend_from_slice(&(*i as i128).to_le_bytes());
+                out.push(0);
+            }
+            Value::UInt(_) | Value::Decimal(_) => {
                 // One form per number (1.50 and 1.5 group together); a mantissa that fits
                 // an i128 (every integral double's does) in 16 bytes, a wider one in 32
                 // under a tag of its own.
@@ -1082,6 +1089,26 @@ mod tests {
         Value::Str("Hello ".into()).hash_key(&mut a);
         Value::Str("HELLO".into()).hash_key(&mut b);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn an_integer_keys_as_the_equal_decimal_unsigned_and_double_do() {
+        let key = |v: Value| {
+            let mut k = vec![];
+            v.hash_key(&mut k);
+            k
+        };
+        for i in [0i64, 1, -1, 42, i64::MAX, i64::MIN, 1_000_000] {
+            let scaled = Decimal::new(i as i128 * 100, 2);
+            assert_eq!(key(Value::Int(i)), key(Value::Decimal(scaled)), "{i}");
+            if i >= 0 {
+                assert_eq!(key(Value::Int(i)), key(Value::UInt(i as u64)), "{i}");
+            }
+            if i.unsigned_abs() < 1 << 53 {
+                assert_eq!(key(Value::Int(i)), key(Value::Double(i as f64)), "{i}");
+            }
+        }
+        assert_ne!(key(Value::Int(1)), key(Value::Int(-1)));
     }
 
     #[test]

@@ -224,14 +224,7 @@ pub fn parse_size(s: &str) -> Option<usize> {
 /// Frames take memory only once used.
 fn pool_settings(opts: &Options) -> (usize, usize) {
     let parse = parse_size;
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
-        })
-        .map_or(1 << 30, |kb| kb * 1024);
+    let mem = quarry_common::physical_memory().unwrap_or(1 << 30);
     let bytes = opts
         .buffer_pool_size
         .or_else(|| {

@@ -12,8 +12,8 @@
 //! distinct value once and maps codes through that table.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
+use quarry_common::hash::WordMap;
 use quarry_common::value::{collate_cmp, collate_cmp_ascii, Mantissa};
 use quarry_common::{Date, DateTime, Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_storage_api::{CmpOp, Pred};
@@ -450,30 +450,7 @@ fn resort_dictionary(dict: Data) -> Data {
     }
 }
 
-/// A hasher for short byte strings (FNV-1a over 8-byte words): dictionary building is
-/// on the load path, and SipHash's strength buys nothing for keys the table itself holds.
-#[derive(Default)]
-pub(crate) struct WordHasher(u64);
-
-impl std::hash::Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x0000_0100_0000_01b3);
-            h ^= h >> 29;
-        }
-        for &b in words.remainder() {
-            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 32)
-    }
-}
-
-type Dict<'a> = HashMap<&'a [u8], u16, std::hash::BuildHasherDefault<WordHasher>>;
+type Dict<'a> = WordMap<&'a [u8], u16>;
 
 /// A dictionary for the chunk when its distinct values are few (at most half the rows and
 /// 65 535): code by value, and the values in first-seen order.

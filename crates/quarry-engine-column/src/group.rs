@@ -10,18 +10,17 @@
 //! [`Table::aggregate`]: quarry_storage_api::Table::aggregate
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 
+use quarry_common::hash::WordMap;
 use quarry_common::value::collate_cmp;
 use quarry_common::{Result, Row, Value};
 use quarry_storage_api::ScanAgg;
 
-use crate::chunk::{Chunk, Codes, Data, Phys, WordHasher};
+use crate::chunk::{Chunk, Codes, Data, Phys};
 
 /// Groups merged from segments and delta rows: group values then aggregate values.
 pub(crate) struct Groups {
-    index: HashMap<Vec<u8>, usize>,
+    index: WordMap<Vec<u8>, usize>,
     pub rows: Vec<Row>,
     width: usize,
     aggs: Vec<ScanAgg>,
@@ -31,7 +30,7 @@ pub(crate) struct Groups {
 impl Groups {
     pub fn new(width: usize, aggs: &[ScanAgg]) -> Groups {
         Groups {
-            index: HashMap::new(),
+            index: WordMap::default(),
             rows: vec![],
             width,
             aggs: aggs.to_vec(),
@@ -141,7 +140,7 @@ pub(crate) fn segment(
         Some((n, _)) => vec![u32::MAX; n + 1],
         None => vec![],
     };
-    let mut by_key: HashMap<Vec<u8>, usize, BuildHasherDefault<WordHasher>> = HashMap::default();
+    let mut by_key: WordMap<Vec<u8>, usize> = WordMap::default();
     let mut key = Vec::new();
     let mut scratch = (Vec::new(), Vec::new());
     for i in (0..rows).filter(|&i| selected(i)) {

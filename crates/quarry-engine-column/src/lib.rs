@@ -103,7 +103,7 @@ impl ColumnEngine {
         ColumnEngine {
             segment_rows: rows.clamp(1, chunk::MAX_ROWS),
             wal: None,
-            cache: Arc::new(ChunkCache::new(cache::CACHE_BYTES)),
+            cache: Arc::new(ChunkCache::new(cache::default_budget())),
         }
     }
 
@@ -428,7 +428,7 @@ impl ColumnTable {
         counters: Arc<HandlerCounters>,
         segment_rows: usize,
     ) -> Result<ColumnTable> {
-        let cache = Arc::new(ChunkCache::new(cache::CACHE_BYTES));
+        let cache = Arc::new(ChunkCache::new(cache::default_budget()));
         ColumnTable::open_with(dir, schema, counters, segment_rows, None, cache)
     }
 

@@ -4,7 +4,9 @@
 //! scans and the operators around it are exec.rs's.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use quarry_common::hash::WordMap;
 
 use quarry_common::{Decimal, Result, Row, TypeKind, Value};
 use quarry_storage_api::HandlerCounters;
@@ -34,7 +36,7 @@ pub(crate) fn aggregate(
     depth: u32,
     out: &mut Vec<Row>,
 ) -> Result<()> {
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut index: WordMap<Vec<u8>, usize> = WordMap::default();
     let mut groups: Vec<(Row, Vec<AggState>)> = Vec::new();
     let mut used = 0usize;
     let mut spill: Option<Vec<crate::sort::RowSpill>> = None;

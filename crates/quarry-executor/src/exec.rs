@@ -336,7 +336,15 @@ pub(crate) fn key_of(
 ) -> Result<bool> {
     out.clear();
     for e in exprs {
-        let v = e.eval(row, ctx)?;
+        // A column (the usual key) is read in place rather than cloned out of the row.
+        let evaluated;
+        let v = match e {
+            Expr::Col(i) => &row[*i],
+            _ => {
+                evaluated = e.eval(row, ctx)?;
+                &evaluated
+            }
+        };
         if v.is_null() {
             return Ok(false);
         }

@@ -8,7 +8,7 @@
 //!
 //! Owns only these two operators; the inputs are the executor's plans.
 
-use std::collections::HashMap;
+use quarry_common::hash::WordMap;
 
 use quarry_common::{Result, Row};
 use quarry_storage_api::HandlerCounters;
@@ -36,7 +36,7 @@ pub fn set_op(
     depth: u32,
     sink: &mut Sink,
 ) -> Result<bool> {
-    let mut counts: HashMap<Vec<u8>, (Row, usize)> = HashMap::new();
+    let mut counts: WordMap<Vec<u8>, (Row, usize)> = WordMap::default();
     let mut used = 0usize;
     let mut spill: Option<Vec<RowSpill>> = None;
     let mut k = Vec::new();

@@ -17,7 +17,7 @@
 //!
 //! Must not touch: aggregate states (states.rs).
 
-use std::collections::HashMap;
+use quarry_common::hash::WordMap;
 
 use quarry_common::{Collation, Row, Value};
 use quarry_storage_api::vector::arrow_array::types::UInt16Type;
@@ -70,7 +70,7 @@ pub(crate) struct Groups {
     /// plain values group).
     by: Vec<(usize, Option<Collation>)>,
     /// Keys of the open groups.
-    index: HashMap<Vec<u8>, u32>,
+    index: WordMap<Vec<u8>, u32>,
     /// Each group's key and values, in the order groups were met.
     keys: Vec<Vec<u8>>,
     pub values: Vec<Row>,
@@ -97,7 +97,7 @@ impl Groups {
         let ordered = by.len() == 1;
         Groups {
             by,
-            index: HashMap::new(),
+            index: WordMap::default(),
             keys: Vec::new(),
             values: Vec::new(),
             used: 0,
@@ -188,7 +188,7 @@ impl Groups {
             _ => None,
         };
         let mut prev: Option<(i128, u32)> = None;
-        let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
+        let mut seen: WordMap<Vec<u8>, u32> = WordMap::default();
         let mut raw = Vec::new();
         for i in 0..rows {
             if let Some((xs, nulls)) = &numeric {

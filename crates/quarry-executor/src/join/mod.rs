@@ -4,7 +4,7 @@
 //! Owns the join of rows the executor's plan hands it; index joins (rows fetched by key
 //! from the right table) are the executor's.
 
-use std::collections::HashMap;
+mod key_table;
 
 use quarry_common::{Result, Row, Value};
 use quarry_storage_api::HandlerCounters;
@@ -13,6 +13,7 @@ use crate::exec::{key_of, partition_of, ExecCtx, Feed, Sink, BATCH_ROWS};
 use crate::expr::Expr;
 use crate::plan::JoinKind;
 use crate::sort::{approx_size, RowSpill, SpillReader};
+use key_table::KeyTable;
 
 /// The right side of a joined row: a row, or a build-side row kept compact.
 pub(crate) trait RightRow {
@@ -174,7 +175,7 @@ pub fn hash_join(
 ) -> Result<bool> {
     let keyed = !j.left_keys.is_empty();
     let mut rows: Vec<Compact> = Vec::new();
-    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    let mut table = KeyTable::default();
     let mut spill: Option<Vec<RowSpill>> = None;
     let mut used = 0usize;
     let mut k = Vec::new();
@@ -198,25 +199,18 @@ pub fn hash_join(
                 continue;
             }
             let r = Compact::new(r);
-            used += r.bytes() + k.len() + 48;
+            used += r.bytes() + k.len() + KeyTable::ENTRY_BYTES;
             if keyed {
-                match table.get_mut(&k) {
-                    Some(at) => at.push(rows.len()),
-                    None => {
-                        table.insert(k.clone(), vec![rows.len()]);
-                    }
-                }
+                table.insert(&k, rows.len());
             }
             rows.push(r);
             if keyed && used > ctx.join_buffer && depth < JOIN_MAX_DEPTH {
                 let mut files = RowSpill::partitions(JOIN_PARTITIONS)?;
-                for (key, at) in table.drain() {
-                    let f = &mut files[partition_of(&key, depth, JOIN_PARTITIONS)];
-                    for i in at {
-                        f.write(&rows[i].to_row())?;
-                        spilled += 1;
-                    }
+                for (key, i) in table.entries() {
+                    files[partition_of(key, depth, JOIN_PARTITIONS)].write(&rows[i].to_row())?;
+                    spilled += 1;
                 }
+                table = KeyTable::default();
                 rows = Vec::new();
                 spill = Some(files);
             } else if !keyed && used > ctx.join_buffer {
@@ -270,20 +264,19 @@ pub fn hash_join(
         }
         return Ok(go);
     }
-    let all: Vec<usize> = (0..rows.len()).collect();
+    let mut cands: Vec<usize> = Vec::new();
     left(&mut |b| {
         let mut out = Vec::new();
         for l in b {
-            let cands: &[usize] = if !keyed {
-                &all
+            cands.clear();
+            if !keyed {
+                cands.extend(0..rows.len());
             } else if key_of(j.left_keys, &l, ctx, &mut k)? {
-                table.get(&k).map(Vec::as_slice).unwrap_or(&[])
-            } else {
-                &[]
-            };
+                cands.extend(table.matches(&k));
+            }
             let mut matched = false;
             if j.kind.left_only() {
-                for &i in cands {
+                for &i in &cands {
                     if pair_passes(&l, &rows[i], j.on, ctx)? {
                         matched = true;
                         break;
@@ -293,7 +286,7 @@ pub fn hash_join(
                     out.push(l);
                 }
             } else {
-                for &i in cands {
+                for &i in &cands {
                     matched |= join_pair(&l, &rows[i], j.on, ctx, &mut out)?;
                 }
                 if !matched && j.kind == JoinKind::Left {
@@ -334,7 +327,7 @@ pub fn semi_join_on_left(
     };
     let mut k = Vec::new();
     let mut matched = vec![false; rows.len()];
-    let mut unmatched = table.values().map(Vec::len).sum::<usize>();
+    let mut unmatched = table.len();
     if unmatched > 0 {
         right(&mut |b| {
             for r in b {
@@ -342,7 +335,7 @@ pub fn semi_join_on_left(
                 if !key_of(j.right_keys, &r, ctx, &mut k)? {
                     continue;
                 }
-                for &i in table.get(&k).map(Vec::as_slice).unwrap_or(&[]) {
+                for i in table.matches(&k) {
                     if !matched[i] && pair_passes(&rows[i], r.as_slice(), j.on, ctx)? {
                         matched[i] = true;
                         unmatched -= 1;
@@ -399,7 +392,7 @@ pub fn inner_join_on_left(
             if !key_of(j.right_keys, &r, ctx, &mut k)? {
                 continue;
             }
-            for &i in table.get(&k).map(Vec::as_slice).unwrap_or(&[]) {
+            for i in table.matches(&k) {
                 join_pair(&rows[i], r.as_slice(), j.on, ctx, &mut out)?;
             }
             go = flush_full(&mut out, sink)?;
@@ -416,7 +409,7 @@ pub fn inner_join_on_left(
 /// The left rows of a join that builds on them: in a table by key, or, past
 /// `join_buffer`, those read so far and a file with the rest.
 enum Built {
-    Table(Vec<Row>, HashMap<Vec<u8>, Vec<usize>>),
+    Table(Vec<Row>, KeyTable),
     Over(Vec<Row>, RowSpill),
 }
 
@@ -424,7 +417,7 @@ enum Built {
 /// (unindexed) when `keep_unkeyed`, dropped otherwise.
 fn build_left(left: &mut Feed, j: &JoinSpec, ctx: &ExecCtx, keep_unkeyed: bool) -> Result<Built> {
     let mut rows: Vec<Row> = Vec::new();
-    let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    let mut table = KeyTable::default();
     let mut rest: Option<RowSpill> = None;
     let mut used = 0usize;
     let mut spilled = 0u64;
@@ -438,13 +431,8 @@ fn build_left(left: &mut Feed, j: &JoinSpec, ctx: &ExecCtx, keep_unkeyed: bool) 
                 continue;
             }
             if key_of(j.left_keys, &l, ctx, &mut k)? {
-                used += k.len() + 48;
-                match table.get_mut(&k) {
-                    Some(at) => at.push(rows.len()),
-                    None => {
-                        table.insert(k.clone(), vec![rows.len()]);
-                    }
-                }
+                used += k.len() + KeyTable::ENTRY_BYTES;
+                table.insert(&k, rows.len());
             } else if !keep_unkeyed {
                 continue;
             }

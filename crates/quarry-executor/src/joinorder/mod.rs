@@ -11,6 +11,10 @@
 //! product of their estimated rows and of the selectivity of each condition among them,
 //! `1 / max(distinct values)` for an equality (distinct counts from index statistics where
 //! an index leads with the column, otherwise the column is taken as unique in its table).
+//! The equalities the written ones imply by transitivity are added first ([`implied`]), so
+//! a table can follow one it is equated to only through a third; an equality between
+//! columns the counted ones already make equal keeps every row, and is not placed as a
+//! join key where the others placed imply it.
 //!
 //! Outer joins keep their place (they are single inputs of the group they sit in) and
 //! their own inputs are ordered independently; groups whose conditions hold subqueries or
@@ -19,8 +23,13 @@
 use crate::bind::{and_all, columns_used, conjuncts, equi_key, width};
 use crate::cardinality::{access_estimate, estimate_rows, table_distinct, table_rows};
 use crate::expr::{BinOp, Expr};
-use crate::optimize::{best_probe, fetch_cost, scan_cost, BUILD, ENTRY, PROBE, UNKNOWN_FILTER};
+use crate::optimize::{
+    best_probe, fetch_cost, probe_cost, scan_cost, BUILD, ENTRY, UNKNOWN_FILTER,
+};
 use crate::plan::{Access, JoinKind, Plan, ReadMode};
+use implied::Classes;
+
+mod implied;
 
 /// Tables up to which every left-deep order is costed (2^n subsets).
 const EXHAUSTIVE: usize = 10;
@@ -117,6 +126,11 @@ struct Cond {
     /// For `a = b`: each side as (its column within its leaf when it is a plain column,
     /// the leaves it reads), so a join step can find index keys without walking `expr`.
     sides: Option<[(Option<usize>, u64); 2]>,
+    /// For an equality of two columns of different leaves that is transitive
+    /// ([`implied`]): the two columns, in the group's written layout.
+    cols: Option<(usize, usize)>,
+    /// Implied by the others, not written ([`implied`]).
+    implied: bool,
 }
 
 /// Equalities between the same two leaves, with their combined selectivity.
@@ -129,8 +143,10 @@ struct KeyPair {
 #[derive(Default)]
 struct Group {
     leaves: Vec<Leaf>,
-    /// Conditions over the written layout of the whole group.
+    /// Conditions over the written layout of the whole group: those written, then those
+    /// they imply from `written` on.
     conds: Vec<Expr>,
+    written: usize,
 }
 
 impl Group {
@@ -209,10 +225,62 @@ impl Group {
             .fold(0u64, |m, &c| m | 1 << self.leaf_of(c))
     }
 
+    /// Columns of the group's rows.
+    fn columns(&self) -> usize {
+        self.leaves
+            .iter()
+            .map(|l| l.offset + l.width)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The type of a column of the group, when its leaf is a table.
+    fn type_of(&self, col: usize) -> Option<quarry_common::SqlType> {
+        let leaf = &self.leaves[self.leaf_of(col)];
+        match &leaf.plan {
+            Plan::Scan { table, .. } => Some(table.def.columns.get(col - leaf.offset)?.ty),
+            _ => None,
+        }
+    }
+
+    /// The two columns of `e` when it equates columns of two different leaves and the
+    /// equality is transitive.
+    fn equal_columns(&self, e: &Expr) -> Option<(usize, usize)> {
+        let Expr::Bin(BinOp::Eq, a, b) = e else {
+            return None;
+        };
+        let (Expr::Col(a), Expr::Col(b)) = (a.as_ref(), b.as_ref()) else {
+            return None;
+        };
+        let (ta, tb) = (self.type_of(*a)?, self.type_of(*b)?);
+        (self.leaf_of(*a) != self.leaf_of(*b) && implied::transitive(&ta, &tb)).then_some((*a, *b))
+    }
+
+    /// Append the equalities the written ones imply.
+    fn add_implied(&mut self) {
+        self.written = self.conds.len();
+        let eqs: Vec<(usize, usize)> = self
+            .conds
+            .iter()
+            .filter_map(|e| self.equal_columns(e))
+            .collect();
+        if eqs.len() < 2 {
+            return;
+        }
+        let columns = self.columns();
+        let extra = implied::implied(columns, &eqs, |c| self.leaf_of(c), |c| self.type_of(c));
+        self.conds.extend(
+            extra
+                .into_iter()
+                .map(|(a, b)| Expr::Bin(BinOp::Eq, Box::new(Expr::Col(a)), Box::new(Expr::Col(b)))),
+        );
+    }
+
     fn conditions(&self) -> Vec<Cond> {
         self.conds
             .iter()
-            .map(|e| {
+            .enumerate()
+            .map(|(i, e)| {
                 let leaves = self.leaves_of(e);
                 let selectivity = if leaves.count_ones() < 2 {
                     1.0
@@ -235,6 +303,8 @@ impl Group {
                     leaves,
                     selectivity,
                     sides,
+                    cols: self.equal_columns(e),
+                    implied: i >= self.written,
                 }
             })
             .collect()
@@ -262,7 +332,7 @@ impl Group {
     fn key_pairs(&self, conds: &[Cond]) -> Vec<KeyPair> {
         let mut pairs: Vec<KeyPair> = Vec::new();
         for (i, c) in conds.iter().enumerate() {
-            if c.sides.is_none() || c.leaves.count_ones() != 2 {
+            if c.sides.is_none() || c.leaves.count_ones() != 2 || c.implied {
                 continue;
             }
             match pairs.iter_mut().find(|p| p.leaves == c.leaves) {
@@ -304,24 +374,36 @@ impl Group {
         }
     }
 
-    fn rebuild(self) -> Plan {
+    fn rebuild(mut self) -> Plan {
+        self.add_implied();
         let conds = self.conditions();
         let n = self.leaves.len();
+        let columns = self.columns();
         let pairs = self.key_pairs(&conds);
+        // An equality between columns the counted ones already made equal keeps every
+        // row (`a = b AND b = c` keep what they keep whether `a = c` is said or not).
         let rows_of = |set: u64| -> f64 {
             let mut r: f64 = (0..n)
                 .filter(|i| set & (1 << i) != 0)
                 .map(|i| self.leaves[i].rows)
                 .product();
-            for (i, c) in conds.iter().enumerate() {
-                if c.leaves & !set == 0 && !pairs.iter().any(|p| p.conds.contains(&i)) {
-                    r *= c.selectivity;
-                }
-            }
+            let mut equal = Classes::new(columns);
             for p in &pairs {
                 if p.leaves & !set == 0 {
                     r *= p.selectivity;
+                    for (a, b) in p.conds.iter().filter_map(|&i| conds[i].cols) {
+                        equal.union(a, b);
+                    }
                 }
+            }
+            for (i, c) in conds.iter().enumerate() {
+                if c.leaves & !set != 0 || pairs.iter().any(|p| p.conds.contains(&i)) {
+                    continue;
+                }
+                if c.cols.is_some_and(|(a, b)| !equal.union(a, b)) {
+                    continue;
+                }
+                r *= c.selectivity;
             }
             r.max(1.0)
         };
@@ -367,7 +449,7 @@ impl Group {
                     order: None,
                     ..
                 } => best_probe(table, &keyed)
-                    .map(|(_, _, rpk)| outer * (PROBE + rpk * fetch_cost(table))),
+                    .map(|(_, _, rpk)| outer * (probe_cost(table) + rpk * fetch_cost(table))),
                 _ => None,
             };
             probe.map_or(hash, |p| p.min(hash)) + rows_of(set | bit) * OUTPUT
@@ -382,7 +464,7 @@ impl Group {
         } else {
             greedy(n, &step, &rows_of, &connected)
         };
-        build(self.leaves, &conds, &order)
+        build(self.leaves, &conds, &order, columns)
     }
 }
 
@@ -462,8 +544,9 @@ fn greedy(
 }
 
 /// Join the leaves left-deep in `order`, each condition at the first join where all the
-/// leaves it reads are present, then put the columns back in their written order.
-fn build(leaves: Vec<Leaf>, conds: &[Cond], order: &[usize]) -> Plan {
+/// leaves it reads are present (an implied equality only where the others placed do not
+/// already make its columns equal), then put the columns back in their written order.
+fn build(leaves: Vec<Leaf>, conds: &[Cond], order: &[usize], columns: usize) -> Plan {
     let total: usize = leaves.iter().map(|l| l.width).sum();
     let mut new_offset = vec![0; leaves.len()];
     let mut pos = 0;
@@ -480,6 +563,7 @@ fn build(leaves: Vec<Leaf>, conds: &[Cond], order: &[usize]) -> Plan {
         .collect();
     let identity = map.iter().enumerate().all(|(i, &m)| i == m);
     let mut placed = vec![false; conds.len()];
+    let mut equal = Classes::new(columns);
     let mut slots: Vec<Option<Leaf>> = leaves.into_iter().map(Some).collect();
     let mut tree: Option<(Plan, usize)> = None;
     let mut set = 0u64;
@@ -497,6 +581,11 @@ fn build(leaves: Vec<Leaf>, conds: &[Cond], order: &[usize]) -> Plan {
                         continue;
                     }
                     *done = true;
+                    if let Some((a, b)) = c.cols {
+                        if !equal.union(a, b) && c.implied {
+                            continue;
+                        }
+                    }
                     let e = c.expr.clone().rewrite(&mut |x| match x {
                         Expr::Col(i) => Some(Expr::Col(map[*i])),
                         _ => None,
