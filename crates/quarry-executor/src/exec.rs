@@ -13,6 +13,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use quarry_catalog::{Catalog, TableEntry};
+use quarry_common::hash::WordMap;
 use quarry_common::packed::PackedRow;
 use quarry_common::value::DateTime;
 use quarry_common::{Collation, Error, Result, Row, Value};
@@ -1092,11 +1093,11 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
             });
         }
         // Fetched rows of `ids` that pass the pushed filter, by id.
-        let fetch = |mut ids: Vec<RowId>| -> Result<HashMap<RowId, Row>> {
+        let fetch = |mut ids: Vec<RowId>| -> Result<WordMap<RowId, Row>> {
             ids.sort_unstable();
             ids.dedup();
             let fetched = p.table.handle.fetch_columns(&ids, p.columns)?;
-            let mut at = HashMap::with_capacity(ids.len());
+            let mut at = WordMap::with_capacity_and_hasher(ids.len(), Default::default());
             for (id, r) in ids.into_iter().zip(fetched) {
                 if p.filter
                     .map(|f| f.eval_truth(&r, ctx))

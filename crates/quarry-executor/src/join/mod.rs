@@ -124,13 +124,14 @@ impl RightRow for Compact {
         if self.cells.len() == self.width as usize {
             return out.extend_from_slice(&self.cells);
         }
-        let mut cells = self.cells.iter();
-        for i in 0..self.width {
-            out.push(if self.present & (1 << i) != 0 {
-                cells.next().cloned().unwrap_or(Value::Null)
-            } else {
-                Value::Null
-            });
+        // NULLs first, then the present cells over theirs (a join reads a few columns of
+        // a wide table: two cells of orders' nine, say).
+        let start = out.len();
+        out.resize(start + self.width as usize, Value::Null);
+        let mut bits = self.present;
+        for cell in self.cells.iter() {
+            out[start + bits.trailing_zeros() as usize] = cell.clone();
+            bits &= bits - 1;
         }
     }
 }
@@ -576,4 +577,31 @@ fn join_block(
         }
     }
     Ok(go)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_common::fuzz::Rng;
+
+    #[test]
+    fn a_compact_row_gives_back_the_row_it_keeps() {
+        let mut rng = Rng::new(3);
+        for _ in 0..2_000 {
+            let width = rng.below(70);
+            let row: Row = (0..width)
+                .map(|i| match rng.below(3) {
+                    0 => Value::Null,
+                    1 => Value::Int(i as i64),
+                    _ => Value::Str(format!("s{i}")),
+                })
+                .collect();
+            let c = Compact::new(row.clone());
+            assert_eq!(c.width(), width);
+            assert_eq!(c.to_row(), row);
+            let mut out = vec![Value::Int(-1)];
+            c.append_to(&mut out);
+            assert_eq!(out[1..], row[..]);
+        }
+    }
 }
