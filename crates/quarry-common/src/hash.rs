@@ -4,7 +4,7 @@
 //!
 //! Owns the function only; which table uses it is its owner's choice.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// FNV-1a over 8-byte words, each word's product folded back down (so high bits reach
@@ -38,6 +38,9 @@ impl Hasher for WordHasher {
 
 /// A hash map hashing its keys with [`WordHasher`].
 pub type WordMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+
+/// A hash set hashing its keys with [`WordHasher`].
+pub type WordSet<K> = HashSet<K, BuildHasherDefault<WordHasher>>;
 
 /// The [`WordHasher`] hash of one byte string.
 pub fn hash_bytes(bytes: &[u8]) -> u64 {

@@ -4,10 +4,8 @@
 //! scans and the operators around it are exec.rs's.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
-use quarry_common::hash::WordMap;
-
+use quarry_common::hash::{WordMap, WordSet};
 use quarry_common::{Decimal, Result, Row, TypeKind, Value};
 use quarry_storage_api::HandlerCounters;
 
@@ -122,7 +120,7 @@ pub enum AggState {
         mean: f64,
         m2: f64,
     },
-    Distinct(HashSet<Vec<u8>>, Box<AggState>),
+    Distinct(WordSet<Vec<u8>>, Box<AggState>),
 }
 
 impl AggState {
@@ -149,7 +147,7 @@ impl AggState {
             }
         };
         if a.distinct {
-            AggState::Distinct(HashSet::new(), Box::new(base))
+            AggState::Distinct(WordSet::default(), Box::new(base))
         } else {
             base
         }

@@ -8,8 +8,7 @@
 //!
 //! Owns only this filter; the rows' sources and consumers are the executor's.
 
-use std::collections::HashSet;
-
+use quarry_common::hash::WordSet;
 use quarry_common::{Collation, Result, Row, Value};
 use quarry_storage_api::HandlerCounters;
 
@@ -36,7 +35,7 @@ pub fn distinct(
     depth: u32,
     sink: &mut Sink,
 ) -> Result<bool> {
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut seen: WordSet<Vec<u8>> = WordSet::default();
     let mut used = 0usize;
     let mut spill: Option<Vec<RowSpill>> = None;
     let mut go = true;

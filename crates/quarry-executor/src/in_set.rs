@@ -6,9 +6,9 @@
 //! one column (an error the row-by-row path raises), are left to the row-by-row path.
 //! Owns: the set and the IN answer from it. Must not touch: how the subquery runs.
 
-use std::collections::HashSet;
 use std::rc::Rc;
 
+use quarry_common::hash::WordSet;
 use quarry_common::{Collation, Result, Value};
 
 use crate::exec::{run_subquery, ExecCtx};
@@ -37,7 +37,7 @@ fn class(v: &Value) -> Option<Class> {
 }
 
 pub struct InSet {
-    keys: HashSet<Vec<u8>>,
+    keys: WordSet<Vec<u8>>,
     empty: bool,
     has_null: bool,
     /// The one class of its non-NULL values; None when there are several (or none).
@@ -49,7 +49,7 @@ pub struct InSet {
 fn build(sub: &SubQuery, coll: Collation, ctx: &ExecCtx) -> Result<InSet> {
     let rows = run_subquery(sub, &[], ctx)?;
     let mut set = InSet {
-        keys: HashSet::with_capacity(rows.len()),
+        keys: WordSet::with_capacity_and_hasher(rows.len(), Default::default()),
         empty: rows.is_empty(),
         has_null: false,
         class: None,

@@ -9,7 +9,6 @@
 //! Owns only these two operators; the inputs are the executor's plans.
 
 use quarry_common::hash::WordMap;
-
 use quarry_common::{Result, Row};
 use quarry_storage_api::HandlerCounters;
 

@@ -18,7 +18,6 @@
 //! Must not touch: aggregate states (states.rs).
 
 use quarry_common::hash::WordMap;
-
 use quarry_common::{Collation, Row, Value};
 use quarry_storage_api::vector::arrow_array::types::UInt16Type;
 use quarry_storage_api::vector::arrow_array::{
