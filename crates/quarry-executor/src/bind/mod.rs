@@ -21,6 +21,7 @@ mod decorrelate;
 mod from_names;
 mod or_derive;
 mod or_factor;
+mod unordered;
 mod view;
 mod window;
 
@@ -1631,6 +1632,19 @@ impl<'a> Binder<'a> {
         r
     }
 
+    /// A subquery whose rows are read as a set (IN, EXISTS): its sorts that decide no
+    /// row are dropped ([`unordered`]).
+    fn bind_set_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {
+        let sub = self.bind_sub(q)?;
+        Ok(match Arc::try_unwrap(sub) {
+            Ok(mut sub) => {
+                sub.plan = unordered::unordered(sub.plan);
+                Arc::new(sub)
+            }
+            Err(shared) => shared,
+        })
+    }
+
     fn bind_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {
         let saved_aggs = self.aggs.take();
         let base = self.levels.len();
@@ -1944,15 +1958,20 @@ impl<'a> Binder<'a> {
                 subquery,
                 negated,
             } => {
+                // MariaDB refuses a LIMIT on the subquery's own rows (one inside a
+                // derived table in it is fine).
+                if subquery.limit_clause.is_some() || subquery.fetch.is_some() {
+                    return Err(Error::unsupported("LIMIT & IN/ALL/ANY/SOME subquery"));
+                }
                 let x = self.bind_expr(expr)?;
                 Expr::InSub {
                     expr: Box::new(x),
-                    sub: self.bind_sub(subquery)?,
+                    sub: self.bind_set_sub(subquery)?,
                     negated: *negated,
                 }
             }
             A::Exists { subquery, negated } => Expr::Exists {
-                sub: self.bind_sub(subquery)?,
+                sub: self.bind_set_sub(subquery)?,
                 negated: *negated,
             },
             A::Subquery(q) => Expr::ScalarSub(self.bind_sub(q)?),
