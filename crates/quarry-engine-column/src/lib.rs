@@ -797,20 +797,16 @@ impl ColumnTable {
                 chunks[c] = Some(self.chunk(seg, c)?);
             }
         }
-        // Unread columns stay NULL.
-        let read: Vec<Option<&Chunk>> = (0..width)
-            .map(|c| chunks[c].as_ref().filter(|_| columns.contains(&c)))
-            .collect();
-        let mut rows = Vec::with_capacity(positions.len());
-        for &p in positions {
-            let mut row = Vec::with_capacity(width);
-            for ch in &read {
-                row.push(match ch {
-                    Some(ch) => ch.value(p as usize)?,
-                    None => Value::Null,
-                });
+        // Unread columns stay NULL; the read ones are filled a column at a time (one
+        // chunk's data at a time, where a row at a time tested every column of every row).
+        let mut rows: Vec<Row> = positions.iter().map(|_| vec![Value::Null; width]).collect();
+        for &c in columns {
+            let Some(ch) = chunks[c].as_ref() else {
+                continue;
+            };
+            for (row, &p) in rows.iter_mut().zip(positions) {
+                row[c] = ch.value(p as usize)?;
             }
-            rows.push(row);
         }
         Ok(rows)
     }
