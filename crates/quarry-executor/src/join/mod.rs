@@ -267,8 +267,7 @@ pub fn hash_join(
     }
     let mut cands: Vec<usize> = Vec::new();
     left(&mut |b| {
-        let mut out = Vec::new();
-        for l in b {
+        go = join_batch(b, sink, &mut |l, out| {
             cands.clear();
             if !keyed {
                 cands.extend(0..rows.len());
@@ -288,18 +287,14 @@ pub fn hash_join(
                 }
             } else {
                 for &i in &cands {
-                    matched |= join_pair(&l, &rows[i], j.on, ctx, &mut out)?;
+                    matched |= join_pair(&l, &rows[i], j.on, ctx, out)?;
                 }
                 if !matched && j.kind == JoinKind::Left {
                     out.push(padded(l, &j.nulls));
                 }
             }
-            go = flush_full(&mut out, sink)?;
-            if !go {
-                return Ok(false);
-            }
-        }
-        go = flush_rest(out, sink)?;
+            Ok(())
+        })?;
         Ok(go)
     })?;
     Ok(go)
@@ -387,21 +382,15 @@ pub fn inner_join_on_left(
     let mut k = Vec::new();
     let mut go = true;
     right(&mut |b| {
-        let mut out = Vec::new();
-        for r in b {
+        go = join_batch(b, sink, &mut |r, out| {
             ctx.tick()?;
-            if !key_of(j.right_keys, &r, ctx, &mut k)? {
-                continue;
+            if key_of(j.right_keys, &r, ctx, &mut k)? {
+                for i in table.matches(&k) {
+                    join_pair(&rows[i], r.as_slice(), j.on, ctx, out)?;
+                }
             }
-            for i in table.matches(&k) {
-                join_pair(&rows[i], r.as_slice(), j.on, ctx, &mut out)?;
-            }
-            go = flush_full(&mut out, sink)?;
-            if !go {
-                return Ok(false);
-            }
-        }
-        go = flush_rest(out, sink)?;
+            Ok(())
+        })?;
         Ok(go)
     })?;
     Ok(go)
@@ -481,6 +470,23 @@ fn finish_on_right(
     )
 }
 
+/// Each row of `batch` through `each` (which pushes the rows it joins to `out`), the sink
+/// handed a batch whenever one is full and the rest at the end; whether it wants more.
+fn join_batch(
+    batch: Vec<Row>,
+    sink: &mut Sink,
+    each: &mut dyn FnMut(Row, &mut Vec<Row>) -> Result<()>,
+) -> Result<bool> {
+    let mut out = Vec::new();
+    for r in batch {
+        each(r, &mut out)?;
+        if !flush_full(&mut out, sink)? {
+            return Ok(false);
+        }
+    }
+    flush_rest(out, sink)
+}
+
 /// Hand the last rows to the sink, if any; whether the sink wants more.
 fn flush_rest(out: Vec<Row>, sink: &mut Sink) -> Result<bool> {
     if out.is_empty() {
@@ -543,21 +549,16 @@ fn join_block(
     let mut matched = vec![false; block.len()];
     let mut go = true;
     right.feed(BATCH_ROWS, &mut |rb| {
-        let mut out = Vec::new();
-        for r in &rb {
+        go = join_batch(rb, sink, &mut |r, out| {
             for (l, m) in block.iter().zip(matched.iter_mut()) {
                 if j.kind.left_only() {
                     *m = *m || pair_passes(l, r.as_slice(), j.on, ctx)?;
                 } else {
-                    *m |= join_pair(l, r.as_slice(), j.on, ctx, &mut out)?;
+                    *m |= join_pair(l, r.as_slice(), j.on, ctx, out)?;
                 }
             }
-            go = flush_full(&mut out, sink)?;
-            if !go {
-                return Ok(false);
-            }
-        }
-        go = flush_rest(out, sink)?;
+            Ok(())
+        })?;
         Ok(go)
     })?;
     if go && j.kind != JoinKind::Inner {
