@@ -150,9 +150,18 @@ def main():
     # packed, and about 150 bytes more (the lock, the ids). A 100 MB literal: SELECT peaks near 0.45 GB (the packet, the token, the
     # value); INSERT near 0.85 GB (also the row's version, its encoding and the log
     # record, which holds the bytes and their undo image), given back within seconds.
-    failed = 0
+    failed = skipped = 0
     for name, sql, want in cases:
         t0 = time.time()
+        if name.startswith("INSERT … SELECT"):
+            # Its copy needs about 4.2 GB of disk at its peak (1.2 GB of rows, 2.4 GB of
+            # log, the source table). A machine with less free is no verdict on Quarry.
+            free = shutil.disk_usage(work).free
+            if free < 6 << 30:
+                print(f"     skip {name}: {free / (1 << 30):.1f} GiB free here, it needs 6",
+                      flush=True)
+                skipped += 1
+                continue
         outcome = "ok"
         try:
             cc = connect(max_allowed_packet=256 << 20)
@@ -202,13 +211,18 @@ def main():
             break
         if name.startswith("INSERT … SELECT"):
             # Its 1.2 GB copy is not read again: CI's disk is not large.
-            p = connect()
-            p.cursor().execute("DROP TABLE q.copy")
-            p.close()
+            try:
+                p = connect()
+                p.cursor().execute("DROP TABLE q.copy")
+                p.close()
+            except pymysql.err.MySQLError as e:
+                failed += 1
+                print(f"     FAIL dropping the copy: error {e.args[0]}: {e.args[1]}", flush=True)
     srv.terminate()
     srv.wait()
     shutil.rmtree(work, ignore_errors=True)
-    print(f"     queries of death: {len(cases) - failed}/{len(cases)} held")
+    print(f"     queries of death: {len(cases) - failed - skipped}/{len(cases)} held"
+          + (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0
 
 

@@ -190,6 +190,8 @@ pub struct Options {
     pub flush_log_at_trx_commit: Option<i64>,
     /// `innodb_log_file_size`: the log grows by about this much between checkpoints.
     pub log_file_size: Option<usize>,
+    /// `quarry_disk_keep_free`: bytes of the datadir's disk changes leave free.
+    pub disk_keep_free: Option<u64>,
     /// `secure_file_priv` as given (None: the default directory; see [`files`]).
     pub secure_file_priv: Option<String>,
     /// TLS settings, kept as the globals of their names for the server to read:
@@ -268,6 +270,10 @@ impl Database {
             .max(1 << 20);
         wal.set_policy(quarry_storage::FlushPolicy::from_i64(flush_policy));
         wal.set_checkpoint_bytes(log_file_size as u64);
+        wal.set_keep_free(opts.disk_keep_free);
+        let keep_free = opts
+            .disk_keep_free
+            .unwrap_or(quarry_storage::DEFAULT_KEEP_FREE);
         pool.attach_wal(wal.clone());
         let row: Arc<dyn quarry_storage_api::Engine> =
             Arc::new(quarry_engine_row::RowEngine::new(pool.clone()));
@@ -308,6 +314,7 @@ impl Database {
             "innodb_log_file_size".into(),
             Value::Int(log_file_size as i64),
         );
+        globals.insert("quarry_disk_keep_free".into(), Value::Int(keep_free as i64));
         for (k, v) in &opts.tls {
             globals.insert(k.clone(), v.clone());
         }
@@ -374,6 +381,7 @@ impl Database {
                 .wal
                 .set_checkpoint_bytes(v.to_i64().max(1 << 20) as u64),
             "table_open_cache" => self.catalog.set_open_limit(v.to_i64().max(1) as usize),
+            "quarry_disk_keep_free" => self.wal.set_keep_free(Some(v.to_i64().max(0) as u64)),
             _ => {}
         }
         self.globals.write().insert(name.to_string(), v);

@@ -110,6 +110,9 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // A connection idle this long gives its thread back until it speaks again
         // (0: it keeps its thread).
         ("quarry_idle_thread_timeout_ms", i(2000)),
+        // Changes are refused (1021) while the datadir's disk has less free than this
+        // (unset, at most a sixteenth of the disk): room for rollbacks, checkpoints, DROP.
+        ("quarry_disk_keep_free", i(quarry_storage::DEFAULT_KEEP_FREE as i64)),
         ("quarry_sort_buffer_size", i(64 * 1024 * 1024)),
         ("quarry_join_buffer_size", i(128 * 1024 * 1024)),
         // Aggregates over a whole-table scan evaluated on column vectors where they can

@@ -82,3 +82,62 @@ fn decimals_hold_65_digits_and_past_that_are_refused_not_corrupted() {
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Changes stop while the datadir's disk has less free than `quarry_disk_keep_free`
+/// (room for rollbacks, checkpoints and DROP TABLE), with 1021 as a full disk gives, and
+/// the refused statement changes nothing; reads go on, and writes resume once the
+/// watermark is met. A petabyte is more than this disk has free.
+#[test]
+fn changes_stop_below_the_disk_watermark_and_resume_above_it() {
+    let (dir, db) = fresh_db("limits-keep-free");
+    let mut s = db.session("root", "localhost");
+    let mut other = db.session("root", "localhost");
+    assert_eq!(
+        texts(&mut s, "SELECT @@global.quarry_disk_keep_free"),
+        [["1073741824"]]
+    );
+    let e = s
+        .query("SET SESSION quarry_disk_keep_free = 0")
+        .unwrap_err();
+    assert_eq!(e.code, 1229, "{}", e.message);
+    for engine in ["InnoDB", "COLUMN"] {
+        s.query(&format!(
+            "DROP DATABASE IF EXISTS d; CREATE DATABASE d; USE d; \
+             CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(20)) ENGINE={engine}; \
+             INSERT INTO t VALUES (1, 'one'), (2, 'two')"
+        ))
+        .unwrap();
+        s.query("BEGIN; INSERT INTO t VALUES (3, 'three')").unwrap();
+        other
+            .query("SET GLOBAL quarry_disk_keep_free = 1024 * 1024 * 1024 * 1024 * 1024")
+            .unwrap();
+        for sql in [
+            "INSERT INTO t VALUES (4, 'four'), (5, 'five')",
+            "UPDATE t SET b = 'changed'",
+            "DELETE FROM t WHERE a = 1",
+        ] {
+            let e = s.query(sql).unwrap_err();
+            assert_eq!(e.code, 1021, "{engine}: {sql}: {}", e.message);
+            assert!(
+                e.message
+                    .starts_with("Disk full (1073741824 MiB kept free for rollbacks)"),
+                "{}",
+                e.message
+            );
+        }
+        // The transaction goes on: its first row stands, the refused statements left
+        // nothing, and a ROLLBACK is never refused.
+        assert_eq!(
+            texts(&mut s, "SELECT a, b FROM t ORDER BY a"),
+            [["1", "one"], ["2", "two"], ["3", "three"]],
+            "{engine}"
+        );
+        s.query("ROLLBACK").unwrap();
+        assert_eq!(texts(&mut s, "SELECT count(*) FROM t"), [["2"]], "{engine}");
+        other.query("SET GLOBAL quarry_disk_keep_free = 0").unwrap();
+        s.query("INSERT INTO t VALUES (4, 'four')").unwrap();
+        assert_eq!(texts(&mut s, "SELECT count(*) FROM t"), [["3"]], "{engine}");
+    }
+    drop((s, other, db));
+    let _ = std::fs::remove_dir_all(dir);
+}

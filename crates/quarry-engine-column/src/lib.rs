@@ -1006,6 +1006,7 @@ impl ColumnTable {
     fn update_from(&self, id: RowId, old: Option<Row>, row: Row) -> Result<RowId> {
         let row = self.normalize(row)?;
         let mut st = self.lock()?;
+        st.log.admit()?;
         self.check_unique(&st, &row, Some(id))?;
         self.delete_locked(&mut st, id, old)?;
         HandlerCounters::add(&self.counters.update, 1);
@@ -1692,6 +1693,7 @@ impl Table for ColumnTable {
     fn insert(&self, row: Row) -> Result<RowId> {
         let row = self.normalize(row)?;
         let mut st = self.state.lock();
+        st.log.admit()?;
         self.check_unique(&st, &row, None)?;
         let id = self.insert_locked(&mut st, row)?;
         self.log_now(&mut st)?;
@@ -1718,12 +1720,14 @@ impl Table for ColumnTable {
 
     fn delete(&self, id: RowId) -> Result<()> {
         let mut st = self.lock()?;
+        st.log.admit()?;
         self.delete_locked(&mut st, id, None)?;
         self.log_now(&mut st)
     }
 
     fn delete_known(&self, id: RowId, old: &PackedRow) -> Result<()> {
         let mut st = self.lock()?;
+        st.log.admit()?;
         self.delete_locked(&mut st, id, Some(old.unpack()))?;
         self.log_now(&mut st)
     }

@@ -8,12 +8,14 @@ pub mod extsort;
 mod logged;
 pub mod page;
 pub mod pool;
+mod space;
 pub mod vfs;
 pub mod wal;
 
 pub use btree::BTree;
 pub use extsort::ExternalSorter;
 pub use pool::{BufferPool, PageId};
+pub use space::DEFAULT_KEEP_FREE;
 pub use wal::{FileKind, FlushPolicy, LoggedFile, Wal};
 #[cfg(test)]
 mod wal_tests;

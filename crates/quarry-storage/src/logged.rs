@@ -311,6 +311,7 @@ impl LoggedFile {
         if Wal::is_rolling_back() {
             return Ok(());
         }
+        wal.admit_change()?;
         if wal.short_of_space() {
             // A probe of what waits: cheap when the disk is still full.
             wal.flush_to(wal.next_lsn(), false)?;

@@ -42,6 +42,11 @@ pub trait Vfs: Send + Sync {
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Bytes free to this process on the file system holding `dir`, and its size; None
+    /// where the file system cannot say.
+    fn space(&self, _dir: &Path) -> io::Result<Option<(u64, u64)>> {
+        Ok(None)
+    }
 }
 
 /// Read as much of `buf` as the file holds from `off` (the rest is left alone).
@@ -149,6 +154,22 @@ impl Vfs for RealFs {
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         std::fs::File::open(dir)?.sync_all()
+    }
+    fn space(&self, dir: &Path) -> io::Result<Option<(u64, u64)>> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        #[allow(unsafe_code)]
+        // SAFETY: statvfs writes into the zeroed struct we own; the path is NUL-terminated.
+        let st = unsafe {
+            let mut st: libc::statvfs = std::mem::zeroed();
+            if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            st
+        };
+        let unit = st.f_frsize as u64;
+        Ok(Some((st.f_bavail as u64 * unit, st.f_blocks as u64 * unit)))
     }
 }
 
@@ -259,9 +280,16 @@ pub struct SimFs {
     full: Arc<std::sync::atomic::AtomicBool>,
     sync_delay_us: Arc<std::sync::atomic::AtomicU64>,
     read_delay_us: Arc<std::sync::atomic::AtomicU64>,
+    /// What `space` answers (None: cannot say).
+    space: Mutex<Option<(u64, u64)>>,
 }
 
 impl SimFs {
+    /// `space` answers (free, size) from now on.
+    pub fn set_space(&self, free: u64, size: u64) {
+        *self.space.lock() = Some((free, size));
+    }
+
     pub fn new() -> Arc<SimFs> {
         Arc::new(SimFs::default())
     }
@@ -400,5 +428,8 @@ impl Vfs for SimFs {
     }
     fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         Ok(())
+    }
+    fn space(&self, _dir: &Path) -> io::Result<Option<(u64, u64)>> {
+        Ok(*self.space.lock())
     }
 }

@@ -37,6 +37,7 @@
 
 use crate::page::{seal, PAGE_SIZE};
 use crate::pool::BufferPool;
+use crate::space::Watermark;
 use crate::vfs::{read_full, VFile, Vfs};
 use parking_lot::{Condvar, Mutex};
 use quarry_common::{Error, Result};
@@ -271,6 +272,8 @@ pub struct Wal {
     /// went through. A rollback on a full disk flushes at every row it restores; writing
     /// the same tens of megabytes into no space each time made it take minutes.
     short_of_space: AtomicBool,
+    /// Changes are refused while the disk has less than this free (`admit_change`).
+    watermark: Watermark,
     pub stats: WalStats,
 }
 
@@ -487,6 +490,7 @@ impl Wal {
             pending: Mutex::new(Vec::new()),
             policy: AtomicU8::new(FlushPolicy::EachCommit as u8),
             short_of_space: AtomicBool::new(false),
+            watermark: Watermark::new(),
             checkpoint_bytes: AtomicU64::new(96 << 20),
             checkpointing: Mutex::new(()),
             held: Mutex::new(HashSet::new()),
@@ -518,6 +522,23 @@ impl Wal {
     pub fn set_checkpoint_bytes(&self, n: u64) {
         self.checkpoint_bytes
             .store(n.max(1 << 20), Ordering::Relaxed);
+    }
+
+    /// Refuse changes while the datadir's file system has less than `n` bytes free (0:
+    /// never; None: 1 GiB or a sixteenth of the file system, whichever is less), keeping
+    /// room for rollbacks (see `space.rs`).
+    pub fn set_keep_free(&self, n: Option<u64>) {
+        self.watermark.set_keep_free(n);
+    }
+
+    /// May this thread make a change? A rollback always may; anything else is refused
+    /// (1021) while the disk is below the watermark, before it changes anything.
+    pub fn admit_change(&self) -> Result<()> {
+        if Wal::is_rolling_back() {
+            return Ok(());
+        }
+        let logged = self.stats.bytes.load(Ordering::Relaxed);
+        self.watermark.admit(self.vfs.as_ref(), &self.dir, logged)
     }
 
     fn policy(&self) -> FlushPolicy {
@@ -1206,7 +1227,8 @@ impl Wal {
                 let mut last = Instant::now();
                 while !wal.stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    if last.elapsed() >= Duration::from_secs(1) {
+                    let second = last.elapsed() >= Duration::from_secs(1);
+                    if second {
                         last = Instant::now();
                         let end = wal.next_lsn();
                         if wal.flush_to(end, true).is_ok() {
@@ -1214,7 +1236,11 @@ impl Wal {
                         }
                     }
                     let since = wal.next_lsn() - wal.last_checkpoint.load(Ordering::Relaxed);
-                    if since > wal.checkpoint_bytes.load(Ordering::Relaxed) {
+                    // Short of disk, changes are refused and the log stops growing, but
+                    // what a transaction that ended since (a rolled-back one that filled
+                    // the disk) kept of it can go: a checkpoint each second frees it.
+                    let short = second && (wal.watermark.below() || wal.short_of_space());
+                    if since > wal.checkpoint_bytes.load(Ordering::Relaxed) || short {
                         let _ = wal.checkpoint(pool.as_deref());
                     }
                 }

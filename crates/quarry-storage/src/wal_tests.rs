@@ -302,6 +302,43 @@ fn a_full_disk_fails_the_commit_and_loses_nothing_once_space_returns() {
 }
 
 #[test]
+fn changes_are_refused_below_the_free_space_watermark_but_rollbacks_are_not() {
+    let fs = SimFs::new();
+    let path = root().join("db/mark.qrd");
+    let wal = open(&fs);
+    let f = LoggedFile::open(&path, Some(&wal), true).unwrap();
+    let gib = 1u64 << 30;
+    fs.set_space(10 * gib, 100 * gib);
+    wal.begin();
+    f.admit().unwrap();
+    f.write_at(b"before", 0).unwrap();
+    // Below the default (1 GiB, less than a sixteenth of 100 GiB): refused. (Setting the
+    // watermark makes the next change look; else the log's growth paces the looks.)
+    fs.set_space(gib / 2, 100 * gib);
+    wal.set_keep_free(None);
+    let e = f.admit().unwrap_err();
+    assert_eq!(e.code, 1021, "{}", e.message);
+    assert!(e.message.contains("1024 MiB kept free"), "{}", e.message);
+    {
+        let _undo = Wal::rolling_back();
+        f.admit().unwrap();
+    }
+    // A small file system keeps a sixteenth of itself by default, what was asked when set.
+    fs.set_space(gib / 2, 4 * gib);
+    f.admit().unwrap();
+    wal.set_keep_free(Some(gib));
+    assert_eq!(f.admit().unwrap_err().code, 1021);
+    wal.set_keep_free(Some(0));
+    f.admit().unwrap();
+    // Space that comes back is seen by the next change.
+    wal.set_keep_free(Some(gib));
+    assert_eq!(f.admit().unwrap_err().code, 1021);
+    fs.set_space(2 * gib, 4 * gib);
+    f.admit().unwrap();
+    wal.commit().unwrap();
+}
+
+#[test]
 fn group_commit_shares_fsyncs_and_checkpoints_bound_the_log() {
     let fs = SimFs::new();
     // An fsync takes as long as on a real disk, so commits queue behind it.

@@ -25,6 +25,8 @@ engine options (also config file keys, e.g. innodb_flush_log_at_trx_commit = 2):
                                  1 fsync the log at commit (default), 2 write at commit
                                  and fsync each second, 0 write and fsync each second
   --innodb-log-file-size SIZE    log growth between checkpoints (default 96M)
+  --quarry-disk-keep-free SIZE   changes are refused while the disk has less free
+                                 (default 1G or a sixteenth of the disk; 0: off)
   --secure-file-priv DIR         the only directory LOAD DATA INFILE and LOAD_FILE() read
                                  (default: quarry-files beside the datadir; '' anywhere,
                                  NULL nowhere)
@@ -112,6 +114,11 @@ fn parse_config(path: &str, o: &mut Opts) -> Result<(), String> {
             "innodb_log_file_size" => {
                 o.engine.log_file_size =
                     Some(parse_size(v).ok_or_else(|| format!("bad innodb_log_file_size: {v}"))?)
+            }
+            "quarry_disk_keep_free" => {
+                o.engine.disk_keep_free = Some(
+                    parse_size(v).ok_or_else(|| format!("bad quarry_disk_keep_free: {v}"))? as u64,
+                )
             }
             "secure_file_priv" => o.engine.secure_file_priv = Some(v.trim_matches('"').to_string()),
             key if quarry_core::oplog::is_log_variable(key) => {
@@ -252,6 +259,13 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
                 let v = val(i)?;
                 o.engine.log_file_size =
                     Some(parse_size(&v).ok_or_else(|| format!("bad --innodb-log-file-size {v}"))?)
+            }
+            "--quarry-disk-keep-free" => {
+                let v = val(i)?;
+                o.engine.disk_keep_free = Some(
+                    parse_size(&v).ok_or_else(|| format!("bad --quarry-disk-keep-free {v}"))?
+                        as u64,
+                )
             }
             "--secure-file-priv" => o.engine.secure_file_priv = Some(val(i)?),
             flag @ ("--ssl-cert"

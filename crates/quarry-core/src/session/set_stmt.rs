@@ -165,7 +165,7 @@ impl Session {
                 log if crate::oplog::is_log_variable(log) => {
                     crate::oplog::check_setting(log, &v, global, self.db.datadir())?
                 }
-                "read_only" if !global => {
+                "read_only" | "quarry_disk_keep_free" if !global => {
                     return Err(Error::global_only_variable(&n));
                 }
                 "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "sql_safe_updates" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" | "read_only" | "sql_log_bin" | "gtid_strict_mode" | "quarry_vector_execution" => {
