@@ -370,9 +370,10 @@ impl Builder {
         self.offs.push(self.bytes.len());
     }
 
-    /// After the first entry: room for `rows` entries of its size (and some more).
+    /// After the first entry: room for `rows` entries of its size (and some more) —
+    /// of a short one only: one long string must not reserve its length for every row.
     pub fn reserve_like_first(&mut self, rows: usize) {
-        if self.offs.len() == 2 {
+        if self.offs.len() == 2 && self.bytes.len() <= 62 {
             self.bytes
                 .reserve(rows.saturating_mul(self.bytes.len() + 2));
         }
