@@ -24,6 +24,9 @@ use crate::{ColumnTable, State};
 /// Index entries read under the table's lock at a time: the visitor runs without it.
 const ENTRIES_PER_LOCK: usize = 256;
 
+/// A UNIQUE key's values (as [`unique_key`] makes them) and the row holding each.
+pub(crate) type UniqueMap = HashMap<Vec<u8>, RowId>;
+
 /// Distinct key counts of an index and the table's change count when they were taken.
 pub(crate) struct DistinctStat {
     changes_at: u64,
@@ -41,82 +44,76 @@ impl ColumnTable {
         out.extend_from_slice(&id.to_be_bytes());
     }
 
-    /// Every key of the rows as they are after the log's replay: one pass over the key
-    /// columns.
+    /// Every key of the rows as they are after the log's replay: each index built on its
+    /// own thread from its own columns (reading and encoding the keys was half of
+    /// opening a table, and ran on one core while the sorts waited for it).
     pub(crate) fn build_keys(&mut self) -> Result<()> {
-        let indexes = &self.schema.indexes;
-        let mut cols: Vec<usize> = indexes.iter().flat_map(|ix| ix.columns.clone()).collect();
+        let live = self.state.get_mut().live as usize;
+        let this = &*self;
+        let built = std::thread::scope(|scope| {
+            let building: Vec<_> = (0..this.schema.indexes.len())
+                .map(|n| scope.spawn(move || this.build_index(n, live)))
+                .collect();
+            building
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .map_err(|_| Error::internal("index build panicked"))?
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        let (maps, keys) = built.into_iter().unzip();
+        let st = self.state.get_mut();
+        st.unique = maps;
+        st.keys = keys;
+        st.distinct = self.schema.indexes.iter().map(|_| None).collect();
+        Ok(())
+    }
+
+    /// Index `n` of the table's `live` rows, and for a UNIQUE index the map that refuses
+    /// duplicates.
+    fn build_index(&self, n: usize, live: usize) -> Result<(Option<UniqueMap>, KeyIndex)> {
+        let ix = &self.schema.indexes[n];
+        let mut cols = ix.columns.clone();
         cols.sort_unstable();
         cols.dedup();
         // Sized for every live row at once: growing them by doubling copied and faulted
         // in their memory again at each step (a fifth of opening a 6 M-row table).
-        let live = self.state.get_mut().live as usize;
-        let mut maps: Vec<Option<HashMap<Vec<u8>, RowId>>> = indexes
-            .iter()
-            .map(|ix| ix.unique.then(|| HashMap::with_capacity(live)))
-            .collect();
-        let mut builders: Vec<Builder> = indexes.iter().map(|_| Builder::with_rows(live)).collect();
+        let mut map: Option<UniqueMap> = ix.unique.then(|| HashMap::with_capacity(live));
+        let mut builder = Builder::with_rows(live);
         // Rows whose keys became equal when the plain collation began to fold accents
         // (a table written before: 'Köln' and 'Koln') stay; the map keeps the first.
-        let mut equal_keys = vec![0u64; maps.len()];
-        if !cols.is_empty() {
-            let mut cursor = quarry_storage_api::Table::scan(
-                &*self,
-                &ScanRequest {
-                    batch_rows: 4096,
-                    columns: Some(cols),
-                    ..Default::default()
-                },
-            )?;
-            while let Some(b) = cursor.next_batch()? {
-                for (&id, row) in b.ids.iter().zip(&b.rows) {
-                    for (n, ix) in indexes.iter().enumerate() {
-                        self.entry(n, row, id, &mut builders[n].bytes);
-                        builders[n].end_entry();
-                        builders[n].reserve_like_first(live);
-                        if let (Some(map), Some(k)) =
-                            (&mut maps[n], unique_key(&self.schema, ix, row))
-                        {
-                            match map.entry(k) {
-                                Entry::Occupied(_) => equal_keys[n] += 1,
-                                Entry::Vacant(v) => {
-                                    v.insert(id);
-                                }
-                            }
+        let mut equal_keys = 0u64;
+        let mut cursor = quarry_storage_api::Table::scan(
+            self,
+            &ScanRequest {
+                batch_rows: 4096,
+                columns: Some(cols),
+                ..Default::default()
+            },
+        )?;
+        while let Some(b) = cursor.next_batch()? {
+            for (&id, row) in b.ids.iter().zip(&b.rows) {
+                self.entry(n, row, id, &mut builder.bytes);
+                builder.end_entry();
+                builder.reserve_like_first(live);
+                if let (Some(map), Some(k)) = (&mut map, unique_key(&self.schema, ix, row)) {
+                    match map.entry(k) {
+                        Entry::Occupied(_) => equal_keys += 1,
+                        Entry::Vacant(v) => {
+                            v.insert(id);
                         }
                     }
                 }
             }
         }
-        for (ix, n) in indexes.iter().zip(equal_keys) {
-            if n > 0 {
-                // `<db>/<table>.cols`
-                let table = self.dir.file_stem().unwrap_or_default().to_string_lossy();
-                let path = TablePath::new(self.dir.parent().unwrap_or(&self.dir), &table);
-                eprintln!("quarry: {}", path.equal_keys_warning(&ix.name, n));
-            }
+        if equal_keys > 0 {
+            // `<db>/<table>.cols`
+            let table = self.dir.file_stem().unwrap_or_default().to_string_lossy();
+            let path = TablePath::new(self.dir.parent().unwrap_or(&self.dir), &table);
+            eprintln!("quarry: {}", path.equal_keys_warning(&ix.name, equal_keys));
         }
-        // Each index sorted on its own thread: a table's indexes build side by side.
-        let keys = std::thread::scope(|scope| {
-            let sorting: Vec<_> = self
-                .key_cols
-                .iter()
-                .zip(builders)
-                .map(|(cols, b)| scope.spawn(move || KeyIndex::build(cols.clone(), b)))
-                .collect();
-            sorting
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .map_err(|_| Error::internal("index build panicked"))
-                })
-                .collect::<Result<Vec<_>>>()
-        })?;
-        let st = self.state.get_mut();
-        st.unique = maps;
-        st.keys = keys;
-        st.distinct = indexes.iter().map(|_| None).collect();
-        Ok(())
+        Ok((map, KeyIndex::build(self.key_cols[n].clone(), builder)))
     }
 
     pub(crate) fn check_unique(&self, st: &State, row: &Row, ignore: Option<RowId>) -> Result<()> {
