@@ -14,8 +14,7 @@ use quarry_common::{Error, Result, Row, Value};
 use quarry_engine_row::keycode;
 use quarry_engine_row::keyrange::{self, as_slice_bound};
 use quarry_storage_api::{
-    HandlerCounters, IndexEntry, IndexScan, IndexSchema, RowId, ScanRequest, Stat, TablePath,
-    TableSchema,
+    HandlerCounters, IndexEntry, IndexScan, IndexSchema, RowId, Stat, TablePath, TableSchema,
 };
 
 use crate::index::{Builder, KeyIndex};
@@ -84,28 +83,42 @@ impl ColumnTable {
         // Rows whose keys became equal when the plain collation began to fold accents
         // (a table written before: 'Köln' and 'Koln') stay; the map keeps the first.
         let mut equal_keys = 0u64;
-        let mut cursor = quarry_storage_api::Table::scan(
-            self,
-            &ScanRequest {
-                batch_rows: 4096,
-                columns: Some(cols),
-                ..Default::default()
-            },
-        )?;
-        while let Some(b) = cursor.next_batch()? {
-            for (&id, row) in b.ids.iter().zip(&b.rows) {
-                self.entry(n, row, id, &mut builder.bytes);
-                builder.end_entry();
-                builder.reserve_like_first(live);
-                if let (Some(map), Some(k)) = (&mut map, unique_key(&self.schema, ix, row)) {
-                    match map.entry(k) {
-                        Entry::Occupied(_) => equal_keys += 1,
-                        Entry::Vacant(v) => {
-                            v.insert(id);
-                        }
+        // Straight from the segments' chunks into one row reused for every row: a scan
+        // would build (and drop) a row as wide as the table for each.
+        let snap = self.snapshot()?;
+        let mut row: Row = vec![Value::Null; self.schema.columns.len()];
+        let mut add = |row: &Row, id: RowId| {
+            self.entry(n, row, id, &mut builder.bytes);
+            builder.end_entry();
+            builder.reserve_like_first(live);
+            if let (Some(map), Some(k)) = (&mut map, unique_key(&self.schema, ix, row)) {
+                match map.entry(k) {
+                    Entry::Occupied(_) => equal_keys += 1,
+                    Entry::Vacant(v) => {
+                        v.insert(id);
                     }
                 }
             }
+        };
+        for i in 0..snap.segs.len() {
+            let (seg, pos, mut chunks) = self.select_segment(&snap, i, None)?;
+            if pos.is_empty() {
+                continue;
+            }
+            for &c in &cols {
+                if chunks[c].is_none() {
+                    chunks[c] = Some(self.chunk(&seg, c)?);
+                }
+            }
+            for &p in &pos {
+                for &c in &cols {
+                    row[c] = chunks[c].as_ref().expect("read above").value(p as usize)?;
+                }
+                add(&row, seg.id(p as usize));
+            }
+        }
+        for (&id, r) in snap.delta.iter() {
+            add(r, id);
         }
         if equal_keys > 0 {
             // `<db>/<table>.cols`
