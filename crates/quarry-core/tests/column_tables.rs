@@ -357,3 +357,68 @@ fn updates_and_deletes_read_rows_once_and_keep_unique_keys() {
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `SUBSTRING(c, 1, n) IN (…)` over a general_ci column is read by the column engine as
+/// `c LIKE '…%' OR …` (TPC-H Q22's country codes): pushed, with the answers the executor
+/// gives itself (`engine_condition_pushdown=off`); a binary collation, or an item that
+/// ends in a space or is not `n` characters long, stays with the executor.
+#[test]
+fn leading_characters_in_a_list_are_pushed_as_like() {
+    let (_dir, db) = fresh_db("col-leading");
+    let mut s = db.session("root", "localhost");
+    s.query(
+        "CREATE DATABASE d; USE d; CREATE TABLE p (id INT, s VARCHAR(20), \
+         b VARCHAR(20) COLLATE utf8mb4_bin) ENGINE=COLUMN",
+    )
+    .unwrap();
+    let values: Vec<String> = (0..3000)
+        .map(|i| {
+            let v = ["13-x", "ab", "AB-1", "a", "a ", "%x", "éa", "ea", "1"][i % 9];
+            format!("({i}, '{v}', '{v}')")
+        })
+        .collect();
+    s.query(&format!("INSERT INTO p VALUES {}", values.join(",")))
+        .unwrap();
+    let extra = |s: &mut Session, q: &str| rows(s, &format!("EXPLAIN {q}"))[0][10].to_string();
+    for (q, pushed) in [
+        (
+            "SELECT count(*) FROM p WHERE SUBSTRING(s, 1, 2) IN ('13', 'ab', 'EA')",
+            true,
+        ),
+        (
+            "SELECT count(*) FROM p WHERE LEFT(s, 2) NOT IN ('%x', 'ab')",
+            true,
+        ),
+        (
+            "SELECT count(*) FROM p WHERE SUBSTRING(b, 1, 2) IN ('13', 'ab')",
+            false,
+        ),
+        (
+            "SELECT count(*) FROM p WHERE SUBSTRING(s, 1, 2) IN ('a ', 'ab')",
+            false,
+        ),
+        (
+            "SELECT count(*) FROM p WHERE SUBSTRING(s, 1, 2) IN ('a', 'ab')",
+            false,
+        ),
+    ] {
+        let with = rows(&mut s, q);
+        let how = extra(&mut s, q);
+        assert_eq!(how.contains("pushed condition"), pushed, "{q}: {how}");
+        s.query("SET optimizer_switch = 'engine_condition_pushdown=off'")
+            .unwrap();
+        assert_eq!(with, rows(&mut s, q), "{q}");
+        s.query("SET optimizer_switch = DEFAULT").unwrap();
+    }
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT count(*) FROM p WHERE SUBSTRING(s, 1, 2) IN ('13', 'ab', 'EA')"
+        )[0][0]
+            .to_i64(),
+        // '13-x', 'ab', 'AB-1', 'éa', 'ea' (accents and case folded).
+        (0..3000)
+            .filter(|i| [0, 1, 2, 6, 7].contains(&(i % 9)))
+            .count() as i64
+    );
+}

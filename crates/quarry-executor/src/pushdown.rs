@@ -1,7 +1,8 @@
 //! Filter pushdown: which `WHERE` conjuncts a table evaluates itself, and their engine form.
 //!
 //! At plan time each conjunct of a full scan's filter whose shape an engine can take (a
-//! column compared with constants, IN, BETWEEN, LIKE, IS NULL, under AND/OR/NOT) is
+//! column compared with constants, IN, BETWEEN, LIKE, IS NULL, under AND/OR/NOT; a
+//! column's leading characters IN a list of literals, as LIKE prefixes) is
 //! offered to the table; those it answers `Exact` for move from the scan's `filter` to
 //! its `pushed` condition. Constants (literals, parameters, constant expressions) are
 //! evaluated when the scan starts, so a prepared plan pushes new values each execution.
@@ -9,7 +10,7 @@
 //! the pushed conjuncts itself instead.
 
 use quarry_catalog::TableEntry;
-use quarry_common::Result;
+use quarry_common::{Result, Value};
 use quarry_storage_api::{CmpOp, Pred, Support};
 
 use crate::exec::ExecCtx;
@@ -33,10 +34,69 @@ fn cmp_op(op: BinOp) -> Option<CmpOp> {
     })
 }
 
+/// `SUBSTRING(col, 1, n)` (or `SUBSTR`, `MID`, `LEFT(col, n)`): the column and `n`.
+fn leading_chars(e: &Expr) -> Option<(usize, usize)> {
+    let Expr::Func(name, args) = e else {
+        return None;
+    };
+    let n = match (name.as_str(), args.as_slice()) {
+        ("SUBSTRING" | "SUBSTR" | "MID", [Expr::Col(_), Expr::Lit(Value::Int(1)), n]) => n,
+        ("LEFT", [Expr::Col(_), n]) => n,
+        _ => return None,
+    };
+    match (&args[0], n) {
+        (Expr::Col(c), Expr::Lit(Value::Int(n))) if *n > 0 => Some((*c, *n as usize)),
+        _ => None,
+    }
+}
+
+/// `SUBSTRING(col, 1, n) IN ('ab', 'cd')` as `col LIKE 'ab%' OR col LIKE 'cd%'` where
+/// the two mean the same: each item a string literal of `n` characters whose last does
+/// not weigh as a space, compared under utf8mb4_general_ci, which weighs each character
+/// once — two strings of `n` characters are then equal exactly where LIKE matches them
+/// character by character, and a value shorter than `n` equals no such item (padding
+/// it with spaces cannot give the last character). TPC-H Q22's country codes.
+fn leading_chars_in(c: usize, n: usize, list: &[Expr]) -> Option<Pred> {
+    let general = quarry_common::collation::Collation::Utf8mb4GeneralCi;
+    let mut likes = Vec::with_capacity(list.len());
+    for item in list {
+        let Expr::Lit(Value::Str(s)) = item else {
+            return None;
+        };
+        let last = s.chars().last()?;
+        if s.chars().count() != n
+            || general.cmp(last.encode_utf8(&mut [0; 4]), " ") == std::cmp::Ordering::Equal
+        {
+            return None;
+        }
+        let mut pattern = String::with_capacity(s.len() + 2);
+        for ch in s.chars() {
+            if matches!(ch, '%' | '_' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(ch);
+        }
+        pattern.push('%');
+        likes.push(Pred::Like {
+            col: c,
+            pattern,
+            escape: '\\',
+        });
+    }
+    Some(if likes.len() == 1 {
+        likes.pop()?
+    } else {
+        Pred::Or(likes)
+    })
+}
+
 /// The engine form of `e` with its constants evaluated by `value` (None: not pushable).
+/// `plain(c)`: column `c` is text under utf8mb4_general_ci (the comparisons of values
+/// taken out of it, as in `SUBSTRING(c, 1, 2) = 'ab'`, are that collation's).
 fn convert(
     e: &Expr,
     value: &mut dyn FnMut(&Expr) -> Result<quarry_common::Value>,
+    plain: &dyn Fn(usize) -> bool,
 ) -> Result<Option<Pred>> {
     let col = |e: &Expr| match e {
         Expr::Col(c) => Some(*c),
@@ -45,7 +105,7 @@ fn convert(
     let not = |p: Pred, negated: bool| if negated { Pred::Not(Box::new(p)) } else { p };
     Ok(Some(match e {
         Expr::Bin(BinOp::And | BinOp::Or, a, b) => {
-            let (Some(a), Some(b)) = (convert(a, value)?, convert(b, value)?) else {
+            let (Some(a), Some(b)) = (convert(a, value, plain)?, convert(b, value, plain)?) else {
                 return Ok(None);
             };
             let and = matches!(e, Expr::Bin(BinOp::And, ..));
@@ -63,7 +123,7 @@ fn convert(
                 Pred::Or(parts)
             }
         }
-        Expr::Unary(UnOp::Not, a) => match convert(a, value)? {
+        Expr::Unary(UnOp::Not, a) => match convert(a, value, plain)? {
             Some(p) => Pred::Not(Box::new(p)),
             None => return Ok(None),
         },
@@ -97,7 +157,14 @@ fn convert(
                 },
                 *negated,
             ),
-            _ => return Ok(None),
+            Some(_) => return Ok(None),
+            None => match leading_chars(expr) {
+                Some((c, n)) if plain(c) => match leading_chars_in(c, n, list) {
+                    Some(p) => not(p, *negated),
+                    None => return Ok(None),
+                },
+                _ => return Ok(None),
+            },
         },
         Expr::Between {
             expr,
@@ -153,6 +220,17 @@ fn convert(
     }))
 }
 
+/// Which of `table`'s columns are text under utf8mb4_general_ci (see `convert`).
+fn plain_text(table: &TableEntry) -> impl Fn(usize) -> bool + '_ {
+    |c| {
+        table
+            .def
+            .columns
+            .get(c)
+            .is_some_and(|col| col.ty.is_string() && !col.ty.is_binary() && col.ty.coll.is_plain())
+    }
+}
+
 /// Split a full scan's filter into what `table` takes (Exact) and what stays.
 pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, Option<Expr>) {
     let Some(f) = filter else {
@@ -163,7 +241,11 @@ pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, 
     let (mut pushed, mut kept) = (vec![], vec![]);
     for p in parts {
         // The shape is what is offered; placeholders stand in for the constants.
-        let shape = convert(&p, &mut |_| Ok(quarry_common::Value::Null));
+        let shape = convert(
+            &p,
+            &mut |_| Ok(quarry_common::Value::Null),
+            &plain_text(table),
+        );
         match shape {
             Ok(Some(pred)) if table.handle.pushdown(&pred) == Support::Exact => pushed.push(p),
             _ => kept.push(p),
@@ -184,7 +266,7 @@ pub(crate) fn engine_estimate(table: &TableEntry, filter: &Expr) -> Option<(f64,
             Expr::Lit(v) => Ok(v.clone()),
             _ => Err(quarry_common::Error::internal("not a literal")),
         };
-        match convert(p, literal) {
+        match convert(p, literal, &plain_text(table)) {
             Ok(Some(pred)) if table.handle.pushdown(&pred) == Support::Exact => preds.push(pred),
             _ => rest = true,
         }
@@ -208,7 +290,8 @@ pub(crate) fn route<'e>(
     ctx: &ExecCtx,
 ) -> Result<(Option<Pred>, Option<&'e Expr>)> {
     match pushed {
-        Some(p) if ctx.pushdown => match convert(p, &mut |k| k.eval(&[], ctx))? {
+        // `split` pushed only what `plain_text` allowed.
+        Some(p) if ctx.pushdown => match convert(p, &mut |k| k.eval(&[], ctx), &|_| true)? {
             Some(pred) => Ok((Some(pred), None)),
             None => Ok((None, Some(p))),
         },
