@@ -9,6 +9,7 @@ usage: queries_of_death.py BIN [--as-limit BYTES]   (exit 0 when every check hel
 """
 
 import argparse
+import atexit
 import os
 import shutil
 import subprocess
@@ -71,6 +72,15 @@ def main():
     if shutil.which("prlimit"):
         cmd = ["prlimit", f"--as={args.as_limit}", "--"] + cmd
     srv = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+    def cleanup():
+        # Whatever ends the run (an exception too): its gigabytes must not stay in /tmp.
+        if srv.poll() is None:
+            srv.terminate()
+            srv.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+    atexit.register(cleanup)
     pid = None
 
     def connect(**kw):
@@ -218,9 +228,7 @@ def main():
             except pymysql.err.MySQLError as e:
                 failed += 1
                 print(f"     FAIL dropping the copy: error {e.args[0]}: {e.args[1]}", flush=True)
-    srv.terminate()
-    srv.wait()
-    shutil.rmtree(work, ignore_errors=True)
+    cleanup()
     print(f"     queries of death: {len(cases) - failed - skipped}/{len(cases)} held"
           + (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0

@@ -37,6 +37,30 @@ pub fn physical_memory() -> Option<usize> {
     Some(kb * 1024)
 }
 
+/// A test's scratch folder, `<tmp>/quarry-<name>-<pid>`, not yet made. Folders of that
+/// name left by test processes that are gone (a test that failed or was killed skips its
+/// own cleanup) are removed first, so runs do not pile them up in the temp directory.
+pub fn test_dir(name: &str) -> std::path::PathBuf {
+    let tmp = std::env::temp_dir();
+    let prefix = format!("quarry-{name}-");
+    let me = std::process::id();
+    for e in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+        let file = e.file_name();
+        let pid = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if pid != me && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let dir = tmp.join(format!("{prefix}{me}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 /// An unnamed temporary file for spilling (sort runs, index-build runs): created under the
 /// system temp directory and unlinked at once, so nothing is left behind.
 pub fn temp_file(purpose: &str) -> Result<std::fs::File> {

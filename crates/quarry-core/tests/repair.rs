@@ -12,9 +12,7 @@ use quarry_core::{Database, Session};
 use std::path::{Path, PathBuf};
 
 fn fresh(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    quarry_core::quarry_common::test_dir(name)
 }
 
 fn fill(dir: &Path, engine: &str) {

@@ -54,8 +54,7 @@ pub fn reopen(dir: &std::path::Path, db: &str) -> Session {
 
 /// A fresh datadir under the system temp dir, named for the test and the process.
 pub fn fresh_db(name: &str) -> (PathBuf, Arc<Database>) {
-    let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = quarry_core::quarry_common::test_dir(name);
     let db = Database::open(&dir).unwrap();
     (dir, db)
 }

@@ -257,8 +257,7 @@ impl Running {
     }
     /// Listening on `addr` (e.g. every address: "0.0.0.0:0").
     pub fn start_at(name: &str, globals: &[(&str, i64)], opts: &Options, addr: &str) -> Running {
-        let dir = std::env::temp_dir().join(format!("quarry-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = quarry_core::quarry_common::test_dir(name);
         let db = Database::open_with(&dir, opts).unwrap();
         for &(k, v) in globals {
             db.set_global(k, Value::Int(v));
