@@ -223,11 +223,11 @@ pub fn scan_rows_known(plan: &Plan) -> Option<f64> {
 /// taken as unique). Several equalities between the same two tables (`ps_partkey =
 /// l_partkey AND ps_suppkey = l_suppkey`) are seldom independent — together they are
 /// usually one side's key — so their product is floored at one match per row of the
-/// smaller of the two tables (the join order floors it at the smaller table's rows that
-/// pass its own conditions). (Floored at one per row of
-/// the smaller input instead, TPC-H Q9's lineitem rows of green parts joined with all of
-/// partsupp came out as partsupp's 800 000 rows for 320 000, and the join with orders
-/// after it was costed for two and a half times the probes it makes.)
+/// smaller of the two tables; the join order floors it at the smaller table's rows that
+/// pass its own conditions. (Floored at one per row of the smaller input instead, TPC-H
+/// Q9's lineitem rows of green parts joined with all of partsupp came out as partsupp's
+/// 800 000 rows for 320 000, and the join with orders after it was costed for two and a
+/// half times the probes it makes.)
 fn equi_join_rows(
     left: &Plan,
     right: &Plan,

@@ -1072,9 +1072,9 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
     let (mut lk, mut rk) = (Vec::new(), Vec::new());
     run(left, ctx, &mut |batch| {
         ctx.check_killed()?;
-        // Each left row's key values (None: it cannot match).
-        let mut keys: Vec<Option<Vec<Value>>> = Vec::with_capacity(batch.len());
-        for l in &batch {
+        // The key values of each left row that can match, with its position.
+        let mut probes: Vec<(usize, Vec<Value>)> = Vec::with_capacity(batch.len());
+        for (i, l) in batch.iter().enumerate() {
             let mut vals = Vec::with_capacity(p.keys.len());
             for (k, e) in p.keys.iter().enumerate() {
                 match key_value(p.table, p.index, k, e.eval(l, ctx)?) {
@@ -1082,16 +1082,13 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                     None => break,
                 }
             }
-            keys.push((vals.len() == p.keys.len()).then_some(vals));
+            if vals.len() == p.keys.len() {
+                probes.push((i, vals));
+            }
         }
         // Row ids per left row, looked up in key order: consecutive descents share the
         // index's upper levels (in cache) instead of each starting cold.
-        let mut order: Vec<usize> = (0..batch.len()).filter(|&i| keys[i].is_some()).collect();
-        order.sort_by(|&a, &b| {
-            let (a, b) = (
-                keys[a].as_deref().unwrap_or(&[]),
-                keys[b].as_deref().unwrap_or(&[]),
-            );
+        probes.sort_by(|(_, a), (_, b)| {
             a.iter()
                 .zip(b)
                 .map(|(x, y)| x.total_cmp(y))
@@ -1099,14 +1096,12 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         let mut found: Vec<Vec<RowId>> = vec![Vec::new(); batch.len()];
-        for i in order {
-            if let Some(vals) = &keys[i] {
-                found[i] = p.table.handle.index_range(
-                    p.index,
-                    Bound::Included(vals),
-                    Bound::Included(vals),
-                )?;
-            }
+        for (i, vals) in &probes {
+            found[*i] = p.table.handle.index_range(
+                p.index,
+                Bound::Included(vals),
+                Bound::Included(vals),
+            )?;
         }
         // Fetched rows of `ids` that pass the pushed filter, by id.
         let fetch = |mut ids: Vec<RowId>| -> Result<WordMap<RowId, Row>> {

@@ -1632,20 +1632,9 @@ impl<'a> Binder<'a> {
         r
     }
 
-    /// A subquery whose rows are read as a set (IN, EXISTS): its sorts that decide no
-    /// row are dropped ([`unordered`]).
-    fn bind_set_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {
-        let sub = self.bind_sub(q)?;
-        Ok(match Arc::try_unwrap(sub) {
-            Ok(mut sub) => {
-                sub.plan = unordered::unordered(sub.plan);
-                Arc::new(sub)
-            }
-            Err(shared) => shared,
-        })
-    }
-
-    fn bind_sub(&mut self, q: &ast::Query) -> Result<Arc<SubQuery>> {
+    /// A subquery; `as_set` when its rows are read as a set (IN, EXISTS): its sorts that
+    /// decide no row are then dropped ([`unordered`]).
+    fn bind_sub(&mut self, q: &ast::Query, as_set: bool) -> Result<Arc<SubQuery>> {
         let saved_aggs = self.aggs.take();
         let base = self.levels.len();
         let start = self.found_refs.len();
@@ -1667,7 +1656,11 @@ impl<'a> Binder<'a> {
         self.next_sub += 1;
         Ok(Arc::new(SubQuery {
             ty: sp.columns.first().map(|c| c.ty).unwrap_or(SqlType::NULL),
-            plan: sp.plan,
+            plan: if as_set {
+                unordered::unordered(sp.plan)
+            } else {
+                sp.plan
+            },
             correlated,
             outer_refs: stable.then_some(outer_refs),
             id: self.next_sub + 1_000_000 * self.levels.len(),
@@ -1966,15 +1959,15 @@ impl<'a> Binder<'a> {
                 let x = self.bind_expr(expr)?;
                 Expr::InSub {
                     expr: Box::new(x),
-                    sub: self.bind_set_sub(subquery)?,
+                    sub: self.bind_sub(subquery, true)?,
                     negated: *negated,
                 }
             }
             A::Exists { subquery, negated } => Expr::Exists {
-                sub: self.bind_set_sub(subquery)?,
+                sub: self.bind_sub(subquery, true)?,
                 negated: *negated,
             },
-            A::Subquery(q) => Expr::ScalarSub(self.bind_sub(q)?),
+            A::Subquery(q) => Expr::ScalarSub(self.bind_sub(q, false)?),
             A::Like {
                 negated,
                 expr,
