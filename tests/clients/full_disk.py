@@ -90,6 +90,13 @@ def insert(cur, table, b, tmp):
         cur.execute(f"INSERT INTO {table} VALUES " + ",".join(f"({i},'{p}',{k})" for i, p, k in rows(b)))
 
 
+def check_failure(cur, table):
+    """What CHECK TABLE found wrong with `table` (None: OK)."""
+    cur.execute(f"CHECK TABLE {table}")
+    r = cur.fetchall()
+    return None if r[-1][3] == "OK" else f"CHECK TABLE {table}: {r}"
+
+
 def count(cur, table, b):
     cur.execute(f"SELECT count(*) FROM {table} WHERE id BETWEEN {b * BATCH} AND {b * BATCH + BATCH - 1}")
     return cur.fetchone()[0]
@@ -137,10 +144,9 @@ def main():
             n = cur.fetchone()[0]
             if n != len(bs) * BATCH:
                 sys.exit(f"{table}: {n} rows after restart, {len(bs) * BATCH} acknowledged")
-            cur.execute(f"CHECK TABLE {table}")
-            r = cur.fetchall()
-            if r[-1][3] != "OK":
-                sys.exit(f"CHECK TABLE {table}: {r}")
+            failure = check_failure(cur, table)
+            if failure:
+                sys.exit(failure)
         print(f"     full disk: {sum(len(v) for v in failed.values())} statements refused on a 48 MiB "
               f"tmpfs changed nothing; {sum(len(v) for v in ok.values())} acknowledged batches all "
               f"there after space returned and a kill -9")
@@ -195,10 +201,9 @@ def big_rollback(binary):
         got = cur.fetchone()
         if got != (209000, 209000 * 180):
             return f"after space returned, a DELETE and a kill -9 g.big holds {got}"
-        cur.execute("CHECK TABLE g.big")
-        r = cur.fetchall()
-        if r[-1][3] != "OK":
-            return f"CHECK TABLE g.big: {r}"
+        failure = check_failure(cur, "g.big")
+        if failure:
+            return failure
         print(f"     full disk: an UPDATE of 210 000 rows refused mid-way rolled back in "
               f"{took:.1f} s; reads went on; writes resumed when space returned")
         return None
@@ -251,10 +256,9 @@ def space_kept(binary):
         if got != (300000, 0, 3001):
             return f"after the refusal and a kill -9, counts are {got}, not (300000, 0, 3001)"
         cur.execute("DROP TABLE s.copy")
-        cur.execute("CHECK TABLE s.big")
-        r = cur.fetchall()
-        if r[-1][3] != "OK":
-            return f"CHECK TABLE s.big: {r}"
+        failure = check_failure(cur, "s.big")
+        if failure:
+            return failure
         print(f"     full disk: an INSERT … SELECT bigger than the disk refused with {left} MB "
               f"left; writes resumed {resumed:.1f} s later; restarted after a kill -9")
         return None

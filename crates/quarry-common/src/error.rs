@@ -138,14 +138,18 @@ impl Error {
     pub fn io(context: impl fmt::Display, e: std::io::Error) -> Error {
         let context = short_path(&context.to_string());
         if e.raw_os_error() == Some(28) {
-            return Error::new(
-                1021,
-                format!("Disk full ({context}); waiting for someone to free some space"),
-            );
+            return Error::disk_full(&context);
         }
         Error::new(
             1030,
             format!("Got error {e} from storage engine ({context})"),
+        )
+    }
+    /// 1021: no space for a write on `what` (a file, or why the server keeps space back).
+    pub fn disk_full(what: &str) -> Error {
+        Error::new(
+            1021,
+            format!("Disk full ({what}); waiting for someone to free some space"),
         )
     }
     /// The disk had no space for a write (ENOSPC: 1021).

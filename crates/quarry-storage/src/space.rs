@@ -86,9 +86,9 @@ impl Watermark {
             return Ok(());
         }
         self.below.store(true, Ordering::Release);
-        Err(Error::io(
-            format!("{} MiB kept free for rollbacks", keep >> 20),
-            std::io::Error::from_raw_os_error(28),
-        ))
+        Err(Error::disk_full(&format!(
+            "{} MiB kept free for rollbacks",
+            keep >> 20
+        )))
     }
 }
