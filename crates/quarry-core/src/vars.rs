@@ -118,6 +118,9 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // Aggregates over a whole-table scan evaluated on column vectors where they can
         // be (OFF: always row at a time; the answers are the same).
         ("quarry_vector_execution", i(1)),
+        // A hash join hands its build side's integer keys to the scan feeding its probe
+        // side, which leaves out rows that cannot match (OFF: every row is read).
+        ("quarry_runtime_filters", i(1)),
         ("read_buffer_size", i(128 * 1024)),
         ("socket", s("")),
         ("sort_buffer_size", i(2 * 1024 * 1024)),

@@ -1283,7 +1283,30 @@ impl Chunk {
     pub(crate) fn eval_leaf(&self, p: &Pred, out: &mut Vec<u8>) -> Result<Option<u8>> {
         out.clear();
         let null_truth = tri(p.eval_value(&Value::Null));
+        if let Pred::InKeys { keys, .. } = p {
+            // A runtime filter that keeps nearly everything is not checked at all (it is
+            // never exact: the join compares the keys again).
+            if !keys.worth_it() {
+                return Ok(Some(TRUE));
+            }
+        }
         match &self.data {
+            Data::Ints(v) if self.phys == Phys::Int && matches!(p, Pred::InKeys { .. }) => {
+                let Pred::InKeys { keys, .. } = p else {
+                    unreachable!()
+                };
+                let mut kept = 0u64;
+                out.extend(v.iter().map(|&x| {
+                    let t = keys.contains(x);
+                    kept += t as u64;
+                    if t {
+                        TRUE
+                    } else {
+                        FALSE
+                    }
+                }));
+                keys.record(v.len() as u64, kept);
+            }
             Data::AllNull => return Ok(Some(null_truth)),
             Data::Dict {
                 offsets,
@@ -1578,6 +1601,11 @@ pub(crate) fn may_match(p: &Pred, zone: &dyn Fn(usize) -> (Zone, u32)) -> bool {
                     }
                 }
                 Pred::In { values, .. } => values.iter().any(|v| !v.is_null() && inside(v)),
+                Pred::InKeys { keys, .. } => match (keys.bounds(), &z.min, &z.max) {
+                    (None, Value::Int(_), _) => false,
+                    (Some((lo, hi)), Value::Int(min), Value::Int(max)) => lo <= *max && hi >= *min,
+                    _ => true,
+                },
                 Pred::Between { lo, hi, .. } => {
                     if lo.is_null() || hi.is_null() {
                         return false;
@@ -1605,6 +1633,54 @@ mod tests {
             assert_eq!(&c.value(i).unwrap(), v, "row {i}");
         }
         (c, zone)
+    }
+
+    /// A runtime filter's keys decide each integer row as `Pred::eval_value` does (NULL
+    /// rows never pass), skip a segment whose zone lies outside them, and stop being
+    /// checked — every row passing — once the set keeps nearly all it is asked about.
+    #[test]
+    fn join_keys_filter_integer_chunks_until_they_stop_paying() {
+        let vals: Vec<Value> = (0..3000)
+            .map(|i| {
+                if i % 11 == 0 {
+                    Value::Null
+                } else {
+                    Value::Int(i % 97 - 40)
+                }
+            })
+            .collect();
+        let (c, zone) = roundtrip(Phys::Int, vals.clone());
+        let keys = std::sync::Arc::new(quarry_storage_api::KeySet::new(vec![
+            -40, -3, 0, 17, 56, 900,
+        ]));
+        let p = Pred::InKeys {
+            col: 0,
+            keys: keys.clone(),
+        };
+        let mut out = Vec::new();
+        assert_eq!(c.eval_leaf(&p, &mut out).unwrap(), None);
+        for (v, t) in vals.iter().zip(&out) {
+            assert_eq!(*t, tri(p.eval_value(v)), "{v:?}");
+        }
+        assert_eq!(out.iter().filter(|&&t| t == TRUE).count(), 140);
+        let zone_of = |z: &Zone| {
+            let z = z.clone();
+            move |_: usize| (z.clone(), 3000u32)
+        };
+        assert!(may_match(&p, &zone_of(&zone)));
+        let outside = Pred::InKeys {
+            col: 0,
+            keys: std::sync::Arc::new(quarry_storage_api::KeySet::new(vec![57, 1000])),
+        };
+        assert!(!may_match(&outside, &zone_of(&zone)));
+        let none = Pred::InKeys {
+            col: 0,
+            keys: std::sync::Arc::new(quarry_storage_api::KeySet::new(vec![])),
+        };
+        assert!(!may_match(&none, &zone_of(&zone)));
+        // Asked about 65 536 values and kept them all: no longer checked.
+        keys.record(1 << 16, 1 << 16);
+        assert_eq!(c.eval_leaf(&p, &mut out).unwrap(), Some(TRUE));
     }
 
     /// Leaves on decimals and dates decided on their stored integers answer as the

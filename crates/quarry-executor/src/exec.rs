@@ -17,7 +17,7 @@ use quarry_common::hash::WordMap;
 use quarry_common::packed::PackedRow;
 use quarry_common::value::DateTime;
 use quarry_common::{Collation, Error, Result, Row, Value};
-use quarry_storage_api::{IndexEntry, IndexScan, RowId, ScanAgg, ScanRequest};
+use quarry_storage_api::{IndexEntry, IndexScan, Pred, RowId, ScanAgg, ScanRequest, Support};
 
 use crate::expr::{cast_value, Expr, SubQuery};
 use crate::join::{join_pair, padded};
@@ -160,6 +160,9 @@ pub struct ExecCtx<'a> {
     pub pushdown: bool,
     /// Aggregates may run on column vectors (`quarry_vector_execution`).
     pub vectors: bool,
+    /// The runtime filters of the hash joins now probing, by the scan they are for
+    /// (`quarry_runtime_filters`; None: off).
+    pub runtime_filters: Option<RefCell<crate::join::RuntimeFilters>>,
     /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
     pub profile: RefCell<Option<crate::explain::Profile>>,
 }
@@ -588,6 +591,7 @@ pub fn scan_table(
         order: None,
         pushed: None,
         columns: None,
+        node: 0,
     };
     scan_with(table, &how, ctx, sink)
 }
@@ -602,6 +606,9 @@ pub struct ScanHow<'p> {
     pub order: Option<bool>,
     pub pushed: Option<&'p Expr>,
     pub columns: Option<&'p [usize]>,
+    /// The scan node's address, which the runtime filters of joins above it name (0:
+    /// not a plan's scan).
+    pub node: usize,
 }
 
 impl<'p> ScanHow<'p> {
@@ -625,6 +632,7 @@ impl<'p> ScanHow<'p> {
                 order: *order,
                 pushed: pushed.as_ref(),
                 columns: columns.as_deref(),
+                node: plan as *const Plan as usize,
             }),
             _ => None,
         }
@@ -647,16 +655,39 @@ pub fn scan_with(
         order,
         pushed,
         columns,
+        node,
     } = *how;
     // Pushed conjuncts go to the engine, unless pushdown is switched off: then they are
     // checked here like the rest of the filter.
-    let (engine_filter, local_pushed) = crate::pushdown::route(pushed, ctx)?;
+    let (mut engine_filter, local_pushed) = crate::pushdown::route(pushed, ctx)?;
+    // Runtime filters of the joins above: to the engine on a full scan where it takes
+    // them, else checked here.
+    let mut runtime = crate::join::runtime_filters_for(node, ctx);
+    if ctx.pushdown && matches!(access, Access::Full) {
+        let (to_engine, rest): (Vec<Pred>, Vec<Pred>) = runtime
+            .into_iter()
+            .partition(|p| table.handle.pushdown(p) != Support::Unsupported);
+        runtime = rest;
+        if !to_engine.is_empty() {
+            let mut all = match engine_filter.take() {
+                Some(Pred::And(v)) => v,
+                Some(p) => vec![p],
+                None => vec![],
+            };
+            all.extend(to_engine);
+            engine_filter = Some(if all.len() == 1 {
+                all.pop().unwrap()
+            } else {
+                Pred::And(all)
+            });
+        }
+    }
     let folded = filter.map(|f| crate::fold::fold(f, ctx));
     let filter = folded.as_deref();
     let folded_pushed = local_pushed.map(|f| crate::fold::fold(f, ctx));
     let local_pushed = folded_pushed.as_deref();
     let keep = |ids: Vec<RowId>, rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
-        if filter.is_none() && local_pushed.is_none() {
+        if filter.is_none() && local_pushed.is_none() && runtime.is_empty() {
             return Ok((ids, rows));
         }
         let (mut kid, mut krow) = (
@@ -665,7 +696,10 @@ pub fn scan_with(
         );
         for (id, r) in ids.into_iter().zip(rows) {
             let pass = |f: Option<&Expr>| f.map_or(Ok(true), |f| f.eval_truth(&r, ctx));
-            if pass(local_pushed)? && pass(filter)? {
+            if crate::join::runtime_filters_pass(&runtime, &r)
+                && pass(local_pushed)?
+                && pass(filter)?
+            {
                 kid.push(id);
                 krow.push(r);
             }
@@ -1406,12 +1440,17 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
             on,
             right_width,
         } => {
+            let filters = |probe: &Plan, probe_keys, build_keys, probe_is_left| {
+                crate::join::filter_targets(probe, probe_keys, build_keys, *kind, probe_is_left)
+            };
             let spec = crate::join::JoinSpec {
                 kind: *kind,
                 left_keys,
                 right_keys,
                 on: on.as_ref(),
                 nulls: vec![Value::Null; *right_width],
+                left_filters: filters(left, left_keys, right_keys, true),
+                right_filters: filters(right, right_keys, left_keys, false),
             };
             // A semi or anti join builds on its left rows when they are expected to be
             // fewer than the right's, an inner join when they are expected to take less

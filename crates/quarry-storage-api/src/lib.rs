@@ -22,8 +22,10 @@ use std::sync::Arc;
 use quarry_common::packed::PackedRow;
 use quarry_common::{Error, Result, Row, SqlType, Value};
 
+mod keyset;
 mod pred;
 pub mod vector;
+pub use keyset::KeySet;
 pub use pred::{CmpOp, Pred, Support};
 pub use vector::{ColumnBatch, ColumnCursor, ColumnCursors, VectorType};
 
@@ -175,6 +177,8 @@ pub struct HandlerCounters {
     /// Rows aggregates were computed over a column vector at a time (the vectorised
     /// executor), counted when such an aggregate finishes.
     pub vector_rows: std::sync::atomic::AtomicU64,
+    /// Rows a hash join's runtime filter left out of the scan feeding its probe side.
+    pub runtime_filtered_rows: std::sync::atomic::AtomicU64,
 }
 
 thread_local! {
@@ -225,6 +229,10 @@ impl HandlerCounters {
             ),
             ("Quarry_sort_spilled_runs", self.sort_spills.load(Relaxed)),
             ("Quarry_vector_rows", self.vector_rows.load(Relaxed)),
+            (
+                "Quarry_runtime_filtered_rows",
+                self.runtime_filtered_rows.load(Relaxed),
+            ),
         ]
     }
 }

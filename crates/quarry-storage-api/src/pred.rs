@@ -8,8 +8,11 @@
 //! data (dictionary codes, zone maps) use it to decide per distinct value.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use quarry_common::{like, Value};
+
+use crate::KeySet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
@@ -80,6 +83,13 @@ pub enum Pred {
     IsNull {
         col: usize,
     },
+    /// An integer column's value is one of a hash join's build keys (a runtime filter).
+    /// True for values that are no integer (the join decides those), never for NULL;
+    /// an engine may ignore it, or stop checking once the set is not worth it.
+    InKeys {
+        col: usize,
+        keys: Arc<KeySet>,
+    },
 }
 
 /// An engine's answer to an offered condition.
@@ -117,7 +127,8 @@ impl Pred {
             | Pred::In { col, .. }
             | Pred::Between { col, .. }
             | Pred::Like { col, .. }
-            | Pred::IsNull { col } => Some(*col),
+            | Pred::IsNull { col }
+            | Pred::InKeys { col, .. } => Some(*col),
             _ => None,
         }
     }
@@ -196,6 +207,11 @@ impl Pred {
                 Some(like(&v.as_str_lossy(), pattern, *escape))
             }
             Pred::IsNull { .. } => Some(v.is_null()),
+            Pred::InKeys { keys, .. } => match v {
+                Value::Null => None,
+                Value::Int(k) => Some(keys.contains(*k)),
+                _ => Some(true),
+            },
             Pred::And(_) | Pred::Or(_) | Pred::Not(_) => None,
         }
     }
@@ -254,6 +270,7 @@ impl Pred {
                 format!("{} like {}", name(*col), lit(&Value::Str(pattern.clone())))
             }
             Pred::IsNull { col } => format!("{} is null", name(*col)),
+            Pred::InKeys { col, keys } => format!("{} in <{} join keys>", name(*col), keys.len()),
         }
     }
 }

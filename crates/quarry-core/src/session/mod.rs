@@ -381,6 +381,7 @@ struct Settings {
     sort_buffer: usize,
     pushdown: bool,
     vectors: bool,
+    runtime_filters: bool,
 }
 
 impl Session {
@@ -522,6 +523,10 @@ impl Session {
                 .unwrap_or(true),
             vectors: self
                 .sys_var("quarry_vector_execution")
+                .map(|v| v.to_i64() != 0)
+                .unwrap_or(true),
+            runtime_filters: self
+                .sys_var("quarry_runtime_filters")
                 .map(|v| v.to_i64() != 0)
                 .unwrap_or(true),
         }
@@ -1084,6 +1089,7 @@ impl Session {
             group_concat_max: st.group_concat_max,
             pushdown: st.pushdown,
             vectors: st.vectors,
+            runtime_filters: st.runtime_filters.then(RefCell::default),
             sort_buffer: st.sort_buffer,
             profile: RefCell::new(None),
         };

@@ -137,6 +137,7 @@ pub(super) fn locked_rows(
         order: None,
         pushed: pushed.as_ref(),
         columns: None,
+        node: 0,
     };
     let mut out: Vec<Target> = vec![];
     let mut read = Vec::new();

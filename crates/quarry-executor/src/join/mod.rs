@@ -5,6 +5,12 @@
 //! from the right table) are the executor's.
 
 mod key_table;
+mod runtime_filter;
+
+pub(crate) use runtime_filter::{
+    for_scan as runtime_filters_for, passes as runtime_filters_pass, targets as filter_targets,
+};
+pub use runtime_filter::{RuntimeFilters, Target};
 
 use quarry_common::{Result, Row, Value};
 use quarry_storage_api::HandlerCounters;
@@ -149,6 +155,10 @@ pub struct JoinSpec<'p> {
     pub on: Option<&'p Expr>,
     /// The right side of a LEFT JOIN row that matched nothing.
     pub nulls: Row,
+    /// Scans below the left input that the build keys of a join built on the right may
+    /// filter (runtime filters), and those below the right input for one built on the left.
+    pub left_filters: Vec<Target>,
+    pub right_filters: Vec<Target>,
 }
 
 /// Partitions a spilling hash join splits both inputs into.
@@ -183,11 +193,17 @@ pub fn hash_join(
     let mut spilled = 0u64;
     // Without keys: the right rows, once they passed the buffer.
     let mut cross: Option<RowSpill> = None;
+    let mut filters = (depth == 0)
+        .then(|| runtime_filter::Collector::new(&j.left_filters, ctx))
+        .flatten();
     right(&mut |b| {
         for r in b {
             ctx.tick()?;
             if keyed && !key_of(j.right_keys, &r, ctx, &mut k)? {
                 continue;
+            }
+            if let Some(f) = filters.as_mut() {
+                f.add(&r, j.right_keys);
             }
             if let Some(files) = spill.as_mut() {
                 files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&r)?;
@@ -229,6 +245,8 @@ pub fn hash_join(
     if let Some(f) = cross {
         return block_nested_loop(left, f.into_reader()?, j, ctx, sink);
     }
+    // Held until the left input has been read.
+    let _filters = filters.map(|f| f.register(ctx));
     let mut go = true;
     if let Some(right_files) = spill {
         let mut left_files = RowSpill::partitions(JOIN_PARTITIONS)?;
@@ -317,10 +335,12 @@ pub fn semi_join_on_left(
 ) -> Result<bool> {
     debug_assert!(j.kind.left_only() && !j.left_keys.is_empty());
     // A NULL key matches nothing: the row stays (an anti join keeps it).
-    let (rows, table) = match build_left(left, j, ctx, true)? {
+    let mut filters = runtime_filter::Collector::new(&j.right_filters, ctx);
+    let (rows, table) = match build_left(left, j, ctx, true, &mut filters)? {
         Built::Table(rows, table) => (rows, table),
         Built::Over(rows, rest) => return finish_on_right(rows, rest, right, j, ctx, sink),
     };
+    let _filters = filters.map(|f| f.register(ctx));
     let mut k = Vec::new();
     let mut matched = vec![false; rows.len()];
     let mut unmatched = table.len();
@@ -372,10 +392,12 @@ pub fn inner_join_on_left(
 ) -> Result<bool> {
     debug_assert!(j.kind == JoinKind::Inner && !j.left_keys.is_empty());
     // A NULL key matches nothing: the row goes.
-    let (rows, table) = match build_left(left, j, ctx, false)? {
+    let mut filters = runtime_filter::Collector::new(&j.right_filters, ctx);
+    let (rows, table) = match build_left(left, j, ctx, false, &mut filters)? {
         Built::Table(rows, table) => (rows, table),
         Built::Over(rows, rest) => return finish_on_right(rows, rest, right, j, ctx, sink),
     };
+    let _filters = filters.map(|f| f.register(ctx));
     if rows.is_empty() {
         return Ok(true);
     }
@@ -405,7 +427,14 @@ enum Built {
 
 /// Read the left input into a hash table on its keys; rows whose key is NULL are kept
 /// (unindexed) when `keep_unkeyed`, dropped otherwise.
-fn build_left(left: &mut Feed, j: &JoinSpec, ctx: &ExecCtx, keep_unkeyed: bool) -> Result<Built> {
+/// The keys of the right input's runtime filters are gathered into `filters`.
+fn build_left(
+    left: &mut Feed,
+    j: &JoinSpec,
+    ctx: &ExecCtx,
+    keep_unkeyed: bool,
+    filters: &mut Option<runtime_filter::Collector>,
+) -> Result<Built> {
     let mut rows: Vec<Row> = Vec::new();
     let mut table = KeyTable::default();
     let mut rest: Option<RowSpill> = None;
@@ -423,6 +452,9 @@ fn build_left(left: &mut Feed, j: &JoinSpec, ctx: &ExecCtx, keep_unkeyed: bool) 
             if key_of(j.left_keys, &l, ctx, &mut k)? {
                 used += k.len() + KeyTable::ENTRY_BYTES;
                 table.insert(&k, rows.len());
+                if let Some(f) = filters.as_mut() {
+                    f.add(&l, j.left_keys);
+                }
             } else if !keep_unkeyed {
                 continue;
             }
