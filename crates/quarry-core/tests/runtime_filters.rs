@@ -77,14 +77,14 @@ const FILTERED: &[&str] = &[
     // join below.
     "SELECT d.grp, count(*), sum(f.v) FROM f JOIN g ON f.id = g.fid JOIN d ON f.dk = d.dk \
      WHERE d.grp IN (0, 1) AND g.flag = 1 GROUP BY d.grp ORDER BY d.grp",
-    // A LEFT join built on its smaller left side: its right side's rows only join.
-    "SELECT d.grp, count(*), count(f.id) FROM d LEFT JOIN f ON f.dk = d.dk AND f.v < 5 \
-     GROUP BY d.grp ORDER BY d.grp",
 ];
 
 const UNFILTERED: &[&str] = &[
-    // Every fact row comes out whether it matches or not.
+    // Every fact row comes out whether it matches or not (and a LEFT join is built on its
+    // right side, whose rows the left ones probe).
     "SELECT count(*), count(d.dk) FROM f LEFT JOIN d ON f.dk = d.dk AND d.grp = 1",
+    "SELECT d.grp, count(*), count(f.id) FROM d LEFT JOIN f ON f.dk = d.dk AND f.v < 5 \
+     GROUP BY d.grp ORDER BY d.grp",
     "SELECT count(*) FROM f WHERE NOT EXISTS (SELECT 1 FROM d WHERE d.dk = f.dk AND d.grp = 1)",
     // The probe key is an expression, not a column.
     "SELECT count(*) FROM f JOIN d ON f.dk + 0 = d.dk WHERE d.grp = 1",

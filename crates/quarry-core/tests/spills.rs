@@ -202,10 +202,10 @@ fn a_wide_build_side_holds_only_the_cells_it_reads() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A semi, anti or LEFT join whose outer rows are the fewer builds on them and streams
-/// the inner table through (it held the inner table, spilling it past the buffer); past
-/// the buffer the outer rows go to a file and the join builds on the inner side as
-/// before, with the same answers (a LEFT join's unmatched and NULL-keyed rows padded).
+/// A semi or anti join whose outer rows are the fewer builds on them and streams the
+/// inner table through (it held the inner table, spilling it past the buffer); past the
+/// buffer the outer rows go to a file and the join builds on the inner side as before,
+/// with the same answers.
 #[test]
 fn semi_joins_build_on_the_smaller_outer_side() {
     let (dir, db) = fresh_db("spills-semi-outer");
@@ -225,10 +225,6 @@ fn semi_joins_build_on_the_smaller_outer_side() {
              AND w.pad LIKE 'p%') ORDER BY n",
             "SELECT count(*), sum(n) FROM t WHERE n < 400 AND s IN (SELECT CONCAT('s', k % 70) \
              FROM w WHERE w.n % 7 = 0)",
-            "SELECT t.n, count(w.n), min(w.n), max(w.pad) FROM t LEFT JOIN w ON w.k = t.n \
-             AND w.n > t.n * 3 WHERE t.n < 400 GROUP BY t.n ORDER BY t.n",
-            "SELECT count(*), count(w.n), sum(x.n) FROM (SELECT IF(n % 50 = 0, NULL, n) AS n \
-             FROM t WHERE n < 400) x LEFT JOIN w ON w.k = x.n",
         ];
         // 5 121 rows of w take some 700 KB in a hash table; t's 400 rows a few dozen.
         let answers = same_answers_spilled(&mut s, engine, &queries, 200_000, 2048);

@@ -377,26 +377,23 @@ pub fn semi_join_on_left(
     flush_rest(out, sink)
 }
 
-/// An inner or LEFT join whose left input is expected to be smaller than its right
-/// (TPC-H Q7: the customers of two nations against all orders; Q13: every customer
-/// LEFT JOIN ten times as many orders): the hash table is built on the left rows and
-/// the right input streams through it, so the larger input is neither held nor spilled;
-/// joined rows come out in the right input's order, then (LEFT) the left rows nothing
-/// matched, padded with NULLs. Left rows past `join_buffer` go on into a file, and the
-/// join is then done as [`hash_join`] does it (building on the right). Returns false
-/// when the sink asked to stop.
-pub fn join_on_left(
+/// An inner join whose left input is expected to be smaller than its right (TPC-H Q7:
+/// the customers of two nations against all orders): the hash table is built on the left
+/// rows and the right input streams through it, so the larger input is neither held nor
+/// spilled; joined rows come out in the right input's order. Left rows past
+/// `join_buffer` go on into a file, and the join is then done as [`hash_join`] does it
+/// (building on the right). Returns false when the sink asked to stop.
+pub fn inner_join_on_left(
     left: &mut Feed,
     right: &mut Feed,
     j: &JoinSpec,
     ctx: &ExecCtx,
     sink: &mut Sink,
 ) -> Result<bool> {
-    debug_assert!(matches!(j.kind, JoinKind::Inner | JoinKind::Left) && !j.left_keys.is_empty());
-    let outer = j.kind == JoinKind::Left;
-    // A NULL key matches nothing: the row goes, or (LEFT) comes out padded.
+    debug_assert!(j.kind == JoinKind::Inner && !j.left_keys.is_empty());
+    // A NULL key matches nothing: the row goes.
     let mut filters = runtime_filter::Collector::new(&j.right_filters, ctx);
-    let (rows, table) = match build_left(left, j, ctx, outer, &mut filters)? {
+    let (rows, table) = match build_left(left, j, ctx, false, &mut filters)? {
         Built::Table(rows, table) => (rows, table),
         Built::Over(rows, rest) => return finish_on_right(rows, rest, right, j, ctx, sink),
     };
@@ -404,38 +401,21 @@ pub fn join_on_left(
     if rows.is_empty() {
         return Ok(true);
     }
-    let mut matched = vec![false; if outer { rows.len() } else { 0 }];
     let mut k = Vec::new();
     let mut go = true;
-    if table.len() > 0 {
-        right(&mut |b| {
-            go = join_batch(b, sink, &mut |r, out| {
-                ctx.tick()?;
-                if key_of(j.right_keys, &r, ctx, &mut k)? {
-                    for i in table.matches(&k) {
-                        if join_pair(&rows[i], r.as_slice(), j.on, ctx, out)? && outer {
-                            matched[i] = true;
-                        }
-                    }
+    right(&mut |b| {
+        go = join_batch(b, sink, &mut |r, out| {
+            ctx.tick()?;
+            if key_of(j.right_keys, &r, ctx, &mut k)? {
+                for i in table.matches(&k) {
+                    join_pair(&rows[i], r.as_slice(), j.on, ctx, out)?;
                 }
-                Ok(())
-            })?;
-            Ok(go)
-        })?;
-    }
-    if !go || !outer {
-        return Ok(go);
-    }
-    let mut out = Vec::new();
-    for (l, m) in rows.into_iter().zip(matched) {
-        if !m {
-            out.push(padded(l, &j.nulls));
-            if !flush_full(&mut out, sink)? {
-                return Ok(false);
             }
-        }
-    }
-    flush_rest(out, sink)
+            Ok(())
+        })?;
+        Ok(go)
+    })?;
+    Ok(go)
 }
 
 /// The left rows of a join that builds on them: in a table by key, or, past

@@ -3,7 +3,7 @@
 //! its engine (a column table checks it on its chunks, before rows are made) or checks
 //! itself. A probe row whose key is not among them would find no partner, so leaving it
 //! out changes no answer — for inner and semi joins, and for the right side of a join
-//! built on its left (whose right rows only ever find left ones, LEFT and anti joins too). The filter reaches
+//! built on its left (whose right rows only ever find left ones). The filter reaches
 //! through the joins below the probe side (a left-deep plan's first table gets every
 //! filter of the joins above it), which is where it saves most: TPC-H Q9 reads the
 //! lineitem rows of green parts only, before they are joined with anything.
@@ -49,11 +49,11 @@ pub fn targets(
     probe_is_left: bool,
 ) -> Vec<Target> {
     // Probe rows a build key cannot match may go: they never come out of an inner or
-    // semi join, and a join built on its left only reads its right rows to join or mark
-    // left ones (a LEFT or anti join's unmatched left rows come out whatever the right).
+    // semi join, and a join built on its left only reads its right rows to mark left ones.
     let may_filter = match kind {
         JoinKind::Inner | JoinKind::Semi => true,
-        JoinKind::Anti | JoinKind::Left => !probe_is_left,
+        JoinKind::Anti => !probe_is_left,
+        JoinKind::Left => false,
     };
     if !may_filter {
         return vec![];
