@@ -5,10 +5,10 @@
 //! out changes no answer — for inner and semi joins, and for the right side of a join
 //! built on its left (whose right rows only ever find left ones). The filter reaches
 //! through the joins below the probe side (a left-deep plan's first table gets every
-//! filter of the joins above it), which is where it saves most: TPC-H Q9 reads the
-//! lineitem rows of green parts only, before they are joined with anything.
+//! filter of the joins above it), which is where it saves most: TPC-H Q16 makes rows of
+//! the partsupp entries of its 30 000 chosen parts only, of 800 000.
 //!
-//! Owns which scans get which filters and while when; the join keeps comparing keys.
+//! Owns which scans get which filters, and for how long; the join keeps comparing keys.
 
 use std::sync::Arc;
 
@@ -139,7 +139,8 @@ impl Collector {
                     keys_so_far.push(*k as i64)
                 }
                 // A key that is no integer may equal a probe integer in ways a set of
-                // integers does not capture ('5' = 5, 5.0 = 5): no filter.
+                // integers does not capture ('5' = 5, 5.0 = 5): no filter; nor past
+                // MAX_KEYS keys.
                 _ => *set = None,
             }
         }
