@@ -1291,22 +1291,6 @@ impl Chunk {
             }
         }
         match &self.data {
-            Data::Ints(v) if self.phys == Phys::Int && matches!(p, Pred::InKeys { .. }) => {
-                let Pred::InKeys { keys, .. } = p else {
-                    unreachable!()
-                };
-                let mut kept = 0u64;
-                out.extend(v.iter().map(|&x| {
-                    let t = keys.contains(x);
-                    kept += t as u64;
-                    if t {
-                        TRUE
-                    } else {
-                        FALSE
-                    }
-                }));
-                keys.record(v.len() as u64, kept);
-            }
             Data::AllNull => return Ok(Some(null_truth)),
             Data::Dict {
                 offsets,
@@ -1338,13 +1322,23 @@ impl Chunk {
                 }
             }
             Data::Ints(v) if matches!(self.phys, Phys::Int | Phys::Decimal(_) | Phys::Date) => {
-                match int_leaf(p, self.phys) {
-                    Some(f) => out.extend(v.iter().map(|&x| f(x))),
-                    None => {
-                        for &x in v {
-                            out.push(tri(p.eval_value(&Value::Int(x))));
-                        }
+                match p {
+                    Pred::InKeys { keys, .. } if self.phys == Phys::Int => {
+                        out.extend(
+                            v.iter()
+                                .map(|&x| if keys.contains(x) { TRUE } else { FALSE }),
+                        );
+                        let kept = out.iter().filter(|&&t| t == TRUE).count();
+                        keys.record(v.len() as u64, kept as u64);
                     }
+                    _ => match int_leaf(p, self.phys) {
+                        Some(f) => out.extend(v.iter().map(|&x| f(x))),
+                        None => {
+                            for &x in v {
+                                out.push(tri(p.eval_value(&Value::Int(x))));
+                            }
+                        }
+                    },
                 }
             }
             Data::Plain { offsets, data } => {

@@ -668,26 +668,15 @@ pub fn scan_with(
             .into_iter()
             .partition(|p| table.handle.pushdown(p) != Support::Unsupported);
         runtime = rest;
-        if !to_engine.is_empty() {
-            let mut all = match engine_filter.take() {
-                Some(Pred::And(v)) => v,
-                Some(p) => vec![p],
-                None => vec![],
-            };
-            all.extend(to_engine);
-            engine_filter = Some(if all.len() == 1 {
-                all.pop().unwrap()
-            } else {
-                Pred::And(all)
-            });
-        }
+        engine_filter = Pred::all(engine_filter.into_iter().chain(to_engine).collect());
     }
     let folded = filter.map(|f| crate::fold::fold(f, ctx));
     let filter = folded.as_deref();
     let folded_pushed = local_pushed.map(|f| crate::fold::fold(f, ctx));
     let local_pushed = folded_pushed.as_deref();
-    let keep = |ids: Vec<RowId>, rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
-        if filter.is_none() && local_pushed.is_none() && runtime.is_empty() {
+    let keep = |mut ids: Vec<RowId>, mut rows: Vec<Row>| -> Result<(Vec<RowId>, Vec<Row>)> {
+        crate::join::retain_runtime_filtered(&runtime, &mut ids, &mut rows);
+        if filter.is_none() && local_pushed.is_none() {
             return Ok((ids, rows));
         }
         let (mut kid, mut krow) = (
@@ -696,10 +685,7 @@ pub fn scan_with(
         );
         for (id, r) in ids.into_iter().zip(rows) {
             let pass = |f: Option<&Expr>| f.map_or(Ok(true), |f| f.eval_truth(&r, ctx));
-            if crate::join::runtime_filters_pass(&runtime, &r)
-                && pass(local_pushed)?
-                && pass(filter)?
-            {
+            if pass(local_pushed)? && pass(filter)? {
                 kid.push(id);
                 krow.push(r);
             }

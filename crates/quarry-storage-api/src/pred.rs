@@ -120,6 +120,15 @@ fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
 }
 
 impl Pred {
+    /// The conjunction of `parts`: None when there are none, the one when it is alone.
+    pub fn all(mut parts: Vec<Pred>) -> Option<Pred> {
+        match parts.len() {
+            0 => None,
+            1 => parts.pop(),
+            _ => Some(Pred::And(parts)),
+        }
+    }
+
     /// The column a leaf tests (None for AND/OR/NOT).
     pub fn column(&self) -> Option<usize> {
         match self {

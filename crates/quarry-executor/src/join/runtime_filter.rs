@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use quarry_common::{Row, SqlType, TypeKind, Value};
-use quarry_storage_api::{HandlerCounters, KeySet, Pred};
+use quarry_storage_api::{HandlerCounters, KeySet, Pred, RowId};
 
 use crate::exec::ExecCtx;
 use crate::expr::Expr;
@@ -205,21 +205,21 @@ pub fn for_scan(node: usize, ctx: &ExecCtx) -> Vec<Pred> {
     })
 }
 
-/// Whether a row passes the filters a scan checks itself, counting what they were
-/// asked (`row` is the scan's row).
-pub fn passes(filters: &[Pred], row: &Row) -> bool {
+/// Keep the rows of a scan's batch (and their ids) that pass the filters it checks
+/// itself, counting per filter what it was asked and kept.
+pub fn retain(filters: &[Pred], ids: &mut Vec<RowId>, rows: &mut Vec<Row>) {
     for p in filters {
         let Pred::InKeys { keys, .. } = p else {
             continue;
         };
-        if !keys.worth_it() {
+        if rows.is_empty() || !keys.worth_it() {
             continue;
         }
-        let pass = p.eval(row) == Some(true);
-        keys.record(1, pass as u64);
-        if !pass {
-            return false;
-        }
+        let pass: Vec<bool> = rows.iter().map(|r| p.eval(r) == Some(true)).collect();
+        let kept = pass.iter().filter(|&&t| t).count();
+        keys.record(rows.len() as u64, kept as u64);
+        let (mut i, mut j) = (pass.iter(), pass.iter());
+        ids.retain(|_| *i.next().unwrap());
+        rows.retain(|_| *j.next().unwrap());
     }
-    true
 }
