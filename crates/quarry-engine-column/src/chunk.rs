@@ -1333,9 +1333,11 @@ impl Chunk {
                     }
                     _ => match int_leaf(p, self.phys) {
                         Some(f) => out.extend(v.iter().map(|&x| f(x))),
+                        // Compared as values: a date's stored integer is not the
+                        // date a string constant is read as.
                         None => {
                             for &x in v {
-                                out.push(tri(p.eval_value(&Value::Int(x))));
+                                out.push(tri(p.eval_value(&self.phys.int_value(x))));
                             }
                         }
                     },
@@ -1766,6 +1768,74 @@ mod tests {
             value: Value::Double(1.5),
         };
         assert!(int_leaf(&p, Phys::Decimal(2)).is_none());
+    }
+
+    /// A leaf on a date or decimal chunk whose constant has no integer form (a string,
+    /// a double) is decided on the values, not on the stored integers: `o_orderdate <
+    /// '1995-03-15'` was false for every row, `> '1995-03-15'` true for every row.
+    #[test]
+    fn leaves_without_an_integer_form_compare_the_values() {
+        let date = |y: u16, m: u8, d: u8| {
+            Value::Date(quarry_common::value::Date {
+                year: y,
+                month: m,
+                day: d,
+            })
+        };
+        let s = |x: &str| Value::Str(x.into());
+        let cases: Vec<(Phys, Vec<Value>, Vec<Value>)> = vec![
+            (
+                Phys::Date,
+                (1..=12)
+                    .flat_map(|m| [1, 15, 28].map(|d| date(1995, m, d)))
+                    .collect(),
+                vec![
+                    s("1995-03-15"),
+                    s("1995-03-15 10:00:00"),
+                    s("19950601"),
+                    Value::Int(19950601),
+                    Value::Double(19950601.5),
+                ],
+            ),
+            (
+                Phys::Decimal(2),
+                (-300..300)
+                    .map(|m| Value::Decimal(Decimal::new(m, 2)))
+                    .collect(),
+                vec![s("1.5"), s("-0.25"), Value::Double(1.005), s("abc")],
+            ),
+        ];
+        let ops = [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ];
+        let mut out = Vec::new();
+        for (phys, vals, consts) in cases {
+            let (c, _) = roundtrip(phys, vals.clone());
+            assert!(matches!(c.data, Data::Ints(_)), "{phys:?}: not integers");
+            for k in &consts {
+                for op in ops {
+                    let p = Pred::Cmp {
+                        col: 0,
+                        op,
+                        value: k.clone(),
+                    };
+                    let want: Vec<u8> = vals.iter().map(|v| tri(p.eval_value(v))).collect();
+                    let got = match c.eval_leaf(&p, &mut out).unwrap() {
+                        Some(t) => vec![t; vals.len()],
+                        None => out.clone(),
+                    };
+                    assert_eq!(got, want, "{p:?} on {phys:?}");
+                    if op == CmpOp::Lt {
+                        assert!(want.contains(&TRUE) && want.contains(&FALSE), "{p:?}");
+                    }
+                }
+            }
+        }
     }
 
     /// Packed integers of every width come back, whole-word reads and the byte-wise
