@@ -90,7 +90,7 @@ impl Phys {
                     month: 0,
                     day: 0,
                 });
-                ((d.year as i64) << 9) | ((d.month as i64) << 5) | d.day as i64
+                date_stored(&d)
             }
             Phys::DateTime => v.to_datetime().map(|d| d.to_stored()).unwrap_or(0),
             Phys::Time => quarry_common::time::value_to_time(v)
@@ -1473,8 +1473,14 @@ fn int_leaf(p: &Pred, phys: Phys) -> Option<Box<dyn Fn(i64) -> u8>> {
                 };
                 Some((i64::try_from(lo).ok()?, i64::try_from(hi).ok()?))
             }
-            (Phys::Date, Value::Date(d)) => {
-                exact(((d.year as i64) << 9) | ((d.month as i64) << 5) | d.day as i64)
+            (Phys::Date, Value::Date(d)) => exact(date_stored(d)),
+            // A string or number read as a datetime, as `Value::sql_cmp` reads it beside a
+            // date: one past midnight lies between its day and the next.
+            (Phys::Date, Value::Str(_) | Value::Int(_)) => {
+                let o = v.to_datetime()?;
+                let lo = date_stored(&o.date);
+                let midnight = (o.hour, o.minute, o.second, o.micro) == (0, 0, 0, 0);
+                Some((lo, lo + i64::from(!midnight)))
             }
             _ => None,
         }
@@ -1509,6 +1515,10 @@ fn int_leaf(p: &Pred, phys: Phys) -> Option<Box<dyn Fn(i64) -> u8>> {
         }
         _ => None,
     }
+}
+
+fn date_stored(d: &Date) -> i64 {
+    ((d.year as i64) << 9) | ((d.month as i64) << 5) | d.day as i64
 }
 
 /// Values whose order under `Value::sql_cmp` agrees with the zone map's (same family).
