@@ -15,6 +15,7 @@ pub mod bind;
 pub mod cardinality;
 mod distinct;
 pub mod dml;
+mod eager_agg;
 pub mod exec;
 pub mod explain;
 pub mod expr;

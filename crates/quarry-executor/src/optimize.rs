@@ -71,6 +71,7 @@ pub(crate) fn fetch_cost(table: &TableEntry) -> f64 {
 /// Run every post-binding choice over one SELECT's plan.
 pub fn optimize(plan: Plan) -> Plan {
     let plan = order_by_index(plan);
+    let plan = crate::eager_agg::eager_aggregation(plan);
     let mut plan = index_joins(plan);
     need(&mut plan, None);
     plan
