@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fresh_db, rows, status};
+use common::{fill_segments, fresh_db, rows, status};
 use quarry_core::quarry_common::Value;
 use quarry_core::{Database, Output, Session};
 
@@ -421,4 +421,47 @@ fn leading_characters_in_a_list_are_pushed_as_like() {
             .filter(|i| [0, 1, 2, 6, 7].contains(&(i % 9)))
             .count() as i64
     );
+}
+
+/// GROUP BY one integer column inside the engine (keyed by the stored integer in each
+/// segment, merged across segments by value): signed and unsigned columns, NULL keys,
+/// rows in two segments and the delta, deleted rows; the groups and counts are those of
+/// the executor's grouping of the same values (`k + 0` is not grouped in the engine).
+#[test]
+fn integer_groups_in_the_engine_are_the_executors() {
+    let (_dir, db) = fresh_db("column-int-groups");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE t; USE t").unwrap();
+    s.query("CREATE TABLE g (id INT, k BIGINT, u INT UNSIGNED, v INT) ENGINE=COLUMN")
+        .unwrap();
+    // Every n-th row NULL in a column.
+    let value = |i: i64, n: i64, v: i64| {
+        if i % n == 0 {
+            "NULL".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let row = |i: i64| {
+        format!(
+            "({i}, {}, {}, {})",
+            value(i, 17, (i * 31) % 700 - 200),
+            value(i, 19, (i * 7) % 90),
+            value(i, 5, i % 11)
+        )
+    };
+    fill_segments(&mut s, "g", &[(1, 3000), (3001, 6000)], 6001..=6040, row);
+    s.query("DELETE FROM g WHERE id % 97 = 0").unwrap();
+    for col in ["k", "u"] {
+        let q = |key: &str| {
+            format!(
+                "SELECT {key}, COUNT(*), COUNT(v), MIN(v), MAX(id) FROM g WHERE id BETWEEN 2 AND 6030 \
+                 GROUP BY {key} ORDER BY 1"
+            )
+        };
+        let engine = rows(&mut s, &q(col));
+        let executor = rows(&mut s, &q(&format!("{col} + 0")));
+        assert!(engine.len() > 80, "{col}: {} groups", engine.len());
+        assert_eq!(engine, executor, "{col}");
+    }
 }

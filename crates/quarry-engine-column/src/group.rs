@@ -21,6 +21,10 @@ use crate::chunk::{Chunk, Codes, Data, Phys};
 /// Groups merged from segments and delta rows: group values then aggregate values.
 pub(crate) struct Groups {
     index: WordMap<Vec<u8>, usize>,
+    /// Groups of one integer column, by its value (signed or not: a segment and the delta
+    /// may give one number either way). A column's values are all integers or none are,
+    /// so these never meet a group of `index`.
+    ints: WordMap<i64, usize>,
     pub rows: Vec<Row>,
     width: usize,
     aggs: Vec<ScanAgg>,
@@ -31,6 +35,7 @@ impl Groups {
     pub fn new(width: usize, aggs: &[ScanAgg]) -> Groups {
         Groups {
             index: WordMap::default(),
+            ints: WordMap::default(),
             rows: vec![],
             width,
             aggs: aggs.to_vec(),
@@ -44,16 +49,36 @@ impl Groups {
 
     /// Add one group's values and partial aggregates.
     pub fn merge(&mut self, row: Row) {
-        self.key.clear();
-        for v in &row[..self.width] {
-            v.hash_key(&mut self.key);
-        }
-        match self.index.get(&self.key) {
-            None => {
-                self.index.insert(self.key.clone(), self.rows.len());
-                self.rows.push(row);
+        let int = match (self.width, row.first()) {
+            (1, Some(Value::Int(k))) => Some(*k),
+            (1, Some(Value::UInt(k))) => i64::try_from(*k).ok(),
+            _ => None,
+        };
+        let found = match int {
+            Some(k) => match self.ints.get(&k) {
+                Some(&i) => Some(i),
+                None => {
+                    self.ints.insert(k, self.rows.len());
+                    None
+                }
+            },
+            _ => {
+                self.key.clear();
+                for v in &row[..self.width] {
+                    v.hash_key(&mut self.key);
+                }
+                match self.index.get(&self.key) {
+                    Some(&i) => Some(i),
+                    None => {
+                        self.index.insert(self.key.clone(), self.rows.len());
+                        None
+                    }
+                }
             }
-            Some(&i) => {
+        };
+        match found {
+            None => self.rows.push(row),
+            Some(i) => {
                 let cur = &mut self.rows[i];
                 for (j, a) in self.aggs.iter().enumerate() {
                     let k = self.width + j;
@@ -86,9 +111,10 @@ impl Groups {
 
 fn combine(a: ScanAgg, cur: &mut Value, new: &Value) {
     match a {
-        ScanAgg::CountStar | ScanAgg::Count(_) => {
-            *cur = Value::Int(cur.to_i64() + new.to_i64());
-        }
+        ScanAgg::CountStar | ScanAgg::Count(_) => match (cur, new) {
+            (Value::Int(c), Value::Int(n)) => *c += n,
+            (cur, new) => *cur = Value::Int(cur.to_i64() + new.to_i64()),
+        },
         ScanAgg::Min(_) | ScanAgg::Max(_) => {
             let want = if matches!(a, ScanAgg::Min(_)) {
                 Ordering::Less
@@ -102,16 +128,11 @@ fn combine(a: ScanAgg, cur: &mut Value, new: &Value) {
     }
 }
 
-/// One group of a segment: its first row, a count per COUNT aggregate and the row of the
-/// best value per MIN/MAX.
-struct Local {
-    first: usize,
-    counts: Vec<i64>,
-    best: Vec<Option<usize>>,
-}
-
 /// Group the rows of one segment for which `selected` holds into `out`. `chunks[c]` is
-/// decoded for every column the grouping or the aggregates read.
+/// decoded for every column the grouping or the aggregates read. A group of the segment
+/// is known by its first row; its counts and the rows of its best MIN/MAX values are kept
+/// `aggs.len()` to a group in flat vectors (no allocation per group: a segment of orders
+/// grouped by customer has tens of thousands).
 pub(crate) fn segment(
     chunks: &[Option<Chunk>],
     group: &[usize],
@@ -121,31 +142,34 @@ pub(crate) fn segment(
     out: &mut Groups,
 ) -> Result<()> {
     let ch = |c: usize| chunks[c].as_ref().expect("chunk decoded for grouping");
-    let mut locals: Vec<Local> = vec![];
-    let new_local = |first: usize| Local {
-        first,
-        counts: vec![0; aggs.len()],
-        best: vec![None; aggs.len()],
-    };
+    let na = aggs.len();
+    let mut firsts: Vec<usize> = vec![];
+    let mut counts: Vec<i64> = vec![];
+    let mut best: Vec<Option<usize>> = vec![];
     // The group of each selected row: through a code-indexed table for one dictionary
-    // column, else through a map keyed by the columns' raw bytes.
-    let dict = match group {
+    // column, a map keyed by the stored integer for one integer column, else a map keyed
+    // by the columns' raw bytes.
+    let (dict, ints) = match group {
         [c] => match &ch(*c).data {
-            Data::Dict { offsets, codes, .. } => Some((offsets.len() - 1, codes)),
-            _ => None,
+            Data::Dict { offsets, codes, .. } => (Some((offsets.len() - 1, codes)), None),
+            Data::Ints(v) => (None, Some(v)),
+            _ => (None, None),
         },
-        _ => None,
+        _ => (None, None),
     };
     let mut by_code: Vec<u32> = match dict {
         Some((n, _)) => vec![u32::MAX; n + 1],
         None => vec![],
     };
-    let mut by_key: WordMap<Vec<u8>, usize> = WordMap::default();
+    let mut by_int: WordMap<i64, u32> = WordMap::default();
+    let mut null_group: Option<u32> = None;
+    let mut by_key: WordMap<Vec<u8>, u32> = WordMap::default();
     let mut key = Vec::new();
     let mut scratch = (Vec::new(), Vec::new());
     for i in (0..rows).filter(|&i| selected(i)) {
-        let slot = match dict {
-            Some((n, codes)) => {
+        let next = firsts.len() as u32;
+        let slot = match (dict, ints) {
+            (Some((n, codes)), _) => {
                 let code = if ch(group[0]).is_null(i) {
                     n
                 } else {
@@ -155,12 +179,13 @@ pub(crate) fn segment(
                     }
                 };
                 if by_code[code] == u32::MAX {
-                    by_code[code] = locals.len() as u32;
-                    locals.push(new_local(i));
+                    by_code[code] = next;
                 }
-                by_code[code] as usize
+                by_code[code]
             }
-            None => {
+            (None, Some(_)) if ch(group[0]).is_null(i) => *null_group.get_or_insert(next),
+            (None, Some(v)) => *by_int.entry(v[i]).or_insert(next),
+            (None, None) => {
                 key.clear();
                 for &c in group {
                     key_part(ch(c), i, &mut key);
@@ -168,18 +193,22 @@ pub(crate) fn segment(
                 match by_key.get(key.as_slice()) {
                     Some(&s) => s,
                     None => {
-                        by_key.insert(key.clone(), locals.len());
-                        locals.push(new_local(i));
-                        locals.len() - 1
+                        by_key.insert(key.clone(), next);
+                        next
                     }
                 }
             }
-        };
-        let local = &mut locals[slot];
+        } as usize;
+        if slot == firsts.len() {
+            firsts.push(i);
+            counts.resize(counts.len() + na, 0);
+            best.resize(best.len() + na, None);
+        }
+        let (counts, best) = (&mut counts[slot * na..], &mut best[slot * na..]);
         for (j, a) in aggs.iter().enumerate() {
             match *a {
-                ScanAgg::CountStar => local.counts[j] += 1,
-                ScanAgg::Count(c) => local.counts[j] += !ch(c).is_null(i) as i64,
+                ScanAgg::CountStar => counts[j] += 1,
+                ScanAgg::Count(c) => counts[j] += !ch(c).is_null(i) as i64,
                 ScanAgg::Min(c) | ScanAgg::Max(c) => {
                     let col = ch(c);
                     if col.is_null(i) {
@@ -190,23 +219,23 @@ pub(crate) fn segment(
                     } else {
                         Ordering::Greater
                     };
-                    match local.best[j] {
+                    match best[j] {
                         Some(b) if cmp_rows(col, i, b, &mut scratch) != want => {}
-                        _ => local.best[j] = Some(i),
+                        _ => best[j] = Some(i),
                     }
                 }
             }
         }
     }
-    for local in locals {
-        let mut row = Vec::with_capacity(group.len() + aggs.len());
+    for (g, &first) in firsts.iter().enumerate() {
+        let mut row = Vec::with_capacity(group.len() + na);
         for &c in group {
-            row.push(ch(c).value(local.first)?);
+            row.push(ch(c).value(first)?);
         }
         for (j, a) in aggs.iter().enumerate() {
             row.push(match *a {
-                ScanAgg::CountStar | ScanAgg::Count(_) => Value::Int(local.counts[j]),
-                ScanAgg::Min(c) | ScanAgg::Max(c) => match local.best[j] {
+                ScanAgg::CountStar | ScanAgg::Count(_) => Value::Int(counts[g * na + j]),
+                ScanAgg::Min(c) | ScanAgg::Max(c) => match best[g * na + j] {
                     Some(b) => ch(c).value(b)?,
                     None => Value::Null,
                 },

@@ -58,3 +58,25 @@ pub fn fresh_db(name: &str) -> (PathBuf, Arc<Database>) {
     let db = Database::open(&dir).unwrap();
     (dir, db)
 }
+
+/// Fill a column table: each of `segments` (first and last id) inserted at once and
+/// merged into a segment of its own, then the ids of `delta` one row at a time (left in
+/// the delta); `row` gives an id's `(…)` tuple.
+pub fn fill_segments(
+    s: &mut Session,
+    table: &str,
+    segments: &[(i64, i64)],
+    delta: std::ops::RangeInclusive<i64>,
+    row: impl Fn(i64) -> String,
+) {
+    for &(from, to) in segments {
+        let bulk: Vec<String> = (from..=to).map(&row).collect();
+        s.query(&format!("INSERT INTO {table} VALUES {}", bulk.join(",")))
+            .unwrap();
+        s.query(&format!("OPTIMIZE TABLE {table}")).unwrap();
+    }
+    for i in delta {
+        s.query(&format!("INSERT INTO {table} VALUES {}", row(i)))
+            .unwrap();
+    }
+}
