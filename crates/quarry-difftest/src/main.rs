@@ -547,9 +547,8 @@ impl Run {
                 }
                 t.push_str(&format!("# statement: {}\n", m.sql.replace('\n', "\n# ")));
                 for tb in tables {
-                    t.push_str(&format!("# {}\n", tb.create(m.variant)));
-                    if let Some(i) = tb.insert() {
-                        t.push_str(&format!("# {i}\n"));
+                    for stmt in tb.load(m.variant) {
+                        t.push_str(&format!("# {stmt}\n"));
                     }
                 }
                 t
@@ -631,9 +630,8 @@ fn scratch(side: &mut Side, i: usize, into: bool) -> Result<(), String> {
 fn load_into(side: &mut Side, i: usize, tables: &[Table], variant: Variant) -> Result<(), String> {
     scratch(side, i, true)?;
     for t in tables {
-        side.run(i, &t.create(variant))?;
-        if let Some(ins) = t.insert() {
-            side.run(i, &ins)?;
+        for stmt in t.load(variant) {
+            side.run(i, &stmt)?;
         }
     }
     Ok(())

@@ -141,10 +141,8 @@ pub fn slt(
     }
     out.push('\n');
     for t in tables {
-        let ddl = t.create(variant);
-        out.push_str(&format!("statement ok\n{ddl}\n\n"));
-        if let Some(ins) = t.insert() {
-            out.push_str(&format!("statement ok\n{ins}\n\n"));
+        for stmt in t.load(variant) {
+            out.push_str(&format!("statement ok\n{stmt}\n\n"));
         }
     }
     let sql = sel.to_string();

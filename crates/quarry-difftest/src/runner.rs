@@ -82,8 +82,8 @@ impl Side {
     pub fn load(&mut self, tables: &[Table], variants: &[Variant]) -> Result<(), String> {
         for (c, v) in self.conns.iter_mut().zip(variants) {
             for t in tables {
-                let mut stmts = vec![format!("DROP TABLE IF EXISTS {}", t.name), t.create(*v)];
-                stmts.extend(t.insert());
+                let mut stmts = vec![format!("DROP TABLE IF EXISTS {}", t.name)];
+                stmts.extend(t.load(*v));
                 for s in stmts {
                     c.exec(&s)
                         .map_err(|e| format!("{} ({}): {s}: {e}", self.server.name, v.db()))?;
