@@ -92,6 +92,18 @@ const QUERIES: &[(&str, bool)] = &[
         "SELECT c.id, SUM(o.amt + c.grp) FROM c JOIN o ON c.id = o.cid GROUP BY c.id",
         false,
     ),
+    // A LEFT join's unmatched customer is a row of NULLs to the aggregates: what is not
+    // NULL for it counts it, so only plain columns are aggregated early there.
+    (
+        "SELECT c.id, COUNT(1), SUM(1), COUNT(COALESCE(o.amt, 0)), MAX(5) \
+         FROM c LEFT JOIN o ON c.id = o.cid GROUP BY c.id",
+        false,
+    ),
+    (
+        "SELECT c.id, COUNT(1), SUM(2), COUNT(COALESCE(o.amt, 0)) FROM c JOIN o ON c.id = o.cid \
+         GROUP BY c.id",
+        true,
+    ),
 ];
 
 #[test]

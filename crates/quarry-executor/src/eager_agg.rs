@@ -1,17 +1,18 @@
-//! Eager aggregation: a GROUP BY over an inner or LEFT join, grouped by a key of the left
-//! table, whose aggregates read only right-side columns (TPC-H Q13: customers and the
-//! count of their orders) aggregates the right input by its join key first, joins each
-//! left row to at most one aggregated row, and needs no grouping after the join — each
-//! group is one left row. A million orders become a hundred thousand rows before the
-//! hash join instead of after it.
+//! Eager aggregation: a GROUP BY over an inner or LEFT join, grouped by a key of one
+//! input's table, whose aggregates read only the other input's columns (TPC-H Q13:
+//! customers and the count of their orders), aggregates that other input by its join key
+//! first, joins each keyed row to at most one aggregated row, and needs no grouping after
+//! the join — each group is one keyed row. A million orders become a hundred thousand rows
+//! before the hash join instead of after it. A LEFT join aggregates its right input; an
+//! inner join either one.
 //!
 //! Owns the rewrite of such a plan and the conditions under which the answer is the
-//! same: integer join keys on both sides (grouping the right rows by its key puts
-//! together exactly the rows one left key matches), a unique key of the left table among
-//! the GROUP BY columns (no two left rows share a group), COUNT, SUM, MIN and MAX without
-//! DISTINCT. A left row that matched nothing gets what the aggregates give over its
-//! padded row: COUNT(col) 0, COUNT(*) 1, the others NULL. Must not touch: the join's order
-//! or algorithm (the caller's passes choose them, before and after this one).
+//! same: integer join keys on both sides (grouping the aggregated rows by their key puts
+//! together exactly the rows one key matches), a unique key of the keyed table among the
+//! GROUP BY columns (no two of its rows share a group), COUNT, SUM, MIN and MAX without
+//! DISTINCT. A LEFT join's row that matched nothing gets what the aggregates give over
+//! its padded row: COUNT(col) 0, COUNT(*) 1, the others NULL. Must not touch: the join's
+//! order or algorithm (the caller's passes choose them, before and after this one).
 
 use quarry_common::{TypeKind, Value};
 
@@ -121,6 +122,7 @@ fn qualifies(input: &Plan, group: &[Expr], aggs: &[Agg]) -> Option<Side> {
         agg: right,
         agg_keys: right_keys,
         agg_at: lw,
+        padded: *kind == JoinKind::Left,
     };
     if right_side.holds(group, aggs) {
         return Some(Side::Right);
@@ -132,6 +134,7 @@ fn qualifies(input: &Plan, group: &[Expr], aggs: &[Agg]) -> Option<Side> {
         agg: left,
         agg_keys: left_keys,
         agg_at: 0,
+        padded: false,
     };
     (*kind == JoinKind::Inner && left_side.holds(group, aggs)).then_some(Side::Left)
 }
@@ -145,6 +148,10 @@ struct Shape<'p> {
     agg: &'p Plan,
     agg_keys: &'p [Expr],
     agg_at: usize,
+    /// A LEFT join's right input: a row that matched nothing meets the aggregates as a
+    /// row of NULLs, so they may read its columns only as they are (`COUNT(1)` or
+    /// `COUNT(COALESCE(o.x, 0))` count such a row, which the early groups cannot tell).
+    padded: bool,
 }
 
 impl Shape<'_> {
@@ -195,7 +202,16 @@ impl Shape<'_> {
         if !keyed {
             return false;
         }
-        let agg_only = |e: &Expr| columns_read(e).is_some_and(|cs| cs.iter().all(|&c| in_agg(c)));
+        let agg_only = |e: &Expr| {
+            if self.padded {
+                return match e {
+                    Expr::Col(c) => in_agg(*c),
+                    Expr::Collate(inner, _) => col(inner).is_some_and(in_agg),
+                    _ => false,
+                };
+            }
+            columns_read(e).is_some_and(|cs| cs.iter().all(|&c| in_agg(c)))
+        };
         let aggs_ok = aggs.iter().all(|a| {
             !a.distinct
                 && matches!(
