@@ -7,15 +7,16 @@
 
 mod common;
 
-use common::{fresh_db, rows};
+use common::{fill_segments, fresh_db, rows};
 use quarry_core::Session;
 
 fn explain(s: &mut Session, sql: &str) -> String {
     rows(s, &format!("EXPLAIN FORMAT=TREE {sql}"))[0][0].to_string()
 }
 
-/// 500 customers (every seventh has no orders) and 4 000 orders, some of no customer or
-/// of none that exists, some without an amount; column tables get segments.
+/// 500 customers (every seventh has no orders) and 4 010 orders, some of no customer or
+/// of none that exists, some without an amount; column tables get two segments and a
+/// delta.
 fn load(s: &mut Session, engine: &str) {
     s.query(&format!(
         "CREATE TABLE c (id INT NOT NULL PRIMARY KEY, name VARCHAR(10), grp INT) ENGINE={engine}; \
@@ -47,12 +48,7 @@ fn load(s: &mut Session, engine: &str) {
             ["a", "xb", "c", "dx"][(i % 4) as usize]
         )
     };
-    for (from, to) in [(1, 2000), (2001, 4000)] {
-        let bulk: Vec<String> = (from..=to).map(order).collect();
-        s.query(&format!("INSERT INTO o VALUES {}", bulk.join(",")))
-            .unwrap();
-        s.query("OPTIMIZE TABLE o").unwrap();
-    }
+    fill_segments(s, "o", &[(1, 2000), (2001, 4000)], 4001..=4010, order);
 }
 
 /// (query, whether the plan aggregates orders before the join)

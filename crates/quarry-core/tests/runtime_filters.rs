@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{fresh_db, rows, status};
+use common::{fill_segments, fresh_db, rows, status};
 use quarry_core::Session;
 
 /// A fact table of 3 000 rows in three segments (column tables), the delta and deleted
@@ -27,16 +27,8 @@ fn load(s: &mut Session, engine: &str) {
         };
         format!("({i}, {dk}, {})", i % 23)
     };
-    for (from, to) in [(1, 1000), (1001, 2000), (2001, 3000)] {
-        let bulk: Vec<String> = (from..=to).map(row).collect();
-        s.query(&format!("INSERT INTO f VALUES {}", bulk.join(",")))
-            .unwrap();
-        s.query("OPTIMIZE TABLE f").unwrap();
-    }
-    for i in 3001..=3020 {
-        s.query(&format!("INSERT INTO f VALUES {}", row(i)))
-            .unwrap();
-    }
+    let segments = [(1, 1000), (1001, 2000), (2001, 3000)];
+    fill_segments(s, "f", &segments, 3001..=3020, row);
     s.query("DELETE FROM f WHERE id % 97 = 0").unwrap();
     let dims: Vec<String> = (-5..55)
         .map(|k: i64| format!("({k}, {})", k.rem_euclid(4)))

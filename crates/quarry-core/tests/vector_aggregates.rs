@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fresh_db, rows, status};
+use common::{fill_segments, fresh_db, rows, status};
 use quarry_core::Session;
 
 fn load(s: &mut Session) {
@@ -47,25 +47,15 @@ fn load_in(s: &mut Session, engine: &str) {
     // Segments from bulk inserts (read by one thread each on more than one core, so the
     // runs' groups and states are merged), the delta from single rows, deleted rows.
     // The group 'c' first turns up in the second segment.
-    for (from, to) in [(1, 1000), (1001, 2000), (2001, 3000)] {
-        let bulk: Vec<String> = (from..=to)
-            .map(|i| {
-                if i < 1001 && i % 5 == 4 {
-                    row(i + 1)
-                } else {
-                    row(i)
-                }
-            })
-            .collect();
-        s.query(&format!("INSERT INTO v VALUES {}", bulk.join(",")))
-            .unwrap();
-        // A bulk insert short of a segment's rows stays in the delta until merged.
-        s.query("OPTIMIZE TABLE v").unwrap();
-    }
-    for i in 3001..=3020 {
-        s.query(&format!("INSERT INTO v VALUES {}", row(i)))
-            .unwrap();
-    }
+    let first_segment_skips = |i: i64| {
+        if i < 1001 && i % 5 == 4 {
+            row(i + 1)
+        } else {
+            row(i)
+        }
+    };
+    let segments = [(1, 1000), (1001, 2000), (2001, 3000)];
+    fill_segments(s, "v", &segments, 3001..=3020, first_segment_skips);
     s.query("DELETE FROM v WHERE id % 97 = 0 OR id = 3005")
         .unwrap();
 }
