@@ -39,29 +39,11 @@ pub(crate) fn eager_aggregation(plan: Plan) -> Plan {
             }
             // A join whose inputs the join order swapped sits under a projection that
             // puts the columns back in FROM order: read through it.
-            if let Plan::Project { input: join, exprs } = &input {
-                if exprs.iter().all(|e| col(e).is_some()) {
-                    let through = |e: &Expr| {
-                        e.clone().rewrite(&mut |x| match x {
-                            Expr::Col(c) => exprs.get(*c).cloned(),
-                            _ => None,
-                        })
-                    };
-                    let group2: Vec<Expr> = group.iter().map(through).collect();
-                    let aggs2: Vec<Agg> = aggs
-                        .iter()
-                        .map(|a| Agg {
-                            args: a.args.iter().map(through).collect(),
-                            ..a.clone()
-                        })
-                        .collect();
-                    if let Some(side) = qualifies(join, &group2, &aggs2) {
-                        let Plan::Project { input: join, .. } = input else {
-                            unreachable!("matched above")
-                        };
-                        return rewrite(*join, group2, aggs2, side);
-                    }
-                }
+            if let Some((group, aggs, side)) = through_projection(&input, &group, &aggs) {
+                let Plan::Project { input: join, .. } = input else {
+                    unreachable!("through_projection takes projections only")
+                };
+                return rewrite(*join, group, aggs, side);
             }
             Plan::Aggregate {
                 input: Box::new(input),
@@ -72,6 +54,37 @@ pub(crate) fn eager_aggregation(plan: Plan) -> Plan {
         }
         other => other.map_inputs(&mut eager_aggregation),
     }
+}
+
+/// The grouping and aggregates of a projection of plain columns over a join, read as the
+/// join's columns, when the rewrite applies to them there.
+fn through_projection(
+    input: &Plan,
+    group: &[Expr],
+    aggs: &[Agg],
+) -> Option<(Vec<Expr>, Vec<Agg>, Side)> {
+    let Plan::Project { input: join, exprs } = input else {
+        return None;
+    };
+    if !exprs.iter().all(|e| col(e).is_some()) {
+        return None;
+    }
+    let through = |e: &Expr| {
+        e.clone().rewrite(&mut |x| match x {
+            Expr::Col(c) => exprs.get(*c).cloned(),
+            _ => None,
+        })
+    };
+    let group: Vec<Expr> = group.iter().map(through).collect();
+    let aggs: Vec<Agg> = aggs
+        .iter()
+        .map(|a| Agg {
+            args: a.args.iter().map(through).collect(),
+            ..a.clone()
+        })
+        .collect();
+    let side = qualifies(join, &group, &aggs)?;
+    Some((group, aggs, side))
 }
 
 fn is_integer(kind: TypeKind) -> bool {
