@@ -136,8 +136,10 @@ pub(crate) fn aggregate(
         }
         None => None,
     };
+    // One integer column: its vectors are `Int64Array`s, whoever makes them.
+    let int_column = matches!(by.as_slice(), [(s, None)] if types[*s] == VectorType::Int);
     let new_run = |aggs| Run {
-        groups: Groups::new(by.clone()),
+        groups: Groups::new(by.clone(), int_column),
         aggs,
         rows: 0,
     };
@@ -177,10 +179,7 @@ pub(crate) fn aggregate(
     }
     HandlerCounters::add(&ctx.catalog.counters.vector_rows, total.rows);
     let mut out = Vec::with_capacity(total.groups.len());
-    for (g, mut row) in std::mem::take(&mut total.groups.values)
-        .into_iter()
-        .enumerate()
-    {
+    for (g, mut row) in total.groups.take_values().into_iter().enumerate() {
         for (a, v) in aggs.iter().zip(total.aggs.iter_mut()) {
             row.push(v.state_of(g).finish(a, ctx));
         }
