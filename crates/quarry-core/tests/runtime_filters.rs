@@ -1,5 +1,6 @@
 //! Runtime filters: a hash join hands its build side's integer keys to the scan feeding
-//! its probe side. Which joins filter (`Quarry_runtime_filtered_rows` counts the rows
+//! its probe side, and a scan its condition's `int_col IN (SELECT …)` subquery's integers.
+//! Which joins and conditions filter (`Quarry_runtime_filtered_rows` counts the rows
 //! left out), that a column table leaves them out before reading them
 //! (`Handler_read_rnd_next`), and that every answer is the one without filters
 //! (`quarry_runtime_filters = OFF`) — on column and row tables, through the join below,
@@ -69,6 +70,9 @@ const FILTERED: &[&str] = &[
     // join below.
     "SELECT d.grp, count(*), sum(f.v) FROM f JOIN g ON f.id = g.fid JOIN d ON f.dk = d.dk \
      WHERE d.grp IN (0, 1) AND g.flag = 1 GROUP BY d.grp ORDER BY d.grp",
+    // IN subqueries that stay subqueries (they group): the scan's own condition.
+    "SELECT count(*), sum(f.v) FROM f WHERE f.dk IN (SELECT dk FROM d GROUP BY dk HAVING min(grp) = 1)",
+    "SELECT count(*) FROM f WHERE f.v > 3 AND f.dk IN (SELECT max(dk) FROM d GROUP BY grp)",
 ];
 
 const UNFILTERED: &[&str] = &[
@@ -80,6 +84,11 @@ const UNFILTERED: &[&str] = &[
     "SELECT count(*) FROM f WHERE NOT EXISTS (SELECT 1 FROM d WHERE d.dk = f.dk AND d.grp = 1)",
     // The probe key is an expression, not a column.
     "SELECT count(*) FROM f JOIN d ON f.dk + 0 = d.dk WHERE d.grp = 1",
+    // A row may pass without its key among the subquery's: NOT IN, IN under OR, and
+    // values that equal integers without being integers (dk / 1 is a decimal).
+    "SELECT count(*) FROM f WHERE f.dk NOT IN (SELECT dk FROM d GROUP BY dk HAVING min(grp) = 1)",
+    "SELECT count(*) FROM f WHERE f.v = 3 OR f.dk IN (SELECT dk FROM d GROUP BY dk HAVING min(grp) = 1)",
+    "SELECT count(*) FROM f WHERE f.dk IN (SELECT dk / 1 FROM d GROUP BY dk HAVING min(grp) = 1)",
 ];
 
 #[test]

@@ -647,6 +647,32 @@ pub fn scan_with(
     ctx: &ExecCtx,
     sink: &mut dyn FnMut(Vec<RowId>, Vec<Row>) -> Result<bool>,
 ) -> Result<()> {
+    // The condition's `int_col IN (SELECT …)` conjuncts, as filters a full scan offers
+    // its engine like the runtime filters of joins.
+    let in_filters = match how.filter {
+        Some(f)
+            if ctx.runtime_filters.is_some()
+                && ctx.pushdown
+                && matches!(how.access, Access::Full) =>
+        {
+            Some(crate::in_set::scan_filters(f, &table.def.columns, ctx)?)
+        }
+        _ => None,
+    };
+    let r = scan_filtered(table, how, in_filters.as_ref(), ctx, sink);
+    if let Some(f) = in_filters {
+        f.finish(ctx);
+    }
+    r
+}
+
+fn scan_filtered(
+    table: &TableEntry,
+    how: &ScanHow,
+    in_filters: Option<&crate::in_set::ScanFilters>,
+    ctx: &ExecCtx,
+    sink: &mut dyn FnMut(Vec<RowId>, Vec<Row>) -> Result<bool>,
+) -> Result<()> {
     let ScanHow {
         filter,
         index_filter,
@@ -663,6 +689,7 @@ pub fn scan_with(
     // Runtime filters of the joins above: to the engine on a full scan where it takes
     // them, else checked here.
     let mut runtime = crate::join::runtime_filters_for(node, ctx);
+    runtime.extend(in_filters.into_iter().flat_map(|f| f.preds()));
     if ctx.pushdown && matches!(access, Access::Full) {
         let (to_engine, rest): (Vec<Pred>, Vec<Pred>) = runtime
             .into_iter()

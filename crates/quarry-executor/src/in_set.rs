@@ -4,15 +4,28 @@
 //! against values of its own class (numbers with numbers, strings with strings under the
 //! comparison's collation, times with times); any other mix, and a subquery of more than
 //! one column (an error the row-by-row path raises), are left to the row-by-row path.
+//!
+//! A scan whose condition holds `int_col IN (SELECT …)` as a conjunct also offers its
+//! engine the set as a runtime filter ([`scan_filters`]) when every value is an integer:
+//! a row passes that conjunct only when its column equals one of them, so the engine may
+//! leave the others out before it makes their rows (TPC-H Q18 reads the 57 orders of its
+//! subquery's keys, not 1.5 M orders to check each).
+//!
 //! Owns: the set and the IN answer from it. Must not touch: how the subquery runs.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
+use quarry_catalog::ColumnDef;
 use quarry_common::hash::WordSet;
 use quarry_common::{Collation, Result, Value};
+use quarry_storage_api::{HandlerCounters, KeySet, Pred};
 
 use crate::exec::{run_subquery, ExecCtx};
-use crate::expr::SubQuery;
+use crate::expr::{Expr, SubQuery};
+
+/// Values past which a set is not offered to scans (as a join's build keys).
+const MAX_SCAN_KEYS: usize = 1 << 23;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
@@ -44,6 +57,9 @@ pub struct InSet {
     class: Option<Class>,
     /// Usable: one column, one class.
     usable: bool,
+    /// The values as a filter for scans: every non-NULL value an integer (`Value::Int`,
+    /// or `Value::UInt` up to `i64::MAX`); None when some value is not.
+    ints: Option<Arc<KeySet>>,
 }
 
 fn build(sub: &SubQuery, coll: Collation, ctx: &ExecCtx) -> Result<InSet> {
@@ -54,7 +70,9 @@ fn build(sub: &SubQuery, coll: Collation, ctx: &ExecCtx) -> Result<InSet> {
         has_null: false,
         class: None,
         usable: true,
+        ints: None,
     };
+    let mut ints = Some(Vec::new());
     let mut k = Vec::new();
     for r in rows.iter() {
         let [v] = r.as_slice() else {
@@ -73,11 +91,106 @@ fn build(sub: &SubQuery, coll: Collation, ctx: &ExecCtx) -> Result<InSet> {
             }
             _ => {}
         }
+        if let Some(list) = &mut ints {
+            match v {
+                Value::Int(i) if list.len() < MAX_SCAN_KEYS => list.push(*i),
+                Value::UInt(u) if *u <= i64::MAX as u64 && list.len() < MAX_SCAN_KEYS => {
+                    list.push(*u as i64)
+                }
+                // 5.0, '5' or 5e0 equal the integer 5 in ways a set of integers misses.
+                _ => ints = None,
+            }
+        }
         k.clear();
         v.hash_key_in(coll, &mut k);
         set.keys.insert(k.clone());
     }
+    if set.usable {
+        set.ints = ints.map(|list| Arc::new(KeySet::new(list)));
+    }
     Ok(set)
+}
+
+/// The hashed values of `sub` under `coll`, built once per statement.
+fn set_of(sub: &SubQuery, coll: Collation, ctx: &ExecCtx) -> Result<Rc<InSet>> {
+    let cached = ctx.in_sets.borrow().get(&(sub.id, coll)).cloned();
+    Ok(match cached {
+        Some(s) => s,
+        None => {
+            let s = Rc::new(build(sub, coll, ctx)?);
+            ctx.in_sets.borrow_mut().insert((sub.id, coll), s.clone());
+            s
+        }
+    })
+}
+
+/// Runtime filters for a scan of a table with `columns` from its condition `filter`:
+/// one per conjunct `col IN (uncorrelated subquery)` over an integer column whose
+/// subquery gives integers only (running it, once per statement, as the condition would).
+/// The conjunct is still checked on the rows that pass.
+pub(crate) fn scan_filters(
+    filter: &Expr,
+    columns: &[ColumnDef],
+    ctx: &ExecCtx,
+) -> Result<ScanFilters> {
+    let mut found = Vec::new();
+    let mut stack = vec![filter];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Bin(crate::expr::BinOp::And, a, b) => {
+                stack.push(a);
+                stack.push(b);
+            }
+            Expr::InSub {
+                expr,
+                sub,
+                negated: false,
+            } if !sub.correlated => {
+                let Expr::Col(c) = **expr else { continue };
+                if !columns
+                    .get(c)
+                    .is_some_and(|col| crate::join::integer_keyed(&col.ty))
+                {
+                    continue;
+                }
+                let set = set_of(sub, Collation::default(), ctx)?;
+                if let Some(keys) = &set.ints {
+                    let (asked, passed) = keys.counts();
+                    found.push((c, keys.clone(), asked - passed));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(ScanFilters { found })
+}
+
+/// A scan's filters from its IN conjuncts; dropped when the scan ends, counting the rows
+/// they left out (as a join's runtime filters count theirs).
+pub(crate) struct ScanFilters {
+    /// Column, keys, and the rows they had left out before this scan (the set is the
+    /// statement's: a subquery's scan may run once per outer row).
+    found: Vec<(usize, Arc<KeySet>, u64)>,
+}
+
+impl ScanFilters {
+    pub fn preds(&self) -> impl Iterator<Item = Pred> + '_ {
+        self.found.iter().map(|(col, keys, _)| Pred::InKeys {
+            col: *col,
+            keys: keys.clone(),
+        })
+    }
+
+    /// Count what the filters left out into `ctx`'s counters, and forget them.
+    pub fn finish(self, ctx: &ExecCtx) {
+        for (_, keys, before) in self.found {
+            let (asked, passed) = keys.counts();
+            HandlerCounters::add(
+                &ctx.catalog.counters.runtime_filtered_rows,
+                (asked - passed).saturating_sub(before),
+            );
+        }
+    }
 }
 
 /// `v [NOT] IN (sub)` from the subquery's hashed values, or None when the row-by-row
@@ -89,15 +202,7 @@ pub(crate) fn probe(
     negated: bool,
     ctx: &ExecCtx,
 ) -> Result<Option<Value>> {
-    let cached = ctx.in_sets.borrow().get(&(sub.id, coll)).cloned();
-    let set = match cached {
-        Some(s) => s,
-        None => {
-            let s = Rc::new(build(sub, coll, ctx)?);
-            ctx.in_sets.borrow_mut().insert((sub.id, coll), s.clone());
-            s
-        }
-    };
+    let set = set_of(sub, coll, ctx)?;
     if !set.usable {
         return Ok(None);
     }

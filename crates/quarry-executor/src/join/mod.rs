@@ -8,7 +8,8 @@ mod key_table;
 mod runtime_filter;
 
 pub(crate) use runtime_filter::{
-    for_scan as runtime_filters_for, retain as retain_runtime_filtered, targets as filter_targets,
+    for_scan as runtime_filters_for, integer_keyed, retain as retain_runtime_filtered,
+    targets as filter_targets,
 };
 pub use runtime_filter::{RuntimeFilters, Target};
 

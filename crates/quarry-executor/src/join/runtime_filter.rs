@@ -81,7 +81,7 @@ pub fn targets(
 }
 
 /// Integers whose stored values are `Value::Int` (BIGINT UNSIGNED's are not).
-fn integer_keyed(ty: &SqlType) -> bool {
+pub(crate) fn integer_keyed(ty: &SqlType) -> bool {
     ty.is_integer() && !(ty.unsigned && ty.kind == TypeKind::BigInt)
 }
 
