@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fresh_db, rows, status};
+use common::{access_of, fresh_db, rows, status};
 use quarry_core::quarry_common::Value;
 
 /// The plan of `sql` as EXPLAIN FORMAT=TREE prints it.
@@ -414,16 +414,6 @@ fn a_join_condition_in_every_or_branch_joins_by_key() {
     drop(s);
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// EXPLAIN's traditional rows: the `type` and `key` of the row for `table`.
-fn access_of(s: &mut quarry_core::Session, sql: &str, table: &str) -> (String, String) {
-    let plan = rows(s, &format!("EXPLAIN {sql}"));
-    let row = plan
-        .iter()
-        .find(|r| r[2].to_string() == table)
-        .unwrap_or_else(|| panic!("{table} not in {plan:?}"));
-    (row[3].to_string(), row[5].to_string())
 }
 
 /// A semi or anti join stops at its probe's first match: with only the key to check, a

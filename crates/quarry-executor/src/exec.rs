@@ -1465,22 +1465,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 left_filters: filters(left, left_keys, right_keys, true),
                 right_filters: filters(right, right_keys, left_keys, false),
             };
-            // A semi or anti join builds on its left rows when they are expected to be
-            // fewer than the right's, an inner join when they are expected to take less
-            // room (the left rows are those of every table joined so far: wider); past
-            // the buffer either falls back to building on the right.
-            let estimate = crate::cardinality::estimate_rows;
-            let (lw, rw) = match kind {
-                JoinKind::Inner => (
-                    crate::bind::width(left).unwrap_or(1) as f64,
-                    (*right_width).max(1) as f64,
-                ),
-                _ => (1.0, 1.0),
-            };
-            let build_left = (kind.left_only() || *kind == JoinKind::Inner)
-                && !left_keys.is_empty()
-                && matches!((estimate(left), estimate(right)),
-                    (Some(l), Some(r)) if l * lw < r * rw);
+            let build_left = crate::join::builds_left(*kind, left, right, left_keys, *right_width);
             let (l, r): (&mut Feed, &mut Feed) =
                 (&mut |f| run(left, ctx, f), &mut |f| run(right, ctx, f));
             if build_left && *kind == JoinKind::Inner {

@@ -80,3 +80,13 @@ pub fn fill_segments(
             .unwrap();
     }
 }
+
+/// The access type and key of `table`'s line in `sql`'s EXPLAIN.
+pub fn access_of(s: &mut Session, sql: &str, table: &str) -> (String, String) {
+    let plan = rows(s, &format!("EXPLAIN {sql}"));
+    let row = plan
+        .iter()
+        .find(|r| r[2].to_string() == table)
+        .unwrap_or_else(|| panic!("{table} not in {plan:?}"));
+    (row[3].to_string(), row[5].to_string())
+}

@@ -319,6 +319,31 @@ pub fn hash_join(
     Ok(go)
 }
 
+/// Whether a hash join of `kind` builds its table on its left input: a semi or anti join
+/// when its left rows are expected to be fewer than the right's, an inner join when they
+/// are expected to take less room (the left rows are those of every table joined so far:
+/// wider); past the buffer either falls back to building on the right. The optimizer
+/// asks too, to cost the runtime filter such a join hands its right side.
+pub(crate) fn builds_left(
+    kind: JoinKind,
+    left: &crate::plan::Plan,
+    right: &crate::plan::Plan,
+    left_keys: &[Expr],
+    right_width: usize,
+) -> bool {
+    let estimate = crate::cardinality::estimate_rows;
+    let (lw, rw) = match kind {
+        JoinKind::Inner => (
+            crate::bind::width(left).unwrap_or(1) as f64,
+            right_width.max(1) as f64,
+        ),
+        _ => (1.0, 1.0),
+    };
+    (kind.left_only() || kind == JoinKind::Inner)
+        && !left_keys.is_empty()
+        && matches!((estimate(left), estimate(right)), (Some(l), Some(r)) if l * lw < r * rw)
+}
+
 /// A semi or anti join whose left input is expected to be much smaller than its right
 /// (TPC-H Q4: orders of one quarter against all of lineitem): the hash table is built on
 /// the left rows, the right input streams through it once marking the rows it matches,
