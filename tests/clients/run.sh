@@ -272,13 +272,13 @@ check "clean stop and restart keep the data" restart
 shell() {
   local out
   out=$($BIN sql --datadir "$WORK/shell" -e "CREATE DATABASE s; USE s; CREATE TABLE t (a INT, b VARCHAR(5)); INSERT INTO t VALUES (1, 'x'), (22, NULL); SELECT a, b FROM t ORDER BY a") || return 1
-  echo "$out" | grep -q '^| a  | b    |$' || { echo "$out"; return 1; }
-  echo "$out" | grep -q '^| 22 | NULL |$' || { echo "$out"; return 1; }
-  echo "$out" | grep -q '^2 rows in set' || { echo "$out"; return 1; }
+  grep -q '^| a  | b    |$' <<<"$out" || { echo "$out"; return 1; }
+  grep -q '^| 22 | NULL |$' <<<"$out" || { echo "$out"; return 1; }
+  grep -q '^2 rows in set' <<<"$out" || { echo "$out"; return 1; }
   [ "$($BIN sql --datadir "$WORK/shell" -e 'SELECT count(*) FROM s.t' | grep -c '|  *2 |')" = 1 ] || return 1
   local err
   if err=$($BIN sql --datadir "$WORK/data" -e 'SELECT 1' 2>&1); then echo "opened a locked datadir"; return 1; fi
-  echo "$err" | grep -q 'in use by another Quarry process'
+  grep -q 'in use by another Quarry process' <<<"$err"
 }
 check "embedded shell and datadir lock" shell
 
