@@ -8,7 +8,9 @@
 //! set from the row engine's measured speeds (a full scan decodes ~0.8 M rows/s; a batch
 //! of sorted fetches reads ~0.25 M rows/s); a column table's scan row costs
 //! `COLUMN_SCAN`, its fetch `COLUMN_FETCH` and a descent of its index `COLUMN_PROBE` on
-//! the same scale.
+//! the same scale. An inner join with a column table is also costed as a hash join that
+//! builds on its left rows and filters the table's scan by their keys (`COLUMN_KEY_CHECK`
+//! a key checked on its chunk, `COLUMN_FILTERED_ROW` a row that passed).
 
 use std::collections::BTreeSet;
 
@@ -40,6 +42,15 @@ pub(crate) const COLUMN_PROBE: f64 = 0.5;
 pub(crate) const BUILD: f64 = 0.5;
 /// Share of a table's rows a filter is assumed to keep when nothing better is known.
 pub const UNKNOWN_FILTER: f64 = 0.1;
+
+/// A value of a column table's key column checked against a runtime filter's keys on its
+/// chunk (a bitmap or hash probe, before any row is made).
+pub(crate) const COLUMN_KEY_CHECK: f64 = 0.005;
+/// A row of a column table that passed a runtime filter: made from its chunks, then
+/// probed into the join's table.
+pub(crate) const COLUMN_FILTERED_ROW: f64 = 0.3;
+/// How much cheaper than index probes a filtered hash join must be costed to be chosen.
+const FILTERED_MARGIN: f64 = 1.5;
 
 /// Cost of reading one row of `table` by a full scan.
 pub(crate) fn scan_cost(table: &TableEntry) -> f64 {
@@ -908,15 +919,6 @@ fn probe_plan(
             .unwrap_or(f64::INFINITY);
     (probe_cost < hash_cost.min(filtered_cost)).then_some((ii, keys))
 }
-
-/// A value of a column table's key column checked against a runtime filter's keys on its
-/// chunk (a bitmap or hash probe, before any row is made).
-pub(crate) const COLUMN_KEY_CHECK: f64 = 0.005;
-/// A row of a column table that passed a runtime filter: made from its chunks, then
-/// probed into the join's table.
-pub(crate) const COLUMN_FILTERED_ROW: f64 = 0.3;
-/// How much cheaper than index probes a filtered hash join must be costed to be chosen.
-const FILTERED_MARGIN: f64 = 1.5;
 
 /// The cost of the hash join of `left` (of `outer` rows) and the column-table scan
 /// `right` when it builds on its left rows and hands their keys to the scan as a runtime
