@@ -655,7 +655,7 @@ pub fn scan_with(
                 && ctx.pushdown
                 && matches!(how.access, Access::Full) =>
         {
-            Some(crate::in_set::scan_filters(f, &table.def.columns, ctx)?)
+            Some(crate::in_set::scan_filters(f, &table.def.columns, ctx))
         }
         _ => None,
     };

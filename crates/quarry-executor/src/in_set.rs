@@ -128,11 +128,7 @@ fn set_of(sub: &SubQuery, coll: Collation, ctx: &ExecCtx) -> Result<Rc<InSet>> {
 /// one per conjunct `col IN (uncorrelated subquery)` over an integer column whose
 /// subquery gives integers only (running it, once per statement, as the condition would).
 /// The conjunct is still checked on the rows that pass.
-pub(crate) fn scan_filters(
-    filter: &Expr,
-    columns: &[ColumnDef],
-    ctx: &ExecCtx,
-) -> Result<ScanFilters> {
+pub(crate) fn scan_filters(filter: &Expr, columns: &[ColumnDef], ctx: &ExecCtx) -> ScanFilters {
     let mut found = Vec::new();
     let mut stack = vec![filter];
     while let Some(e) = stack.pop() {
@@ -153,7 +149,15 @@ pub(crate) fn scan_filters(
                 {
                     continue;
                 }
-                let set = set_of(sub, Collation::default(), ctx)?;
+                // Run early, the subquery may fail where no row would have reached the
+                // conjunct (an empty table answers nothing, as in MariaDB): then no
+                // filter, and what it warned of is taken back; the condition raises the
+                // error if a row reaches it.
+                let warned = ctx.warnings.borrow().len();
+                let Ok(set) = set_of(sub, Collation::default(), ctx) else {
+                    ctx.warnings.borrow_mut().truncate(warned);
+                    continue;
+                };
                 if let Some(keys) = &set.ints {
                     let (asked, passed) = keys.counts();
                     found.push((c, keys.clone(), asked - passed));
@@ -162,7 +166,7 @@ pub(crate) fn scan_filters(
             _ => {}
         }
     }
-    Ok(ScanFilters { found })
+    ScanFilters { found }
 }
 
 /// A scan's filters from its IN conjuncts; dropped when the scan ends, counting the rows
