@@ -1099,6 +1099,8 @@ struct IndexProbe<'p> {
     kind: JoinKind,
     /// Columns of the probed rows read (None: all).
     columns: Option<&'p [usize]>,
+    /// The columns of the joined rows to make (as `JoinSpec::keep`).
+    keep: Option<&'p [usize]>,
 }
 
 /// Index nested-loop join: each left batch's keys are looked up, the matching row ids of
@@ -1179,7 +1181,7 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
             if p.kind.left_only() {
                 crate::join::pair_passes(l, r.as_slice(), p.on, ctx)
             } else {
-                join_pair(l, r.as_slice(), p.on, ctx, out)
+                join_pair(l, r.as_slice(), p.on, p.keep, ctx, out)
             }
         };
         let mut out = Vec::new();
@@ -1228,7 +1230,7 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                     }
                 }
                 if !m && p.kind == JoinKind::Left {
-                    out.push(padded(l, &nulls));
+                    out.push(padded(l, &nulls, p.keep));
                 }
             }
         }
@@ -1240,13 +1242,19 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
 }
 
 pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
+    run_keeping(plan, None, ctx, sink)
+}
+
+/// `run`, an inner or LEFT join making only the columns `keep` of its rows (see
+/// [`joined_columns`]).
+fn run_keeping(plan: &Plan, keep: Option<&[usize]>, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
     if ctx.profile.borrow().is_none() {
-        return run_node(plan, ctx, sink);
+        return run_node(plan, keep, ctx, sink);
     }
     // A node's time is its whole run less the time spent in the operators it feeds.
     let start = std::time::Instant::now();
     let (mut rows, mut fed) = (0u64, std::time::Duration::ZERO);
-    let r = run_node(plan, ctx, &mut |b| {
+    let r = run_node(plan, keep, ctx, &mut |b| {
         rows += b.len() as u64;
         let t = std::time::Instant::now();
         let go = sink(b);
@@ -1263,7 +1271,32 @@ pub fn run(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
     r
 }
 
-fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
+/// The columns a projection over an inner or LEFT join takes when they are distinct
+/// plain columns (column pruning puts such projections over joins): the join makes
+/// those rows itself instead of whole joined rows to copy.
+fn joined_columns(input: &Plan, exprs: &[Expr]) -> Option<Vec<usize>> {
+    let (Plan::Join { kind, .. } | Plan::IndexJoin { kind, .. }) = input else {
+        return None;
+    };
+    if kind.left_only() {
+        return None;
+    }
+    let width = crate::bind::width(input)?;
+    let mut seen = vec![false; width];
+    exprs
+        .iter()
+        .map(|e| match e {
+            Expr::Col(c) if *c < width && !std::mem::replace(&mut seen[*c], true) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn run_node(plan: &Plan, keep: Option<&[usize]>, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
+    debug_assert!(
+        keep.is_none() || matches!(plan, Plan::Join { .. } | Plan::IndexJoin { .. }),
+        "only a join makes some of its columns"
+    );
     match plan {
         Plan::Dual => {
             sink(vec![vec![]])?;
@@ -1320,6 +1353,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 on: on.as_ref(),
                 kind: *kind,
                 columns: columns.as_deref(),
+                keep,
             },
             ctx,
             sink,
@@ -1344,18 +1378,21 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 sink(b)
             })?
         }
-        Plan::Project { input, exprs } => run(input, ctx, &mut |b| {
-            let mut out = Vec::with_capacity(b.len());
-            for r in &b {
-                out.push(
-                    exprs
-                        .iter()
-                        .map(|e| e.eval(r, ctx))
-                        .collect::<Result<Row>>()?,
-                );
-            }
-            sink(out)
-        })?,
+        Plan::Project { input, exprs } => match joined_columns(input, exprs) {
+            Some(cols) => run_keeping(input, Some(&cols), ctx, sink)?,
+            None => run(input, ctx, &mut |b| {
+                let mut out = Vec::with_capacity(b.len());
+                for r in &b {
+                    // Sized once: collecting through `Result` would grow the row by doubling.
+                    let mut row = Vec::with_capacity(exprs.len());
+                    for e in exprs {
+                        row.push(e.eval(r, ctx)?);
+                    }
+                    out.push(row);
+                }
+                sink(out)
+            })?,
+        },
         Plan::Limit {
             input,
             limit,
@@ -1462,6 +1499,7 @@ fn run_node(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
                 right_keys,
                 on: on.as_ref(),
                 nulls: vec![Value::Null; *right_width],
+                keep,
                 left_filters: filters(left, left_keys, right_keys, true),
                 right_filters: filters(right, right_keys, left_keys, false),
             };

@@ -83,7 +83,9 @@ pub(crate) fn fetch_cost(table: &TableEntry) -> f64 {
 pub fn optimize(plan: Plan) -> Plan {
     let plan = order_by_index(plan);
     let plan = crate::eager_agg::eager_aggregation(plan);
-    let mut plan = index_joins(plan);
+    let plan = index_joins(plan);
+    let plan = crate::fuse::fuse_projections(plan);
+    let mut plan = crate::prune::prune_columns(plan);
     need(&mut plan, None);
     plan
 }

@@ -26,6 +26,8 @@ use key_table::KeyTable;
 pub(crate) trait RightRow {
     fn width(&self) -> usize;
     fn append_to(&self, out: &mut Row);
+    /// Its `i`-th cell.
+    fn cell(&self, i: usize) -> Value;
 }
 
 impl RightRow for [Value] {
@@ -35,17 +37,34 @@ impl RightRow for [Value] {
     fn append_to(&self, out: &mut Row) {
         out.extend_from_slice(self)
     }
+    fn cell(&self, i: usize) -> Value {
+        self[i].clone()
+    }
 }
 
 /// Push `l` joined with `r` to `out` if it passes `on`; returns whether it did.
+/// With `keep`, the pushed row is only those columns of the joined row, in that order
+/// (distinct positions: the columns the plan reads above the join).
 pub(crate) fn join_pair<R: RightRow + ?Sized>(
     l: &[Value],
     r: &R,
     on: Option<&Expr>,
+    keep: Option<&[usize]>,
     ctx: &ExecCtx,
     out: &mut Vec<Row>,
 ) -> Result<bool> {
     ctx.tick()?;
+    if let (Some(keep), None) = (keep, on) {
+        let mut row = Vec::with_capacity(keep.len());
+        for &c in keep {
+            row.push(match l.get(c) {
+                Some(v) => v.clone(),
+                None => r.cell(c - l.len()),
+            });
+        }
+        out.push(row);
+        return Ok(true);
+    }
     let mut row = Vec::with_capacity(l.len() + r.width());
     row.extend_from_slice(l);
     r.append_to(&mut row);
@@ -54,10 +73,20 @@ pub(crate) fn join_pair<R: RightRow + ?Sized>(
         .transpose()?
         .unwrap_or(true)
     {
-        out.push(row);
+        out.push(match keep {
+            Some(keep) => narrow(row, keep),
+            None => row,
+        });
         return Ok(true);
     }
     Ok(false)
+}
+
+/// The columns `keep` (distinct positions) of `row`, in that order.
+fn narrow(mut row: Row, keep: &[usize]) -> Row {
+    keep.iter()
+        .map(|&c| std::mem::replace(&mut row[c], Value::Null))
+        .collect()
 }
 
 /// Whether `l` and `r` joined pass `on` (a semi or anti join keeps no joined row).
@@ -127,6 +156,16 @@ impl RightRow for Compact {
     fn width(&self) -> usize {
         self.width as usize
     }
+    fn cell(&self, i: usize) -> Value {
+        if self.cells.len() == self.width as usize {
+            return self.cells[i].clone();
+        }
+        if self.present >> i & 1 == 0 {
+            return Value::Null;
+        }
+        let before = self.present & ((1u64 << i) - 1);
+        self.cells[before.count_ones() as usize].clone()
+    }
     fn append_to(&self, out: &mut Row) {
         if self.cells.len() == self.width as usize {
             return out.extend_from_slice(&self.cells);
@@ -143,10 +182,19 @@ impl RightRow for Compact {
     }
 }
 
-/// A LEFT JOIN row that matched nothing: the left row and NULLs for the right side.
-pub(crate) fn padded(mut l: Row, nulls: &[Value]) -> Row {
-    l.extend_from_slice(nulls);
-    l
+/// A LEFT JOIN row that matched nothing: the left row and NULLs for the right side
+/// (only the columns `keep`, with it).
+pub(crate) fn padded(mut l: Row, nulls: &[Value], keep: Option<&[usize]>) -> Row {
+    let Some(keep) = keep else {
+        l.extend_from_slice(nulls);
+        return l;
+    };
+    keep.iter()
+        .map(|&c| match l.get_mut(c) {
+            Some(v) => std::mem::replace(v, Value::Null),
+            None => Value::Null,
+        })
+        .collect()
 }
 
 pub struct JoinSpec<'p> {
@@ -156,6 +204,9 @@ pub struct JoinSpec<'p> {
     pub on: Option<&'p Expr>,
     /// The right side of a LEFT JOIN row that matched nothing.
     pub nulls: Row,
+    /// The columns of the joined rows to make (distinct positions, an inner or LEFT join
+    /// only): those read above (None: all).
+    pub keep: Option<&'p [usize]>,
     /// Scans below the left input that the build keys of a join built on the right may
     /// filter (runtime filters), and those below the right input for one built on the left.
     pub left_filters: Vec<Target>,
@@ -259,7 +310,7 @@ pub fn hash_join(
                     left_files[partition_of(&k, depth, JOIN_PARTITIONS)].write(&l)?;
                     spilled += 1;
                 } else if j.kind == JoinKind::Left {
-                    out.push(padded(l, &j.nulls));
+                    out.push(padded(l, &j.nulls, j.keep));
                 } else if j.kind == JoinKind::Anti {
                     out.push(l);
                 }
@@ -306,10 +357,10 @@ pub fn hash_join(
                 }
             } else {
                 for &i in &cands {
-                    matched |= join_pair(&l, &rows[i], j.on, ctx, out)?;
+                    matched |= join_pair(&l, &rows[i], j.on, j.keep, ctx, out)?;
                 }
                 if !matched && j.kind == JoinKind::Left {
-                    out.push(padded(l, &j.nulls));
+                    out.push(padded(l, &j.nulls, j.keep));
                 }
             }
             Ok(())
@@ -434,7 +485,7 @@ pub fn inner_join_on_left(
             ctx.tick()?;
             if key_of(j.right_keys, &r, ctx, &mut k)? {
                 for i in table.matches(&k) {
-                    join_pair(&rows[i], r.as_slice(), j.on, ctx, out)?;
+                    join_pair(&rows[i], r.as_slice(), j.on, j.keep, ctx, out)?;
                 }
             }
             Ok(())
@@ -612,7 +663,7 @@ fn join_block(
                 if j.kind.left_only() {
                     *m = *m || pair_passes(l, r.as_slice(), j.on, ctx)?;
                 } else {
-                    *m |= join_pair(l, r.as_slice(), j.on, ctx, out)?;
+                    *m |= join_pair(l, r.as_slice(), j.on, j.keep, ctx, out)?;
                 }
             }
             Ok(())
@@ -627,7 +678,7 @@ fn join_block(
             .zip(matched)
             .filter(|(_, m)| *m == keep)
             .map(|(l, _)| match j.kind {
-                JoinKind::Left => padded(l, &j.nulls),
+                JoinKind::Left => padded(l, &j.nulls, j.keep),
                 _ => l,
             })
             .collect();
@@ -661,6 +712,9 @@ mod tests {
             let mut out = vec![Value::Int(-1)];
             c.append_to(&mut out);
             assert_eq!(out[1..], row[..]);
+            for (i, v) in row.iter().enumerate() {
+                assert_eq!(&c.cell(i), v);
+            }
         }
     }
 }

@@ -91,6 +91,10 @@ fn source_scan(plan: &Plan, col: usize) -> Option<(&Plan, usize)> {
     match plan {
         Plan::Scan { table, .. } => (col < table.def.columns.len()).then_some((plan, col)),
         Plan::Filter { input, .. } => source_scan(input, col),
+        Plan::Project { input, exprs } => match exprs.get(col)? {
+            Expr::Col(c) => source_scan(input, *c),
+            _ => None,
+        },
         Plan::Join {
             left, right, kind, ..
         } => {
