@@ -123,10 +123,7 @@ impl Binder<'_> {
                 }
                 c.table = table.to_string();
                 c.org_table = String::new();
-                ScopeCol {
-                    table: table.to_string(),
-                    col: c,
-                }
+                ScopeCol::new(table.to_string(), c)
             })
             .collect()
     }

@@ -22,6 +22,7 @@ mod from_names;
 mod or_derive;
 mod or_factor;
 mod unordered;
+mod using;
 mod view;
 mod window;
 
@@ -29,6 +30,20 @@ mod window;
 pub struct ScopeCol {
     pub table: String,
     pub col: OutColumn,
+    /// Where `*` lists it, among the columns of its scope (ties in scope order); None
+    /// when `*` leaves it out and only its qualified name finds it: the column of a
+    /// USING or NATURAL join's right side that the left one's (coalesced) stands for.
+    pub star: Option<u32>,
+}
+
+impl ScopeCol {
+    pub fn new(table: String, col: OutColumn) -> ScopeCol {
+        ScopeCol {
+            table,
+            col,
+            star: Some(0),
+        }
+    }
 }
 
 struct Level {
@@ -273,9 +288,9 @@ impl<'a> Binder<'a> {
                 if c.auto_increment {
                     f |= flags::AUTO_INCREMENT;
                 }
-                ScopeCol {
-                    table: alias.to_string(),
-                    col: OutColumn {
+                ScopeCol::new(
+                    alias.to_string(),
+                    OutColumn {
                         name: c.name.clone(),
                         org_name: c.name.clone(),
                         table: alias.to_string(),
@@ -285,7 +300,7 @@ impl<'a> Binder<'a> {
                         nullable: c.nullable,
                         flags: f,
                     },
-                }
+                )
             })
             .collect()
     }
@@ -602,7 +617,10 @@ impl<'a> Binder<'a> {
                 c.col.nullable = true;
             }
         }
+        let pairs = using::pairs(&lc, &rc, constraint)?;
+        using::star_order(&mut cols, lw, pairs.as_deref().unwrap_or_default());
         let on = match constraint {
+            _ if pairs.is_some() => using::condition(pairs.as_deref().unwrap_or_default(), lw),
             Some(ast::JoinConstraint::On(e)) => {
                 let factored = or_factor::factor_ors(e);
                 let e = factored.as_ref().unwrap_or(e);
@@ -610,42 +628,6 @@ impl<'a> Binder<'a> {
                 let r = self.in_clause("ON", |b| b.bind_expr(e));
                 self.levels.pop();
                 Some(r?)
-            }
-            Some(ast::JoinConstraint::Using(names)) => {
-                let mut parts = vec![];
-                for n in names {
-                    let n = object_name(n).pop().unwrap_or_default();
-                    let li = lc
-                        .iter()
-                        .rposition(|c| c.col.name.eq_ignore_ascii_case(&n))
-                        .ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
-                    let ri = rc
-                        .iter()
-                        .position(|c| c.col.name.eq_ignore_ascii_case(&n))
-                        .ok_or_else(|| Error::unknown_column(&n, "from clause"))?;
-                    parts.push(Expr::Bin(
-                        BinOp::Eq,
-                        Box::new(Expr::Col(li)),
-                        Box::new(Expr::Col(lw + ri)),
-                    ));
-                }
-                and_all(parts)
-            }
-            Some(ast::JoinConstraint::Natural) => {
-                let mut parts = vec![];
-                for (ri, c) in rc.iter().enumerate() {
-                    if let Some(li) = lc
-                        .iter()
-                        .position(|l| l.col.name.eq_ignore_ascii_case(&c.col.name))
-                    {
-                        parts.push(Expr::Bin(
-                            BinOp::Eq,
-                            Box::new(Expr::Col(li)),
-                            Box::new(Expr::Col(lw + ri)),
-                        ));
-                    }
-                }
-                and_all(parts)
             }
             _ => None,
         };
@@ -735,10 +717,7 @@ impl<'a> Binder<'a> {
                     .map(|mut c| {
                         c.table = alias.clone();
                         c.org_table = String::new();
-                        ScopeCol {
-                            table: alias.clone(),
-                            col: c,
-                        }
+                        ScopeCol::new(alias.clone(), c)
                     })
                     .collect();
                 Ok((sp.plan, cols))
@@ -1073,8 +1052,12 @@ impl<'a> Binder<'a> {
                     if cols.is_empty() {
                         return Err(Error::new(1096, "No tables used"));
                     }
-                    for (i, c) in cols.iter().enumerate() {
-                        items.push((Expr::Col(i), c.col.clone()));
+                    let mut listed: Vec<usize> = (0..cols.len())
+                        .filter(|&i| cols[i].star.is_some())
+                        .collect();
+                    listed.sort_by_key(|&i| cols[i].star);
+                    for i in listed {
+                        items.push((Expr::Col(i), cols[i].col.clone()));
                     }
                 }
                 SelectItem::QualifiedWildcard(kind, _) => {
@@ -1606,7 +1589,8 @@ impl<'a> Binder<'a> {
         let nlev = self.levels.len();
         for (depth, level) in self.levels.iter().rev().enumerate() {
             let mut hits = level.cols.iter().enumerate().filter(|(_, c)| {
-                c.col.name.eq_ignore_ascii_case(name) && tq.is_none_or(|t| c.table == t)
+                c.col.name.eq_ignore_ascii_case(name)
+                    && tq.map_or(c.star.is_some(), |t| c.table == t)
             });
             let first = hits.next();
             if let Some((i, _)) = first {
@@ -1671,10 +1655,7 @@ impl<'a> Binder<'a> {
     pub fn bind_expr_over(&mut self, e: &A, cols: &[OutColumn]) -> Result<Expr> {
         let cols = cols
             .iter()
-            .map(|c| ScopeCol {
-                table: String::new(),
-                col: c.clone(),
-            })
+            .map(|c| ScopeCol::new(String::new(), c.clone()))
             .collect();
         self.levels.push(Level { cols });
         let r = self.bind_expr(e);
@@ -2717,10 +2698,7 @@ fn bind_with_aliases(b: &mut Binder, h: &A, items: &[(Expr, OutColumn)]) -> Resu
     let mut lvl = b.levels.pop().unwrap_or(Level { cols: vec![] });
     let base = lvl.cols.len();
     for (_, c) in items {
-        lvl.cols.push(ScopeCol {
-            table: String::new(),
-            col: c.clone(),
-        });
+        lvl.cols.push(ScopeCol::new(String::new(), c.clone()));
     }
     b.levels.push(lvl);
     let r = b.bind_expr(h);

@@ -63,10 +63,7 @@ impl Binder<'_> {
                     c.name = n.clone();
                 }
                 c.table = alias.clone();
-                ScopeCol {
-                    table: alias.clone(),
-                    col: c,
-                }
+                ScopeCol::new(alias.clone(), c)
             })
             .collect();
         Ok((sp.plan, cols))
