@@ -7,6 +7,7 @@
 
 pub mod charset;
 pub mod collation;
+pub mod compiled_like;
 pub mod crc32;
 pub mod decimal;
 pub mod error;

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 
+use quarry_common::compiled_like::CompiledLike;
 use quarry_common::hash::WordMap;
 use quarry_common::value::{collate_cmp, collate_cmp_ascii, Mantissa};
 use quarry_common::{Date, DateTime, Decimal, Error, Result, SqlType, TypeKind, Value};
@@ -1225,7 +1226,8 @@ impl Chunk {
             }
             _ => {}
         }
-        (0..n).map(|i| eval_bytes(p, self.phys, entry(i))).collect()
+        let leaf = BytesLeaf::new(p);
+        (0..n).map(|i| leaf.eval(self.phys, entry(i))).collect()
     }
 
     /// The number of rows for which the leaf `p` is true, counted on dictionary codes
@@ -1344,12 +1346,9 @@ impl Chunk {
                 }
             }
             Data::Plain { offsets, data } => {
+                let leaf = BytesLeaf::new(p);
                 for w in offsets.windows(2) {
-                    out.push(eval_bytes(
-                        p,
-                        self.phys,
-                        &data[w[0] as usize..w[1] as usize],
-                    )?);
+                    out.push(leaf.eval(self.phys, &data[w[0] as usize..w[1] as usize])?);
                 }
             }
             Data::Digits(d) => match p {
@@ -1374,11 +1373,12 @@ impl Chunk {
                     }
                 }
                 _ => {
+                    let leaf = BytesLeaf::new(p);
                     let mut b = Vec::with_capacity(20);
                     for i in 0..self.rows {
                         b.clear();
                         d.write(i, &mut b);
-                        out.push(eval_bytes(p, self.phys, &b)?);
+                        out.push(leaf.eval(self.phys, &b)?);
                     }
                 }
             },
@@ -1401,6 +1401,36 @@ impl Chunk {
 
 /// Truth of a leaf for one non-null string value given as bytes; text compared with text
 /// constants needs no value built (the collation's comparison and LIKE work on `&str`).
+/// A leaf evaluated on many stored strings: a LIKE's pattern prepared once.
+struct BytesLeaf<'p> {
+    p: &'p Pred,
+    like: Option<CompiledLike>,
+}
+
+impl<'p> BytesLeaf<'p> {
+    fn new(p: &'p Pred) -> BytesLeaf<'p> {
+        let like = match p {
+            Pred::Like {
+                pattern, escape, ..
+            } => Some(CompiledLike::new(pattern, *escape)),
+            _ => None,
+        };
+        BytesLeaf { p, like }
+    }
+
+    fn eval(&self, phys: Phys, b: &[u8]) -> Result<u8> {
+        match &self.like {
+            Some(like) if phys == Phys::Str => {
+                // Valid UTF-8: checked when the chunk was decoded.
+                let s =
+                    std::str::from_utf8(b).map_err(|_| Error::corrupt("column chunk: utf-8"))?;
+                Ok(if like.matches(s) { TRUE } else { FALSE })
+            }
+            _ => eval_bytes(self.p, phys, b),
+        }
+    }
+}
+
 fn eval_bytes(p: &Pred, phys: Phys, b: &[u8]) -> Result<u8> {
     use std::cmp::Ordering::*;
     if phys == Phys::Str {
