@@ -49,6 +49,19 @@ impl Groups {
 
     /// Add one group's values and partial aggregates.
     pub fn merge(&mut self, row: Row) {
+        let (i, new) = self.place(row);
+        if let Some(row) = new {
+            let cur = &mut self.rows[i];
+            for (j, a) in self.aggs.iter().enumerate() {
+                let k = self.width + j;
+                combine(*a, &mut cur[k], &row[k]);
+            }
+        }
+    }
+
+    /// The position of `row`'s group: a new one holding `row` (None back), or the one it
+    /// meets (`row` back, to be combined into it).
+    fn place(&mut self, row: Row) -> (usize, Option<Row>) {
         let int = match (self.width, row.first()) {
             (1, Some(Value::Int(k))) => Some(*k),
             (1, Some(Value::UInt(k))) => i64::try_from(*k).ok(),
@@ -77,15 +90,27 @@ impl Groups {
             }
         };
         match found {
-            None => self.rows.push(row),
-            Some(i) => {
-                let cur = &mut self.rows[i];
-                for (j, a) in self.aggs.iter().enumerate() {
-                    let k = self.width + j;
-                    combine(*a, &mut cur[k], &row[k]);
-                }
+            None => {
+                self.rows.push(row);
+                (self.rows.len() - 1, None)
+            }
+            Some(i) => (i, Some(row)),
+        }
+    }
+
+    /// The group of one integer column's value `k` (None: NULL), made with zero counts
+    /// when new.
+    fn int_group(&mut self, k: Option<i64>) -> usize {
+        if let Some(k) = k {
+            if let Some(&i) = self.ints.get(&k) {
+                return i;
             }
         }
+        let value = k.map_or(Value::Null, Value::Int);
+        let row = std::iter::once(value)
+            .chain(self.aggs.iter().map(|_| Value::Int(0)))
+            .collect();
+        self.place(row).0
     }
 
     /// Add a whole row (from the delta).
@@ -142,6 +167,14 @@ pub(crate) fn segment(
     out: &mut Groups,
 ) -> Result<()> {
     let ch = |c: usize| chunks[c].as_ref().expect("chunk decoded for grouping");
+    if let [c] = group {
+        let counts = aggs
+            .iter()
+            .all(|a| matches!(a, ScanAgg::CountStar | ScanAgg::Count(_)));
+        if let (Data::Ints(v), Phys::Int, true) = (&ch(*c).data, ch(*c).phys, counts) {
+            return count_by_int(chunks, *c, v, aggs, rows, selected, out);
+        }
+    }
     let na = aggs.len();
     let mut firsts: Vec<usize> = vec![];
     let mut counts: Vec<i64> = vec![];
@@ -242,6 +275,35 @@ pub(crate) fn segment(
             });
         }
         out.merge(row);
+    }
+    Ok(())
+}
+
+/// [`segment`] for one integer column and counts only (TPC-H Q13's orders counted by
+/// customer): each row is counted straight into `out`'s group, met in row order, so the
+/// segment makes no groups of its own to materialise and merge (a segment of orders met
+/// most of the customers: 1.1 M groups merged for 100 000).
+fn count_by_int(
+    chunks: &[Option<Chunk>],
+    c: usize,
+    v: &[i64],
+    aggs: &[ScanAgg],
+    rows: usize,
+    selected: &dyn Fn(usize) -> bool,
+    out: &mut Groups,
+) -> Result<()> {
+    let ch = |c: usize| chunks[c].as_ref().expect("chunk decoded for grouping");
+    let key = ch(c);
+    for i in (0..rows).filter(|&i| selected(i)) {
+        let g = out.int_group((!key.is_null(i)).then(|| v[i]));
+        let row = &mut out.rows[g];
+        for (j, a) in aggs.iter().enumerate() {
+            let add = match *a {
+                ScanAgg::Count(c) => !ch(c).is_null(i) as i64,
+                _ => 1,
+            };
+            combine(*a, &mut row[1 + j], &Value::Int(add));
+        }
     }
     Ok(())
 }

@@ -342,7 +342,7 @@ fn agree(t: &dyn Table, model: &BTreeMap<RowId, Row>) {
         ScanAgg::Max(0),
     ];
     for filter in [None, Some(preds()[1].clone()), Some(preds()[4].clone())] {
-        for group in [vec![1], vec![1, 2], vec![]] {
+        for group in [vec![1], vec![1, 2], vec![], vec![0]] {
             let mut want: Vec<Row> = vec![];
             let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
             for r in model.values() {
@@ -375,7 +375,15 @@ fn agree(t: &dyn Table, model: &BTreeMap<RowId, Row>) {
                 ..Default::default()
             };
             let got = t.aggregate(&req, &group, &aggs, usize::MAX).unwrap();
-            assert_eq!(got, Some(want), "GROUP BY {group:?} under {filter:?}");
+            assert_eq!(
+                got,
+                Some(want.clone()),
+                "GROUP BY {group:?} under {filter:?}"
+            );
+            // Counts alone (of one integer column: counted straight into the groups).
+            let counts: Vec<Row> = want.iter().map(|g| g[..group.len() + 2].to_vec()).collect();
+            let got = t.aggregate(&req, &group, &aggs[..2], usize::MAX).unwrap();
+            assert_eq!(got, Some(counts), "counts by {group:?} under {filter:?}");
         }
     }
     // Over the group limit: the caller is told to group the rows itself.
