@@ -1,6 +1,8 @@
 //! Choices made after binding, with the engine's statistics (the join order is chosen
 //! earlier, as each SELECT's FROM clause is bound: [`crate::joinorder`]): index-only reads, index order instead of a sort (`ORDER BY … LIMIT`, `MIN`/`MAX`), index nested-loop joins,
-//! and the fall back to a full scan when an index would fetch most of the table.
+//! and the fall back to a full scan when an index would fetch most of the table. Last,
+//! projections of plain columns are read through ([`crate::fuse`]) and joins narrowed to
+//! the columns read above them ([`crate::prune`]).
 //!
 //! Costs are in "row reads": a row-table row read in file order by a scan costs 1, a row
 //! fetched through an index costs `FETCH`, an index entry read costs `ENTRY`, an index
