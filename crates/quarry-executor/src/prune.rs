@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use crate::bind::{columns_read, width};
 use crate::expr::Expr;
 use crate::fuse::readable;
-use crate::plan::{Agg, JoinKind, Plan};
+use crate::plan::{Agg, Plan};
 
 /// Columns of a node's output read above it (None: all of them).
 type Need = Option<BTreeSet<usize>>;
@@ -119,6 +119,12 @@ fn prune(plan: Plan, need: Need) -> (Plan, Map) {
 }
 
 fn prune_join(plan: Plan, need: Need) -> (Plan, Map) {
+    let Plan::Join { left, .. } = &plan else {
+        unreachable!("a join")
+    };
+    let Some(lw) = width(left) else {
+        return (plan.map_inputs(&mut |p| prune(p, None).0), None);
+    };
     let Plan::Join {
         left,
         right,
@@ -130,12 +136,6 @@ fn prune_join(plan: Plan, need: Need) -> (Plan, Map) {
     } = plan
     else {
         unreachable!("a join")
-    };
-    let Some(lw) = width(&left) else {
-        return (
-            unpruned(left, right, kind, left_keys, right_keys, on, right_width),
-            None,
-        );
     };
     let exprs = left_keys.iter().chain(&right_keys).chain(&on);
     let need = if exprs.clone().all(readable) {
@@ -183,27 +183,6 @@ fn prune_join(plan: Plan, need: Need) -> (Plan, Map) {
         return (plan, lm);
     }
     narrowed(plan, need, lw + right_width, lw2 + rw2, joined)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn unpruned(
-    left: Box<Plan>,
-    right: Box<Plan>,
-    kind: JoinKind,
-    left_keys: Vec<Expr>,
-    right_keys: Vec<Expr>,
-    on: Option<Expr>,
-    right_width: usize,
-) -> Plan {
-    Plan::Join {
-        left: Box::new(prune(*left, None).0),
-        right: Box::new(prune(*right, None).0),
-        kind,
-        left_keys,
-        right_keys,
-        on,
-        right_width,
-    }
 }
 
 fn prune_index_join(plan: Plan, need: Need) -> (Plan, Map) {
@@ -359,7 +338,7 @@ fn renumber_by(e: Expr, f: &dyn Fn(usize) -> Option<usize>) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::AggFunc;
+    use crate::plan::{AggFunc, JoinKind};
     use quarry_common::{SqlType, TypeKind, Value};
 
     fn values(width: usize) -> Plan {
