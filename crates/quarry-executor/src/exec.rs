@@ -1520,11 +1520,7 @@ fn run_node(plan: &Plan, keep: Option<&[usize]>, ctx: &ExecCtx, sink: &mut Sink)
             aggs,
             rollup: true,
         } => {
-            for chunk in rollup(input, group, aggs, ctx)?.chunks(BATCH_ROWS) {
-                if !sink(chunk.to_vec())? {
-                    break;
-                }
-            }
+            send_owned(rollup(input, group, aggs, ctx)?, sink)?;
         }
         Plan::Aggregate {
             input, group, aggs, ..
@@ -1556,14 +1552,24 @@ fn run_node(plan: &Plan, keep: Option<&[usize]>, ctx: &ExecCtx, sink: &mut Sink)
                         .collect(),
                 );
             }
-            for chunk in out.chunks(BATCH_ROWS) {
-                if !sink(chunk.to_vec())? {
-                    break;
-                }
-            }
+            send_owned(out, sink)?;
         }
     }
     Ok(())
+}
+
+/// `rows` to the sink in batches, moved rather than copied; false when it wants no more.
+fn send_owned(rows: Vec<Row>, sink: &mut Sink) -> Result<bool> {
+    let mut rows = rows.into_iter();
+    loop {
+        let batch: Vec<Row> = rows.by_ref().take(BATCH_ROWS).collect();
+        if batch.is_empty() {
+            return Ok(true);
+        }
+        if !sink(batch)? {
+            return Ok(false);
+        }
+    }
 }
 
 /// GROUP BY … WITH ROLLUP: the groups of every prefix of `group` (the input is read once

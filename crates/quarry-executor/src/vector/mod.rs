@@ -138,8 +138,9 @@ pub(crate) fn aggregate(
     };
     // One integer column: its vectors are `Int64Array`s, whoever makes them.
     let int_column = matches!(by.as_slice(), [(s, None)] if types[*s] == VectorType::Int);
+    let width = group.len() + aggs.len();
     let new_run = |aggs| Run {
-        groups: Groups::new(by.clone(), int_column),
+        groups: Groups::new(by.clone(), width, int_column),
         aggs,
         rows: 0,
     };
