@@ -525,7 +525,6 @@ impl Table for MvccTable {
         } else {
             vec![]
         };
-        let ix = self.inner.schema().indexes[scan.index].clone();
         // Entries of the window already visited end at `last` (exclusive when None).
         let mut last: Option<Vec<u8>> = scan.after.map(<[u8]>::to_vec);
         loop {
@@ -587,7 +586,8 @@ impl Table for MvccTable {
                             continue;
                         }
                         let keys = if scan.keys {
-                            ix.columns
+                            self.inner.schema().indexes[scan.index]
+                                .columns
                                 .iter()
                                 .zip(&covers)
                                 .map(|(&c, &exact)| exact.then(|| row[c].clone()))
