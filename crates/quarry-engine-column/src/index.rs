@@ -30,6 +30,9 @@ pub(crate) struct KeyIndex {
     /// missed the cache twice a step (offset, then bytes); TPC-H Q21's 1.2 M lookups in
     /// lineitem's 6 M entries spent a fifth of the query there.
     fences: Vec<u128>,
+    /// Every `FENCE`-th fence: small enough to stay in the cache, it narrows the search
+    /// of the fences the same way.
+    top: Vec<u128>,
     /// Base entries removed since the base was built.
     removed: BTreeSet<Vec<u8>>,
     /// Entries added since the base was built.
@@ -47,6 +50,7 @@ impl KeyIndex {
             bytes: vec![],
             offs: vec![0],
             fences: vec![],
+            top: vec![],
             removed: BTreeSet::new(),
             added: BTreeSet::new(),
             pending: Builder::new(),
@@ -63,6 +67,7 @@ impl KeyIndex {
             ix.bytes = b.bytes;
             ix.offs = b.offs;
             ix.fences = (0..n).step_by(FENCE).map(|i| prefix(ix.base(i))).collect();
+            ix.top = ix.fences.iter().step_by(FENCE).copied().collect();
             return ix;
         }
         // Sorted by 16 bytes of each entry held beside its number, the whole entry
@@ -105,7 +110,11 @@ impl KeyIndex {
 
     fn push_base(&mut self, e: &[u8]) {
         if self.base_len().is_multiple_of(FENCE) {
-            self.fences.push(prefix(e));
+            let p = prefix(e);
+            if self.fences.len().is_multiple_of(FENCE) {
+                self.top.push(p);
+            }
+            self.fences.push(p);
         }
         self.bytes.extend_from_slice(e);
         self.offs.push(self.bytes.len());
@@ -221,11 +230,8 @@ impl KeyIndex {
         // sorts after it after it: the answer lies past the last fence before `k`'s
         // prefix and at or before the first fence after it.
         let p = prefix(k);
-        let f = &self.fences;
-        let a = f.partition_point(|&x| x < p);
-        let b = a + f[a..].partition_point(|&x| x <= p);
-        let lo = if a == 0 { 0 } else { (a - 1) * FENCE + 1 };
-        let hi = (b * FENCE).min(n);
+        let top = finer(around(&self.top, p, 0, self.top.len()), self.fences.len());
+        let (lo, hi) = finer(around(&self.fences, p, top.0, top.1), n);
         lo + partition(hi - lo, |i| {
             let e = self.base(lo + i);
             if or_equal {
@@ -432,6 +438,19 @@ fn prefix(e: &[u8]) -> u128 {
     u128::from_be_bytes(w)
 }
 
+/// Within `f[lo..hi]`, the first fence not before `p` and the first after it.
+fn around(f: &[u128], p: u128, lo: usize, hi: usize) -> (usize, usize) {
+    let a = lo + f[lo..hi].partition_point(|&x| x < p);
+    (a, a + f[a..hi].partition_point(|&x| x <= p))
+}
+
+/// The positions of a level `FENCE` times finer (of `n`) that hold the answer, from the
+/// fences `around` found: past the last fence before the key, at or before the first after.
+fn finer((a, b): (usize, usize), n: usize) -> (usize, usize) {
+    let lo = if a == 0 { 0 } else { (a - 1) * FENCE + 1 };
+    (lo, (b * FENCE).min(n))
+}
+
 /// Which of the entries is first in order (None when there are none).
 fn smallest(heads: [Option<&[u8]>; 3]) -> Option<usize> {
     let mut best: Option<(usize, &[u8])> = None;
@@ -555,6 +574,7 @@ mod tests {
             }
             let ix = KeyIndex::build(vec![], b);
             assert_eq!(ix.fences.len(), model.len().div_ceil(FENCE));
+            assert_eq!(ix.top.len(), ix.fences.len().div_ceil(FENCE));
             let n = ix.base_len();
             for _ in 0..5_000 {
                 let k = word(&mut rnd);
