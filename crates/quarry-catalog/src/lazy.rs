@@ -235,6 +235,9 @@ impl Table for LazyTable {
     ) -> Result<Vec<RowId>> {
         self.table()?.index_range(index, lo, hi)
     }
+    fn index_lookups(&self, index: usize, keys: &[Vec<Value>]) -> Result<Vec<Vec<RowId>>> {
+        self.table()?.index_lookups(index, keys)
+    }
     fn index_key(&self, index: usize, row: &Row, id: RowId) -> Option<Vec<u8>> {
         self.table().ok()?.index_key(index, row, id)
     }

@@ -16,23 +16,11 @@ use quarry_engine_row::keycode::{self, KeyCol};
 /// Changes kept beside the base before it is rebuilt, at least.
 const MIN_FOLD: usize = 1 << 14;
 
-/// Base entries per fence.
-const FENCE: usize = 16;
-
 pub(crate) struct KeyIndex {
     pub cols: Vec<KeyCol>,
     /// Sorted entries, packed: entry `i` is `bytes[offs[i]..offs[i + 1]]`.
     bytes: Vec<u8>,
     offs: Vec<usize>,
-    /// The first 16 bytes (zero-padded, as a big-endian number) of every `FENCE`-th base
-    /// entry: a search finds the fences around its key in this dense array and compares
-    /// whole entries only between them. A binary search of the packed entries alone
-    /// missed the cache twice a step (offset, then bytes); TPC-H Q21's 1.2 M lookups in
-    /// lineitem's 6 M entries spent a fifth of the query there.
-    fences: Vec<u128>,
-    /// Every `FENCE`-th fence: small enough to stay in the cache, it narrows the search
-    /// of the fences the same way.
-    top: Vec<u128>,
     /// Base entries removed since the base was built.
     removed: BTreeSet<Vec<u8>>,
     /// Entries added since the base was built.
@@ -49,8 +37,6 @@ impl KeyIndex {
             cols,
             bytes: vec![],
             offs: vec![0],
-            fences: vec![],
-            top: vec![],
             removed: BTreeSet::new(),
             added: BTreeSet::new(),
             pending: Builder::new(),
@@ -66,8 +52,6 @@ impl KeyIndex {
         if (1..n).all(|i| at(i - 1) < at(i)) {
             ix.bytes = b.bytes;
             ix.offs = b.offs;
-            ix.fences = (0..n).step_by(FENCE).map(|i| prefix(ix.base(i))).collect();
-            ix.top = ix.fences.iter().step_by(FENCE).copied().collect();
             return ix;
         }
         // Sorted by 16 bytes of each entry held beside its number, the whole entry
@@ -109,13 +93,6 @@ impl KeyIndex {
     }
 
     fn push_base(&mut self, e: &[u8]) {
-        if self.base_len().is_multiple_of(FENCE) {
-            let p = prefix(e);
-            if self.fences.len().is_multiple_of(FENCE) {
-                self.top.push(p);
-            }
-            self.fences.push(p);
-        }
         self.bytes.extend_from_slice(e);
         self.offs.push(self.bytes.len());
     }
@@ -215,39 +192,21 @@ impl KeyIndex {
 
     /// First base position at or after a lower bound.
     fn lower(&self, b: Bound<&[u8]>) -> usize {
+        let n = self.base_len();
         match b {
             Bound::Unbounded => 0,
-            Bound::Included(k) => self.position(k, false),
-            Bound::Excluded(k) => self.position(k, true),
+            Bound::Included(k) => partition(n, |i| self.base(i) < k),
+            Bound::Excluded(k) => partition(n, |i| self.base(i) <= k),
         }
-    }
-
-    /// The first base position whose entry does not sort before `k` (`or_equal`: nor
-    /// equals it).
-    fn position(&self, k: &[u8], or_equal: bool) -> usize {
-        let n = self.base_len();
-        // An entry whose prefix sorts before `k`'s sorts before `k`, one whose prefix
-        // sorts after it after it: the answer lies past the last fence before `k`'s
-        // prefix and at or before the first fence after it.
-        let p = prefix(k);
-        let top = finer(around(&self.top, p, 0, self.top.len()), self.fences.len());
-        let (lo, hi) = finer(around(&self.fences, p, top.0, top.1), n);
-        lo + partition(hi - lo, |i| {
-            let e = self.base(lo + i);
-            if or_equal {
-                e <= k
-            } else {
-                e < k
-            }
-        })
     }
 
     /// First base position past an upper bound.
     fn upper(&self, b: Bound<&[u8]>) -> usize {
+        let n = self.base_len();
         match b {
-            Bound::Unbounded => self.base_len(),
-            Bound::Included(k) => self.position(k, true),
-            Bound::Excluded(k) => self.position(k, false),
+            Bound::Unbounded => n,
+            Bound::Included(k) => partition(n, |i| self.base(i) <= k),
+            Bound::Excluded(k) => partition(n, |i| self.base(i) < k),
         }
     }
 
@@ -269,6 +228,12 @@ impl KeyIndex {
             out.push(e.to_vec());
             out.len() < max
         });
+    }
+
+    /// Hand the entries between `lo` and `hi` to `f` in order until it returns false.
+    pub fn each(&mut self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, f: &mut dyn FnMut(&[u8]) -> bool) {
+        self.settle();
+        self.walk(lo, hi, false, f);
     }
 
     /// Hand the entries between `lo` and `hi` to `f` in order (last first when
@@ -438,19 +403,6 @@ fn prefix(e: &[u8]) -> u128 {
     u128::from_be_bytes(w)
 }
 
-/// Within `f[lo..hi]`, the first fence not before `p` and the first after it.
-fn around(f: &[u128], p: u128, lo: usize, hi: usize) -> (usize, usize) {
-    let a = lo + f[lo..hi].partition_point(|&x| x < p);
-    (a, a + f[a..hi].partition_point(|&x| x <= p))
-}
-
-/// The positions of a level `FENCE` times finer (of `n`) that hold the answer, from the
-/// fences `around` found: past the last fence before the key, at or before the first after.
-fn finer((a, b): (usize, usize), n: usize) -> (usize, usize) {
-    let lo = if a == 0 { 0 } else { (a - 1) * FENCE + 1 };
-    (lo, (b * FENCE).min(n))
-}
-
 /// Which of the entries is first in order (None when there are none).
 fn smallest(heads: [Option<&[u8]>; 3]) -> Option<usize> {
     let mut best: Option<(usize, &[u8])> = None;
@@ -548,48 +500,6 @@ mod tests {
         let got: Vec<Vec<u8>> = (0..ix.base_len()).map(|i| ix.base(i).to_vec()).collect();
         let want: Vec<Vec<u8>> = model.into_iter().collect();
         assert_eq!(got, want);
-    }
-
-    /// Searches through the fences find the positions a search of the whole base does,
-    /// for keys in and between entries of every length that share long prefixes and end
-    /// in zero bytes (ties of the fences' padded prefixes), whether the base was built in
-    /// order or sorted.
-    #[test]
-    fn fenced_searches_find_what_whole_searches_find() {
-        let mut rnd = below(0x2545_F491_4F6C_DD1D);
-        let word = |rnd: &mut dyn FnMut(u64) -> u64| -> Vec<u8> {
-            let len = rnd(40) as usize;
-            (0..len).map(|_| [0, 1, 255][rnd(3) as usize]).collect()
-        };
-        let model: BTreeSet<Vec<u8>> = (0..3_000).map(|_| word(&mut rnd)).collect();
-        for sorted_input in [true, false] {
-            let mut input: Vec<Vec<u8>> = model.iter().cloned().collect();
-            if !sorted_input {
-                input.reverse();
-            }
-            let mut b = Builder::new();
-            for e in &input {
-                b.bytes.extend_from_slice(e);
-                b.end_entry();
-            }
-            let ix = KeyIndex::build(vec![], b);
-            assert_eq!(ix.fences.len(), model.len().div_ceil(FENCE));
-            assert_eq!(ix.top.len(), ix.fences.len().div_ceil(FENCE));
-            let n = ix.base_len();
-            for _ in 0..5_000 {
-                let k = word(&mut rnd);
-                for or_equal in [false, true] {
-                    let want = partition(n, |i| {
-                        if or_equal {
-                            ix.base(i) <= &k[..]
-                        } else {
-                            ix.base(i) < &k[..]
-                        }
-                    });
-                    assert_eq!(ix.position(&k, or_equal), want, "{k:?} {or_equal}");
-                }
-            }
-        }
     }
 
     /// Inserts, removes and folds against a sorted set of the same entries: every range

@@ -238,6 +238,40 @@ impl ColumnTable {
         }
     }
 
+    /// The row ids of index `index`'s entries whose leading columns equal each of
+    /// `keys`, in their order, all under one hold of the lock (counted as that many
+    /// index scans).
+    pub(crate) fn lookup_keys(&self, index: usize, keys: &[Vec<Value>]) -> Result<Vec<Vec<RowId>>> {
+        let cols = self
+            .key_cols
+            .get(index)
+            .ok_or_else(|| Error::internal("no such index"))?;
+        HandlerCounters::add(&self.counters.read_key, keys.len() as u64);
+        let bounds: Vec<Option<keyrange::ByteRange>> = keys
+            .iter()
+            .map(|k| keyrange::byte_bounds(cols, Bound::Included(k), Bound::Included(k)))
+            .collect();
+        let mut out = Vec::with_capacity(keys.len());
+        let mut entries = 0;
+        {
+            let mut st = self.state.lock();
+            let ix = &mut st.keys[index];
+            for b in &bounds {
+                let mut ids = Vec::new();
+                if let Some((lo, hi)) = b {
+                    ix.each(as_slice_bound(lo), as_slice_bound(hi), &mut |e| {
+                        ids.push(keycode::row_id(e));
+                        true
+                    });
+                }
+                entries += ids.len();
+                out.push(ids);
+            }
+        }
+        HandlerCounters::add_read(&self.counters.read_next, entries as u64);
+        Ok(out)
+    }
+
     /// The byte range of index `index` between value bounds: None when there is no such
     /// index, `Some(None)` when no entry can lie there.
     fn key_range(

@@ -1636,6 +1636,10 @@ impl Table for ColumnTable {
         self.scan_index(scan, visit)
     }
 
+    fn index_lookups(&self, index: usize, keys: &[Vec<Value>]) -> Result<Vec<Vec<RowId>>> {
+        self.lookup_keys(index, keys)
+    }
+
     fn index_count(
         &self,
         index: usize,

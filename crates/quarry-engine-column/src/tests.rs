@@ -644,6 +644,21 @@ fn unique_keys_are_enforced_through_updates_and_reopen() {
         .index_range(0, Bound::Included(&key), Bound::Included(&key))
         .unwrap();
     assert_eq!(found, vec![moved]);
+    // Lookups of a batch find what a range per key finds: a key moved, one deleted and
+    // inserted again, one never there, one asked twice.
+    let keys: Vec<Vec<Value>> = [1, 2, 39, 45, 0, 1]
+        .iter()
+        .map(|&k| vec![Value::Int(k)])
+        .collect();
+    let each: Vec<Vec<RowId>> = keys
+        .iter()
+        .map(|k| {
+            t.index_range(0, Bound::Included(k), Bound::Included(k))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(t.index_lookups(0, &keys).unwrap(), each);
+    assert!(each[3].is_empty() && each.iter().filter(|ids| ids.len() == 1).count() == 5);
     t.flush().unwrap();
     drop(t);
     let t = open(&dir, &engine, true);

@@ -1145,12 +1145,12 @@ fn index_join(left: &Plan, p: IndexProbe, ctx: &ExecCtx, sink: &mut Sink) -> Res
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         let mut found: Vec<Vec<RowId>> = vec![Vec::new(); batch.len()];
-        for (i, vals) in &probes {
-            found[*i] = p.table.handle.index_range(
-                p.index,
-                Bound::Included(vals),
-                Bound::Included(vals),
-            )?;
+        let (at, keys): (Vec<usize>, Vec<Vec<Value>>) = probes.into_iter().unzip();
+        for (i, ids) in at
+            .into_iter()
+            .zip(p.table.handle.index_lookups(p.index, &keys)?)
+        {
+            found[i] = ids;
         }
         // Fetched rows of `ids` that pass the pushed filter, by id.
         let fetch = |mut ids: Vec<RowId>| -> Result<WordMap<RowId, Row>> {

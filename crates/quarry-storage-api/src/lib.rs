@@ -377,6 +377,14 @@ pub trait Table: Send + Sync {
         )?;
         Ok(ids)
     }
+    /// The row ids of the entries of `index` whose leading columns equal each of `keys`,
+    /// in the order of `keys`: an index join's probes of a batch at once, which an engine
+    /// can answer under one lock without a scan's setup per key.
+    fn index_lookups(&self, index: usize, keys: &[Vec<Value>]) -> Result<Vec<Vec<RowId>>> {
+        keys.iter()
+            .map(|k| self.index_range(index, Bound::Included(k), Bound::Included(k)))
+            .collect()
+    }
     /// The entry `row` at `id` has (or had) in `index`, as the bytes [`IndexEntry::pos`]
     /// hands out — entries sort by them. None when the engine cannot say.
     fn index_key(&self, _index: usize, _row: &Row, _id: RowId) -> Option<Vec<u8>> {

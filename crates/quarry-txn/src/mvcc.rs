@@ -618,6 +618,20 @@ impl Table for MvccTable {
         }
     }
 
+    fn index_lookups(&self, index: usize, keys: &[Vec<Value>]) -> Result<Vec<Vec<RowId>>> {
+        if current().and_then(|c| c.snap.clone()).is_none() {
+            return self.inner.index_lookups(index, keys);
+        }
+        // As index_scan: entries read while no change is under way are the snapshot's.
+        let found = self.inner.index_lookups(index, keys)?;
+        if self.versions.quiet() {
+            return Ok(found);
+        }
+        keys.iter()
+            .map(|k| self.index_range(index, Bound::Included(k), Bound::Included(k)))
+            .collect()
+    }
+
     fn index_key(&self, index: usize, row: &Row, id: RowId) -> Option<Vec<u8>> {
         self.inner.index_key(index, row, id)
     }
