@@ -2,7 +2,8 @@
 //! no dirty read, no non-repeatable read, no lost update under SELECT … FOR UPDATE;
 //! READ COMMITTED reading each statement's commits; row locks: writers of different rows
 //! run at once, writers of one row wait (1205 after innodb_lock_wait_timeout), and a
-//! deadlock's victim gets 1213 with its whole transaction rolled back.
+//! deadlock's victim gets 1213 with its whole transaction rolled back; an index join's
+//! batched lookups read their snapshot while the probed table changes.
 
 mod common;
 
@@ -387,6 +388,56 @@ fn a_freed_slot_waits_for_the_snapshots_that_see_its_row() {
         ["1:150", "2:1", "3:1"]
     );
     drop((a, b));
+    drop(db);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// An index join (its probes looked up a batch at a time) reads its snapshot's rows of
+/// the probed table while another transaction changes them, after that one commits, and
+/// the new rows once its own transaction ends.
+#[test]
+fn index_joins_read_their_snapshot_while_the_probed_table_changes() {
+    let (dir, db) = fresh_db("iso-index-join");
+    let mut a = db.session("root", "localhost");
+    a.query("CREATE DATABASE d").unwrap();
+    for engine in ENGINES {
+        let (p, q) = (format!("d.ijp_{engine}"), format!("d.ijq_{engine}"));
+        let values =
+            |n: i64, f: &dyn Fn(i64) -> String| (1..=n).map(f).collect::<Vec<_>>().join(",");
+        a.query(&format!(
+            "CREATE TABLE {p} (id INT PRIMARY KEY, v INT) ENGINE={engine}; \
+             CREATE TABLE {q} (k INT) ENGINE={engine}; \
+             INSERT INTO {p} VALUES {}; INSERT INTO {q} VALUES {}",
+            values(3000, &|i| format!("({i}, {i})")),
+            values(40, &|i| format!("({})", i * 5 % 200 + 1)),
+        ))
+        .unwrap();
+        let join = format!("SELECT COUNT(*), SUM({p}.v) FROM {q} JOIN {p} ON {p}.id = {q}.k");
+        let plan = rows(&mut a, &format!("EXPLAIN {join}"));
+        assert!(
+            plan.iter().any(|r| r[3] == Value::Str("eq_ref".into())),
+            "{engine}: {plan:?}"
+        );
+        let sums = |s: &mut quarry_core::Session| format!("{:?}", rows(s, &join));
+        let before = sums(&mut a);
+        a.query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            .unwrap();
+        assert_eq!(sums(&mut a), before);
+        let mut b = db.session("root", "localhost");
+        b.query(&format!(
+            "BEGIN; UPDATE {p} SET v = v + 1000 WHERE id <= 100; DELETE FROM {p} WHERE id > 150 AND id < 190; \
+             INSERT INTO {p} VALUES (5000, 5)"
+        ))
+        .unwrap();
+        let changed = sums(&mut b);
+        assert_ne!(changed, before, "{engine}: the writer sees its changes");
+        assert_eq!(sums(&mut a), before, "{engine}: uncommitted changes seen");
+        b.query("COMMIT").unwrap();
+        assert_eq!(sums(&mut a), before, "{engine}: committed changes seen");
+        a.query("COMMIT").unwrap();
+        assert_eq!(sums(&mut a), changed, "{engine}: after both");
+    }
+    drop(a);
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
