@@ -619,7 +619,7 @@ impl Table for MvccTable {
     }
 
     fn index_lookups(&self, index: usize, keys: &[Vec<Value>]) -> Result<Vec<Vec<RowId>>> {
-        if current().and_then(|c| c.snap.clone()).is_none() {
+        if current().is_none_or(|c| c.snap.is_none()) {
             return self.inner.index_lookups(index, keys);
         }
         // As index_scan: entries read while no change is under way are the snapshot's.

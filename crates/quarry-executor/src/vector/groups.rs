@@ -421,32 +421,17 @@ impl Groups {
 
     /// Close the last group: no row of it can come after a greater group's.
     fn close_last(&mut self) {
+        // Out of the table means closed: the open groups found by place go into it.
+        self.index_all();
         let freed = match &mut self.known {
             Known::Bytes { open, keys, .. } => keys
                 .last()
                 .filter(|k| open.remove(*k).is_some())
                 .map(|k| k.len() + 64),
-            Known::Ints {
-                open,
-                keys,
-                indexed,
-            } => {
-                let last = keys.len().checked_sub(1);
-                match last {
-                    // Open and not in the table: the groups before it stay open.
-                    Some(l) if *indexed <= l => {
-                        for (g, k) in keys.iter().enumerate().take(l).skip(*indexed) {
-                            open.insert(*k, g as u32);
-                        }
-                        *indexed = keys.len();
-                        Some(int_group_bytes(keys[l]))
-                    }
-                    _ => keys
-                        .last()
-                        .filter(|k| open.remove(*k).is_some())
-                        .map(|k| int_group_bytes(*k)),
-                }
-            }
+            Known::Ints { open, keys, .. } => keys
+                .last()
+                .filter(|k| open.remove(*k).is_some())
+                .map(|k| int_group_bytes(*k)),
         };
         if let Some(b) = freed {
             self.used -= b;
