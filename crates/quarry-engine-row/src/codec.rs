@@ -18,7 +18,35 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u128) {
     out.push(v as u8);
 }
 
+#[inline]
 fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u128> {
+    // Most cells are a few bytes: those are read without the wide loop's shifts.
+    if let Some(&b) = buf.get(*pos) {
+        if b & 0x80 == 0 {
+            *pos += 1;
+            return Ok(b as u128);
+        }
+        let mut v = (b & 0x7f) as u64;
+        let mut shift = 7;
+        let mut at = *pos + 1;
+        while let Some(&b) = buf.get(at) {
+            v |= ((b & 0x7f) as u64) << shift;
+            at += 1;
+            if b & 0x80 == 0 {
+                *pos = at;
+                return Ok(v as u128);
+            }
+            shift += 7;
+            if shift > 56 {
+                break;
+            }
+        }
+    }
+    get_long_varint(buf, pos)
+}
+
+#[cold]
+fn get_long_varint(buf: &[u8], pos: &mut usize) -> Result<u128> {
     let mut v: u128 = 0;
     let mut shift = 0;
     loop {
@@ -40,10 +68,12 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u128> {
 fn zigzag(v: i128) -> u128 {
     ((v << 1) ^ (v >> 127)) as u128
 }
+#[inline]
 fn unzigzag(v: u128) -> i128 {
     ((v >> 1) as i128) ^ -((v & 1) as i128)
 }
 
+#[inline]
 fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8]> {
     let s = buf
         .get(*pos..*pos + n)
@@ -204,6 +234,165 @@ pub fn decode(cols: &[ColumnSchema], format: RowFormat, buf: &[u8]) -> Result<Ro
     decode_some(cols, format, buf, None)
 }
 
+/// How a non-NULL cell is framed in a record, known from its column and the format alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// A varint: DYNAMIC integers and decimals of up to 38 digits.
+    Varint,
+    /// A length byte, then that many bytes: DYNAMIC wider decimals.
+    Wide,
+    /// A varint length, then that many bytes: DYNAMIC strings; TEXT and BLOB in both formats.
+    Counted,
+    /// Always this many bytes.
+    Fixed(usize),
+}
+
+pub(crate) fn frame(c: &ColumnSchema, format: RowFormat) -> Frame {
+    let k = c.ty.kind;
+    match k {
+        TypeKind::Text | TypeKind::Blob => Frame::Counted,
+        _ if format == RowFormat::Fixed => Frame::Fixed(cell_width(&c.ty)),
+        TypeKind::Float
+        | TypeKind::Double
+        | TypeKind::Time
+        | TypeKind::DateTime
+        | TypeKind::Timestamp => Frame::Fixed(8),
+        TypeKind::Date => Frame::Fixed(4),
+        TypeKind::Decimal if c.ty.wide_decimal() => Frame::Wide,
+        TypeKind::Decimal => Frame::Varint,
+        _ if SqlType::new(k).is_integer() => Frame::Varint,
+        _ => Frame::Counted,
+    }
+}
+
+/// The bytes a NULL cell takes: its full width in a FIXED record, none in a DYNAMIC one.
+pub(crate) fn null_width(c: &ColumnSchema, format: RowFormat) -> usize {
+    if format == RowFormat::Fixed {
+        cell_width(&c.ty)
+    } else {
+        0
+    }
+}
+
+/// Step over a non-NULL cell framed as `frame`. A fixed-width cell is not bounds-checked
+/// here: the next cell read is.
+#[inline]
+pub(crate) fn skip_cell(buf: &[u8], pos: &mut usize, frame: Frame) -> Result<()> {
+    match frame {
+        Frame::Fixed(n) => *pos += n,
+        Frame::Varint => {
+            get_varint(buf, pos)?;
+        }
+        Frame::Wide => {
+            let n = take(buf, pos, 1)?[0] as usize;
+            take(buf, pos, n)?;
+        }
+        Frame::Counted => {
+            let n = get_varint(buf, pos)? as usize;
+            take(buf, pos, n)?;
+        }
+    }
+    Ok(())
+}
+
+/// An integer cell of a column that is not BIGINT UNSIGNED.
+#[inline]
+pub(crate) fn int_cell(buf: &[u8], pos: &mut usize, fixed: bool) -> Result<i64> {
+    Ok(if fixed {
+        u64::from_le_bytes(take(buf, pos, 8)?.try_into().unwrap()) as i64
+    } else {
+        unzigzag(get_varint(buf, pos)?) as i64
+    })
+}
+
+/// A DECIMAL(p ≤ 38) cell: its mantissa at the column's scale.
+#[inline]
+pub(crate) fn narrow_decimal_cell(buf: &[u8], pos: &mut usize, fixed: bool) -> Result<i128> {
+    Ok(if fixed {
+        i128::from_le_bytes(take(buf, pos, 16)?.try_into().unwrap())
+    } else {
+        unzigzag(get_varint(buf, pos)?)
+    })
+}
+
+#[inline]
+pub(crate) fn double_cell(buf: &[u8], pos: &mut usize) -> Result<f64> {
+    Ok(f64::from_le_bytes(take(buf, pos, 8)?.try_into().unwrap()))
+}
+
+/// A string cell's bytes (CHAR, VARCHAR, TEXT and their binary kinds).
+pub(crate) fn string_cell<'a>(
+    c: &ColumnSchema,
+    fixed: bool,
+    buf: &'a [u8],
+    pos: &mut usize,
+) -> Result<&'a [u8]> {
+    if fixed && !matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob) {
+        let max = max_string_bytes(&c.ty);
+        let n = u16::from_le_bytes(take(buf, pos, 2)?.try_into().unwrap()) as usize;
+        let all = take(buf, pos, max)?;
+        all.get(..n).ok_or_else(|| Error::corrupt("string length"))
+    } else {
+        let n = get_varint(buf, pos)? as usize;
+        take(buf, pos, n)
+    }
+}
+
+/// The text of a non-binary string cell.
+pub(crate) fn text(bytes: &[u8]) -> Result<&str> {
+    std::str::from_utf8(bytes).map_err(|_| Error::corrupt("invalid utf-8 in record"))
+}
+
+/// A non-NULL cell of column `c` as a value.
+pub(crate) fn cell_value(
+    c: &ColumnSchema,
+    fixed: bool,
+    buf: &[u8],
+    pos: &mut usize,
+) -> Result<Value> {
+    Ok(match c.ty.kind {
+        TypeKind::BigInt if c.ty.unsigned => Value::UInt(if fixed {
+            u64::from_le_bytes(take(buf, pos, 8)?.try_into().unwrap())
+        } else {
+            get_varint(buf, pos)? as u64
+        }),
+        k if SqlType::new(k).is_integer() => Value::Int(int_cell(buf, pos, fixed)?),
+        TypeKind::Float | TypeKind::Double => Value::Double(double_cell(buf, pos)?),
+        TypeKind::Decimal => {
+            let m = match (c.ty.wide_decimal(), fixed) {
+                (true, true) => Mantissa::from_le_bytes(take(buf, pos, 32)?.try_into().unwrap()),
+                (true, false) => get_wide(buf, pos)?,
+                (false, _) => Mantissa::from(narrow_decimal_cell(buf, pos, fixed)?),
+            };
+            Value::Decimal(Decimal::new(m, c.ty.scale))
+        }
+        TypeKind::Date => {
+            let b = take(buf, pos, 4)?;
+            Value::Date(Date {
+                year: u16::from_le_bytes([b[0], b[1]]),
+                month: b[2],
+                day: b[3],
+            })
+        }
+        TypeKind::Time => {
+            let us = i64::from_le_bytes(take(buf, pos, 8)?.try_into().unwrap());
+            Value::Time(quarry_common::time::from_stored(us))
+        }
+        TypeKind::DateTime | TypeKind::Timestamp => {
+            let us = i64::from_le_bytes(take(buf, pos, 8)?.try_into().unwrap());
+            Value::DateTime(DateTime::from_stored(us))
+        }
+        _ => {
+            let bytes = string_cell(c, fixed, buf, pos)?;
+            if c.ty.is_binary() {
+                Value::Bytes(bytes.to_vec())
+            } else {
+                Value::Str(text(bytes)?.to_owned())
+            }
+        }
+    })
+}
+
 /// `decode`, leaving NULL the columns `wanted` (when given) does not mark: their cells are
 /// stepped over without building values, so a scan that reads two numbers of a wide row
 /// allocates no strings.
@@ -223,111 +412,15 @@ pub fn decode_some(
     for (i, c) in cols.iter().enumerate() {
         let is_null = nulls[i / 8] & (1 << (i % 8)) != 0;
         let skip = wanted.is_some_and(|w| !w.get(i).copied().unwrap_or(false));
-        // A FIXED record's cells have fixed widths (TEXT and BLOB keep a length).
-        let fixed_cell = fixed && !matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob);
-        if is_null || (skip && fixed_cell) {
-            if fixed {
-                pos += cell_width(&c.ty);
-            }
+        if is_null {
+            pos += null_width(c, format);
             row.push(Value::Null);
-            continue;
+        } else if skip {
+            skip_cell(buf, &mut pos, frame(c, format))?;
+            row.push(Value::Null);
+        } else {
+            row.push(cell_value(c, fixed, buf, &mut pos)?);
         }
-        let v = match c.ty.kind {
-            // A DYNAMIC record's cell not asked for: its width is read, its bytes skipped.
-            TypeKind::Float | TypeKind::Double | TypeKind::Date if skip => {
-                pos += if c.ty.kind == TypeKind::Date { 4 } else { 8 };
-                Value::Null
-            }
-            TypeKind::Time | TypeKind::DateTime | TypeKind::Timestamp if skip => {
-                pos += 8;
-                Value::Null
-            }
-            k if skip && (SqlType::new(k).is_integer() || k == TypeKind::Decimal) => {
-                if k == TypeKind::Decimal && c.ty.wide_decimal() {
-                    get_wide(buf, &mut pos)?;
-                } else {
-                    get_varint(buf, &mut pos)?;
-                }
-                Value::Null
-            }
-            _ if skip => {
-                let n = get_varint(buf, &mut pos)? as usize;
-                take(buf, &mut pos, n)?;
-                Value::Null
-            }
-            k if SqlType::new(k).is_integer() => {
-                let unsigned_big = c.ty.unsigned && k == TypeKind::BigInt;
-                if fixed {
-                    let b = u64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
-                    if unsigned_big {
-                        Value::UInt(b)
-                    } else {
-                        Value::Int(b as i64)
-                    }
-                } else {
-                    let raw = get_varint(buf, &mut pos)?;
-                    if unsigned_big {
-                        Value::UInt(raw as u64)
-                    } else {
-                        Value::Int(unzigzag(raw) as i64)
-                    }
-                }
-            }
-            TypeKind::Float | TypeKind::Double => Value::Double(f64::from_le_bytes(
-                take(buf, &mut pos, 8)?.try_into().unwrap(),
-            )),
-            TypeKind::Decimal => {
-                let m = match (c.ty.wide_decimal(), fixed) {
-                    (true, true) => {
-                        Mantissa::from_le_bytes(take(buf, &mut pos, 32)?.try_into().unwrap())
-                    }
-                    (true, false) => get_wide(buf, &mut pos)?,
-                    (false, true) => Mantissa::from(i128::from_le_bytes(
-                        take(buf, &mut pos, 16)?.try_into().unwrap(),
-                    )),
-                    (false, false) => Mantissa::from(unzigzag(get_varint(buf, &mut pos)?)),
-                };
-                Value::Decimal(Decimal::new(m, c.ty.scale))
-            }
-            TypeKind::Date => {
-                let b = take(buf, &mut pos, 4)?;
-                Value::Date(Date {
-                    year: u16::from_le_bytes([b[0], b[1]]),
-                    month: b[2],
-                    day: b[3],
-                })
-            }
-            TypeKind::Time => {
-                let us = i64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
-                Value::Time(quarry_common::time::from_stored(us))
-            }
-            TypeKind::DateTime | TypeKind::Timestamp => {
-                let us = i64::from_le_bytes(take(buf, &mut pos, 8)?.try_into().unwrap());
-                Value::DateTime(DateTime::from_stored(us))
-            }
-            _ => {
-                let bytes = if fixed && !matches!(c.ty.kind, TypeKind::Text | TypeKind::Blob) {
-                    let max = max_string_bytes(&c.ty);
-                    let n =
-                        u16::from_le_bytes(take(buf, &mut pos, 2)?.try_into().unwrap()) as usize;
-                    let all = take(buf, &mut pos, max)?;
-                    all.get(..n)
-                        .ok_or_else(|| Error::corrupt("string length"))?
-                } else {
-                    let n = get_varint(buf, &mut pos)? as usize;
-                    take(buf, &mut pos, n)?
-                };
-                if c.ty.is_binary() {
-                    Value::Bytes(bytes.to_vec())
-                } else {
-                    Value::Str(
-                        String::from_utf8(bytes.to_vec())
-                            .map_err(|_| Error::corrupt("invalid utf-8 in record"))?,
-                    )
-                }
-            }
-        };
-        row.push(v);
     }
     Ok(row)
 }

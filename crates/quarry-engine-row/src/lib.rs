@@ -45,6 +45,7 @@ pub mod keyrange;
 mod records;
 mod salvage;
 mod sidecol;
+mod vectors;
 
 use keyrange::{as_slice_bound, ByteRange};
 use records::RecordReader;
@@ -80,6 +81,10 @@ const REC_HDR: usize = 13;
 const LIVE: u8 = 0xA1;
 const DELETED: u8 = 0xD0;
 const WRITE_BUFFER: usize = 128 * 1024;
+/// Bytes between the records `State::marks` lists (tests split small files).
+const MARK_EVERY: u64 = if cfg!(test) { 4096 } else { 1 << 20 };
+/// A file shorter than this is scanned as one part however many are asked for.
+const SPLIT_FROM: u64 = if cfg!(test) { 16 * 1024 } else { 8 << 20 };
 /// A buffer grown past this by one huge record is given back after it.
 const KEEP_BUFFER: usize = 1 << 20;
 
@@ -323,6 +328,11 @@ struct State {
     quarantine: HashMap<TxnId, BTreeMap<u64, u32>>,
     free_bytes: u64,
     live_rows: u64,
+    /// Offsets of records, each at least `MARK_EVERY` bytes past the one before (from the
+    /// first record's, which is not listed): where the parts of a split scan start.
+    /// Records never move and a slot is reused whole, so these stay record starts until
+    /// the file is cut.
+    marks: Vec<u64>,
     /// Index entries collected during a bulk bracket or while keys are disabled, per
     /// index (non-unique ones only), sorted in bounded memory (`SORT_BUDGET` each) when
     /// they go into the trees.
@@ -460,6 +470,7 @@ impl RowTable {
                 quarantine: HashMap::new(),
                 free_bytes: 0,
                 live_rows: 0,
+                marks: Vec::new(),
                 pending: Vec::new(),
                 marked_dirty: was_dirty,
                 scratch: Vec::new(),
@@ -482,10 +493,14 @@ impl RowTable {
         let mut free: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
         let mut free_bytes = 0;
         let mut live = 0;
+        let mut marks = Vec::new();
         let end = self.state.lock().end;
         let mut reader = RecordReader::new(&self, HEADER_SIZE, end, 1 << 20);
         reader.stop_at_torn_tail = true;
         while let Some((off, status, slot, _)) = reader.next_record()? {
+            if off >= marks.last().copied().unwrap_or(HEADER_SIZE) + MARK_EVERY {
+                marks.push(off);
+            }
             if status == LIVE {
                 live += 1;
             } else {
@@ -519,6 +534,7 @@ impl RowTable {
             st.free = free;
             st.free_bytes = free_bytes;
             st.live_rows = live;
+            st.marks = marks;
             st.pending = (0..self.schema.indexes.len())
                 .map(|_| ExternalSorter::new(SORT_BUDGET))
                 .collect();
@@ -904,6 +920,9 @@ impl RowTable {
             st.scratch = Vec::new();
         }
         if off == st.end {
+            if off >= st.marks.last().copied().unwrap_or(HEADER_SIZE) + MARK_EVERY {
+                st.marks.push(off);
+            }
             st.wbuf_recs.push(off);
             st.end += rec.len() as u64;
             if st.wbuf.is_empty() && rec.len() > st.wbuf.capacity() {
@@ -1163,6 +1182,47 @@ impl Table for RowTable {
             wanted,
             filter: req.filter.clone(),
         }))
+    }
+
+    /// Records decoded straight into vectors (`vectors`), in up to `parts` consecutive
+    /// runs of the file that start at marked records.
+    fn scan_columns(
+        &self,
+        req: &ScanRequest,
+        parts: usize,
+    ) -> Result<Option<quarry_storage_api::ColumnCursors<'_>>> {
+        let Some(columns) = &req.columns else {
+            return Ok(None);
+        };
+        // A condition on a side-file column is answered from its file, by the row scan.
+        let cols = &self.schema.columns;
+        if req.filter.as_ref().is_some_and(|f| {
+            f.columns()
+                .iter()
+                .any(|&c| cols.get(c).is_some_and(|c| c.columnar))
+        }) {
+            return Ok(None);
+        }
+        let (end, starts) = {
+            let mut st = self.state.lock();
+            self.flush_locked(&mut st)?;
+            (st.end, split_points(&st.marks, st.end, parts))
+        };
+        let block = if req.read_buffer == 0 {
+            128 * 1024
+        } else {
+            req.read_buffer
+        };
+        let mut cursors: quarry_storage_api::ColumnCursors<'_> = Vec::new();
+        for (k, &from) in starts.iter().enumerate() {
+            let to = starts.get(k + 1).copied().unwrap_or(end);
+            let reader = RecordReader::new(self, from, to, block);
+            match vectors::VectorCursor::new(self, reader, columns, req.filter.clone()) {
+                Some(c) => cursors.push(Box::new(c)),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(cursors))
     }
 
     /// Conditions on one `columnar_storage` column are taken: its side file decides them.
@@ -1568,6 +1628,7 @@ impl Table for RowTable {
         st.quarantine.clear();
         st.free_bytes = 0;
         st.live_rows = 0;
+        st.marks.clear();
         Ok(())
     }
 
@@ -1783,6 +1844,26 @@ impl Drop for RowTable {
 }
 
 /// True when the type is stored as a variable-length value.
+/// Where each of up to `parts` runs of a scan of the records before `end` starts: the
+/// first record, then the marked record nearest past each even share of the bytes.
+fn split_points(marks: &[u64], end: u64, parts: usize) -> Vec<u64> {
+    let mut starts = vec![HEADER_SIZE];
+    let bytes = end.saturating_sub(HEADER_SIZE);
+    if bytes < SPLIT_FROM {
+        return starts;
+    }
+    for i in 1..parts as u64 {
+        let target = HEADER_SIZE + bytes / parts as u64 * i;
+        let at = marks.partition_point(|&m| m < target);
+        if let Some(&m) = marks.get(at) {
+            if m < end && m > *starts.last().unwrap() {
+                starts.push(m);
+            }
+        }
+    }
+    starts
+}
+
 pub fn has_variable_columns(schema: &TableSchema) -> bool {
     schema.columns.iter().any(|c| c.ty.is_variable())
 }

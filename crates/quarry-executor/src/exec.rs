@@ -1051,9 +1051,21 @@ pub(crate) fn fully_pushed<'p>(
     input: &'p Plan,
     ctx: &ExecCtx,
 ) -> Result<Option<(&'p TableEntry, ScanRequest)>> {
+    engine_checked(input, ctx, false)
+}
+
+/// A whole-table scan's table and request when its engine checks all of its condition:
+/// what was pushed to the engine, and — when `all_in_engine_form` — also the conjuncts
+/// the plan leaves to the executor that have the engine's form (for engines that check
+/// whatever condition a scan hands them, as they make vectors).
+pub(crate) fn engine_checked<'p>(
+    input: &'p Plan,
+    ctx: &ExecCtx,
+    all_in_engine_form: bool,
+) -> Result<Option<(&'p TableEntry, ScanRequest)>> {
     let Plan::Scan {
         table,
-        filter: None,
+        filter,
         index_filter: None,
         access: Access::Full,
         pushed,
@@ -1062,8 +1074,21 @@ pub(crate) fn fully_pushed<'p>(
     else {
         return Ok(None);
     };
-    let (filter, None) = crate::pushdown::route(pushed.as_ref(), ctx)? else {
-        return Ok(None);
+    let (routed, kept) = crate::pushdown::route(pushed.as_ref(), ctx)?;
+    let mut parts: Vec<Pred> = routed.into_iter().collect();
+    for e in [kept, filter.as_ref()].into_iter().flatten() {
+        if !all_in_engine_form {
+            return Ok(None);
+        }
+        match crate::pushdown::whole(table, e, ctx)? {
+            Some(p) => parts.push(p),
+            None => return Ok(None),
+        }
+    }
+    let filter = match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(Pred::And(parts)),
     };
     Ok(Some((
         table,

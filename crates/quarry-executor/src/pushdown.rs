@@ -283,6 +283,20 @@ pub(crate) fn engine_estimate(table: &TableEntry, filter: &Expr) -> Option<(f64,
     Some((n as f64, rest))
 }
 
+/// All of `filter` in the engine's form, its constants evaluated, for an engine that
+/// checks whatever condition a scan hands it while it makes vectors
+/// (`Table::scan_columns`); None when a conjunct has no such form, or conditions may not
+/// go to engines, or a subquery is among the constants (were the engine to give up, the
+/// executor would run it a second time).
+pub(crate) fn whole(table: &TableEntry, filter: &Expr, ctx: &ExecCtx) -> Result<Option<Pred>> {
+    let mut subquery = false;
+    filter.walk(&mut |e| subquery |= matches!(e, Expr::ScalarSub(_)));
+    if !ctx.pushdown || subquery {
+        return Ok(None);
+    }
+    convert(filter, &mut |k| k.eval(&[], ctx), &plain_text(table))
+}
+
 /// Where a scan's pushed conjuncts are evaluated this execution: the engine's condition,
 /// or — pushdown switched off — the expression the executor checks itself.
 pub(crate) fn route<'e>(

@@ -147,7 +147,9 @@ pub struct ColumnBatch {
 }
 
 pub trait ColumnCursor {
-    /// Next batch, or None at the end.
+    /// Next batch, or None at the end. A batch may hold no rows: a scan whose condition
+    /// kept none of the many records it read hands one over, so its caller gets to check
+    /// for KILL.
     fn next_columns(&mut self) -> Result<Option<ColumnBatch>>;
 }
 

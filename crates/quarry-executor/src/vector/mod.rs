@@ -126,7 +126,9 @@ pub(crate) fn aggregate(
     };
     // The engine's vectors when its scan can give them; else the rows the plan's scan
     // gives (any engine, access path and condition), turned into vectors batch by batch.
-    let cursors = match crate::exec::fully_pushed(input, ctx)? {
+    // (The row engine takes no conditions in plans, so its EXPLAIN reads as MariaDB's,
+    // but checks any condition a scan hands it.)
+    let cursors = match crate::exec::engine_checked(input, ctx, true)? {
         Some((table, req)) => {
             let req = ScanRequest {
                 columns: Some(read.clone()),
