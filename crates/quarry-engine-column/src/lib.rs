@@ -1434,6 +1434,7 @@ impl Table for ColumnTable {
             index_access: true,
             row_locks: false,
             columnar: true,
+            checks_any_filter: true,
         }
     }
 

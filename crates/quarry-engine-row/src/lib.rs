@@ -46,6 +46,7 @@ mod records;
 mod salvage;
 mod sidecol;
 mod vectors;
+mod walk;
 
 use keyrange::{as_slice_bound, ByteRange};
 use records::RecordReader;
@@ -1067,8 +1068,55 @@ struct RowCursor<'a> {
     batch_rows: usize,
     /// The columns to decode (the request's and the filter's); None: all.
     wanted: Option<Vec<bool>>,
-    /// A pushed condition checked here, on each decoded row.
-    filter: Option<Pred>,
+    /// A condition checked here, on each record's cells it reads before the rest of the
+    /// row is decoded.
+    filter: Option<Checked<'a>>,
+}
+
+/// A scan's condition and the walk that reads its cells.
+struct Checked<'a> {
+    pred: Pred,
+    walk: walk::Walk<'a>,
+    /// The condition's columns; the other columns decoded once it passed.
+    cols: Vec<usize>,
+    rest: Vec<usize>,
+    scratch: Vec<Value>,
+    starts: Vec<Option<usize>>,
+}
+
+impl<'a> Checked<'a> {
+    fn new(table: &'a RowTable, pred: Pred, wanted: Option<&[bool]>) -> Checked<'a> {
+        let n = table.schema.columns.len();
+        let cols: Vec<usize> = pred.columns().into_iter().filter(|&c| c < n).collect();
+        let rest: Vec<usize> = (0..n)
+            .filter(|&c| wanted.is_none_or(|w| w[c]) && !cols.contains(&c))
+            .collect();
+        Checked {
+            walk: walk::Walk::new(&table.schema.columns, table.schema.row_format, &cols, &rest),
+            pred,
+            cols,
+            rest,
+            scratch: vec![Value::Null; n],
+            starts: vec![None; n],
+        }
+    }
+
+    /// The row in `payload` when the condition passes it (the columns not read NULL).
+    fn row(&mut self, payload: &[u8]) -> Result<Option<Row>> {
+        self.walk
+            .run(payload, &mut self.scratch, &mut self.starts)?;
+        if self.pred.eval(&self.scratch) != Some(true) {
+            return Ok(None);
+        }
+        let mut row = vec![Value::Null; self.scratch.len()];
+        for &c in &self.cols {
+            row[c] = std::mem::replace(&mut self.scratch[c], Value::Null);
+        }
+        for &c in &self.rest {
+            row[c] = self.walk.value_at(c, payload, self.starts[c])?;
+        }
+        Ok(Some(row))
+    }
 }
 
 /// Rows a side file selected, fetched in file order a batch at a time.
@@ -1102,23 +1150,23 @@ impl Cursor for RowCursor<'_> {
                 None => break,
                 Some((off, status, _, payload)) => {
                     visited += 1;
-                    if status == LIVE {
-                        let row = decode_some(
+                    if status != LIVE {
+                        continue;
+                    }
+                    let row = match &mut self.filter {
+                        Some(f) => match f.row(payload)? {
+                            Some(row) => row,
+                            None => continue,
+                        },
+                        None => decode_some(
                             &table.schema.columns,
                             table.schema.row_format,
                             payload,
                             self.wanted.as_deref(),
-                        )?;
-                        if self
-                            .filter
-                            .as_ref()
-                            .is_some_and(|f| f.eval(&row) != Some(true))
-                        {
-                            continue;
-                        }
-                        batch.rows.push(row);
-                        batch.ids.push(off);
-                    }
+                        )?,
+                    };
+                    batch.rows.push(row);
+                    batch.ids.push(off);
                 }
             }
         }
@@ -1140,6 +1188,7 @@ impl Table for RowTable {
             index_access: true,
             row_locks: true,
             columnar: false,
+            checks_any_filter: true,
         }
     }
 
@@ -1179,8 +1228,11 @@ impl Table for RowTable {
         Ok(Box::new(RowCursor {
             reader: RecordReader::new(self, HEADER_SIZE, end, block),
             batch_rows: req.batch_rows.max(1),
+            filter: req
+                .filter
+                .clone()
+                .map(|f| Checked::new(self, f, wanted.as_deref())),
             wanted,
-            filter: req.filter.clone(),
         }))
     }
 

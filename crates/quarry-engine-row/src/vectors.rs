@@ -10,17 +10,18 @@
 //!
 //! [`Table::scan_columns`]: quarry_storage_api::Table::scan_columns
 
-use quarry_common::{Error, Result, Value};
+use quarry_common::{Result, Value};
 use quarry_storage_api::vector::arrow_array::builder::{
     Decimal128Builder, Float64Builder, Int64Builder, StringBuilder,
 };
 use quarry_storage_api::vector::arrow_array::ArrayRef;
 use quarry_storage_api::vector::{decimal_scale, ColumnBatch, ColumnCursor, VectorType};
-use quarry_storage_api::{ColumnSchema, HandlerCounters, Pred, RowFormat};
+use quarry_storage_api::{ColumnSchema, HandlerCounters, Pred};
 use std::sync::Arc;
 
-use crate::codec::{self, Frame};
+use crate::codec;
 use crate::records::RecordReader;
+use crate::walk::Walk;
 use crate::{RowTable, LIVE};
 
 /// Rows per batch handed over.
@@ -28,16 +29,6 @@ const BATCH_ROWS: usize = 4096;
 /// Records read before a batch is handed over however few rows passed, so a caller
 /// checks for KILL as often during a scan that keeps nothing.
 const BATCH_RECORDS: u64 = 16 * BATCH_ROWS as u64;
-
-/// What a scan does with one column's cell.
-struct Step {
-    frame: Frame,
-    null_width: usize,
-    /// The condition reads it: decoded into the scratch row.
-    filter: bool,
-    /// Output `k` reads it.
-    out: Option<usize>,
-}
 
 /// A vector being filled.
 enum Out {
@@ -90,24 +81,20 @@ impl Out {
 
 pub(crate) struct VectorCursor<'a> {
     reader: RecordReader<'a>,
-    cols: &'a [ColumnSchema],
-    fixed: bool,
-    /// Columns `0..steps.len()`: the last is the last one read.
-    steps: Vec<Step>,
+    walk: Walk<'a>,
     /// The table column of each output.
     outs: Vec<usize>,
     vectors: Vec<Out>,
     filter: Option<Pred>,
     /// The condition's columns of the current record (others stay NULL).
     scratch: Vec<Value>,
-    /// Where each output's cell starts in the current record; None: NULL.
+    /// Where the outputs' cells start in the current record, by column.
     starts: Vec<Option<usize>>,
 }
 
 impl<'a> VectorCursor<'a> {
-    /// A cursor over the records `reader` reads, making vectors of `columns` (whose
-    /// vector types are `types`) of the rows `filter` passes; None when a column has no
-    /// vector type.
+    /// A cursor over the records `reader` reads, making vectors of `columns` of the rows
+    /// `filter` passes; None when a column has no vector type.
     pub(crate) fn new(
         table: &'a RowTable,
         reader: RecordReader<'a>,
@@ -115,43 +102,22 @@ impl<'a> VectorCursor<'a> {
         filter: Option<Pred>,
     ) -> Option<VectorCursor<'a>> {
         let cols = &table.schema.columns[..];
-        let format = table.schema.row_format;
         let types = columns
             .iter()
             .map(|&c| VectorType::of(&cols.get(c)?.ty))
             .collect::<Option<Vec<_>>>()?;
         let filter_cols = filter.as_ref().map(Pred::columns).unwrap_or_default();
-        let last = columns.iter().chain(&filter_cols).copied().max()?;
-        if last >= cols.len() {
+        if filter_cols.iter().any(|&c| c >= cols.len()) {
             return None;
-        }
-        let mut steps: Vec<Step> = cols[..=last]
-            .iter()
-            .enumerate()
-            .map(|(i, c)| Step {
-                frame: codec::frame(c, format),
-                null_width: codec::null_width(c, format),
-                filter: filter_cols.contains(&i),
-                out: None,
-            })
-            .collect();
-        for (k, &c) in columns.iter().enumerate() {
-            // A column asked for twice is read once; the second output copies nothing
-            // from it (`starts` is per output).
-            if steps[c].out.is_none() {
-                steps[c].out = Some(k);
-            }
         }
         Some(VectorCursor {
             reader,
-            cols,
-            fixed: format == RowFormat::Fixed,
-            steps,
+            walk: Walk::new(cols, table.schema.row_format, &filter_cols, columns),
             outs: columns.to_vec(),
             vectors: types.into_iter().map(Out::new).collect(),
             filter,
             scratch: vec![Value::Null; cols.len()],
-            starts: vec![None; columns.len()],
+            starts: vec![None; cols.len()],
         })
     }
 }
@@ -160,9 +126,7 @@ impl ColumnCursor for VectorCursor<'_> {
     fn next_columns(&mut self) -> Result<Option<ColumnBatch>> {
         let VectorCursor {
             reader,
-            cols,
-            fixed,
-            steps,
+            walk,
             outs,
             vectors,
             filter,
@@ -182,43 +146,17 @@ impl ColumnCursor for VectorCursor<'_> {
             if status != LIVE {
                 continue;
             }
-            // The cells read: the condition's as values, the outputs' by where they start.
-            let nb = cols.len().div_ceil(8);
-            let nulls = payload
-                .get(..nb)
-                .ok_or_else(|| Error::corrupt("record truncated"))?;
-            let mut pos = nb;
-            for (i, step) in steps.iter().enumerate() {
-                if nulls[i / 8] & (1 << (i % 8)) != 0 {
-                    pos += step.null_width;
-                    if step.filter {
-                        scratch[i] = Value::Null;
-                    }
-                    if let Some(k) = step.out {
-                        starts[k] = None;
-                    }
-                    continue;
-                }
-                if let Some(k) = step.out {
-                    starts[k] = Some(pos);
-                }
-                if step.filter {
-                    scratch[i] = codec::cell_value(&cols[i], *fixed, payload, &mut pos)?;
-                } else {
-                    codec::skip_cell(payload, &mut pos, step.frame)?;
-                }
-            }
+            walk.run(payload, scratch, starts)?;
             if filter
                 .as_ref()
                 .is_some_and(|f| f.eval(scratch) != Some(true))
             {
                 continue;
             }
-            for (k, v) in vectors.iter_mut().enumerate() {
-                let c = outs[k];
-                match steps[c].out.and_then(|first| starts[first]) {
+            for (v, &c) in vectors.iter_mut().zip(outs.iter()) {
+                match starts[c] {
                     None => v.null(),
-                    Some(at) => v.push(&cols[c], *fixed, payload, at)?,
+                    Some(at) => v.push(&walk.cols[c], walk.fixed, payload, at)?,
                 }
             }
             rows += 1;
@@ -240,7 +178,9 @@ mod tests {
     use crate::{RowEngine, HEADER_SIZE};
     use quarry_common::{Date, Decimal, Row, SqlType, TypeKind};
     use quarry_storage_api::vector::value_at;
-    use quarry_storage_api::{CmpOp, Engine, ScanRequest, Table, TablePath, TableSchema};
+    use quarry_storage_api::{
+        CmpOp, Engine, RowFormat, ScanRequest, Table, TablePath, TableSchema,
+    };
 
     fn col(name: &str, ty: SqlType) -> ColumnSchema {
         ColumnSchema {
@@ -327,21 +267,34 @@ mod tests {
         out
     }
 
-    /// The rows a row scan with `filter` gives, cut to `columns`.
+    /// The rows a row scan with `filter` (checked on the cells it reads before the rest
+    /// are decoded) gives, cut to `columns`; checked against whole rows filtered here.
     fn scanned_rows(t: &RowTable, columns: &[usize], filter: &Option<Pred>) -> Vec<Row> {
-        let mut c = t
-            .scan(&ScanRequest {
-                filter: filter.clone(),
-                ..Default::default()
-            })
-            .unwrap();
-        let mut out = vec![];
-        while let Some(b) = c.next_batch().unwrap() {
-            for r in b.rows {
-                out.push(columns.iter().map(|&c| r[c].clone()).collect());
+        let scan = |req: ScanRequest| {
+            let mut c = t.scan(&req).unwrap();
+            let mut out = vec![];
+            while let Some(b) = c.next_batch().unwrap() {
+                out.extend(b.rows);
             }
-        }
-        out
+            out
+        };
+        let cut = |r: &Row| -> Row { columns.iter().map(|&c| r[c].clone()).collect() };
+        let want: Vec<Row> = scan(ScanRequest::default())
+            .iter()
+            .filter(|r| filter.as_ref().is_none_or(|f| f.eval(r) == Some(true)))
+            .map(cut)
+            .collect();
+        let checked: Vec<Row> = scan(ScanRequest {
+            columns: Some(columns.to_vec()),
+            filter: filter.clone(),
+            batch_rows: 100,
+            ..Default::default()
+        })
+        .iter()
+        .map(cut)
+        .collect();
+        assert_eq!(checked, want, "{filter:?} {columns:?}");
+        want
     }
 
     #[test]

@@ -690,14 +690,28 @@ fn scan_filtered(
     // them, else checked here.
     let mut runtime = crate::join::runtime_filters_for(node, ctx);
     runtime.extend(in_filters.into_iter().flat_map(|f| f.preds()));
+    let checks_any = table.handle.capabilities().checks_any_filter;
+    let mut folded = filter.map(|f| crate::fold::fold(f, ctx));
     if ctx.pushdown && matches!(access, Access::Full) {
+        // An engine that checks any condition also takes the conjuncts of the executor's
+        // filter that have its form (unless conditions went to it at plan time: the row
+        // engine answers those from its side files, and only those): rows failing them
+        // are never decoded whole.
+        if checks_any && engine_filter.is_none() {
+            if let Some(f) = folded.as_deref() {
+                let (to_engine, kept) = crate::pushdown::engine_part(table, f, ctx)?;
+                if to_engine.is_some() {
+                    engine_filter = to_engine;
+                    folded = kept.map(std::borrow::Cow::Owned);
+                }
+            }
+        }
         let (to_engine, rest): (Vec<Pred>, Vec<Pred>) = runtime
             .into_iter()
             .partition(|p| table.handle.pushdown(p) != Support::Unsupported);
         runtime = rest;
         engine_filter = Pred::all(engine_filter.into_iter().chain(to_engine).collect());
     }
-    let folded = filter.map(|f| crate::fold::fold(f, ctx));
     let filter = folded.as_deref();
     let folded_pushed = local_pushed.map(|f| crate::fold::fold(f, ctx));
     let local_pushed = folded_pushed.as_deref();
@@ -1077,7 +1091,7 @@ pub(crate) fn engine_checked<'p>(
     let (routed, kept) = crate::pushdown::route(pushed.as_ref(), ctx)?;
     let mut parts: Vec<Pred> = routed.into_iter().collect();
     for e in [kept, filter.as_ref()].into_iter().flatten() {
-        if !all_in_engine_form {
+        if !all_in_engine_form || !table.handle.capabilities().checks_any_filter {
             return Ok(None);
         }
         match crate::pushdown::whole(table, e, ctx)? {

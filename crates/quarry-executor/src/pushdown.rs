@@ -297,6 +297,26 @@ pub(crate) fn whole(table: &TableEntry, filter: &Expr, ctx: &ExecCtx) -> Result<
     convert(filter, &mut |k| k.eval(&[], ctx), &plain_text(table))
 }
 
+/// The conjuncts of `filter` in the engine's form (constants evaluated; none with a
+/// subquery), for an engine that checks whatever condition a scan hands it, and the
+/// conjuncts left for the executor to check.
+pub(crate) fn engine_part(
+    table: &TableEntry,
+    filter: &Expr,
+    ctx: &ExecCtx,
+) -> Result<(Option<Pred>, Option<Expr>)> {
+    let mut parts = vec![];
+    crate::bind::conjuncts(filter.clone(), &mut parts);
+    let (mut preds, mut kept) = (vec![], vec![]);
+    for p in parts {
+        match whole(table, &p, ctx)? {
+            Some(pred) => preds.push(pred),
+            None => kept.push(p),
+        }
+    }
+    Ok((Pred::all(preds), crate::bind::and_all(kept)))
+}
+
 /// Where a scan's pushed conjuncts are evaluated this execution: the engine's condition,
 /// or — pushdown switched off — the expression the executor checks itself.
 pub(crate) fn route<'e>(

@@ -110,6 +110,11 @@ pub struct Capabilities {
     /// and a row fetched by id (through an index) far more — the planner weighs index
     /// access against scans accordingly and never reads a whole index instead of a scan.
     pub columnar: bool,
+    /// Scans (of rows and of vectors) return exactly the rows for which any
+    /// [`ScanRequest::filter`] is true, whatever `pushdown` answered for it: the executor
+    /// hands such an engine the conditions it checks itself too, so rows failing them
+    /// need not be decoded.
+    pub checks_any_filter: bool,
 }
 
 impl Default for Capabilities {
@@ -118,6 +123,7 @@ impl Default for Capabilities {
             index_access: true,
             row_locks: false,
             columnar: false,
+            checks_any_filter: false,
         }
     }
 }
