@@ -1075,13 +1075,25 @@ struct RowCursor<'a> {
 
 /// A scan's condition and the walk that reads its cells.
 struct Checked<'a> {
-    pred: Pred,
+    /// The condition but its top-level runtime filters (`Pred::InKeys`).
+    pred: Option<Pred>,
+    /// The runtime filters: column, keys, and this batch's values asked about and kept
+    /// (recorded on the keys, which say when checking stops paying: `KeySet::worth_it`).
+    keys: Vec<RuntimeKeys>,
     walk: walk::Walk<'a>,
     /// The condition's columns; the other columns decoded once it passed.
     cols: Vec<usize>,
     rest: Vec<usize>,
     scratch: Vec<Value>,
     starts: Vec<Option<usize>>,
+}
+
+struct RuntimeKeys {
+    col: usize,
+    keys: Arc<quarry_storage_api::KeySet>,
+    on: bool,
+    asked: u64,
+    passed: u64,
 }
 
 impl<'a> Checked<'a> {
@@ -1091,9 +1103,27 @@ impl<'a> Checked<'a> {
         let rest: Vec<usize> = (0..n)
             .filter(|&c| wanted.is_none_or(|w| w[c]) && !cols.contains(&c))
             .collect();
+        let parts = match pred {
+            Pred::And(v) => v,
+            p => vec![p],
+        };
+        let (mut keys, mut plain) = (vec![], vec![]);
+        for p in parts {
+            match p {
+                Pred::InKeys { col, keys: k } if col < n => keys.push(RuntimeKeys {
+                    col,
+                    keys: k,
+                    on: true,
+                    asked: 0,
+                    passed: 0,
+                }),
+                p => plain.push(p),
+            }
+        }
         Checked {
             walk: walk::Walk::new(&table.schema.columns, table.schema.row_format, &cols, &rest),
-            pred,
+            pred: Pred::all(plain),
+            keys,
             cols,
             rest,
             scratch: vec![Value::Null; n],
@@ -1101,12 +1131,43 @@ impl<'a> Checked<'a> {
         }
     }
 
+    /// Before a batch: which runtime filters still pay.
+    fn begin_batch(&mut self) {
+        for k in &mut self.keys {
+            k.on = k.keys.worth_it();
+        }
+    }
+
+    /// After a batch: what the runtime filters were asked and kept, onto their keys.
+    fn end_batch(&mut self) {
+        for k in &mut self.keys {
+            k.keys.record(k.asked, k.passed);
+            (k.asked, k.passed) = (0, 0);
+        }
+    }
+
     /// The row in `payload` when the condition passes it (the columns not read NULL).
     fn row(&mut self, payload: &[u8]) -> Result<Option<Row>> {
         self.walk
             .run(payload, &mut self.scratch, &mut self.starts)?;
-        if self.pred.eval(&self.scratch) != Some(true) {
+        if self
+            .pred
+            .as_ref()
+            .is_some_and(|p| p.eval(&self.scratch) != Some(true))
+        {
             return Ok(None);
+        }
+        for k in self.keys.iter_mut().filter(|k| k.on) {
+            k.asked += 1;
+            let pass = match &self.scratch[k.col] {
+                Value::Null => false,
+                Value::Int(i) => k.keys.contains(*i),
+                _ => true,
+            };
+            if !pass {
+                return Ok(None);
+            }
+            k.passed += 1;
         }
         let mut row = vec![Value::Null; self.scratch.len()];
         for &c in &self.cols {
@@ -1145,6 +1206,9 @@ impl Cursor for RowCursor<'_> {
         let mut batch = Batch::default();
         let table = self.reader.table;
         let mut visited = 0u64;
+        if let Some(f) = &mut self.filter {
+            f.begin_batch();
+        }
         while batch.rows.len() < self.batch_rows {
             match self.reader.next_record()? {
                 None => break,
@@ -1171,6 +1235,9 @@ impl Cursor for RowCursor<'_> {
             }
         }
         HandlerCounters::add_read(&table.counters.read_rnd_next, visited);
+        if let Some(f) = &mut self.filter {
+            f.end_batch();
+        }
         if batch.rows.is_empty() {
             return Ok(None);
         }

@@ -328,6 +328,9 @@ mod tests {
                 at("k"),
             );
             let mut ids = vec![];
+            let keys = Arc::new(quarry_storage_api::KeySet::new(
+                (0..3000).step_by(3).collect(),
+            ));
             for round in 0..2 {
                 // Deleted records in between, their slots refilled by later rows.
                 for i in 0..1500 {
@@ -368,6 +371,18 @@ mod tests {
                             value: Value::UInt(u64::MAX - 40),
                         },
                     ])),
+                    // A runtime filter beside a condition (the row scan counts it).
+                    Some(Pred::And(vec![
+                        Pred::InKeys {
+                            col: id,
+                            keys: keys.clone(),
+                        },
+                        Pred::Cmp {
+                            col: f,
+                            op: CmpOp::Ge,
+                            value: Value::Int(-90),
+                        },
+                    ])),
                     // Nothing passes.
                     Some(Pred::Cmp {
                         col: id,
@@ -388,6 +403,8 @@ mod tests {
                         }
                     }
                 }
+                let (asked, passed) = keys.counts();
+                assert!(asked > passed && passed > 0, "{asked} {passed}");
                 // The file is long enough to be split: the runs start at marked records.
                 let cursors = t
                     .scan_columns(

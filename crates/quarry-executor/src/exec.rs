@@ -690,14 +690,14 @@ fn scan_filtered(
     // them, else checked here.
     let mut runtime = crate::join::runtime_filters_for(node, ctx);
     runtime.extend(in_filters.into_iter().flat_map(|f| f.preds()));
-    let checks_any = table.handle.capabilities().checks_any_filter;
     let mut folded = filter.map(|f| crate::fold::fold(f, ctx));
     if ctx.pushdown && matches!(access, Access::Full) {
         // An engine that checks any condition also takes the conjuncts of the executor's
-        // filter that have its form (unless conditions went to it at plan time: the row
-        // engine answers those from its side files, and only those): rows failing them
-        // are never decoded whole.
-        if checks_any && engine_filter.is_none() {
+        // filter that have its form, and the runtime filters (counting what they drop),
+        // unless conditions went to it at plan time: the row engine answers those from
+        // its side files, and only those. Rows failing them are never decoded whole.
+        let checks_any = table.handle.capabilities().checks_any_filter && engine_filter.is_none();
+        if checks_any {
             if let Some(f) = folded.as_deref() {
                 let (to_engine, kept) = crate::pushdown::engine_part(table, f, ctx)?;
                 if to_engine.is_some() {
@@ -708,7 +708,7 @@ fn scan_filtered(
         }
         let (to_engine, rest): (Vec<Pred>, Vec<Pred>) = runtime
             .into_iter()
-            .partition(|p| table.handle.pushdown(p) != Support::Unsupported);
+            .partition(|p| checks_any || table.handle.pushdown(p) != Support::Unsupported);
         runtime = rest;
         engine_filter = Pred::all(engine_filter.into_iter().chain(to_engine).collect());
     }
