@@ -1265,11 +1265,7 @@ impl Table for RowTable {
             self.flush_locked(&mut st)?;
             st.end
         };
-        let block = if req.read_buffer == 0 {
-            128 * 1024
-        } else {
-            req.read_buffer
-        };
+        let block = scan_block(req);
         if let Some(f) = &req.filter {
             // The side files decide the condition, unless a sample of them says most rows
             // pass: then fetching rows by id would cost more than reading them all.
@@ -1327,11 +1323,7 @@ impl Table for RowTable {
             self.flush_locked(&mut st)?;
             (st.end, split_points(&st.marks, st.end, parts))
         };
-        let block = if req.read_buffer == 0 {
-            128 * 1024
-        } else {
-            req.read_buffer
-        };
+        let block = scan_block(req);
         let mut cursors: quarry_storage_api::ColumnCursors<'_> = Vec::new();
         for (k, &from) in starts.iter().enumerate() {
             let to = starts.get(k + 1).copied().unwrap_or(end);
@@ -1963,6 +1955,15 @@ impl Drop for RowTable {
 }
 
 /// True when the type is stored as a variable-length value.
+/// Bytes a scan reads at a time: the session's `read_buffer_size`, else 128 KiB.
+fn scan_block(req: &ScanRequest) -> usize {
+    if req.read_buffer == 0 {
+        128 * 1024
+    } else {
+        req.read_buffer
+    }
+}
+
 /// Where each of up to `parts` runs of a scan of the records before `end` starts: the
 /// first record, then the marked record nearest past each even share of the bytes.
 fn split_points(marks: &[u64], end: u64, parts: usize) -> Vec<u64> {
