@@ -387,9 +387,7 @@ pub trait Table: Send + Sync {
     /// in the order of `keys`: an index join's probes of a batch at once, which an engine
     /// can answer under one lock without a scan's setup per key.
     fn index_lookups(&self, index: usize, keys: &[Vec<Value>]) -> Result<Vec<Vec<RowId>>> {
-        keys.iter()
-            .map(|k| self.index_range(index, Bound::Included(k), Bound::Included(k)))
-            .collect()
+        lookups_by_range(self, index, keys)
     }
     /// The entry `row` at `id` has (or had) in `index`, as the bytes [`IndexEntry::pos`]
     /// hands out — entries sort by them. None when the engine cannot say.
@@ -641,4 +639,16 @@ impl EngineRegistry {
         v.sort_by_key(|(n, _)| *n);
         v
     }
+}
+
+/// [`Table::index_lookups`] as one [`Table::index_range`] per key (the default, and what a
+/// wrapper falls back to when it cannot hand a batch through).
+pub fn lookups_by_range<T: Table + ?Sized>(
+    t: &T,
+    index: usize,
+    keys: &[Vec<Value>],
+) -> Result<Vec<Vec<RowId>>> {
+    keys.iter()
+        .map(|k| t.index_range(index, Bound::Included(k), Bound::Included(k)))
+        .collect()
 }

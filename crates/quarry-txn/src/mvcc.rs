@@ -627,9 +627,7 @@ impl Table for MvccTable {
         if self.versions.quiet() {
             return Ok(found);
         }
-        keys.iter()
-            .map(|k| self.index_range(index, Bound::Included(k), Bound::Included(k)))
-            .collect()
+        quarry_storage_api::lookups_by_range(self, index, keys)
     }
 
     fn index_key(&self, index: usize, row: &Row, id: RowId) -> Option<Vec<u8>> {
