@@ -2,7 +2,10 @@
 //! inside a transaction the bytes it replaces) and is kept in memory until the log is
 //! durable past it — the write-ahead rule — then written to the file. Reads see those
 //! pending writes, so callers never notice the delay. Without a log it is a plain file.
+//! A file opened with a [`BlockCache`] reads small ranges through it: blocks hold what the
+//! file holds, are patched as pending bytes are written out, and dropped past a cut.
 
+use crate::blockcache::{BlockCache, BLOCK, MAX_CACHED_READ};
 use crate::vfs::{read_full, RealFs, VFile, Vfs};
 use crate::wal::{Lsn, Wal};
 use parking_lot::Mutex;
@@ -32,6 +35,8 @@ pub(crate) struct LoggedInner {
     file_writes: AtomicU64,
     /// `Pending::len`, readable without `pend`.
     len: AtomicU64,
+    /// The cache small reads go through, and this file's owner number in it.
+    cache: Option<(Arc<BlockCache>, u64)>,
 }
 
 #[derive(Default)]
@@ -148,6 +153,17 @@ impl Pending {
 impl LoggedFile {
     /// Open (or create) `path`; with a log, its writes are logged under the file's number.
     pub fn open(path: &Path, wal: Option<&Arc<Wal>>, create: bool) -> Result<LoggedFile> {
+        LoggedFile::open_cached(path, wal, create, None)
+    }
+
+    /// [`LoggedFile::open`], reading small ranges through `cache` (unless another handle
+    /// on the file is open, whose way of reading it shares).
+    pub fn open_cached(
+        path: &Path,
+        wal: Option<&Arc<Wal>>,
+        create: bool,
+        cache: Option<&Arc<BlockCache>>,
+    ) -> Result<LoggedFile> {
         let fno = match wal {
             Some(w) => w.register_file(path, crate::wal::FileKind::Bytes)?,
             None => 0,
@@ -174,6 +190,7 @@ impl LoggedFile {
             }),
             file_writes: AtomicU64::new(0),
             len: AtomicU64::new(len),
+            cache: cache.map(|c| (c.clone(), BlockCache::new_owner())),
         });
         if let Some(w) = wal {
             w.attach(&inner);
@@ -193,6 +210,11 @@ impl LoggedFile {
         self.len() == 0
     }
 
+    /// Whether small reads go through a block cache.
+    pub fn is_cached(&self) -> bool {
+        self.inner.cache.is_some()
+    }
+
     /// Read from `off`; returns how many bytes the file has there (short at its end).
     pub fn read_at(&self, buf: &mut [u8], off: u64) -> Result<usize> {
         let inner = &*self.inner;
@@ -200,8 +222,7 @@ impl LoggedFile {
         let len = inner.len.load(Ordering::Acquire);
         if before.is_multiple_of(2) && off < len {
             let n = buf.len().min((len - off) as usize);
-            let got = read_full(inner.file.as_ref(), &mut buf[..n], off)
-                .map_err(|e| io(&inner.path, e))?;
+            let got = inner.read_file(&mut buf[..n], off, before)?;
             let p = inner.pend.lock();
             // The file as read is the file now: pending bytes (including any added
             // meanwhile) go over it, as they would have under the lock.
@@ -253,6 +274,7 @@ impl LoggedFile {
             let mut p = self.inner.pend.lock();
             self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
             let r = self.inner.file.write_at(data, off);
+            self.inner.patch_cache(off, data);
             self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
             p.len = p.len.max(off + data.len() as u64);
             self.inner.len.store(p.len, Ordering::Release);
@@ -339,6 +361,9 @@ impl LoggedFile {
         let _p = self.inner.pend.lock();
         self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
         let cut = self.inner.file.set_len(len);
+        if let Some((cache, owner)) = &self.inner.cache {
+            cache.forget_from(*owner, len);
+        }
         self.inner.file_writes.fetch_add(1, Ordering::AcqRel);
         cut.map_err(|e| io(&self.inner.path, e))
     }
@@ -380,10 +405,12 @@ impl LoggedInner {
             }
         }
         self.file_writes.fetch_add(1, Ordering::AcqRel);
-        let written = p
-            .ext
-            .iter()
-            .try_for_each(|(off, v)| self.file.write_at(v, *off));
+        let written = p.ext.iter().try_for_each(|(off, v)| {
+            let r = self.file.write_at(v, *off);
+            // Even a failed write may have changed part of the range.
+            self.patch_cache(*off, v);
+            r
+        });
         self.file_writes.fetch_add(1, Ordering::AcqRel);
         written.map_err(|e| io(&self.path, e))?;
         p.ext.clear();
@@ -393,6 +420,54 @@ impl LoggedInner {
 
     pub(crate) fn sync(&self) -> Result<()> {
         self.file.sync().map_err(|e| io(&self.path, e))
+    }
+
+    /// `data` was written at `off` (the caller holds `pend` and `file_writes` is odd).
+    fn patch_cache(&self, off: u64, data: &[u8]) {
+        if let Some((cache, owner)) = &self.cache {
+            cache.patch(*owner, off, data);
+        }
+    }
+
+    /// Read the file's bytes at `off` into `buf` as `read_full` does, through the cache
+    /// when the range is small. `before` is the even `file_writes` count seen before:
+    /// a block read from the file is kept only if the count has not moved when it is
+    /// stored (writers patch cached blocks after changing the file, under the cache's
+    /// locks), and the caller checks the count again before using what it got.
+    fn read_file(&self, buf: &mut [u8], off: u64, before: u64) -> Result<usize> {
+        let Some((cache, owner)) = self.cache.as_ref().filter(|_| buf.len() <= MAX_CACHED_READ)
+        else {
+            return read_full(self.file.as_ref(), buf, off).map_err(|e| io(&self.path, e));
+        };
+        let mut done = 0usize;
+        let mut block_buf: Option<Box<[u8]>> = None;
+        while done < buf.len() {
+            let at = off + done as u64;
+            let block = at / BLOCK as u64;
+            let from = (at % BLOCK as u64) as usize;
+            let take = (BLOCK - from).min(buf.len() - done);
+            let out = &mut buf[done..done + take];
+            if cache.copy_out(*owner, block, from, out) {
+                done += take;
+                continue;
+            }
+            let b = block_buf.get_or_insert_with(|| vec![0u8; BLOCK].into_boxed_slice());
+            let got = read_full(self.file.as_ref(), b, block * BLOCK as u64)
+                .map_err(|e| io(&self.path, e))?;
+            if got == BLOCK {
+                cache.insert_if(*owner, block, b, || {
+                    self.file_writes.load(Ordering::Acquire) == before
+                });
+            }
+            let have = got.saturating_sub(from).min(take);
+            out[..have].copy_from_slice(&b[from..from + have]);
+            done += have;
+            if have < take {
+                // The file ends here.
+                break;
+            }
+        }
+        Ok(done)
     }
 }
 

@@ -8,6 +8,7 @@
 //! a frame change identity under it. Loads (misses) are serialized by one mutex: simple,
 //! and a miss costs a disk read anyway.
 
+use crate::blockcache::BlockCache;
 use crate::page::{lsn, seal, set_lsn, verify, well_formed, PAGE_SIZE};
 use crate::vfs::{read_full, RealFs, VFile, Vfs};
 use crate::wal::{FileKind, Wal};
@@ -55,6 +56,7 @@ pub struct BufferPool {
     load: Mutex<LoadState>,
     wal: OnceLock<Arc<Wal>>,
     pub stats: PoolStats,
+    data_cache: Arc<BlockCache>,
 }
 
 struct LoadState {
@@ -91,6 +93,7 @@ impl BufferPool {
             }),
             wal: OnceLock::new(),
             stats: PoolStats::default(),
+            data_cache: Arc::new(BlockCache::new(bytes / 4)),
         }
     }
 
@@ -103,6 +106,11 @@ impl BufferPool {
 
     pub fn wal(&self) -> Option<&Arc<Wal>> {
         self.wal.get()
+    }
+
+    /// The cache of data-file blocks that record files read through.
+    pub fn data_cache(&self) -> &Arc<BlockCache> {
+        &self.data_cache
     }
 
     pub fn frame_count(&self) -> usize {

@@ -719,22 +719,47 @@ fn interleaved_transactions_recover_without_touching_each_others_bytes() {
 
 #[test]
 fn reads_never_see_a_record_older_than_one_written_before_them_nor_a_torn_one() {
+    race_reads_and_written_out_writes(None);
+}
+
+/// As above through a block cache: a block read from the file just before a write
+/// reaches it is never kept (nor served) after the write, and writes patch the blocks.
+#[test]
+fn cached_reads_never_see_a_record_older_than_one_written_before_them_nor_a_torn_one() {
+    let cache = Arc::new(crate::BlockCache::new(1 << 20));
+    race_reads_and_written_out_writes(Some(&cache));
+    assert!(cache.hits.load(SeqCst) > 0, "reads went through the cache");
+    assert!(cache.blocks() > 0);
+}
+
+fn race_reads_and_written_out_writes(cache: Option<&Arc<crate::BlockCache>>) {
     // Reads run their pread outside the file's lock while the log writer moves pending
     // extents to the file: each read still returns the newest record written before it
     // began, whole.
+    use crate::blockcache::BLOCK;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let fs = SimFs::new();
     let wal = open(&fs);
-    let f = Arc::new(LoggedFile::open(&root().join("db/race.qrd"), Some(&wal), true).unwrap());
+    let f = Arc::new(
+        LoggedFile::open_cached(&root().join("db/race.qrd"), Some(&wal), true, cache).unwrap(),
+    );
     fs.set_read_delay(std::time::Duration::from_micros(30));
     const BLOCKS: u64 = 4;
     const LEN: usize = 96;
+    // Records in the middle of a cache block and across the edge of two, in a file of
+    // whole blocks (only those are cached).
+    let at = |b: u64| {
+        let edge = (b / 2 + 1) * BLOCK as u64;
+        edge - if b.is_multiple_of(2) {
+            BLOCK / 2
+        } else {
+            LEN / 2
+        } as u64
+    };
+    wal.begin();
+    f.write_at(&vec![0u8; 3 * BLOCK], 0).unwrap();
+    wal.commit().unwrap();
     let published: Arc<Vec<AtomicU64>> = Arc::new((0..BLOCKS).map(|_| AtomicU64::new(0)).collect());
-    for b in 0..BLOCKS {
-        wal.begin();
-        f.write_at(&[0u8; LEN], b * LEN as u64).unwrap();
-        wal.commit().unwrap();
-    }
     let done = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..2)
         .map(|r| {
@@ -746,7 +771,7 @@ fn reads_never_see_a_record_older_than_one_written_before_them_nor_a_torn_one() 
                     let b = next() % BLOCKS;
                     let floor = published[b as usize].load(Ordering::Acquire);
                     let mut got = [0u8; LEN];
-                    f.read_exact_at(&mut got, b * LEN as u64).unwrap();
+                    f.read_exact_at(&mut got, at(b)).unwrap();
                     assert!(got.iter().all(|&x| x == got[0]), "torn record {got:?}");
                     assert!(
                         got[0] as u64 >= floor,
@@ -766,7 +791,7 @@ fn reads_never_see_a_record_older_than_one_written_before_them_nor_a_torn_one() 
         for _ in 0..8 {
             let b = next() % BLOCKS;
             wal.begin();
-            f.write_at(&[v as u8; LEN], b * LEN as u64).unwrap();
+            f.write_at(&[v as u8; LEN], at(b)).unwrap();
             // As a server commits: the transaction is over (readers may see it) before
             // its bytes move from the pending extents to the file.
             let lsn = wal.commit_no_wait().unwrap();
@@ -918,4 +943,44 @@ fn a_log_write_stopped_inside_a_record_goes_on_where_it_stopped() {
             want.len()
         );
     }
+}
+
+/// A file cut and grown again reads zeros where it was cut, not the blocks the cache held
+/// from before; what was kept below the cut still reads from the cache.
+#[test]
+fn cached_blocks_past_a_cut_are_not_read_again() {
+    use crate::blockcache::BLOCK;
+    let fs = SimFs::new();
+    let wal = open(&fs);
+    let cache = Arc::new(crate::BlockCache::new(1 << 20));
+    let f = LoggedFile::open_cached(&root().join("db/cut.qrd"), Some(&wal), true, Some(&cache))
+        .unwrap();
+    wal.begin();
+    f.write_at(&vec![0xAA; 3 * BLOCK], 0).unwrap();
+    wal.commit().unwrap();
+    f.sync().unwrap();
+    let mut got = [0u8; 64];
+    for b in 0..3 {
+        f.read_exact_at(&mut got, b * BLOCK as u64 + 8).unwrap();
+        assert_eq!(got, [0xAA; 64]);
+    }
+    assert_eq!(cache.blocks(), 3);
+    f.truncate_and_commit(BLOCK as u64 + 100).unwrap();
+    assert_eq!(
+        cache.blocks(),
+        1,
+        "the block reaching past the cut went too"
+    );
+    wal.begin();
+    f.write_at(&[0xBB], 3 * BLOCK as u64).unwrap();
+    wal.commit().unwrap();
+    f.sync().unwrap();
+    for b in 1..3 {
+        f.read_exact_at(&mut got, b * BLOCK as u64 + 200).unwrap();
+        assert_eq!(got, [0; 64], "block {b}");
+    }
+    let hits = cache.hits.load(SeqCst);
+    f.read_exact_at(&mut got, 8).unwrap();
+    assert_eq!(got, [0xAA; 64]);
+    assert_eq!(cache.hits.load(SeqCst), hits + 1);
 }

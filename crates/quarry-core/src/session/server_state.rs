@@ -130,6 +130,15 @@ impl Session {
         ] {
             all.push((k.into(), v));
         }
+        // The blocks of row tables' record files the pool keeps beside its pages.
+        let blocks = pool.data_cache();
+        for (k, v) in [
+            ("Quarry_row_cache_blocks", blocks.blocks() as u64),
+            ("Quarry_row_cache_hits", get(&blocks.hits)),
+            ("Quarry_row_cache_misses", get(&blocks.misses)),
+        ] {
+            all.push((k.into(), v));
+        }
         let locks = &self.db.txns.locks.stats;
         for (k, v) in [
             ("Questions", get(&self.db.questions)),
