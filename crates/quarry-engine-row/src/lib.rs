@@ -40,6 +40,7 @@
 mod codec;
 #[cfg(test)]
 mod crash_tests;
+mod fetch;
 pub mod keycode;
 pub mod keyrange;
 mod records;
@@ -1393,48 +1394,11 @@ impl Table for RowTable {
     }
 
     fn fetch(&self, ids: &[RowId]) -> Result<Vec<Row>> {
-        let end = {
-            let mut st = self.state.lock();
-            self.flush_locked(&mut st)?;
-            st.end
-        };
-        HandlerCounters::add(&self.counters.read_rnd, ids.len() as u64);
-        // Callers pass ids sorted, so neighbouring rows come out of one block read instead
-        // of one read per row (rule 5: fetch matching rows in file order, in batches); a
-        // row with no neighbour close behind it is read alone, not with 64 KiB around it.
-        // (Measured on the seed join: 64 KiB reads per sparse row spent 40 % of the time
-        // copying bytes nobody used.)
-        // Through the block cache, small reads are copies from memory and neighbours
-        // share its blocks: no read ahead.
-        const NEAR: u64 = 8 * 1024;
-        let cached = self.file.is_cached();
-        let mut reader = RecordReader::new(self, HEADER_SIZE, end, 1024);
-        ids.iter()
-            .enumerate()
-            .map(|(i, &id)| {
-                let near = !cached
-                    && ids
-                        .get(i + 1)
-                        .is_some_and(|&next| next > id && next - id < NEAR);
-                reader.block = if near { 64 * 1024 } else { 1024 };
-                if id < HEADER_SIZE || id >= end {
-                    return Err(Error::internal(format!(
-                        "row {id} of {} is out of range",
-                        self.name
-                    )));
-                }
-                reader.pos = id;
-                match reader.next_record()? {
-                    Some((_, LIVE, _, payload)) => {
-                        decode(&self.schema.columns, self.schema.row_format, payload)
-                    }
-                    _ => Err(Error::internal(format!(
-                        "row {id} of {} is not live",
-                        self.name
-                    ))),
-                }
-            })
-            .collect()
+        self.fetch_rows(ids, None)
+    }
+
+    fn fetch_columns(&self, ids: &[RowId], columns: Option<&[usize]>) -> Result<Vec<Row>> {
+        self.fetch_rows(ids, columns)
     }
 
     fn index_scan(

@@ -173,7 +173,7 @@ impl ColumnCursor for VectorCursor<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{RowEngine, HEADER_SIZE};
     use quarry_common::{Date, Decimal, Row, SqlType, TypeKind};
@@ -191,7 +191,7 @@ mod tests {
         }
     }
 
-    fn schema(format: RowFormat) -> TableSchema {
+    pub(crate) fn schema(format: RowFormat) -> TableSchema {
         let mut unsigned = SqlType::BIGINT;
         unsigned.unsigned = true;
         let mut columns = vec![
@@ -214,7 +214,7 @@ mod tests {
         }
     }
 
-    fn row(i: i64, format: RowFormat) -> Row {
+    pub(crate) fn row(i: i64, format: RowFormat) -> Row {
         let null_if = |cond: bool, v: Value| if cond { Value::Null } else { v };
         let mut r = vec![
             Value::Int(i),
