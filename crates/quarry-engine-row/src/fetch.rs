@@ -83,8 +83,7 @@ mod tests {
     /// in both formats, around deleted records and through the block cache.
     #[test]
     fn fetched_columns_are_the_whole_rows_cut() {
-        let dir = std::env::temp_dir().join(format!("quarry-row-fetch-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = quarry_common::test_dir("row-fetch");
         std::fs::create_dir_all(&dir).unwrap();
         for format in [RowFormat::Dynamic, RowFormat::Fixed] {
             let schema = schema(format);

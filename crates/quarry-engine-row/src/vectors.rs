@@ -299,8 +299,7 @@ pub(crate) mod tests {
 
     #[test]
     fn vectors_hold_the_rows_a_row_scan_gives_in_any_split() {
-        let dir = std::env::temp_dir().join(format!("quarry-row-vectors-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = quarry_common::test_dir("row-vectors");
         std::fs::create_dir_all(&dir).unwrap();
         for format in [RowFormat::Dynamic, RowFormat::Fixed] {
             let schema = schema(format);
