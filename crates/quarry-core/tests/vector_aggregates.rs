@@ -283,6 +283,33 @@ fn groups_of_a_clustered_key_close_as_the_scan_passes_them() {
     both_ways(&mut s, "SELECT k, SUM(q) FROM d GROUP BY k", true);
 }
 
+/// Runs read on several cores may each hold the whole buffer: scattered keys whose groups
+/// fit it, but not a share of it per run, stay on vectors.
+#[test]
+fn parallel_runs_each_may_hold_the_whole_buffer() {
+    let (_dir, db) = fresh_db("vector-runs");
+    let mut s = db.session("root", "localhost");
+    s.query("CREATE DATABASE c; USE c").unwrap();
+    s.query("CREATE TABLE o (k INT, q DECIMAL(6,2)) ENGINE=COLUMN")
+        .unwrap();
+    // Two segments (a run each on two cores), every key in both, out of order.
+    for seg in 0..2 {
+        let rows: Vec<String> = (0..1000)
+            .map(|i| format!("({}, {}.{:02})", (i * 37 + seg) % 200, i % 50, i % 100))
+            .collect();
+        s.query(&format!("INSERT INTO o VALUES {}", rows.join(",")))
+            .unwrap();
+        s.query("OPTIMIZE TABLE o").unwrap();
+    }
+    // 200 groups of one SUM count as 200 × (82 + 32) = 22 800 bytes.
+    let q = "SELECT k, SUM(q) FROM o GROUP BY k";
+    s.query("SET tmp_table_size = 30000").unwrap();
+    both_ways(&mut s, q, true);
+    assert_eq!(rows(&mut s, q).len(), 200);
+    s.query("SET tmp_table_size = 20000").unwrap();
+    both_ways(&mut s, q, false);
+}
+
 #[test]
 fn row_tables_aggregate_their_rows_on_vectors() {
     let (_dir, db) = fresh_db("vector-row-tables");
@@ -303,10 +330,24 @@ fn row_tables_aggregate_their_rows_on_vectors() {
             true,
         ),
         ("SELECT g, SUM(f) FROM v GROUP BY g", true),
+        (
+            "SELECT g, COUNT(*), SUM(d) FROM v WHERE u NOT LIKE '%1%' AND g LIKE 'a%' GROUP BY g",
+            true,
+        ),
         ("SELECT g, SUM(w) FROM v WHERE id <= 100 GROUP BY g", false),
     ] {
         both_ways(&mut s, sql, vectors);
     }
+    // LIKE goes to the engine, checked before rows are decoded, and answers as the
+    // executor's LIKE.
+    let like =
+        "SELECT g, COUNT(*), SUM(d) FROM v WHERE u NOT LIKE '%1%' AND g LIKE 'a%' GROUP BY g";
+    let pushed = both_ways(&mut s, like, true);
+    s.query("SET optimizer_switch = 'engine_condition_pushdown=off'")
+        .unwrap();
+    assert_eq!(format!("{:?}", rows(&mut s, like)), pushed);
+    s.query("SET optimizer_switch = 'engine_condition_pushdown=on'")
+        .unwrap();
     // A scan hands over a batch every 65 536 records however few rows passed: an empty
     // one first, then the rows at the end.
     s.query("CREATE TABLE n (id INT, d DECIMAL(6,2)) ENGINE=ROW")

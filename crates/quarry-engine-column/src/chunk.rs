@@ -1455,7 +1455,11 @@ fn eval_bytes(p: &Pred, phys: Phys, b: &[u8]) -> Result<u8> {
             }
             Pred::Like {
                 pattern, escape, ..
-            } => return Ok(b3(quarry_common::like(s, pattern, *escape))),
+            } => {
+                return Ok(b3(quarry_common::compiled_like::like_plain(
+                    s, pattern, *escape,
+                )))
+            }
             _ => {}
         }
     }

@@ -10,7 +10,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use quarry_common::{like, Value};
+use quarry_common::compiled_like::like_plain;
+use quarry_common::Value;
 
 use crate::KeySet;
 
@@ -213,7 +214,7 @@ impl Pred {
                 if v.is_null() {
                     return None;
                 }
-                Some(like(&v.as_str_lossy(), pattern, *escape))
+                Some(like_plain(&v.as_str_lossy(), pattern, *escape))
             }
             Pred::IsNull { .. } => Some(v.is_null()),
             Pred::InKeys { keys, .. } => match v {
