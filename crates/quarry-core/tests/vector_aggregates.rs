@@ -308,6 +308,23 @@ fn parallel_runs_each_may_hold_the_whole_buffer() {
     assert_eq!(rows(&mut s, q).len(), 200);
     s.query("SET tmp_table_size = 20000").unwrap();
     both_ways(&mut s, q, false);
+    // Keys in increasing order, each run under the buffer and the two together over it:
+    // once every row is in, the groups are final and only the last counts.
+    s.query("CREATE TABLE p (k INT, q DECIMAL(6,2)) ENGINE=COLUMN")
+        .unwrap();
+    for seg in 0..2 {
+        let rows: Vec<String> = (0..1000)
+            .map(|i| format!("({}, {}.{:02})", seg * 200 + i / 5, i % 50, i % 100))
+            .collect();
+        s.query(&format!("INSERT INTO p VALUES {}", rows.join(",")))
+            .unwrap();
+        s.query("OPTIMIZE TABLE p").unwrap();
+    }
+    s.query("SET tmp_table_size = 30000").unwrap();
+    let q = "SELECT k, SUM(q) FROM p GROUP BY k";
+    both_ways(&mut s, q, true);
+    assert_eq!(rows(&mut s, q).len(), 400);
+    s.query("SET tmp_table_size = DEFAULT").unwrap();
 }
 
 #[test]
