@@ -7,6 +7,9 @@
 //! is unmapped only under that partition's write lock with no pins, so a caller never sees
 //! a frame change identity under it. Loads (misses) are serialized by one mutex: simple,
 //! and a miss costs a disk read anyway.
+//!
+//! Beside the frames the pool keeps the [`BlockCache`] that record files read rows
+//! through, with a quarter of the pool's bytes on top of them.
 
 use crate::blockcache::BlockCache;
 use crate::page::{lsn, seal, set_lsn, verify, well_formed, PAGE_SIZE};
