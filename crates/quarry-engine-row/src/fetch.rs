@@ -14,6 +14,17 @@ use crate::records::RecordReader;
 use crate::{RowTable, HEADER_SIZE, LIVE};
 
 impl RowTable {
+    /// Per column of the table, whether it is among `cols`.
+    pub(crate) fn column_mask(&self, cols: impl Iterator<Item = usize>) -> Vec<bool> {
+        let mut w = vec![false; self.schema.columns.len()];
+        for c in cols {
+            if let Some(x) = w.get_mut(c) {
+                *x = true;
+            }
+        }
+        w
+    }
+
     /// The rows at `ids`; with `columns`, the others are left NULL.
     pub(crate) fn fetch_rows(&self, ids: &[RowId], columns: Option<&[usize]>) -> Result<Vec<Row>> {
         let end = {
@@ -22,32 +33,13 @@ impl RowTable {
             st.end
         };
         HandlerCounters::add(&self.counters.read_rnd, ids.len() as u64);
-        let wanted = columns.map(|cols| {
-            let mut w = vec![false; self.schema.columns.len()];
-            for &c in cols {
-                if let Some(x) = w.get_mut(c) {
-                    *x = true;
-                }
-            }
-            w
-        });
-        // Callers pass ids sorted, so neighbouring rows come out of one block read instead
-        // of one read per row (rule 5: fetch matching rows in file order, in batches); a
-        // row with no neighbour close behind it is read alone, not with 64 KiB around it.
-        // (Measured on the seed join: 64 KiB reads per sparse row spent 40 % of the time
-        // copying bytes nobody used.) Through the block cache, small reads are copies
-        // from memory and neighbours share its blocks: no read ahead.
-        const NEAR: u64 = 8 * 1024;
-        let cached = self.file.is_cached();
+        let wanted = columns.map(|cols| self.column_mask(cols.iter().copied()));
+        // Callers pass ids sorted (rule 5: fetch in file order). Each record is a small
+        // read through the block cache, a copy from memory once its block is in, so
+        // neighbours share a block instead of a 64 KiB read ahead.
         let mut reader = RecordReader::new(self, HEADER_SIZE, end, 1024);
         ids.iter()
-            .enumerate()
-            .map(|(i, &id)| {
-                let near = !cached
-                    && ids
-                        .get(i + 1)
-                        .is_some_and(|&next| next > id && next - id < NEAR);
-                reader.block = if near { 64 * 1024 } else { 1024 };
+            .map(|&id| {
                 if id < HEADER_SIZE || id >= end {
                     return Err(Error::internal(format!(
                         "row {id} of {} is out of range",
@@ -74,10 +66,9 @@ impl RowTable {
 
 #[cfg(test)]
 mod tests {
-    use crate::vectors::tests::{row, schema};
-    use crate::{RowEngine, RowTable};
+    use crate::vectors::tests::{row, Fresh};
     use quarry_common::{Row, Value};
-    use quarry_storage_api::{Engine, RowFormat, Table, TablePath};
+    use quarry_storage_api::{RowFormat, Table};
 
     /// Rows fetched by id in some columns hold those columns' values and NULL elsewhere,
     /// in both formats, around deleted records and through the block cache.
@@ -86,17 +77,8 @@ mod tests {
         let dir = quarry_common::test_dir("row-fetch");
         std::fs::create_dir_all(&dir).unwrap();
         for format in [RowFormat::Dynamic, RowFormat::Fixed] {
-            let schema = schema(format);
-            let path = TablePath::new(&dir, &format!("t{format:?}"));
-            let engine = RowEngine::default();
-            engine.create(&path, &schema).unwrap();
-            let t = RowTable::open(
-                &path,
-                schema.clone(),
-                Default::default(),
-                engine.pool().clone(),
-            )
-            .unwrap();
+            let fresh = Fresh::new(&dir, format);
+            let (schema, t) = (&fresh.schema, fresh.open());
             let mut ids: Vec<u64> = (0..2000)
                 .map(|i| t.insert(row(i, format)).unwrap())
                 .collect();

@@ -1280,14 +1280,8 @@ impl Table for RowTable {
             }
         }
         let wanted = req.columns.as_ref().map(|cols| {
-            let mut w = vec![false; self.schema.columns.len()];
             let filter_cols = req.filter.as_ref().map(Pred::columns).unwrap_or_default();
-            for &c in cols.iter().chain(&filter_cols) {
-                if let Some(x) = w.get_mut(c) {
-                    *x = true;
-                }
-            }
-            w
+            self.column_mask(cols.iter().chain(&filter_cols).copied())
         });
         Ok(Box::new(RowCursor {
             reader: RecordReader::new(self, HEADER_SIZE, end, block),

@@ -214,6 +214,32 @@ pub(crate) mod tests {
         }
     }
 
+    /// A new table of [`schema`] in `dir`, opened (again) by [`Fresh::open`].
+    pub(crate) struct Fresh {
+        engine: RowEngine,
+        path: TablePath,
+        pub schema: TableSchema,
+    }
+
+    impl Fresh {
+        pub(crate) fn new(dir: &std::path::Path, format: RowFormat) -> Fresh {
+            let schema = schema(format);
+            let path = TablePath::new(dir, &format!("t{format:?}"));
+            let engine = RowEngine::default();
+            engine.create(&path, &schema).unwrap();
+            Fresh {
+                engine,
+                path,
+                schema,
+            }
+        }
+
+        pub(crate) fn open(&self) -> RowTable {
+            let pool = self.engine.pool().clone();
+            RowTable::open(&self.path, self.schema.clone(), Default::default(), pool).unwrap()
+        }
+    }
+
     pub(crate) fn row(i: i64, format: RowFormat) -> Row {
         let null_if = |cond: bool, v: Value| if cond { Value::Null } else { v };
         let mut r = vec![
@@ -302,19 +328,9 @@ pub(crate) mod tests {
         let dir = quarry_common::test_dir("row-vectors");
         std::fs::create_dir_all(&dir).unwrap();
         for format in [RowFormat::Dynamic, RowFormat::Fixed] {
-            let schema = schema(format);
-            let path = TablePath::new(&dir, &format!("t{format:?}"));
-            let engine = RowEngine::default();
-            engine.create(&path, &schema).unwrap();
-            let open = || {
-                RowTable::open(
-                    &path,
-                    schema.clone(),
-                    Default::default(),
-                    engine.pool().clone(),
-                )
-                .unwrap()
-            };
+            let fresh = Fresh::new(&dir, format);
+            let schema = &fresh.schema;
+            let open = || fresh.open();
             let mut t = open();
             let at = |name: &str| schema.columns.iter().position(|c| c.name == name).unwrap();
             let (id, g, d, u, f, dt, k) = (

@@ -210,11 +210,6 @@ impl LoggedFile {
         self.len() == 0
     }
 
-    /// Whether small reads go through a block cache.
-    pub fn is_cached(&self) -> bool {
-        self.inner.cache.is_some()
-    }
-
     /// Read from `off`; returns how many bytes the file has there (short at its end).
     pub fn read_at(&self, buf: &mut [u8], off: u64) -> Result<usize> {
         let inner = &*self.inner;
