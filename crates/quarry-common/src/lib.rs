@@ -9,6 +9,7 @@ pub mod charset;
 pub mod collation;
 pub mod compiled_like;
 pub mod crc32;
+pub mod crc32c;
 pub mod decimal;
 pub mod error;
 pub mod field;

@@ -315,6 +315,17 @@ pub(crate) fn narrow_decimal_cell(buf: &[u8], pos: &mut usize, fixed: bool) -> R
     })
 }
 
+/// A DATE cell as the number `check::packed_date` makes of it.
+#[inline]
+pub(crate) fn date_number(buf: &[u8], pos: &mut usize) -> Result<i128> {
+    let b = take(buf, pos, 4)?;
+    Ok(crate::check::packed_date(
+        u16::from_le_bytes([b[0], b[1]]),
+        b[2],
+        b[3],
+    ))
+}
+
 #[inline]
 pub(crate) fn double_cell(buf: &[u8], pos: &mut usize) -> Result<f64> {
     Ok(f64::from_le_bytes(take(buf, pos, 8)?.try_into().unwrap()))

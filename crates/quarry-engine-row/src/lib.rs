@@ -37,6 +37,7 @@
 //!
 //! Must not touch: SQL, sessions, transactions (undo is done above through this API).
 
+mod check;
 mod codec;
 #[cfg(test)]
 mod crash_tests;
@@ -914,7 +915,9 @@ impl RowTable {
         rec.push(LIVE);
         rec.extend_from_slice(&slot.to_le_bytes());
         rec.extend_from_slice(&(payload_len as u32).to_le_bytes());
-        rec.extend_from_slice(&crc32c::crc32c(&st.scratch[..payload_len]).to_le_bytes());
+        rec.extend_from_slice(
+            &quarry_common::crc32c::crc32c(&st.scratch[..payload_len]).to_le_bytes(),
+        );
         rec.extend_from_slice(&st.scratch[..payload_len]);
         rec.resize(REC_HDR + slot as usize, 0);
         if payload_len > KEEP_BUFFER {
@@ -978,7 +981,7 @@ impl RowTable {
         self.file.read_exact_at(&mut payload, id + REC_HDR as u64)?;
         HandlerCounters::add(&self.counters.io_read_calls, 2);
         HandlerCounters::add(&self.counters.io_read_bytes, (REC_HDR + len) as u64);
-        if crc32c::crc32c(&payload) != crc {
+        if quarry_common::crc32c::crc32c(&payload) != crc {
             return Err(Error::corrupt(&self.name));
         }
         Ok((
@@ -1076,11 +1079,11 @@ struct RowCursor<'a> {
 
 /// A scan's condition and the walk that reads its cells.
 struct Checked<'a> {
-    /// The condition but its top-level runtime filters (`Pred::InKeys`).
-    pred: Option<Pred>,
     /// The runtime filters: column, keys, and this batch's values asked about and kept
     /// (recorded on the keys, which say when checking stops paying: `KeySet::worth_it`).
     keys: Vec<RuntimeKeys>,
+    /// Checks the condition but its top-level runtime filters (`Pred::InKeys`), whose
+    /// columns it decodes.
     walk: walk::Walk<'a>,
     /// The condition's columns; the other columns decoded once it passed.
     cols: Vec<usize>,
@@ -1121,9 +1124,17 @@ impl<'a> Checked<'a> {
                 p => plain.push(p),
             }
         }
+        let pred = Pred::all(plain);
+        let key_cols: Vec<usize> = keys.iter().map(|k| k.col).collect();
+        let located: Vec<usize> = cols.iter().chain(&rest).copied().collect();
         Checked {
-            walk: walk::Walk::new(&table.schema.columns, table.schema.row_format, &cols, &rest),
-            pred: Pred::all(plain),
+            walk: walk::Walk::new(
+                &table.schema.columns,
+                table.schema.row_format,
+                pred.as_ref(),
+                &key_cols,
+                &located,
+            ),
             keys,
             cols,
             rest,
@@ -1149,12 +1160,9 @@ impl<'a> Checked<'a> {
 
     /// The row in `payload` when the condition passes it (the columns not read NULL).
     fn row(&mut self, payload: &[u8]) -> Result<Option<Row>> {
-        self.walk
-            .run(payload, &mut self.scratch, &mut self.starts)?;
-        if self
-            .pred
-            .as_ref()
-            .is_some_and(|p| p.eval(&self.scratch) != Some(true))
+        if !self
+            .walk
+            .run(payload, &mut self.scratch, &mut self.starts)?
         {
             return Ok(None);
         }
@@ -1171,11 +1179,12 @@ impl<'a> Checked<'a> {
             k.passed += 1;
         }
         let mut row = vec![Value::Null; self.scratch.len()];
-        for &c in &self.cols {
-            row[c] = std::mem::replace(&mut self.scratch[c], Value::Null);
-        }
-        for &c in &self.rest {
-            row[c] = self.walk.value_at(c, payload, self.starts[c])?;
+        for &c in self.cols.iter().chain(&self.rest) {
+            row[c] = if self.walk.decodes(c) {
+                std::mem::replace(&mut self.scratch[c], Value::Null)
+            } else {
+                self.walk.value_at(c, payload, self.starts[c])?
+            };
         }
         Ok(Some(row))
     }

@@ -105,7 +105,8 @@ impl<'a> RecordReader<'a> {
             let framed = (status == LIVE || status == DELETED) && len <= slot as usize;
             if framed
                 && (status != LIVE
-                    || crc32c::crc32c(&self.buf[at + REC_HDR..at + REC_HDR + len]) == crc)
+                    || quarry_common::crc32c::crc32c(&self.buf[at + REC_HDR..at + REC_HDR + len])
+                        == crc)
             {
                 break (at, status, len);
             }

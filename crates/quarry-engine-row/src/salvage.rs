@@ -66,7 +66,7 @@ impl Window<'_> {
         let Some(payload) = self.get(pos + REC_HDR as u64, len)? else {
             return Ok(None);
         };
-        if crc32c::crc32c(payload) != crc {
+        if quarry_common::crc32c::crc32c(payload) != crc {
             return Ok(None);
         }
         Ok(Some((status, slot, payload.to_vec())))

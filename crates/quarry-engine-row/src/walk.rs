@@ -1,23 +1,42 @@
 //! One walk over a record's cells for a scan that checks a condition before it builds
-//! anything: the condition's cells are decoded into a scratch row, the other cells read
-//! are only located, and no cell past the last one used is walked. The row and vector
-//! cursors then build what passed from the located cells.
+//! anything. Each conjunct of the condition is decided right after the last cell it
+//! needs, so a record that fails early is walked no further; ranges (`check`) read their
+//! cell as a raw number, other conjuncts are checked on the cells they need decoded into
+//! a scratch row; the other cells read are only located. The row and vector cursors then
+//! build what passed from the located cells.
 //!
-//! Owns the walk only: cell framing and values are `codec`'s.
+//! Owns the walk only: cell framing and values are `codec`'s, the split of a condition
+//! into conjuncts and ranges `check`'s.
+
+use std::ops::Range;
 
 use quarry_common::{Error, Result, Value};
-use quarry_storage_api::{ColumnSchema, RowFormat};
+use quarry_storage_api::{ColumnSchema, Pred, RowFormat};
 
+use crate::check::{self, Conjunct, Number};
 use crate::codec::{self, Frame};
+
+/// How a step reads its column's cell.
+#[derive(Clone, Copy, PartialEq)]
+enum Read {
+    Skip,
+    /// Into the scratch row.
+    Decode,
+    /// As a number for the step's ranges.
+    Number(Number),
+}
 
 /// What a scan does with one column's cell.
 struct Step {
     frame: Frame,
     null_width: usize,
-    /// The condition reads it: decoded into the scratch row.
-    decode: bool,
+    read: Read,
     /// Something reads it: where it starts is noted.
     locate: bool,
+    /// The ranges on this cell (`Walk::ranges`), and the conditions decided once it is
+    /// read (`Walk::conds`).
+    ranges: Range<usize>,
+    conds: Range<usize>,
 }
 
 pub(crate) struct Walk<'a> {
@@ -25,49 +44,120 @@ pub(crate) struct Walk<'a> {
     pub(crate) fixed: bool,
     /// Columns `0..steps.len()`: the last is the last one used.
     steps: Vec<Step>,
+    ranges: Vec<(i128, i128)>,
+    conds: Vec<Pred>,
+    /// Conditions decided before the first cell (they read none) or after the last (they
+    /// read a column the table does not have: never true).
+    first: Vec<Pred>,
+    last: Vec<Pred>,
 }
 
 impl<'a> Walk<'a> {
-    /// A walk decoding the cells of `decoded` and locating those of `located` (column
-    /// numbers below `cols.len()`).
+    /// A walk that passes the records `filter` holds for, decoding the cells of
+    /// `decoded` and locating those of `located` (column numbers below `cols.len()`).
     pub(crate) fn new(
         cols: &'a [ColumnSchema],
         format: RowFormat,
+        filter: Option<&Pred>,
         decoded: &[usize],
         located: &[usize],
     ) -> Walk<'a> {
+        let n = cols.len();
+        let conjuncts = filter.map(|f| check::split(f, cols)).unwrap_or_default();
+        // A column a condition decodes is checked on its value by every conjunct: a
+        // cell is read once.
+        let mut decode: Vec<bool> = vec![false; n];
+        for &c in decoded {
+            decode[c] = true;
+        }
+        for c in conjuncts.iter().filter(|c| c.range.is_none()) {
+            for col in c.pred.columns() {
+                if col < n {
+                    decode[col] = true;
+                }
+            }
+        }
+        let mut first = Vec::new();
+        let mut last = Vec::new();
+        // Each conjunct at the column after which it is decided.
+        let mut placed: Vec<(usize, Conjunct)> = Vec::new();
+        for mut c in conjuncts {
+            if c.range.is_some_and(|r| decode[r.col]) {
+                c.range = None;
+            }
+            match c.pred.columns().last().copied() {
+                None => first.push(c.pred),
+                Some(col) if col >= n => last.push(c.pred),
+                Some(col) => placed.push((col, c)),
+            }
+        }
+        placed.sort_by_key(|(c, _)| *c);
         let upto = decoded
             .iter()
             .chain(located)
             .copied()
+            .chain(placed.iter().map(|(c, _)| *c))
             .max()
             .map_or(0, |c| c + 1);
-        let steps = cols[..upto]
-            .iter()
-            .enumerate()
-            .map(|(i, c)| Step {
+        let mut ranges = Vec::new();
+        let mut conds = Vec::new();
+        let mut steps = Vec::with_capacity(upto);
+        let mut next = placed.into_iter().peekable();
+        for (i, c) in cols[..upto].iter().enumerate() {
+            let (r0, c0) = (ranges.len(), conds.len());
+            let mut number = None;
+            while let Some((_, c)) = next.next_if(|(c, _)| *c == i) {
+                match c.range {
+                    Some(r) => {
+                        number = Some(r.number);
+                        ranges.push((r.lo, r.hi));
+                    }
+                    None => conds.push(c.pred),
+                }
+            }
+            let read = match number {
+                _ if decode[i] => Read::Decode,
+                Some(k) => Read::Number(k),
+                None => Read::Skip,
+            };
+            steps.push(Step {
                 frame: codec::frame(c, format),
                 null_width: codec::null_width(c, format),
-                decode: decoded.contains(&i),
+                read,
                 locate: located.contains(&i),
-            })
-            .collect();
+                ranges: r0..ranges.len(),
+                conds: c0..conds.len(),
+            });
+        }
         Walk {
             cols,
             fixed: format == RowFormat::Fixed,
             steps,
+            ranges,
+            conds,
+            first,
+            last,
         }
     }
 
-    /// Walk `payload`: `scratch[c]` becomes the value of each decoded column `c`,
-    /// `starts[c]` where each located column's cell starts (None: NULL). Both are as
-    /// long as the table's columns; other entries are left as they are.
+    /// Whether the walk decodes column `c` into the scratch row.
+    pub(crate) fn decodes(&self, c: usize) -> bool {
+        self.steps.get(c).is_some_and(|s| s.read == Read::Decode)
+    }
+
+    /// Walk `payload`: whether the filter holds for it. Once it does, `scratch[c]` is the
+    /// value of each decoded column `c`, `starts[c]` where each located column's cell
+    /// starts (None: NULL). Both are as long as the table's columns; other entries are
+    /// left as they are (and a failed walk leaves any of them as it got to them).
     pub(crate) fn run(
         &self,
         payload: &[u8],
         scratch: &mut [Value],
         starts: &mut [Option<usize>],
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        if !all_true(&self.first, scratch) {
+            return Ok(false);
+        }
         let nb = self.cols.len().div_ceil(8);
         let nulls = payload
             .get(..nb)
@@ -76,24 +166,47 @@ impl<'a> Walk<'a> {
         for (i, step) in self.steps.iter().enumerate() {
             if nulls[i / 8] & (1 << (i % 8)) != 0 {
                 pos += step.null_width;
-                if step.decode {
-                    scratch[i] = Value::Null;
+                match step.read {
+                    Read::Skip => {}
+                    Read::Decode => scratch[i] = Value::Null,
+                    // A range never holds for NULL.
+                    Read::Number(_) => return Ok(false),
                 }
                 if step.locate {
                     starts[i] = None;
                 }
-                continue;
-            }
-            if step.locate {
-                starts[i] = Some(pos);
-            }
-            if step.decode {
-                scratch[i] = codec::cell_value(&self.cols[i], self.fixed, payload, &mut pos)?;
             } else {
-                codec::skip_cell(payload, &mut pos, step.frame)?;
+                if step.locate {
+                    starts[i] = Some(pos);
+                }
+                match step.read {
+                    Read::Skip => codec::skip_cell(payload, &mut pos, step.frame)?,
+                    Read::Decode => {
+                        scratch[i] =
+                            codec::cell_value(&self.cols[i], self.fixed, payload, &mut pos)?
+                    }
+                    Read::Number(k) => {
+                        let x = match k {
+                            Number::Int => codec::int_cell(payload, &mut pos, self.fixed)? as i128,
+                            Number::Decimal => {
+                                codec::narrow_decimal_cell(payload, &mut pos, self.fixed)?
+                            }
+                            Number::Date => codec::date_number(payload, &mut pos)?,
+                        };
+                        if !self.ranges[step.ranges.clone()]
+                            .iter()
+                            .all(|&(lo, hi)| lo <= x && x <= hi)
+                        {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+            if !all_true(&self.conds[step.conds.clone()], scratch) {
+                return Ok(false);
             }
         }
-        Ok(())
+        Ok(all_true(&self.last, scratch))
     }
 
     /// The value of column `c`'s cell, located at `start` by [`Walk::run`].
@@ -103,4 +216,8 @@ impl<'a> Walk<'a> {
             Some(mut pos) => codec::cell_value(&self.cols[c], self.fixed, payload, &mut pos),
         }
     }
+}
+
+fn all_true(conds: &[Pred], row: &[Value]) -> bool {
+    conds.iter().all(|p| p.eval(row) == Some(true))
 }
