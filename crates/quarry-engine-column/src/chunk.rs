@@ -1849,20 +1849,13 @@ mod tests {
                 vec![s("1.5"), s("-0.25"), Value::Double(1.005), s("abc")],
             ),
         ];
-        let ops = [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ];
+        let ops = &CmpOp::ALL[..6];
         let mut out = Vec::new();
         for (phys, vals, consts) in cases {
             let (c, _) = roundtrip(phys, vals.clone());
             assert!(matches!(c.data, Data::Ints(_)), "{phys:?}: not integers");
             for k in &consts {
-                for op in ops {
+                for &op in ops {
                     let p = Pred::Cmp {
                         col: 0,
                         op,

@@ -193,14 +193,7 @@ mod tests {
             (SqlType::decimal(6, 0), Number::Decimal, 0),
             (SqlType::new(TypeKind::Date), Number::Date, 0),
         ];
-        let ops = [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ];
+        let ops = &CmpOp::ALL[..6];
         let mut made = 0;
         for _ in 0..4_000 {
             let (ty, number, scale) = types[rng.below(types.len())];

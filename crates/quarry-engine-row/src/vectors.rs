@@ -493,15 +493,7 @@ pub(crate) mod tests {
                     1 + rng.below(3) as u8,
                 )),
             };
-            let ops = [
-                CmpOp::Eq,
-                CmpOp::Ne,
-                CmpOp::Lt,
-                CmpOp::Le,
-                CmpOp::Gt,
-                CmpOp::Ge,
-                CmpOp::NullSafeEq,
-            ];
+            let ops = CmpOp::ALL;
             let cols = [at("id"), at("d"), at("dt"), at("k"), at("f"), at("g")];
             let mut some = 0;
             for _ in 0..200 {

@@ -28,6 +28,17 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// Every operator, `<=>` last.
+    pub const ALL: [CmpOp; 7] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+        CmpOp::NullSafeEq,
+    ];
+
     /// The operator with its operands swapped (`5 < c` is `c > 5`).
     pub fn flipped(self) -> CmpOp {
         match self {
