@@ -280,9 +280,7 @@ pub(crate) fn null_width(c: &ColumnSchema, format: RowFormat) -> usize {
 pub(crate) fn skip_cell(buf: &[u8], pos: &mut usize, frame: Frame) -> Result<()> {
     match frame {
         Frame::Fixed(n) => *pos += n,
-        Frame::Varint => {
-            get_varint(buf, pos)?;
-        }
+        Frame::Varint => skip_varints(buf, pos, 1)?,
         Frame::Wide => {
             let n = take(buf, pos, 1)?[0] as usize;
             take(buf, pos, n)?;
@@ -290,6 +288,40 @@ pub(crate) fn skip_cell(buf: &[u8], pos: &mut usize, frame: Frame) -> Result<()>
         Frame::Counted => {
             let n = get_varint(buf, pos)? as usize;
             take(buf, pos, n)?;
+        }
+    }
+    Ok(())
+}
+
+/// Step over `n` varints from `pos`: a varint ends at its first byte below 0x80, so
+/// where eight bytes are left they are looked at as one word.
+#[inline]
+pub(crate) fn skip_varints(buf: &[u8], pos: &mut usize, mut n: u32) -> Result<()> {
+    while n > 0 {
+        match buf.get(*pos..*pos + 8) {
+            Some(w) => {
+                let ends = !u64::from_le_bytes(w.try_into().unwrap()) & 0x8080_8080_8080_8080;
+                let c = ends.count_ones();
+                if c >= n {
+                    let mut e = ends;
+                    for _ in 1..n {
+                        e &= e - 1;
+                    }
+                    *pos += (e.trailing_zeros() / 8 + 1) as usize;
+                    return Ok(());
+                }
+                n -= c;
+                *pos += 8;
+            }
+            None => {
+                let b = *buf
+                    .get(*pos)
+                    .ok_or_else(|| Error::corrupt("record truncated"))?;
+                *pos += 1;
+                if b & 0x80 == 0 {
+                    n -= 1;
+                }
+            }
         }
     }
     Ok(())
@@ -627,6 +659,38 @@ mod tests {
         encode(&c, RowFormat::Dynamic, &[Value::Str("x".into())], &mut buf);
         assert_eq!(buf.len(), 3); // bitmap + length + one byte
         assert!(decode(&c, RowFormat::Dynamic, &buf[..2]).is_err());
+    }
+
+    #[test]
+    fn skipping_varints_lands_where_reading_them_does() {
+        let mut rng = quarry_common::fuzz::Rng::new(4);
+        for _ in 0..3_000 {
+            let lead = rng.below(3);
+            let mut buf = rng.bytes(lead);
+            let start = buf.len();
+            let n = rng.below(12);
+            for _ in 0..n {
+                let bits = rng.below(128) as u32;
+                let v = (rng.next_u64() as u128 | (rng.next_u64() as u128) << 64) >> (127 - bits);
+                put_varint(&mut buf, v);
+            }
+            let end = buf.len();
+            let trail = rng.below(10);
+            buf.extend(rng.bytes(trail));
+            let mut read = start;
+            for _ in 0..n {
+                get_varint(&buf, &mut read).unwrap();
+            }
+            assert_eq!(read, end);
+            let mut skipped = start;
+            skip_varints(&buf, &mut skipped, n as u32).unwrap();
+            assert_eq!(skipped, end);
+            // Without the last varint's last byte: an error, not a panic or a wrong place.
+            if n > 0 {
+                let mut at = start;
+                assert!(skip_varints(&buf[..end - 1], &mut at, n as u32).is_err());
+            }
+        }
     }
 }
 

@@ -518,7 +518,9 @@ pub(crate) mod tests {
                     parts.push(Pred::Or(vec![leaf(&mut rng), leaf(&mut rng)]));
                 }
                 let filter = Some(Pred::And(parts));
-                let columns = [at("id"), at("d"), at("k")];
+                // Some of the columns with vectors: the walk steps over the others.
+                let outs = [at("id"), at("g"), at("d"), at("f"), at("k")];
+                let columns: Vec<usize> = (0..1 + rng.below(3)).map(|_| *rng.pick(&outs)).collect();
                 let want = scanned_rows(&t, &columns, &filter);
                 assert_eq!(
                     vector_rows(&t, &columns, &filter, 2),

@@ -2,8 +2,9 @@
 //! anything. Each conjunct of the condition is decided right after the last cell it
 //! needs, so a record that fails early is walked no further; ranges (`check`) read their
 //! cell as a raw number, other conjuncts are checked on the cells they need decoded into
-//! a scratch row; the other cells read are only located. The row and vector cursors then
-//! build what passed from the located cells.
+//! a scratch row; the other cells read are only located, and a stretch of varints nothing
+//! reads is stepped over a word at a time. The row and vector cursors then build what
+//! passed from the located cells.
 //!
 //! Owns the walk only: cell framing and values are `codec`'s, the split of a condition
 //! into conjuncts and ranges `check`'s.
@@ -28,6 +29,7 @@ enum Read {
 
 /// What a scan does with one column's cell.
 struct Step {
+    col: usize,
     frame: Frame,
     null_width: usize,
     read: Read,
@@ -39,11 +41,25 @@ struct Step {
     conds: Range<usize>,
 }
 
+/// A stretch of the walk.
+enum Op {
+    /// The cells of columns `first..first + count` (below 128), DYNAMIC varints nothing
+    /// reads: stepped over together, a word at a time (`mask` covers `count` bits).
+    Varints {
+        first: u32,
+        count: u32,
+        mask: u128,
+    },
+    Cell(Step),
+}
+
 pub(crate) struct Walk<'a> {
     pub(crate) cols: &'a [ColumnSchema],
     pub(crate) fixed: bool,
-    /// Columns `0..steps.len()`: the last is the last one used.
-    steps: Vec<Step>,
+    /// Over columns `0..upto`: the last is the last one used.
+    ops: Vec<Op>,
+    /// Per column, whether it is decoded into the scratch row.
+    decode: Vec<bool>,
     ranges: Vec<(i128, i128)>,
     conds: Vec<Pred>,
     /// Conditions decided before the first cell (they read none) or after the last (they
@@ -101,7 +117,7 @@ impl<'a> Walk<'a> {
             .map_or(0, |c| c + 1);
         let mut ranges = Vec::new();
         let mut conds = Vec::new();
-        let mut steps = Vec::with_capacity(upto);
+        let mut ops: Vec<Op> = Vec::with_capacity(upto);
         let mut next = placed.into_iter().peekable();
         for (i, c) in cols[..upto].iter().enumerate() {
             let (r0, c0) = (ranges.len(), conds.len());
@@ -120,19 +136,41 @@ impl<'a> Walk<'a> {
                 Some(k) => Read::Number(k),
                 None => Read::Skip,
             };
-            steps.push(Step {
+            let step = Step {
+                col: i,
                 frame: codec::frame(c, format),
                 null_width: codec::null_width(c, format),
                 read,
                 locate: located.contains(&i),
                 ranges: r0..ranges.len(),
                 conds: c0..conds.len(),
-            });
+            };
+            let unread = step.read == Read::Skip
+                && !step.locate
+                && step.conds.is_empty()
+                && matches!(step.frame, Frame::Varint)
+                && n <= 128;
+            match ops.last_mut() {
+                Some(Op::Varints { count, mask, .. }) if unread => {
+                    *count += 1;
+                    *mask = *mask << 1 | 1;
+                }
+                _ if unread => ops.push(Op::Varints {
+                    first: i as u32,
+                    count: 1,
+                    mask: 1,
+                }),
+                _ => ops.push(Op::Cell(step)),
+            }
+        }
+        for (c, d) in decode.iter_mut().enumerate() {
+            *d = *d && c < upto;
         }
         Walk {
             cols,
             fixed: format == RowFormat::Fixed,
-            steps,
+            ops,
+            decode,
             ranges,
             conds,
             first,
@@ -142,7 +180,7 @@ impl<'a> Walk<'a> {
 
     /// Whether the walk decodes column `c` into the scratch row.
     pub(crate) fn decodes(&self, c: usize) -> bool {
-        self.steps.get(c).is_some_and(|s| s.read == Read::Decode)
+        self.decode.get(c).copied().unwrap_or(false)
     }
 
     /// Walk `payload`: whether the filter holds for it. Once it does, `scratch[c]` is the
@@ -162,8 +200,24 @@ impl<'a> Walk<'a> {
         let nulls = payload
             .get(..nb)
             .ok_or_else(|| Error::corrupt("record truncated"))?;
+        // The first 128 columns' NULL bits, for the stretches of varints.
+        let bits = {
+            let mut b = [0u8; 16];
+            let k = nb.min(16);
+            b[..k].copy_from_slice(&nulls[..k]);
+            u128::from_le_bytes(b)
+        };
         let mut pos = nb;
-        for (i, step) in self.steps.iter().enumerate() {
+        for op in &self.ops {
+            let step = match op {
+                Op::Varints { first, count, mask } => {
+                    let present = count - (bits >> first & mask).count_ones();
+                    codec::skip_varints(payload, &mut pos, present)?;
+                    continue;
+                }
+                Op::Cell(step) => step,
+            };
+            let i = step.col;
             if nulls[i / 8] & (1 << (i % 8)) != 0 {
                 pos += step.null_width;
                 match step.read {
