@@ -38,6 +38,9 @@ pub(crate) struct CellRange {
 pub(crate) struct Conjunct {
     pub(crate) pred: Pred,
     pub(crate) range: Option<CellRange>,
+    /// It reads one text column only: it can be decided on the cell's text in place
+    /// (`Pred::eval_str`).
+    pub(crate) text: Option<usize>,
 }
 
 /// The conjuncts of `pred` (a top-level AND is split, nested ones too).
@@ -49,8 +52,20 @@ pub(crate) fn split(pred: &Pred, cols: &[ColumnSchema]) -> Vec<Conjunct> {
         .map(|p| Conjunct {
             pred: p.clone(),
             range: range_of(p, cols),
+            text: match p.columns()[..] {
+                [c] if cols.get(c).is_some_and(is_text) => Some(c),
+                _ => None,
+            },
         })
         .collect()
+}
+
+/// Whether the cells of `c` decode to `Value::Str` (`codec::cell_value`).
+pub(crate) fn is_text(c: &ColumnSchema) -> bool {
+    matches!(
+        c.ty.kind,
+        TypeKind::Char | TypeKind::VarChar | TypeKind::Text
+    )
 }
 
 fn flatten<'p>(pred: &'p Pred, out: &mut Vec<&'p Pred>) {
@@ -262,6 +277,7 @@ mod tests {
         let plain = |pred: &Pred| Conjunct {
             pred: pred.clone(),
             range: None,
+            text: None,
         };
         assert_eq!(
             split(&pred, &cols),
@@ -273,9 +289,13 @@ mod tests {
                         number: Number::Int,
                         lo: i128::MIN,
                         hi: 4
-                    })
+                    }),
+                    text: None,
                 },
-                plain(&like),
+                Conjunct {
+                    text: Some(1),
+                    ..plain(&like)
+                },
                 plain(&ne),
             ]
         );
@@ -293,6 +313,10 @@ mod tests {
             op: CmpOp::Eq,
             value: Value::Str("1".into()),
         };
-        assert_eq!(split(&s, &cols), vec![plain(&s)]);
+        assert_eq!(
+            split(&s, &cols),
+            vec![plain(&s)],
+            "an integer column is not text"
+        );
     }
 }

@@ -25,6 +25,8 @@ enum Read {
     Decode,
     /// As a number for the step's ranges.
     Number(Number),
+    /// As text for the step's conditions on it alone (`Pred::eval_str`).
+    Text,
 }
 
 /// What a scan does with one column's cell.
@@ -86,7 +88,10 @@ impl<'a> Walk<'a> {
         for &c in decoded {
             decode[c] = true;
         }
-        for c in conjuncts.iter().filter(|c| c.range.is_none()) {
+        for c in conjuncts
+            .iter()
+            .filter(|c| c.range.is_none() && c.text.is_none())
+        {
             for col in c.pred.columns() {
                 if col < n {
                     decode[col] = true;
@@ -100,6 +105,9 @@ impl<'a> Walk<'a> {
         for mut c in conjuncts {
             if c.range.is_some_and(|r| decode[r.col]) {
                 c.range = None;
+            }
+            if c.text.is_some_and(|t| decode[t]) {
+                c.text = None;
             }
             match c.pred.columns().last().copied() {
                 None => first.push(c.pred),
@@ -122,18 +130,24 @@ impl<'a> Walk<'a> {
         for (i, c) in cols[..upto].iter().enumerate() {
             let (r0, c0) = (ranges.len(), conds.len());
             let mut number = None;
+            let mut text = false;
             while let Some((_, c)) = next.next_if(|(c, _)| *c == i) {
-                match c.range {
-                    Some(r) => {
+                match (c.range, c.text) {
+                    (Some(r), _) => {
                         number = Some(r.number);
                         ranges.push((r.lo, r.hi));
                     }
-                    None => conds.push(c.pred),
+                    (None, Some(_)) => {
+                        text = true;
+                        conds.push(c.pred);
+                    }
+                    (None, None) => conds.push(c.pred),
                 }
             }
             let read = match number {
                 _ if decode[i] => Read::Decode,
                 Some(k) => Read::Number(k),
+                None if text => Read::Text,
                 None => Read::Skip,
             };
             let step = Step {
@@ -225,6 +239,8 @@ impl<'a> Walk<'a> {
                     Read::Decode => scratch[i] = Value::Null,
                     // A range never holds for NULL.
                     Read::Number(_) => return Ok(false),
+                    // Its conditions are decided on the scratch row below.
+                    Read::Text => scratch[i] = Value::Null,
                 }
                 if step.locate {
                     starts[i] = None;
@@ -253,6 +269,18 @@ impl<'a> Walk<'a> {
                         {
                             return Ok(false);
                         }
+                    }
+                    Read::Text => {
+                        let cell =
+                            codec::string_cell(&self.cols[i], self.fixed, payload, &mut pos)?;
+                        let s = codec::text(cell)?;
+                        if !self.conds[step.conds.clone()]
+                            .iter()
+                            .all(|p| p.eval_str(s) == Some(true))
+                        {
+                            return Ok(false);
+                        }
+                        continue;
                     }
                 }
             }

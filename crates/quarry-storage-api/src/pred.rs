@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use quarry_common::compiled_like::like_plain;
+use quarry_common::value::collate_cmp;
 use quarry_common::Value;
 
 use crate::KeySet;
@@ -115,6 +116,37 @@ pub enum Support {
     Unsupported,
 }
 
+/// A column's cell as a leaf sees it: a value, or a string not made into one.
+#[derive(Clone, Copy)]
+enum Cell<'a> {
+    Value(&'a Value),
+    Str(&'a str),
+}
+
+impl Cell<'_> {
+    fn is_null(self) -> bool {
+        matches!(self, Cell::Value(Value::Null))
+    }
+
+    /// `Value::sql_cmp` of the cell with `x`.
+    fn cmp(self, x: &Value) -> Option<Ordering> {
+        match (self, x) {
+            (Cell::Value(v), x) => v.sql_cmp(x),
+            (Cell::Str(s), Value::Str(k)) => Some(collate_cmp(s, k)),
+            (Cell::Str(_), Value::Null) => None,
+            (Cell::Str(s), x) => Value::Str(s.to_owned()).sql_cmp(x),
+        }
+    }
+
+    /// The text LIKE matches.
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Cell::Value(v) => v.as_str_lossy(),
+            Cell::Str(s) => std::borrow::Cow::Borrowed(s),
+        }
+    }
+}
+
 fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
     match (a, b) {
         (Some(false), _) | (_, Some(false)) => Some(false),
@@ -173,7 +205,35 @@ impl Pred {
 
     /// A leaf's truth for its column holding `v` (AND/OR/NOT: unknown; use `eval`).
     pub fn eval_value(&self, v: &Value) -> Option<bool> {
-        let cmp = |x: &Value| v.sql_cmp(x);
+        self.decide(Cell::Value(v))
+    }
+
+    /// [`Pred::eval`] of a condition that reads one column only, on a row where that
+    /// column holds the string `s`, without making the value: a string beside a string
+    /// constant is compared in place.
+    pub fn eval_str(&self, s: &str) -> Option<bool> {
+        match self {
+            Pred::And(v) => v
+                .iter()
+                .try_fold(Some(true), |acc, p| match and3(acc, p.eval_str(s)) {
+                    Some(false) => Err(()),
+                    r => Ok(r),
+                })
+                .unwrap_or(Some(false)),
+            Pred::Or(v) => v
+                .iter()
+                .try_fold(Some(false), |acc, p| match or3(acc, p.eval_str(s)) {
+                    Some(true) => Err(()),
+                    r => Ok(r),
+                })
+                .unwrap_or(Some(true)),
+            Pred::Not(p) => p.eval_str(s).map(|b| !b),
+            leaf => leaf.decide(Cell::Str(s)),
+        }
+    }
+
+    fn decide(&self, v: Cell<'_>) -> Option<bool> {
+        let cmp = |x: &Value| v.cmp(x);
         match self {
             Pred::Cmp { op, value, .. } => {
                 if *op == CmpOp::NullSafeEq {
@@ -225,12 +285,12 @@ impl Pred {
                 if v.is_null() {
                     return None;
                 }
-                Some(like_plain(&v.as_str_lossy(), pattern, *escape))
+                Some(like_plain(&v.text(), pattern, *escape))
             }
             Pred::IsNull { .. } => Some(v.is_null()),
             Pred::InKeys { keys, .. } => match v {
-                Value::Null => None,
-                Value::Int(k) => Some(keys.contains(*k)),
+                Cell::Value(Value::Null) => None,
+                Cell::Value(Value::Int(k)) => Some(keys.contains(*k)),
                 _ => Some(true),
             },
             Pred::And(_) | Pred::Or(_) | Pred::Not(_) => None,
@@ -299,6 +359,62 @@ impl Pred {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_string_in_place_is_decided_as_its_value() {
+        let consts = [
+            Value::Str("abc".into()),
+            Value::Str("ABC ".into()),
+            Value::Str("Äb".into()),
+            Value::Str("10".into()),
+            Value::Int(10),
+            Value::Decimal(quarry_common::Decimal::new(95, 1)),
+            Value::Null,
+        ];
+        let mut preds = vec![];
+        for (i, a) in consts.iter().enumerate() {
+            for op in CmpOp::ALL {
+                preds.push(Pred::Cmp {
+                    col: 0,
+                    op,
+                    value: a.clone(),
+                });
+            }
+            let b = consts[(i + 2) % consts.len()].clone();
+            preds.push(Pred::In {
+                col: 0,
+                values: vec![a.clone(), b.clone()],
+            });
+            preds.push(Pred::Between {
+                col: 0,
+                lo: a.clone(),
+                hi: b,
+            });
+        }
+        for pattern in ["a%", "%C", "_b", "äB"] {
+            preds.push(Pred::Like {
+                col: 0,
+                pattern: pattern.into(),
+                escape: '\\',
+            });
+        }
+        let whole: Vec<Pred> = preds
+            .iter()
+            .flat_map(|p| {
+                [
+                    Pred::Not(Box::new(p.clone())),
+                    Pred::Or(vec![p.clone(), preds[3].clone()]),
+                    Pred::And(vec![p.clone(), preds[9].clone()]),
+                ]
+            })
+            .collect();
+        for s in ["abc", "abc  ", "ÄB", "äb", "10", "9.5", "", "b"] {
+            for p in preds.iter().chain(&whole) {
+                let row = [Value::Str(s.into())];
+                assert_eq!(p.eval_str(s), p.eval(&row), "{p:?} on {s:?}");
+            }
+        }
+    }
 
     fn cmp(op: CmpOp, v: Value) -> Pred {
         Pred::Cmp {
