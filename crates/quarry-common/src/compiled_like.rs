@@ -33,6 +33,12 @@ impl CompiledLike {
             false => like(s, &self.pattern, self.escape),
         }
     }
+
+    /// `matches` of text given as bytes, when they are ASCII and the pattern plain (no
+    /// UTF-8 check needed); None otherwise (check them as UTF-8 and call `matches`).
+    pub fn matches_ascii(&self, b: &[u8]) -> Option<bool> {
+        (self.plain && b.is_ascii()).then(|| pieces_match(b, self.pattern.as_bytes()))
+    }
 }
 
 /// `s LIKE pattern ESCAPE escape` under the plain collation, the pattern not prepared:
@@ -125,6 +131,9 @@ mod tests {
                     like(&s, &p, '\\'),
                     "{s:?} LIKE {p:?}"
                 );
+                if let Some(m) = compiled.matches_ascii(s.as_bytes()) {
+                    assert_eq!(m, like(&s, &p, '\\'), "{s:?} LIKE {p:?} as bytes");
+                }
             }
         }
     }

@@ -225,7 +225,12 @@ impl<'a> Walk<'a> {
         for op in &self.ops {
             let step = match op {
                 Op::Varints { first, count, mask } => {
-                    let present = count - (bits >> first & mask).count_ones();
+                    let nulls = bits >> first & mask;
+                    let present = if nulls == 0 {
+                        *count
+                    } else {
+                        count - nulls.count_ones()
+                    };
                     codec::skip_varints(payload, &mut pos, present)?;
                     continue;
                 }
