@@ -192,21 +192,33 @@ impl KeyIndex {
 
     /// First base position at or after a lower bound.
     fn lower(&self, b: Bound<&[u8]>) -> usize {
+        self.lower_from(0, b)
+    }
+
+    /// [`KeyIndex::lower`], known to be `from` or past it: found by galloping from there
+    /// (a batch of lookups in key order finds each key a few entries on).
+    fn lower_from(&self, from: usize, b: Bound<&[u8]>) -> usize {
         let n = self.base_len();
         match b {
             Bound::Unbounded => 0,
-            Bound::Included(k) => partition(n, |i| self.base(i) < k),
-            Bound::Excluded(k) => partition(n, |i| self.base(i) <= k),
+            Bound::Included(k) => gallop(n, from, |i| self.base(i) < k),
+            Bound::Excluded(k) => gallop(n, from, |i| self.base(i) <= k),
         }
     }
 
     /// First base position past an upper bound.
     fn upper(&self, b: Bound<&[u8]>) -> usize {
+        self.upper_from(0, b)
+    }
+
+    /// [`KeyIndex::upper`] when that is `from` or past it (the lower bound's position: a
+    /// key matches few entries, so this takes a comparison or two, not a binary search).
+    fn upper_from(&self, from: usize, b: Bound<&[u8]>) -> usize {
         let n = self.base_len();
         match b {
             Bound::Unbounded => n,
-            Bound::Included(k) => partition(n, |i| self.base(i) <= k),
-            Bound::Excluded(k) => partition(n, |i| self.base(i) < k),
+            Bound::Included(k) => gallop(n, from, |i| self.base(i) <= k),
+            Bound::Excluded(k) => gallop(n, from, |i| self.base(i) < k),
         }
     }
 
@@ -230,10 +242,23 @@ impl KeyIndex {
         });
     }
 
-    /// Hand the entries between `lo` and `hi` to `f` in order until it returns false.
-    pub fn each(&mut self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, f: &mut dyn FnMut(&[u8]) -> bool) {
+    /// Hand the entries between `lo` and `hi` to `f` in order until it returns false,
+    /// as one of a batch of lookups: `hint` is where the last one's
+    /// entries started, and `lo` is at or past that lookup's lower bound (keys in
+    /// order), or `hint` is 0. Leaves in `hint` where this one's start.
+    pub fn each_after(
+        &mut self,
+        hint: &mut usize,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
         self.settle();
-        self.walk(lo, hi, false, f);
+        if inverted(lo, hi) {
+            return;
+        }
+        *hint = self.lower_from(*hint, lo);
+        self.walk_base(*hint, lo, hi, false, f);
     }
 
     /// Hand the entries between `lo` and `hi` to `f` in order (last first when
@@ -248,7 +273,19 @@ impl KeyIndex {
         if inverted(lo, hi) {
             return;
         }
-        let (start, end) = (self.lower(lo), self.upper(hi));
+        self.walk_base(self.lower(lo), lo, hi, reverse, f);
+    }
+
+    /// [`KeyIndex::walk`] whose lower bound is at base position `start`.
+    fn walk_base(
+        &self,
+        start: usize,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        reverse: bool,
+        f: &mut dyn FnMut(&[u8]) -> bool,
+    ) {
+        let end = self.upper_from(start, hi);
         let live = |e: &[u8]| self.removed.is_empty() || !self.removed.contains(e);
         let mut added = self.added.range::<[u8], _>((lo, hi));
         let (mut next_added, mut i, mut j) = if reverse {
@@ -428,6 +465,28 @@ fn inverted(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
 }
 
 /// The first `i` in `0..n` for which `before(i)` is false (`before` holds for a prefix).
+/// [`partition`] when the answer is `from` or past it: steps of 1, 2, 4, … from there,
+/// then a binary search in the last step.
+fn gallop(n: usize, from: usize, before: impl Fn(usize) -> bool) -> usize {
+    if from >= n || !before(from) {
+        return from.min(n);
+    }
+    // `before` holds at `lo`; the answer is in `lo + 1..=hi`.
+    let (mut lo, mut step) = (from, 1);
+    let hi = loop {
+        let p = lo + step;
+        if p >= n {
+            break n;
+        }
+        if !before(p) {
+            break p;
+        }
+        lo = p;
+        step *= 2;
+    };
+    lo + 1 + partition(hi - lo - 1, |i| before(lo + 1 + i))
+}
+
 fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (0, n);
     while lo < hi {
@@ -500,6 +559,76 @@ mod tests {
         let got: Vec<Vec<u8>> = (0..ix.base_len()).map(|i| ix.base(i).to_vec()).collect();
         let want: Vec<Vec<u8>> = model.into_iter().collect();
         assert_eq!(got, want);
+    }
+
+    /// Galloping from any point at or before the answer finds what a binary search does.
+    #[test]
+    fn galloping_finds_the_partition_point() {
+        let mut rnd = below(77);
+        for _ in 0..5_000 {
+            let n = rnd(300) as usize;
+            let answer = rnd(n as u64 + 1) as usize;
+            let from = rnd(answer as u64 + 1) as usize;
+            assert_eq!(gallop(n, from, |i| i < answer), answer);
+            assert_eq!(partition(n, |i| i < answer), answer);
+        }
+    }
+
+    /// A batch of key lookups, each started where the last one's entries were (keys in
+    /// order), or from the start (a key below the last), finds each key's entries.
+    #[test]
+    fn lookups_after_one_another_find_each_keys_entries() {
+        let mut rnd = below(0x51_7CC1_B727_220A);
+        let mut b = Builder::new();
+        let mut model = BTreeSet::new();
+        for i in 0..3_000u64 {
+            // Keys 0..400 with gaps and repeats.
+            let e = entry((rnd(400) * 3) as i64, i);
+            b.bytes.extend(&e);
+            b.end_entry();
+            model.insert(e);
+        }
+        let mut ix = KeyIndex::build(cols(), b);
+        // Some added and removed since the base was built.
+        for i in 0..30u64 {
+            let e = entry(rnd(1200) as i64, 10_000 + i);
+            ix.insert(&e);
+            model.insert(e);
+            let old = model
+                .iter()
+                .nth(rnd(model.len() as u64) as usize)
+                .unwrap()
+                .clone();
+            ix.remove(&old);
+            model.remove(&old);
+        }
+        for sorted in [true, false] {
+            let mut keys: Vec<i64> = (0..500).map(|_| rnd(1250) as i64 - 10).collect();
+            if sorted {
+                keys.sort_unstable();
+            }
+            let mut hint = 0;
+            let mut last = i64::MIN;
+            for k in keys {
+                if k < last {
+                    hint = 0;
+                }
+                last = k;
+                let (lo, hi) = (entry(k, 0), entry(k, u64::MAX));
+                let mut got = vec![];
+                ix.each_after(
+                    &mut hint,
+                    Bound::Included(&lo[..]),
+                    Bound::Included(&hi[..]),
+                    &mut |e| {
+                        got.push(e.to_vec());
+                        true
+                    },
+                );
+                let want: Vec<Vec<u8>> = model.range(lo..=hi).cloned().collect();
+                assert_eq!(got, want, "key {k}");
+            }
+        }
     }
 
     /// Inserts, removes and folds against a sorted set of the same entries: every range

@@ -256,13 +256,26 @@ impl ColumnTable {
         {
             let mut st = self.state.lock();
             let ix = &mut st.keys[index];
+            // Keys in order (a join's, from a table clustered on them) find each one
+            // from where the last one was.
+            let mut hint = 0;
+            let mut last: Option<&keyrange::ByteRange> = None;
             for b in &bounds {
                 let mut ids = Vec::new();
                 if let Some((lo, hi)) = b {
-                    ix.each(as_slice_bound(lo), as_slice_bound(hi), &mut |e| {
-                        ids.push(keycode::row_id(e));
-                        true
-                    });
+                    if last.is_some_and(|(l, _)| !follows(l, lo)) {
+                        hint = 0;
+                    }
+                    ix.each_after(
+                        &mut hint,
+                        as_slice_bound(lo),
+                        as_slice_bound(hi),
+                        &mut |e| {
+                            ids.push(keycode::row_id(e));
+                            true
+                        },
+                    );
+                    last = b.as_ref();
                 }
                 entries += ids.len();
                 out.push(ids);
@@ -381,4 +394,16 @@ pub(crate) fn duplicate(ix: &IndexSchema, row: &Row) -> Error {
         .collect();
     let name = if ix.primary { "PRIMARY" } else { &ix.name };
     Error::duplicate_key(&shown.join("-"), name)
+}
+
+/// Whether every entry before lower bound `prev` is before lower bound `cur` too (a
+/// lookup for `cur` may then start where the one for `prev` did).
+fn follows(prev: &Bound<Vec<u8>>, cur: &Bound<Vec<u8>>) -> bool {
+    match (prev, cur) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
+        (Bound::Excluded(p), Bound::Included(c)) => p < c,
+        (Bound::Included(p) | Bound::Excluded(p), Bound::Included(c) | Bound::Excluded(c)) => {
+            p <= c
+        }
+    }
 }
