@@ -52,7 +52,11 @@ pub fn like_plain(s: &str, pattern: &str, escape: char) -> bool {
 }
 
 fn is_plain(pattern: &str, escape: char) -> bool {
-    pattern.is_ascii() && escape.is_ascii() && !pattern.contains(['_', escape])
+    // Bytes, not a search for either of two chars: this runs for every row a condition
+    // checks.
+    escape.is_ascii()
+        && pattern.is_ascii()
+        && memchr::memchr2(b'_', escape as u8, pattern.as_bytes()).is_none()
 }
 
 /// Whether `s` is the pieces of `pattern` between its `%` signs joined by runs of any
