@@ -243,9 +243,9 @@ impl KeyIndex {
     }
 
     /// Hand the entries between `lo` and `hi` to `f` in order until it returns false,
-    /// as one of a batch of lookups: `hint` is where the last one's
-    /// entries started, and `lo` is at or past that lookup's lower bound (keys in
-    /// order), or `hint` is 0. Leaves in `hint` where this one's start.
+    /// as one of a batch of lookups: `hint` is where the last one's entries started,
+    /// and `lo` is at or past that lookup's lower bound (keys in order), or `hint` is 0.
+    /// Leaves in `hint` where this one's entries start.
     pub fn each_after(
         &mut self,
         hint: &mut usize,
@@ -464,7 +464,6 @@ fn inverted(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     }
 }
 
-/// The first `i` in `0..n` for which `before(i)` is false (`before` holds for a prefix).
 /// [`partition`] when the answer is `from` or past it: steps of 1, 2, 4, … from there,
 /// then a binary search in the last step.
 fn gallop(n: usize, from: usize, before: impl Fn(usize) -> bool) -> usize {
@@ -487,6 +486,7 @@ fn gallop(n: usize, from: usize, before: impl Fn(usize) -> bool) -> usize {
     lo + 1 + partition(hi - lo - 1, |i| before(lo + 1 + i))
 }
 
+/// The first `i` in `0..n` for which `before(i)` is false (`before` holds for a prefix).
 fn partition(n: usize, before: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (0, n);
     while lo < hi {

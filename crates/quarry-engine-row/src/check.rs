@@ -1,7 +1,8 @@
 //! A scan's condition split for the record walk: each conjunct is decided as soon as the
 //! walk has read the cells it needs, so a record that fails on an early column is not
-//! walked further; and a comparison of an integer, narrow DECIMAL or DATE column with a
-//! constant becomes a range of the cell's raw number, checked without building a value.
+//! walked further; a comparison of an integer, narrow DECIMAL or DATE column with a
+//! constant becomes a range of the cell's raw number, checked without building a value;
+//! and a conjunct on one text column alone is marked to be decided on the cell's text.
 //!
 //! Owns that split and those ranges only. The meaning of a condition is [`Pred::eval`]'s
 //! (`Value::sql_cmp` for comparisons): a range is made only where it says exactly what
