@@ -62,7 +62,7 @@ pub(crate) fn split(pred: &Pred, cols: &[ColumnSchema]) -> Vec<Conjunct> {
 }
 
 /// Whether the cells of `c` decode to `Value::Str` (`codec::cell_value`).
-pub(crate) fn is_text(c: &ColumnSchema) -> bool {
+fn is_text(c: &ColumnSchema) -> bool {
     matches!(
         c.ty.kind,
         TypeKind::Char | TypeKind::VarChar | TypeKind::Text
@@ -131,21 +131,17 @@ fn bounds(op: CmpOp, (floor, exact): (i128, bool)) -> Option<(i128, i128)> {
 }
 
 fn range_of(p: &Pred, cols: &[ColumnSchema]) -> Option<CellRange> {
-    let (col, lo, hi) = match p {
-        Pred::Cmp { col, op, value } => {
-            let (number, scale) = number_of(cols.get(*col)?)?;
-            let (lo, hi) = bounds(*op, in_units(value, number, scale)?)?;
-            (*col, lo, hi)
-        }
-        Pred::Between { col, lo, hi } => {
-            let (number, scale) = number_of(cols.get(*col)?)?;
-            let (lo, _) = bounds(CmpOp::Ge, in_units(lo, number, scale)?)?;
-            let (_, hi) = bounds(CmpOp::Le, in_units(hi, number, scale)?)?;
-            (*col, lo, hi)
-        }
+    let col = p.column()?;
+    let (number, scale) = number_of(cols.get(col)?)?;
+    let units = |v: &Value| in_units(v, number, scale);
+    let (lo, hi) = match p {
+        Pred::Cmp { op, value, .. } => bounds(*op, units(value)?)?,
+        Pred::Between { lo, hi, .. } => (
+            bounds(CmpOp::Ge, units(lo)?)?.0,
+            bounds(CmpOp::Le, units(hi)?)?.1,
+        ),
         _ => return None,
     };
-    let (number, _) = number_of(&cols[col])?;
     Some(CellRange {
         col,
         number,

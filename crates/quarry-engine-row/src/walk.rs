@@ -177,9 +177,6 @@ impl<'a> Walk<'a> {
                 _ => ops.push(Op::Cell(step)),
             }
         }
-        for (c, d) in decode.iter_mut().enumerate() {
-            *d = *d && c < upto;
-        }
         Walk {
             cols,
             fixed: format == RowFormat::Fixed,

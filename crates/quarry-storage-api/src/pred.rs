@@ -212,23 +212,29 @@ impl Pred {
     /// column holds the string `s`, without making the value: a string beside a string
     /// constant is compared in place.
     pub fn eval_str(&self, s: &str) -> Option<bool> {
+        self.combine(&|leaf| leaf.decide(Cell::Str(s)))
+    }
+
+    /// AND, OR and NOT over the truths `leaf` gives the leaves, in SQL's three values,
+    /// stopping at the first leaf that decides an AND or an OR.
+    fn combine(&self, leaf: &impl Fn(&Pred) -> Option<bool>) -> Option<bool> {
         match self {
             Pred::And(v) => v
                 .iter()
-                .try_fold(Some(true), |acc, p| match and3(acc, p.eval_str(s)) {
+                .try_fold(Some(true), |acc, p| match and3(acc, p.combine(leaf)) {
                     Some(false) => Err(()),
                     r => Ok(r),
                 })
                 .unwrap_or(Some(false)),
             Pred::Or(v) => v
                 .iter()
-                .try_fold(Some(false), |acc, p| match or3(acc, p.eval_str(s)) {
+                .try_fold(Some(false), |acc, p| match or3(acc, p.combine(leaf)) {
                     Some(true) => Err(()),
                     r => Ok(r),
                 })
                 .unwrap_or(Some(true)),
-            Pred::Not(p) => p.eval_str(s).map(|b| !b),
-            leaf => leaf.decide(Cell::Str(s)),
+            Pred::Not(p) => p.combine(leaf).map(|b| !b),
+            l => leaf(l),
         }
     }
 
@@ -299,24 +305,7 @@ impl Pred {
 
     /// The condition's truth for a whole row.
     pub fn eval(&self, row: &[Value]) -> Option<bool> {
-        match self {
-            Pred::And(v) => v
-                .iter()
-                .try_fold(Some(true), |acc, p| match and3(acc, p.eval(row)) {
-                    Some(false) => Err(()),
-                    r => Ok(r),
-                })
-                .unwrap_or(Some(false)),
-            Pred::Or(v) => v
-                .iter()
-                .try_fold(Some(false), |acc, p| match or3(acc, p.eval(row)) {
-                    Some(true) => Err(()),
-                    r => Ok(r),
-                })
-                .unwrap_or(Some(true)),
-            Pred::Not(p) => p.eval(row).map(|b| !b),
-            leaf => leaf.eval_value(leaf.column().and_then(|c| row.get(c))?),
-        }
+        self.combine(&|leaf| leaf.eval_value(leaf.column().and_then(|c| row.get(c))?))
     }
 
     /// SQL-like text for EXPLAIN, naming columns through `name`.
