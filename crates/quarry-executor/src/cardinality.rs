@@ -11,10 +11,9 @@ use quarry_catalog::TableEntry;
 use quarry_common::Value;
 use quarry_storage_api::Stat;
 
-use crate::bind::width;
 use crate::exec::bound_ref;
 use crate::expr::{BinOp, Expr};
-use crate::optimize::UNKNOWN_FILTER;
+use crate::plan::width;
 use crate::plan::{Access, JoinKind, Plan};
 
 pub fn table_rows(table: &TableEntry) -> f64 {
@@ -331,3 +330,6 @@ pub(crate) fn table_distinct(table: &TableEntry, col: usize) -> Option<f64> {
         .map(|(ii, _)| rows / rows_per_key(table, ii, 1))
         .reduce(f64::max)
 }
+
+/// Share of a table's rows a filter is assumed to keep when nothing better is known.
+pub const UNKNOWN_FILTER: f64 = 0.1;

@@ -16,9 +16,10 @@
 
 use quarry_common::{TypeKind, Value};
 
-use crate::bind::{columns_read, width};
+use crate::bind::columns_read;
 use crate::cardinality::{table_distinct, table_rows};
 use crate::expr::Expr;
+use crate::plan::width;
 use crate::plan::{Agg, AggFunc, JoinKind, Plan};
 
 /// Right rows per join key at which aggregating them first is taken to pay.

@@ -164,7 +164,7 @@ pub struct ExecCtx<'a> {
     /// (`quarry_runtime_filters`; None: off).
     pub runtime_filters: Option<RefCell<crate::join::RuntimeFilters>>,
     /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
-    pub profile: RefCell<Option<crate::explain::Profile>>,
+    pub profile: RefCell<Option<crate::profile::Profile>>,
 }
 
 impl ExecCtx<'_> {
@@ -1302,7 +1302,7 @@ fn run_keeping(plan: &Plan, keep: Option<&[usize]>, ctx: &ExecCtx, sink: &mut Si
     });
     let own = start.elapsed().saturating_sub(fed);
     if let Some(p) = ctx.profile.borrow_mut().as_mut() {
-        let st = p.entry(crate::explain::node_key(plan)).or_default();
+        let st = p.entry(crate::profile::node_key(plan)).or_default();
         st.rows += rows;
         st.loops += 1;
         st.nanos += own.as_nanos() as u64;
@@ -1320,7 +1320,7 @@ fn joined_columns(input: &Plan, exprs: &[Expr]) -> Option<Vec<usize>> {
     if kind.left_only() {
         return None;
     }
-    let width = crate::bind::width(input)?;
+    let width = crate::plan::width(input)?;
     let mut seen = vec![false; width];
     exprs
         .iter()

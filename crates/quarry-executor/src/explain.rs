@@ -2,7 +2,7 @@
 //! `rows`, `Extra`), as MySQL's `FORMAT=TREE`, and with `EXPLAIN ANALYZE`'s actual rows,
 //! loops and times per operator (collected by `exec::run` into `ExecCtx::profile`).
 
-use std::collections::HashMap;
+use crate::profile::{node_key, NodeStat, Profile};
 
 use quarry_common::Value;
 
@@ -12,22 +12,6 @@ use crate::exec::ScanHow;
 use crate::expr::{Expr, SubQuery, UnOp};
 use crate::optimize::key_bytes;
 use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
-
-/// What EXPLAIN ANALYZE measured for one plan node.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NodeStat {
-    pub rows: u64,
-    pub loops: u64,
-    /// Time in the node and below it, not in the nodes it feeds.
-    pub nanos: u64,
-}
-
-/// Profiles are keyed by node address: plans do not move while they run.
-pub type Profile = HashMap<usize, NodeStat>;
-
-pub fn node_key(p: &Plan) -> usize {
-    p as *const Plan as usize
-}
 
 /// Names of a plan's output columns, for printing conditions.
 fn layout(plan: &Plan) -> Vec<String> {
@@ -917,7 +901,7 @@ impl Tabular {
                     ),
                     rows: Some(rows_per_key(table, *index, keys.len()).round() as u64),
                     filtered: Some(if filter.is_some() {
-                        crate::optimize::UNKNOWN_FILTER * 100.0
+                        crate::cardinality::UNKNOWN_FILTER * 100.0
                     } else {
                         100.0
                     }),
@@ -1058,7 +1042,7 @@ fn scan_row(
         rows: est.map(|e| e.round() as u64),
         filtered: Some(
             if (residual || how.pushed.is_some()) && matches!(access, Access::Full) {
-                crate::optimize::UNKNOWN_FILTER * 100.0
+                crate::cardinality::UNKNOWN_FILTER * 100.0
             } else {
                 100.0
             },

@@ -369,7 +369,7 @@ impl Expr {
                         Value::Int(i64::MIN) if !a.is_const() => {
                             return Err(Error::bigint_out_of_range("BIGINT", "-(…)"));
                         }
-                        Value::Int(i) => crate::bind::negate_int(i),
+                        Value::Int(i) => crate::expr::negate_int(i),
                         Value::UInt(u) if u <= i64::MAX as u64 + 1 => {
                             Value::Int((u as i128).wrapping_neg() as i64)
                         }
@@ -1067,4 +1067,50 @@ mod tests {
             Value::Int(1)
         );
     }
+}
+
+/// `-i`: past BIGINT (`-(-9223372036854775808)`) a DECIMAL, as MariaDB answers.
+pub fn negate_int(i: i64) -> Value {
+    match i.checked_neg() {
+        Some(n) => Value::Int(n),
+        None => Value::Decimal(Decimal::new(-(i as i128), 0)),
+    }
+}
+
+pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Bin(BinOp::And, a, b) => {
+            conjuncts(*a, out);
+            conjuncts(*b, out);
+        }
+        other => out.push(other),
+    }
+}
+
+pub fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
+    let first = if v.is_empty() {
+        return None;
+    } else {
+        v.remove(0)
+    };
+    Some(v.into_iter().fold(first, |a, b| {
+        Expr::Bin(BinOp::And, Box::new(a), Box::new(b))
+    }))
+}
+
+/// A value fixed while one scan runs: a constant, a parameter, an uncorrelated scalar
+/// subquery (run once per statement), or a column of the enclosing query's current row (a
+/// correlated subquery's scan runs once per outer row, so `inner.k = outer.k` finds its
+/// rows through an index on k).
+pub fn known_before_scan(x: &Expr) -> bool {
+    if x.is_const() {
+        return true;
+    }
+    let mut ok = true;
+    x.walk(&mut |e| match e {
+        Expr::Param(_) | Expr::Outer(..) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..) => {}
+        Expr::ScalarSub(sub) if !sub.correlated => {}
+        _ => ok = false,
+    });
+    ok
 }

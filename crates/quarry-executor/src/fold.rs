@@ -52,7 +52,7 @@ fn constant(node: &Expr) -> bool {
     let mut volatile = false;
     node.walk(&mut |n| {
         if let Expr::Func(name, _) = n {
-            volatile |= crate::bind::VOLATILE_FUNCTIONS.contains(&name.as_str());
+            volatile |= crate::func::VOLATILE_FUNCTIONS.contains(&name.as_str());
         }
     });
     !volatile

@@ -1153,3 +1153,23 @@ fn date_format(d: &DateTime, fmt: &str) -> String {
     }
     out
 }
+
+/// Functions whose value may change between two calls in one statement: a condition
+/// holding one is never copied or moved by a rewrite.
+pub const VOLATILE_FUNCTIONS: &[&str] = &[
+    "RAND",
+    "UUID",
+    "UUID_SHORT",
+    "SYS_GUID",
+    "RANDOM_BYTES",
+    "SLEEP",
+    "BENCHMARK",
+    "GET_LOCK",
+    "RELEASE_LOCK",
+    "LAST_INSERT_ID",
+    "NEXTVAL",
+    "ROW_COUNT",
+    "FOUND_ROWS",
+    // The time at which it runs, not the statement's.
+    "SYSDATE",
+];

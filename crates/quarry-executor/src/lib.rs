@@ -28,6 +28,7 @@ pub mod joinorder;
 pub mod json;
 pub mod optimize;
 pub mod plan;
+pub mod profile;
 mod prune;
 pub mod pushdown;
 mod recursive;

@@ -19,10 +19,11 @@ use std::collections::BTreeSet;
 use quarry_catalog::TableEntry;
 use quarry_common::Value;
 
-use crate::bind::{and_all, columns_read, columns_used};
+use crate::bind::{columns_read, columns_used};
 use crate::cardinality::{
     access_estimate, estimate_rows, rows_per_key, scan_rows_known, table_rows,
 };
+use crate::expr::and_all;
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
@@ -42,8 +43,6 @@ pub(crate) const PROBE: f64 = 2.0;
 pub(crate) const COLUMN_PROBE: f64 = 0.5;
 /// Cost of inserting one row into a hash join's table.
 pub(crate) const BUILD: f64 = 0.5;
-/// Share of a table's rows a filter is assumed to keep when nothing better is known.
-pub const UNKNOWN_FILTER: f64 = 0.1;
 
 /// A value of a column table's key column checked against a runtime filter's keys on its
 /// chunk (a bitmap or hash probe, before any row is made).
@@ -153,7 +152,7 @@ fn need(plan: &mut Plan, n: Need) {
         Plan::Limit { input, .. } => need(input, n),
         // Window calls append their columns after the input's: the input keeps its width.
         Plan::Window { input, specs, .. } => {
-            let Some(base) = crate::bind::width(input) else {
+            let Some(base) = crate::plan::width(input) else {
                 return need(input, None);
             };
             let mut m = n.map(|s| s.into_iter().filter(|&c| c < base).collect());
@@ -185,7 +184,7 @@ fn need(plan: &mut Plan, n: Need) {
             on,
             ..
         } => {
-            let Some(lw) = crate::bind::width(left) else {
+            let Some(lw) = crate::plan::width(left) else {
                 need(left, None);
                 need(right, None);
                 return;
@@ -212,7 +211,7 @@ fn need(plan: &mut Plan, n: Need) {
             columns,
             ..
         } => {
-            let Some(lw) = crate::bind::width(left) else {
+            let Some(lw) = crate::plan::width(left) else {
                 return need(left, None);
             };
             let mut all = n;
@@ -309,7 +308,7 @@ fn finish_scan(plan: &mut Plan, n: Need) {
     // the filter first (the index condition was lost here, and a derived table's
     // `b = 22 AND b > 39` returned the rows with b = 22).
     for part in [pushed.take(), index_filter.take()].into_iter().flatten() {
-        *filter = crate::bind::and_all(filter.take().into_iter().chain([part]).collect());
+        *filter = crate::expr::and_all(filter.take().into_iter().chain([part]).collect());
     }
     // With an index path, the rows need checking only against what the key range does
     // not answer; a fall back to a full scan keeps the whole filter.
@@ -392,7 +391,7 @@ fn split_index_condition(
         return (None, None);
     };
     let mut parts = vec![];
-    crate::bind::conjuncts(f, &mut parts);
+    crate::expr::conjuncts(f, &mut parts);
     let (on_entry, on_row): (Vec<Expr>, Vec<Expr>) = parts.into_iter().partition(|c| {
         columns_used(c).is_some_and(|cols| {
             !cols.is_empty() && covers(table, ii, &Some(cols.into_iter().collect()))
@@ -436,7 +435,7 @@ fn exact_literal(table: &TableEntry, col: usize, e: &Expr) -> bool {
 fn drop_consumed(table: &TableEntry, access: &Access, filter: &mut Option<Expr>) {
     let Some(f) = filter.take() else { return };
     let mut parts = vec![];
-    crate::bind::conjuncts(f, &mut parts);
+    crate::expr::conjuncts(f, &mut parts);
     let same_bound = |a: &crate::bind::Bound, b: &crate::bind::Bound, col: usize| match (a, b) {
         (None, None) => true,
         (Some((x, xi)), Some((y, yi))) => xi == yi && x.same(y) && exact_literal(table, col, x),
@@ -796,7 +795,7 @@ fn index_joins(plan: Plan) -> Plan {
                         unreachable!("probe_plan takes scans only")
                     };
                     // Probed rows are checked here, pushed conditions included.
-                    let filter = crate::bind::and_all(filter.into_iter().chain(pushed).collect());
+                    let filter = crate::expr::and_all(filter.into_iter().chain(pushed).collect());
                     Plan::IndexJoin {
                         left,
                         table,

@@ -417,3 +417,38 @@ impl Plan {
         }
     }
 }
+
+pub fn width(p: &Plan) -> Option<usize> {
+    match p {
+        Plan::Scan { table, .. } => Some(table.def.columns.len()),
+        Plan::Join {
+            left,
+            right_width,
+            kind,
+            ..
+        } => Some(width(left)? + if kind.left_only() { 0 } else { *right_width }),
+        Plan::IndexJoin {
+            left, table, kind, ..
+        } => Some(
+            width(left)?
+                + if kind.left_only() {
+                    0
+                } else {
+                    table.def.columns.len()
+                },
+        ),
+        Plan::Dual => Some(0),
+        Plan::Project { exprs, .. } => Some(exprs.len()),
+        Plan::Aggregate { group, aggs, .. } => Some(group.len() + aggs.len()),
+        Plan::Window { input, calls, .. } => width(input).map(|w| w + calls),
+        Plan::Filter { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Distinct { input, .. } => width(input),
+        Plan::Values(rows) => rows.first().map(Vec::len),
+        Plan::Union { inputs, .. } => inputs.first().and_then(width),
+        Plan::SetOp { left, .. } => width(left),
+        Plan::Recursive { anchors, .. } => anchors.first().and_then(width),
+        Plan::WorkTable { width, .. } => Some(*width),
+    }
+}

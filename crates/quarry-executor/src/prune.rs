@@ -14,9 +14,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::bind::{columns_read, width};
+use crate::bind::columns_read;
 use crate::expr::Expr;
 use crate::fuse::readable;
+use crate::plan::width;
 use crate::plan::{Agg, Plan};
 
 /// Columns of a node's output read above it (None: all of them).

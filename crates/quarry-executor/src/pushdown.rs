@@ -18,7 +18,7 @@ use crate::expr::{BinOp, Expr, UnOp};
 
 /// An expression whose value is fixed for one execution (an enclosing query's column too).
 fn fixed(e: &Expr) -> bool {
-    crate::bind::known_before_scan(e)
+    crate::expr::known_before_scan(e)
 }
 
 fn cmp_op(op: BinOp) -> Option<CmpOp> {
@@ -237,7 +237,7 @@ pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, 
         return (None, None);
     };
     let mut parts = vec![];
-    crate::bind::conjuncts(f, &mut parts);
+    crate::expr::conjuncts(f, &mut parts);
     let (mut pushed, mut kept) = (vec![], vec![]);
     for p in parts {
         // The shape is what is offered; placeholders stand in for the constants.
@@ -251,7 +251,7 @@ pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, 
             _ => kept.push(p),
         }
     }
-    (crate::bind::and_all(pushed), crate::bind::and_all(kept))
+    (crate::expr::and_all(pushed), crate::expr::and_all(kept))
 }
 
 /// The rows of `table` its engine expects to pass the conjuncts of `filter` it takes
@@ -259,7 +259,7 @@ pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, 
 /// no such conjuncts or the engine cannot tell (the planner then guesses).
 pub(crate) fn engine_estimate(table: &TableEntry, filter: &Expr) -> Option<(f64, bool)> {
     let mut parts = vec![];
-    crate::bind::conjuncts(filter.clone(), &mut parts);
+    crate::expr::conjuncts(filter.clone(), &mut parts);
     let (mut preds, mut rest) = (vec![], false);
     for p in &parts {
         let literal = &mut |k: &Expr| match k {
@@ -306,7 +306,7 @@ pub(crate) fn engine_part(
     ctx: &ExecCtx,
 ) -> Result<(Option<Pred>, Option<Expr>)> {
     let mut parts = vec![];
-    crate::bind::conjuncts(filter.clone(), &mut parts);
+    crate::expr::conjuncts(filter.clone(), &mut parts);
     let (mut preds, mut kept) = (vec![], vec![]);
     for p in parts {
         match whole(table, &p, ctx)? {
@@ -314,7 +314,7 @@ pub(crate) fn engine_part(
             None => kept.push(p),
         }
     }
-    Ok((Pred::all(preds), crate::bind::and_all(kept)))
+    Ok((Pred::all(preds), crate::expr::and_all(kept)))
 }
 
 /// Where a scan's pushed conjuncts are evaluated this execution: the engine's condition,

@@ -23,7 +23,8 @@ use sqlparser::ast::{self, Expr as A};
 
 use quarry_common::Result;
 
-use super::{and_all, conjuncts, push_filter, Binder, Level};
+use super::{push_filter, Binder, Level};
+use crate::expr::{and_all, conjuncts};
 use crate::expr::{BinOp, Expr};
 use crate::plan::{Agg, JoinKind, OutColumn, Plan};
 
@@ -80,7 +81,7 @@ pub(super) struct SemiJoin {
 impl SemiJoin {
     /// `outer` joined with the subquery's rows.
     pub(super) fn apply(self, outer: Plan) -> Plan {
-        let right_width = super::width(&self.plan).unwrap_or(0);
+        let right_width = crate::plan::width(&self.plan).unwrap_or(0);
         Plan::Join {
             left: Box::new(outer),
             right: Box::new(self.plan),
@@ -199,7 +200,7 @@ impl Binder<'_> {
     ) -> Result<Option<Expr>> {
         let mut parts = vec![];
         super::or_factor::conjuncts(w, &mut parts);
-        let lw = super::width(from);
+        let lw = crate::plan::width(from);
         if lw.is_none() || !parts.iter().any(|c| candidate(c) || grouped_candidate(c)) {
             return self.bind_expr(w).map(Some);
         }
@@ -352,7 +353,7 @@ pub(super) struct GroupedJoin {
 
 impl GroupedJoin {
     pub(super) fn apply(self, outer: Plan) -> Plan {
-        let right_width = super::width(&self.plan).unwrap_or(0);
+        let right_width = crate::plan::width(&self.plan).unwrap_or(0);
         Plan::Join {
             left: Box::new(outer),
             right: Box::new(self.plan),

@@ -12,8 +12,9 @@ use quarry_common::types::{flags, DOUBLE_FIXED_ZERO};
 use quarry_common::{Collation, Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{self, BinaryOperator as B, Expr as A, SelectItem, SetExpr, TableFactor};
 
-use crate::expr::{BinOp, Expr, SubQuery, UnOp};
-use crate::plan::{Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
+use crate::expr::{and_all, conjuncts, known_before_scan, negate_int, BinOp, Expr, SubQuery, UnOp};
+use crate::func::VOLATILE_FUNCTIONS;
+use crate::plan::{width, Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 
 mod collation;
 mod cte;
@@ -94,26 +95,6 @@ pub struct Binder<'a> {
     pub clause: &'static str,
 }
 
-/// Functions whose value may change between two calls in one statement: a condition
-/// holding one is never copied or moved by a rewrite.
-pub(crate) const VOLATILE_FUNCTIONS: &[&str] = &[
-    "RAND",
-    "UUID",
-    "UUID_SHORT",
-    "SYS_GUID",
-    "RANDOM_BYTES",
-    "SLEEP",
-    "BENCHMARK",
-    "GET_LOCK",
-    "RELEASE_LOCK",
-    "LAST_INSERT_ID",
-    "NEXTVAL",
-    "ROW_COUNT",
-    "FOUND_ROWS",
-    // The time at which it runs, not the statement's.
-    "SYSDATE",
-];
-
 /// Whether a call is of one of the [`VOLATILE_FUNCTIONS`].
 pub(super) fn is_volatile_call(f: &ast::Function) -> bool {
     f.name.0.last().is_some_and(|p| {
@@ -140,27 +121,6 @@ pub fn object_name(n: &ast::ObjectName) -> Vec<String> {
             other => other.to_string(),
         })
         .collect()
-}
-
-pub(crate) fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Bin(BinOp::And, a, b) => {
-            conjuncts(*a, out);
-            conjuncts(*b, out);
-        }
-        other => out.push(other),
-    }
-}
-
-pub(crate) fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
-    let first = if v.is_empty() {
-        return None;
-    } else {
-        v.remove(0)
-    };
-    Some(v.into_iter().fold(first, |a, b| {
-        Expr::Bin(BinOp::And, Box::new(a), Box::new(b))
-    }))
 }
 
 /// Column positions an expression reads from its own row (None if it has correlated
@@ -2800,14 +2760,6 @@ fn bounded_text(x: &impl std::fmt::Display) -> String {
     c.0
 }
 
-/// `-i`: past BIGINT (`-(-9223372036854775808)`) a DECIMAL, as MariaDB answers.
-pub fn negate_int(i: i64) -> Value {
-    match i.checked_neg() {
-        Some(n) => Value::Int(n),
-        None => Value::Decimal(Decimal::new(-(i as i128), 0)),
-    }
-}
-
 /// Put a WHERE predicate as deep as it can go: scan filters, join keys, join conditions.
 pub fn push_filter(plan: Plan, pred: Expr) -> Plan {
     let mut parts = vec![];
@@ -2827,41 +2779,6 @@ pub fn push_filter(plan: Plan, pred: Expr) -> Plan {
             pred: k,
         },
         None => plan,
-    }
-}
-
-pub(crate) fn width(p: &Plan) -> Option<usize> {
-    match p {
-        Plan::Scan { table, .. } => Some(table.def.columns.len()),
-        Plan::Join {
-            left,
-            right_width,
-            kind,
-            ..
-        } => Some(width(left)? + if kind.left_only() { 0 } else { *right_width }),
-        Plan::IndexJoin {
-            left, table, kind, ..
-        } => Some(
-            width(left)?
-                + if kind.left_only() {
-                    0
-                } else {
-                    table.def.columns.len()
-                },
-        ),
-        Plan::Dual => Some(0),
-        Plan::Project { exprs, .. } => Some(exprs.len()),
-        Plan::Aggregate { group, aggs, .. } => Some(group.len() + aggs.len()),
-        Plan::Window { input, calls, .. } => width(input).map(|w| w + calls),
-        Plan::Filter { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Distinct { input, .. } => width(input),
-        Plan::Values(rows) => rows.first().map(Vec::len),
-        Plan::Union { inputs, .. } => inputs.first().and_then(width),
-        Plan::SetOp { left, .. } => width(left),
-        Plan::Recursive { anchors, .. } => anchors.first().and_then(width),
-        Plan::WorkTable { width, .. } => Some(*width),
     }
 }
 
@@ -3053,23 +2970,6 @@ fn const_side(a: &Expr, b: &Expr) -> Option<(usize, Expr)> {
         (x, Expr::Col(i)) if known_before_scan(x) => Some((*i, x.clone())),
         _ => None,
     }
-}
-
-/// A value fixed while one scan runs: a constant, a parameter, an uncorrelated scalar
-/// subquery (run once per statement), or a column of the enclosing query's current row (a
-/// correlated subquery's scan runs once per outer row, so `inner.k = outer.k` finds its
-/// rows through an index on k).
-pub(crate) fn known_before_scan(x: &Expr) -> bool {
-    if x.is_const() {
-        return true;
-    }
-    let mut ok = true;
-    x.walk(&mut |e| match e {
-        Expr::Param(_) | Expr::Outer(..) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..) => {}
-        Expr::ScalarSub(sub) if !sub.correlated => {}
-        _ => ok = false,
-    });
-    ok
 }
 
 /// One side of a range: the bound expression and whether it is inclusive.

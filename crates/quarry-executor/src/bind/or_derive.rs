@@ -9,7 +9,8 @@
 //! SLEEP(), subqueries …). Owns: the derivation over bound conditions. Must not touch: the
 //! syntax rewrite that takes common conjuncts out of ORs first (or_factor.rs).
 
-use super::{and_all, columns_used, conjuncts, disjuncts};
+use super::{columns_used, disjuncts};
+use crate::expr::{and_all, conjuncts};
 use crate::expr::{BinOp, Expr};
 
 /// `pred` with, for each of its top-level ORs reading several tables, the single-table
@@ -33,7 +34,7 @@ fn tables(e: &Expr, table_of: &dyn Fn(usize) -> Option<usize>) -> Option<Vec<usi
     let mut volatile = false;
     e.walk(&mut |x| {
         if let Expr::Func(n, _) = x {
-            volatile |= super::VOLATILE_FUNCTIONS.contains(&n.as_str());
+            volatile |= crate::func::VOLATILE_FUNCTIONS.contains(&n.as_str());
         }
     });
     if volatile {

@@ -385,7 +385,7 @@ pub(crate) fn builds_left(
     let estimate = crate::cardinality::estimate_rows;
     let (lw, rw) = match kind {
         JoinKind::Inner => (
-            crate::bind::width(left).unwrap_or(1) as f64,
+            crate::plan::width(left).unwrap_or(1) as f64,
             right_width.max(1) as f64,
         ),
         _ => (1.0, 1.0),

@@ -98,7 +98,7 @@ fn source_scan(plan: &Plan, col: usize) -> Option<(&Plan, usize)> {
         Plan::Join {
             left, right, kind, ..
         } => {
-            let w = crate::bind::width(left)?;
+            let w = crate::plan::width(left)?;
             if col < w {
                 source_scan(left, col)
             } else if *kind == JoinKind::Inner {
@@ -108,7 +108,7 @@ fn source_scan(plan: &Plan, col: usize) -> Option<(&Plan, usize)> {
             }
         }
         Plan::IndexJoin { left, .. } => {
-            let w = crate::bind::width(left)?;
+            let w = crate::plan::width(left)?;
             (col < w).then(|| source_scan(left, col)).flatten()
         }
         _ => None,

@@ -20,12 +20,13 @@
 //! their own inputs are ordered independently; groups whose conditions hold subqueries or
 //! `RAND()` are left as written.
 
-use crate::bind::{and_all, columns_used, conjuncts, equi_key, width};
+use crate::bind::{columns_used, equi_key};
+use crate::cardinality::UNKNOWN_FILTER;
 use crate::cardinality::{access_estimate, estimate_rows, table_distinct, table_rows};
+use crate::expr::{and_all, conjuncts};
 use crate::expr::{BinOp, Expr};
-use crate::optimize::{
-    best_probe, fetch_cost, probe_cost, scan_cost, BUILD, ENTRY, UNKNOWN_FILTER,
-};
+use crate::optimize::{best_probe, fetch_cost, probe_cost, scan_cost, BUILD, ENTRY};
+use crate::plan::width;
 use crate::plan::{Access, JoinKind, Plan, ReadMode};
 use implied::Classes;
 
