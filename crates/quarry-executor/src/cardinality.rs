@@ -319,7 +319,7 @@ fn table_column(table: &std::sync::Arc<TableEntry>, col: usize) -> Option<Origin
 }
 
 /// Distinct values of a table's column, from an index that leads with it.
-pub(crate) fn table_distinct(table: &TableEntry, col: usize) -> Option<f64> {
+pub fn table_distinct(table: &TableEntry, col: usize) -> Option<f64> {
     let rows = table_rows(table);
     table
         .def

@@ -163,6 +163,8 @@ pub struct ExecCtx<'a> {
     /// The runtime filters of the hash joins now probing, by the scan they are for
     /// (`quarry_runtime_filters`; None: off).
     pub runtime_filters: Option<RefCell<crate::join::RuntimeFilters>>,
+    /// Plans the statement's writes need as they run (foreign keys' actions, CHECKs).
+    pub planner: &'a dyn crate::planning::Planner,
     /// Per-operator rows and times, collected when set (EXPLAIN ANALYZE).
     pub profile: RefCell<Option<crate::profile::Profile>>,
 }

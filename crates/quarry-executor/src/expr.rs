@@ -913,7 +913,7 @@ fn integer_prefix(v: &Value) -> i64 {
 
 /// The integer `s` starts with after leading spaces (digits after an optional sign; none
 /// is 0), or None past i128.
-pub(crate) fn leading_integer(s: &str) -> Option<i128> {
+pub fn leading_integer(s: &str) -> Option<i128> {
     let t = s.trim_start();
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -1009,6 +1009,52 @@ pub fn str_eq(a: &str, b: &str) -> bool {
     collate_cmp(a, b) == Ordering::Equal
 }
 
+/// `-i`: past BIGINT (`-(-9223372036854775808)`) a DECIMAL, as MariaDB answers.
+pub fn negate_int(i: i64) -> Value {
+    match i.checked_neg() {
+        Some(n) => Value::Int(n),
+        None => Value::Decimal(Decimal::new(-(i as i128), 0)),
+    }
+}
+
+pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Bin(BinOp::And, a, b) => {
+            conjuncts(*a, out);
+            conjuncts(*b, out);
+        }
+        other => out.push(other),
+    }
+}
+
+pub fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
+    let first = if v.is_empty() {
+        return None;
+    } else {
+        v.remove(0)
+    };
+    Some(v.into_iter().fold(first, |a, b| {
+        Expr::Bin(BinOp::And, Box::new(a), Box::new(b))
+    }))
+}
+
+/// A value fixed while one scan runs: a constant, a parameter, an uncorrelated scalar
+/// subquery (run once per statement), or a column of the enclosing query's current row (a
+/// correlated subquery's scan runs once per outer row, so `inner.k = outer.k` finds its
+/// rows through an index on k).
+pub fn known_before_scan(x: &Expr) -> bool {
+    if x.is_const() {
+        return true;
+    }
+    let mut ok = true;
+    x.walk(&mut |e| match e {
+        Expr::Param(_) | Expr::Outer(..) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..) => {}
+        Expr::ScalarSub(sub) if !sub.correlated => {}
+        _ => ok = false,
+    });
+    ok
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1067,50 +1113,4 @@ mod tests {
             Value::Int(1)
         );
     }
-}
-
-/// `-i`: past BIGINT (`-(-9223372036854775808)`) a DECIMAL, as MariaDB answers.
-pub fn negate_int(i: i64) -> Value {
-    match i.checked_neg() {
-        Some(n) => Value::Int(n),
-        None => Value::Decimal(Decimal::new(-(i as i128), 0)),
-    }
-}
-
-pub fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Bin(BinOp::And, a, b) => {
-            conjuncts(*a, out);
-            conjuncts(*b, out);
-        }
-        other => out.push(other),
-    }
-}
-
-pub fn and_all(mut v: Vec<Expr>) -> Option<Expr> {
-    let first = if v.is_empty() {
-        return None;
-    } else {
-        v.remove(0)
-    };
-    Some(v.into_iter().fold(first, |a, b| {
-        Expr::Bin(BinOp::And, Box::new(a), Box::new(b))
-    }))
-}
-
-/// A value fixed while one scan runs: a constant, a parameter, an uncorrelated scalar
-/// subquery (run once per statement), or a column of the enclosing query's current row (a
-/// correlated subquery's scan runs once per outer row, so `inner.k = outer.k` finds its
-/// rows through an index on k).
-pub fn known_before_scan(x: &Expr) -> bool {
-    if x.is_const() {
-        return true;
-    }
-    let mut ok = true;
-    x.walk(&mut |e| match e {
-        Expr::Param(_) | Expr::Outer(..) | Expr::Lit(_) | Expr::Unary(..) | Expr::Bin(..) => {}
-        Expr::ScalarSub(sub) if !sub.correlated => {}
-        _ => ok = false,
-    });
-    ok
 }

@@ -1,35 +1,36 @@
-//! Binding and execution of queries and data-changing statements.
+//! Execution of physical plans and of row changes.
 //!
-//! Owns: the binder (names → positions, types, access paths), plan nodes, expression
-//! evaluation, scalar functions, the push-based operators, and DML.
-//! Must not touch: sessions and transactions (the core passes an [`ExecCtx`] and keeps the
-//! undo records it fills), the wire protocol, files.
+//! Owns: plan nodes ([`plan`]: what the planner hands over), expression evaluation and
+//! scalar functions, the push-based operators (scans, joins, aggregation, sorts, windows,
+//! set operations, vector aggregation), cardinality estimates of plan nodes (the planner
+//! costs with them, hash joins pick their build side with them), condition pushdown into
+//! engines, EXPLAIN ANALYZE's measurements, and the row-change primitives DML statements
+//! are carried out with (coercion, auto-increment, keys, CHECK, FOREIGN KEY, undo).
+//! Must not touch: SQL text and names (the planner, `quarry-planner`, binds statements and
+//! chooses the plan; what a write must plan while it runs it asks through
+//! [`planning::Planner`]), sessions and transactions (the core passes an [`ExecCtx`] and
+//! keeps the undo records it fills), the wire protocol, files.
 //!
 //! Life of a SELECT: `quarry_core::Session::query` parses with `quarry_sql::parse`, then
-//! [`Binder::bind_query`] builds a [`plan::SelectPlan`]; [`exec::run`] pushes batches from
-//! the engine's scan through filters, joins and aggregates into the session's sink, which
-//! hands rows to the protocol (server) or the table printer (shell).
+//! `quarry_planner::Binder::bind_query` builds a [`plan::SelectPlan`]; [`exec::run`] pushes
+//! batches from the engine's scan through filters, joins and aggregates into the
+//! session's sink, which hands rows to the protocol (server) or the table printer
+//! (shell).
 
 mod aggregate;
-pub mod bind;
 pub mod cardinality;
 mod distinct;
 pub mod dml;
-mod eager_agg;
 pub mod exec;
-pub mod explain;
 pub mod expr;
 mod fold;
 pub mod func;
-mod fuse;
 pub mod in_set;
-mod join;
-pub mod joinorder;
+pub mod join;
 pub mod json;
-pub mod optimize;
 pub mod plan;
+pub mod planning;
 pub mod profile;
-mod prune;
 pub mod pushdown;
 mod recursive;
 mod setop;
@@ -41,20 +42,5 @@ mod vector;
 pub mod week;
 mod window;
 
-pub use bind::Binder;
 pub use exec::{ExecCtx, SessionInfo, Undo};
 pub use plan::{OutColumn, SelectPlan};
-
-impl Binder<'_> {
-    /// Bind an expression against a given row layout (UPDATE/DELETE/ON DUPLICATE KEY).
-    pub fn bind_in_scope(
-        &mut self,
-        cols: Vec<bind::ScopeCol>,
-        e: &quarry_sql::ast::Expr,
-    ) -> quarry_common::Result<expr::Expr> {
-        self.push_scope(cols);
-        let r = self.bind_expr(e);
-        self.pop_scope();
-        r
-    }
-}

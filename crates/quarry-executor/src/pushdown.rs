@@ -232,7 +232,7 @@ fn plain_text(table: &TableEntry) -> impl Fn(usize) -> bool + '_ {
 }
 
 /// Split a full scan's filter into what `table` takes (Exact) and what stays.
-pub(crate) fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, Option<Expr>) {
+pub fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, Option<Expr>) {
     let Some(f) = filter else {
         return (None, None);
     };

@@ -124,7 +124,7 @@ impl Visitor for Collect<'_> {
 
     fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table { name, alias, .. } = t {
-            let parts = quarry_executor::bind::object_name(name);
+            let parts = quarry_planner::bind::object_name(name);
             let (db, table) = match parts.as_slice() {
                 [t] if self.is_cte(t) => return ControlFlow::Continue(()),
                 [t] => match self.current_db {
@@ -413,7 +413,7 @@ impl Session {
             Some(ast::GranteeName::ObjectName(n))
                 if !n.to_string().eq_ignore_ascii_case("CURRENT_USER") =>
             {
-                (quarry_executor::bind::object_name(n).join("."), "%".into())
+                (quarry_planner::bind::object_name(n).join("."), "%".into())
             }
             _ => me.clone(),
         };
@@ -587,7 +587,7 @@ impl Session {
                     .columns
                     .iter()
                     .map(|c| {
-                        quarry_executor::bind::object_name(c)
+                        quarry_planner::bind::object_name(c)
                             .pop()
                             .unwrap_or_default()
                     })
@@ -627,7 +627,7 @@ impl Session {
                         .iter()
                         .filter_map(|a| match &a.target {
                             ast::AssignmentTarget::ColumnName(n) => {
-                                let parts = quarry_executor::bind::object_name(n);
+                                let parts = quarry_planner::bind::object_name(n);
                                 (parts.len() >= 2).then(|| parts[parts.len() - 2].clone())
                             }
                             _ => None,
@@ -694,7 +694,7 @@ impl Session {
                 ast::ObjectType::Database | ast::ObjectType::Schema => {
                     for n in names {
                         self.require_db_privs(
-                            &quarry_executor::bind::object_name(n).join("."),
+                            &quarry_planner::bind::object_name(n).join("."),
                             p::DROP,
                         )?;
                     }
@@ -720,7 +720,7 @@ impl Session {
                 schema_name: ast::SchemaName::Simple(db_name),
                 ..
             } => {
-                let db = quarry_executor::bind::object_name(db_name).join(".");
+                let db = quarry_planner::bind::object_name(db_name).join(".");
                 self.require_db_privs(&db, p::CREATE)
             }
             S::AlterTable(at) => {
@@ -803,7 +803,7 @@ fn assignment_columns(assign: &[ast::Assignment]) -> Vec<String> {
             ast::AssignmentTarget::Tuple(ns) => ns.iter().collect(),
         };
         for n in names {
-            if let Some(c) = quarry_executor::bind::object_name(n).pop() {
+            if let Some(c) = quarry_planner::bind::object_name(n).pop() {
                 out.push(c);
             }
         }

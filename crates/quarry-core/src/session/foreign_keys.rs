@@ -8,7 +8,7 @@ use quarry_catalog::{foreign_key_index, FkAction, TableDef};
 use quarry_common::{Error, Result, SqlType, TypeKind};
 
 use quarry_executor::exec::collect;
-use quarry_executor::Binder;
+use quarry_planner::Binder;
 use quarry_sql::{ast, Stmt};
 
 use super::{Session, StmtSink};

@@ -11,8 +11,9 @@ use quarry_common::types::flags;
 use quarry_common::value::DateTime;
 use quarry_common::{Decimal, Error, Result, Row, SqlType, TypeKind, Value};
 use quarry_executor::exec::collect;
-use quarry_executor::explain;
-use quarry_executor::{Binder, ExecCtx, OutColumn, SessionInfo, Undo};
+use quarry_executor::{ExecCtx, OutColumn, SessionInfo, Undo};
+use quarry_planner::explain;
+use quarry_planner::Binder;
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::Stmt;
 
@@ -705,7 +706,7 @@ impl Session {
                     params = b.param_count;
                 }
                 S::Insert(_) | S::Delete(_) => {
-                    columns = quarry_executor::dml::returning_columns(s, &mut b)?;
+                    columns = quarry_planner::dml::returning_columns(s, &mut b)?;
                     params = count_placeholders(sql);
                 }
                 _ => params = count_placeholders(sql),
@@ -1060,6 +1061,7 @@ impl Session {
             db: self.current_db.clone(),
             params,
             session: self,
+            planner: &quarry_planner::Planning,
             outer: RefCell::new(vec![]),
             sub_cache: RefCell::default(),
             in_sets: RefCell::new(HashMap::new()),
@@ -1109,7 +1111,7 @@ impl Session {
             return Ok(());
         }
         let mut b = Binder::new(&self.db.catalog, Some(db.to_string()));
-        quarry_executor::dml::validate_checks(def, db, &mut b)
+        quarry_planner::dml::validate_checks(def, db, &mut b)
     }
 
     fn require_db(&self, db: Option<&str>) -> Result<String> {
@@ -1122,13 +1124,13 @@ impl Session {
     /// SHOW TABLES [FROM db]'s database.
     fn shown_db(&self, o: &ast::ShowStatementOptions) -> Result<String> {
         match o.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) {
-            Some(n) => Ok(quarry_executor::bind::object_name(n).join(".")),
+            Some(n) => Ok(quarry_planner::bind::object_name(n).join(".")),
             None => self.require_db(None),
         }
     }
 
     fn split_name(&self, n: &ast::ObjectName) -> Result<(String, String)> {
-        let parts = quarry_executor::bind::object_name(n);
+        let parts = quarry_planner::bind::object_name(n);
         match parts.as_slice() {
             [t] => Ok((self.require_db(None)?, t.clone())),
             [d, t] => Ok((d.clone(), t.clone())),
@@ -1511,7 +1513,7 @@ impl Session {
                 let cur = self.current_db.clone();
                 let r = self.exec_ctx(params, sink, |ctx| {
                     let mut b = Binder::new(&self.db.catalog, cur);
-                    quarry_executor::dml::insert(ins, ctx, &mut b)
+                    quarry_planner::dml::insert(ins, ctx, &mut b)
                 })?;
                 if let Some(id) = r.last_insert_id {
                     self.last_insert_id.set(id);
@@ -1532,7 +1534,7 @@ impl Session {
                 let cur = self.current_db.clone();
                 let r = self.exec_ctx(params, sink, |ctx| {
                     let mut b = Binder::new(&self.db.catalog, cur);
-                    quarry_executor::dml::update(u, ctx, &mut b)
+                    quarry_planner::dml::update(u, ctx, &mut b)
                 })?;
                 Ok(Output::Ok {
                     affected: r.affected,
@@ -1544,7 +1546,7 @@ impl Session {
                 let cur = self.current_db.clone();
                 let r = self.exec_ctx(params, sink, |ctx| {
                     let mut b = Binder::new(&self.db.catalog, cur);
-                    quarry_executor::dml::delete(d, ctx, &mut b)
+                    quarry_planner::dml::delete(d, ctx, &mut b)
                 })?;
                 if let Some(ret) = r.returned {
                     return Ok(Output::Rows {
@@ -1621,7 +1623,7 @@ impl Session {
             S::Use(u) => {
                 let name = match u {
                     ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
-                        quarry_executor::bind::object_name(n).join(".")
+                        quarry_planner::bind::object_name(n).join(".")
                     }
                     _ => return Err(Error::syntax_near(&u.to_string())),
                 };
@@ -1701,7 +1703,7 @@ impl Session {
                 let entry = self.db.catalog.table(&db, &t)?;
                 let mut def = entry.def.clone();
                 let name = ci.name.as_ref().map(|n| {
-                    quarry_executor::bind::object_name(n)
+                    quarry_planner::bind::object_name(n)
                         .pop()
                         .unwrap_or_default()
                 });
@@ -2099,7 +2101,7 @@ impl Session {
                 Ok(Output::ok(0))
             }
             ast::ObjectType::Schema | ast::ObjectType::Database => {
-                let name = quarry_executor::bind::object_name(&names[0]).join(".");
+                let name = quarry_planner::bind::object_name(&names[0]).join(".");
                 self.refuse_system_schema(&name)?;
                 let n = self.db.catalog.drop_database(&name, if_exists)?;
                 if n.is_none() {
@@ -2150,7 +2152,7 @@ impl Session {
         if_not_exists: bool,
         coll: Option<quarry_common::Collation>,
     ) -> Result<Output> {
-        let name = quarry_executor::bind::object_name(db_name).join(".");
+        let name = quarry_planner::bind::object_name(db_name).join(".");
         self.refuse_system_schema(&name)?;
         let created = self
             .db

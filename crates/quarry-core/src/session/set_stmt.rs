@@ -5,7 +5,7 @@
 //! variables then do (the session reads them through `settings`).
 
 use quarry_common::{Error, Result, Value};
-use quarry_executor::Binder;
+use quarry_planner::Binder;
 use quarry_sql::ast;
 
 use super::{Output, Session, StmtSink};

@@ -7,9 +7,9 @@
 mod key_table;
 mod runtime_filter;
 
+pub use runtime_filter::targets as filter_targets;
 pub(crate) use runtime_filter::{
     for_scan as runtime_filters_for, integer_keyed, retain as retain_runtime_filtered,
-    targets as filter_targets,
 };
 pub use runtime_filter::{RuntimeFilters, Target};
 
@@ -375,7 +375,7 @@ pub fn hash_join(
 /// are expected to take less room (the left rows are those of every table joined so far:
 /// wider); past the buffer either falls back to building on the right. The optimizer
 /// asks too, to cost the runtime filter such a join hands its right side.
-pub(crate) fn builds_left(
+pub fn builds_left(
     kind: JoinKind,
     left: &crate::plan::Plan,
     right: &crate::plan::Plan,

@@ -474,7 +474,7 @@ impl Session {
         let quarry_sql::ast::Statement::Query(q) = *stmt else {
             return Ok(vec![]);
         };
-        let mut b = quarry_executor::Binder::new(&self.db.catalog, Some(db.to_string()));
+        let mut b = quarry_planner::Binder::new(&self.db.catalog, Some(db.to_string()));
         Ok(b.bind_query(&q)?.columns)
     }
 

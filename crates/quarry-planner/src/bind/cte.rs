@@ -16,7 +16,7 @@ use quarry_common::{Error, Result};
 use quarry_sql::ast;
 
 use super::{collation, widen_union_input, Binder, ScopeCol};
-use crate::plan::{OutColumn, Plan, SelectPlan};
+use quarry_executor::plan::{OutColumn, Plan, SelectPlan};
 
 /// One CTE of a WITH clause.
 pub(super) struct Cte {

@@ -21,14 +21,14 @@
 //! `RAND()` are left as written.
 
 use crate::bind::{columns_used, equi_key};
-use crate::cardinality::UNKNOWN_FILTER;
-use crate::cardinality::{access_estimate, estimate_rows, table_distinct, table_rows};
-use crate::expr::{and_all, conjuncts};
-use crate::expr::{BinOp, Expr};
 use crate::optimize::{best_probe, fetch_cost, probe_cost, scan_cost, BUILD, ENTRY};
-use crate::plan::width;
-use crate::plan::{Access, JoinKind, Plan, ReadMode};
 use implied::Classes;
+use quarry_executor::cardinality::UNKNOWN_FILTER;
+use quarry_executor::cardinality::{access_estimate, estimate_rows, table_distinct, table_rows};
+use quarry_executor::expr::{and_all, conjuncts};
+use quarry_executor::expr::{BinOp, Expr};
+use quarry_executor::plan::width;
+use quarry_executor::plan::{Access, JoinKind, Plan, ReadMode};
 
 mod implied;
 

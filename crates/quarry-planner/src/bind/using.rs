@@ -12,7 +12,7 @@ use quarry_common::{Error, Result};
 use sqlparser::ast;
 
 use super::{object_name, ScopeCol};
-use crate::expr::{BinOp, Expr};
+use quarry_executor::expr::{BinOp, Expr};
 
 /// The columns `constraint` joins on, as (left position, right position) pairs; None for
 /// an ON or no condition.

@@ -12,9 +12,11 @@ use quarry_common::types::{flags, DOUBLE_FIXED_ZERO};
 use quarry_common::{Collation, Decimal, Error, Result, SqlType, TypeKind, Value};
 use quarry_sql::ast::{self, BinaryOperator as B, Expr as A, SelectItem, SetExpr, TableFactor};
 
-use crate::expr::{and_all, conjuncts, known_before_scan, negate_int, BinOp, Expr, SubQuery, UnOp};
-use crate::func::VOLATILE_FUNCTIONS;
-use crate::plan::{width, Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
+use quarry_executor::expr::{
+    and_all, conjuncts, known_before_scan, negate_int, BinOp, Expr, SubQuery, UnOp,
+};
+use quarry_executor::func::VOLATILE_FUNCTIONS;
+use quarry_executor::plan::{width, Access, Agg, AggFunc, JoinKind, OutColumn, Plan, SelectPlan};
 
 mod collation;
 mod cte;
@@ -213,6 +215,14 @@ impl<'a> Binder<'a> {
         self.levels.pop();
     }
 
+    /// Bind an expression against a given row layout (UPDATE/DELETE/ON DUPLICATE KEY).
+    pub fn bind_in_scope(&mut self, cols: Vec<ScopeCol>, e: &ast::Expr) -> Result<Expr> {
+        self.push_scope(cols);
+        let r = self.bind_expr(e);
+        self.pop_scope();
+        r
+    }
+
     pub fn resolve_table(&self, name: &ast::ObjectName) -> Result<Arc<TableEntry>> {
         let parts = object_name(name);
         let (db, t) = match parts.as_slice() {
@@ -408,7 +418,7 @@ impl<'a> Binder<'a> {
                     .map(|i| {
                         OutColumn::expr(
                             &format!("column_{i}"),
-                            rows[0][i].clone().static_type(),
+                            static_type(rows[0][i].clone()),
                             true,
                         )
                     })
@@ -1435,17 +1445,19 @@ impl<'a> Binder<'a> {
                     // DATE, TIME or DATETIME as the format's specifiers say (MariaDB
                     // decides the same way, from a constant format).
                     "STR_TO_DATE" => match args.get(1) {
-                        Some(Expr::Lit(Value::Str(f))) => match crate::strtodate::parts(f) {
-                            (true, false) => SqlType::DATE,
-                            (false, true) => SqlType {
-                                scale: if f.contains("%f") { 6 } else { 0 },
-                                ..SqlType::TIME
-                            },
-                            _ => SqlType {
-                                scale: if f.contains("%f") { 6 } else { 0 },
-                                ..SqlType::DATETIME
-                            },
-                        },
+                        Some(Expr::Lit(Value::Str(f))) => {
+                            match quarry_executor::strtodate::parts(f) {
+                                (true, false) => SqlType::DATE,
+                                (false, true) => SqlType {
+                                    scale: if f.contains("%f") { 6 } else { 0 },
+                                    ..SqlType::TIME
+                                },
+                                _ => SqlType {
+                                    scale: if f.contains("%f") { 6 } else { 0 },
+                                    ..SqlType::DATETIME
+                                },
+                            }
+                        }
                         _ => SqlType::DATETIME,
                     },
                     "LAST_INSERT_ID" | "CONNECTION_ID" => SqlType {
@@ -2022,7 +2034,7 @@ impl<'a> Binder<'a> {
                         .map_or(0, |(_, f)| f.bytes().take_while(u8::is_ascii_digit).count())
                         .min(6) as u8;
                 }
-                let v = crate::expr::cast_value(Value::Str(s.clone()), &ty)?;
+                let v = quarry_executor::expr::cast_value(Value::Str(s.clone()), &ty)?;
                 if v.is_null() {
                     return Err(Error::new(
                         1525,
@@ -2228,7 +2240,7 @@ impl<'a> Binder<'a> {
                 } else {
                     SqlType::decimal(
                         arg_ty.len.max(10) + 4,
-                        crate::exec::avg_scale(arg_ty.kind, arg_ty.scale),
+                        quarry_executor::exec::avg_scale(arg_ty.kind, arg_ty.scale),
                     )
                 }
             }
@@ -2370,7 +2382,7 @@ impl<'a> Binder<'a> {
         if matches!(name.as_str(), "DATE_ADD" | "DATE_SUB") && bound.len() == 2 {
             bound.push(Expr::Lit(Value::Str("DAY".into())));
         }
-        let Some((min, max)) = crate::func::arity(&name) else {
+        let Some((min, max)) = quarry_executor::func::arity(&name) else {
             return Err(Error::unknown_function(&name));
         };
         if bound.len() < min || bound.len() > max {
@@ -2727,10 +2739,11 @@ fn limit_param(v: &Value) -> u64 {
         Value::UInt(u) => *u,
         Value::Double(d) => signed(d.round_ties_even() as i128),
         Value::Decimal(d) => signed(d.to_f64().round() as i128),
-        Value::Str(s) => signed(crate::expr::leading_integer(s).unwrap_or(i128::MAX)),
-        Value::Bytes(b) => {
-            signed(crate::expr::leading_integer(&String::from_utf8_lossy(b)).unwrap_or(i128::MAX))
-        }
+        Value::Str(s) => signed(quarry_executor::expr::leading_integer(s).unwrap_or(i128::MAX)),
+        Value::Bytes(b) => signed(
+            quarry_executor::expr::leading_integer(&String::from_utf8_lossy(b))
+                .unwrap_or(i128::MAX),
+        ),
         other => signed(other.to_i64() as i128),
     }
 }
@@ -3265,12 +3278,10 @@ fn like_prefix_range(pat: &str, escape: char) -> Option<(String, Option<String>)
     Some((prefix, None))
 }
 
-impl Expr {
-    /// Type of a constant expression without a scope.
-    pub fn static_type(self) -> SqlType {
-        match self {
-            Expr::Lit(v) => v.type_of(),
-            _ => SqlType::varchar(255),
-        }
+/// Type of a constant expression without a scope.
+fn static_type(e: Expr) -> SqlType {
+    match e {
+        Expr::Lit(v) => v.type_of(),
+        _ => SqlType::varchar(255),
     }
 }

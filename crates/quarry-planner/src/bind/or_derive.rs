@@ -10,8 +10,8 @@
 //! syntax rewrite that takes common conjuncts out of ORs first (or_factor.rs).
 
 use super::{columns_used, disjuncts};
-use crate::expr::{and_all, conjuncts};
-use crate::expr::{BinOp, Expr};
+use quarry_executor::expr::{and_all, conjuncts};
+use quarry_executor::expr::{BinOp, Expr};
 
 /// `pred` with, for each of its top-level ORs reading several tables, the single-table
 /// conditions it implies appended. `table_of` names the table (FROM item) of a column.
@@ -34,7 +34,7 @@ fn tables(e: &Expr, table_of: &dyn Fn(usize) -> Option<usize>) -> Option<Vec<usi
     let mut volatile = false;
     e.walk(&mut |x| {
         if let Expr::Func(n, _) = x {
-            volatile |= crate::func::VOLATILE_FUNCTIONS.contains(&n.as_str());
+            volatile |= quarry_executor::func::VOLATILE_FUNCTIONS.contains(&n.as_str());
         }
     });
     if volatile {

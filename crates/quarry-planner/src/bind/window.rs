@@ -9,8 +9,8 @@ use sqlparser::ast::{self, Expr as A};
 use quarry_common::{Error, Result, SqlType, TypeKind, Value};
 
 use super::{is_float, is_number, Binder};
-use crate::expr::Expr;
-use crate::plan::{AggFunc, Frame, FrameBound, Plan, WinCall, WinFunc, WinSpec};
+use quarry_executor::expr::Expr;
+use quarry_executor::plan::{AggFunc, Frame, FrameBound, Plan, WinCall, WinFunc, WinSpec};
 
 /// A window call as bound, before its spec is shared with the calls of the same window.
 #[derive(Debug, Clone)]

@@ -12,8 +12,8 @@
 //! Must not touch: which columns the nodes read or the order of joins (`optimize`
 //! and `joinorder` choose them).
 
-use crate::expr::Expr;
-use crate::plan::{Agg, Plan};
+use quarry_executor::expr::Expr;
+use quarry_executor::plan::{Agg, Plan};
 
 /// `plan` with every projection of plain columns that can be read through folded into
 /// the projection or aggregate above it.

@@ -24,9 +24,9 @@ use sqlparser::ast::{self, Expr as A};
 use quarry_common::Result;
 
 use super::{push_filter, Binder, Level};
-use crate::expr::{and_all, conjuncts};
-use crate::expr::{BinOp, Expr};
-use crate::plan::{Agg, JoinKind, OutColumn, Plan};
+use quarry_executor::expr::{and_all, conjuncts};
+use quarry_executor::expr::{BinOp, Expr};
+use quarry_executor::plan::{Agg, JoinKind, OutColumn, Plan};
 
 /// Aggregate names: a subquery using one is not a plain one (`EXISTS (SELECT COUNT(*) …)`
 /// is always true).
@@ -81,7 +81,7 @@ pub(super) struct SemiJoin {
 impl SemiJoin {
     /// `outer` joined with the subquery's rows.
     pub(super) fn apply(self, outer: Plan) -> Plan {
-        let right_width = crate::plan::width(&self.plan).unwrap_or(0);
+        let right_width = quarry_executor::plan::width(&self.plan).unwrap_or(0);
         Plan::Join {
             left: Box::new(outer),
             right: Box::new(self.plan),
@@ -200,7 +200,7 @@ impl Binder<'_> {
     ) -> Result<Option<Expr>> {
         let mut parts = vec![];
         super::or_factor::conjuncts(w, &mut parts);
-        let lw = crate::plan::width(from);
+        let lw = quarry_executor::plan::width(from);
         if lw.is_none() || !parts.iter().any(|c| candidate(c) || grouped_candidate(c)) {
             return self.bind_expr(w).map(Some);
         }
@@ -353,7 +353,7 @@ pub(super) struct GroupedJoin {
 
 impl GroupedJoin {
     pub(super) fn apply(self, outer: Plan) -> Plan {
-        let right_width = crate::plan::width(&self.plan).unwrap_or(0);
+        let right_width = quarry_executor::plan::width(&self.plan).unwrap_or(0);
         Plan::Join {
             left: Box::new(outer),
             right: Box::new(self.plan),

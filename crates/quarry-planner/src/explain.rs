@@ -2,16 +2,16 @@
 //! `rows`, `Extra`), as MySQL's `FORMAT=TREE`, and with `EXPLAIN ANALYZE`'s actual rows,
 //! loops and times per operator (collected by `exec::run` into `ExecCtx::profile`).
 
-use crate::profile::{node_key, NodeStat, Profile};
+use quarry_executor::profile::{node_key, NodeStat, Profile};
 
 use quarry_common::Value;
 
 use crate::bind::columns_used;
-use crate::cardinality::{access_estimate, estimate_rows, rows_per_key};
-use crate::exec::ScanHow;
-use crate::expr::{Expr, SubQuery, UnOp};
 use crate::optimize::key_bytes;
-use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
+use quarry_executor::cardinality::{access_estimate, estimate_rows, rows_per_key};
+use quarry_executor::exec::ScanHow;
+use quarry_executor::expr::{Expr, SubQuery, UnOp};
+use quarry_executor::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
 /// Names of a plan's output columns, for printing conditions.
 fn layout(plan: &Plan) -> Vec<String> {
@@ -97,8 +97,8 @@ fn agg_name(f: AggFunc) -> &'static str {
 }
 
 /// A window call as EXPLAIN names it (`rank() over (…)`).
-fn window_text(c: &crate::plan::WinCall) -> String {
-    use crate::plan::WinFunc::*;
+fn window_text(c: &quarry_executor::plan::WinCall) -> String {
+    use quarry_executor::plan::WinFunc::*;
     let f = match &c.func {
         RowNumber => "row_number",
         Rank => "rank",
@@ -901,7 +901,7 @@ impl Tabular {
                     ),
                     rows: Some(rows_per_key(table, *index, keys.len()).round() as u64),
                     filtered: Some(if filter.is_some() {
-                        crate::cardinality::UNKNOWN_FILTER * 100.0
+                        quarry_executor::cardinality::UNKNOWN_FILTER * 100.0
                     } else {
                         100.0
                     }),
@@ -969,7 +969,7 @@ fn scan_row(
         Access::Keys { index, keys } => {
             Some(keys.len() as f64 * rows_per_key(table, *index, keys[0].len()))
         }
-        _ => Some(crate::cardinality::table_rows(table) / 10.0),
+        _ => Some(quarry_executor::cardinality::table_rows(table) / 10.0),
     });
     let (ty, key, parts, reference) = match access {
         Access::Full => ("ALL", None, 0, None),
@@ -1042,7 +1042,7 @@ fn scan_row(
         rows: est.map(|e| e.round() as u64),
         filtered: Some(
             if (residual || how.pushed.is_some()) && matches!(access, Access::Full) {
-                crate::cardinality::UNKNOWN_FILTER * 100.0
+                quarry_executor::cardinality::UNKNOWN_FILTER * 100.0
             } else {
                 100.0
             },

@@ -15,10 +15,10 @@
 use std::collections::BTreeSet;
 
 use crate::bind::columns_read;
-use crate::expr::Expr;
 use crate::fuse::readable;
-use crate::plan::width;
-use crate::plan::{Agg, Plan};
+use quarry_executor::expr::Expr;
+use quarry_executor::plan::width;
+use quarry_executor::plan::{Agg, Plan};
 
 /// Columns of a node's output read above it (None: all of them).
 type Need = Option<BTreeSet<usize>>;
@@ -339,8 +339,8 @@ fn renumber_by(e: Expr, f: &dyn Fn(usize) -> Option<usize>) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{AggFunc, JoinKind};
     use quarry_common::{SqlType, TypeKind, Value};
+    use quarry_executor::plan::{AggFunc, JoinKind};
 
     fn values(width: usize) -> Plan {
         Plan::Values(vec![(0..width)
@@ -387,7 +387,7 @@ mod tests {
             left_keys: vec![Expr::Col(3)],
             right_keys: vec![Expr::Col(0)],
             on: Some(Expr::Bin(
-                crate::expr::BinOp::Gt,
+                quarry_executor::expr::BinOp::Gt,
                 Box::new(Expr::Col(6)),
                 Box::new(Expr::Col(2)),
             )),
@@ -443,7 +443,7 @@ mod tests {
     #[test]
     fn a_subquery_keeps_the_rows_it_reads_whole() {
         let join = a_join_b();
-        let sub = std::sync::Arc::new(crate::expr::SubQuery {
+        let sub = std::sync::Arc::new(quarry_executor::expr::SubQuery {
             plan: Plan::Dual,
             correlated: true,
             outer_refs: None,

@@ -17,10 +17,10 @@
 use quarry_common::{TypeKind, Value};
 
 use crate::bind::columns_read;
-use crate::cardinality::{table_distinct, table_rows};
-use crate::expr::Expr;
-use crate::plan::width;
-use crate::plan::{Agg, AggFunc, JoinKind, Plan};
+use quarry_executor::cardinality::{table_distinct, table_rows};
+use quarry_executor::expr::Expr;
+use quarry_executor::plan::width;
+use quarry_executor::plan::{Agg, AggFunc, JoinKind, Plan};
 
 /// Right rows per join key at which aggregating them first is taken to pay.
 const MIN_ROWS_PER_KEY: f64 = 2.0;

@@ -8,7 +8,7 @@
 //! Owns the rewrite of a bound subquery plan's top; what the subquery is bound from is
 //! the binder's.
 
-use crate::plan::Plan;
+use quarry_executor::plan::Plan;
 
 /// `plan` without the sorts above its first node that is not a projection, a filter, a
 /// DISTINCT or a sort (those keep the same set of rows whatever order they see).

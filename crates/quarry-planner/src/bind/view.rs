@@ -7,7 +7,7 @@ use quarry_common::{Error, Result};
 use quarry_sql::ast;
 
 use super::{object_name, Binder, ScopeCol};
-use crate::plan::Plan;
+use quarry_executor::plan::Plan;
 
 impl Binder<'_> {
     /// A view is bound as a derived table from its stored SELECT.

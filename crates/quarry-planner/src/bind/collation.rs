@@ -19,7 +19,7 @@
 use quarry_common::{Collation, Error, Result, SqlType, TypeKind, Value};
 
 use super::{Binder, ScopeCol};
-use crate::expr::{BinOp, Expr};
+use quarry_executor::expr::{BinOp, Expr};
 
 /// How readily an expression's collation gives way to another's (lower wins).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

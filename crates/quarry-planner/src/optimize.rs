@@ -20,12 +20,12 @@ use quarry_catalog::TableEntry;
 use quarry_common::Value;
 
 use crate::bind::{columns_read, columns_used};
-use crate::cardinality::{
+use quarry_executor::cardinality::{
     access_estimate, estimate_rows, rows_per_key, scan_rows_known, table_rows,
 };
-use crate::expr::and_all;
-use crate::expr::{BinOp, Expr};
-use crate::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
+use quarry_executor::expr::and_all;
+use quarry_executor::expr::{BinOp, Expr};
+use quarry_executor::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
 pub(crate) const FETCH: f64 = 3.0;
 /// A row of a column table read by a scan: conditions are evaluated on encoded chunks
@@ -152,7 +152,7 @@ fn need(plan: &mut Plan, n: Need) {
         Plan::Limit { input, .. } => need(input, n),
         // Window calls append their columns after the input's: the input keeps its width.
         Plan::Window { input, specs, .. } => {
-            let Some(base) = crate::plan::width(input) else {
+            let Some(base) = quarry_executor::plan::width(input) else {
                 return need(input, None);
             };
             let mut m = n.map(|s| s.into_iter().filter(|&c| c < base).collect());
@@ -162,7 +162,7 @@ fn need(plan: &mut Plan, n: Need) {
                 s.order.iter().for_each(|(e, _)| add_cols(e, &mut m));
                 for (_, c) in &s.calls {
                     c.args.iter().for_each(|e| add_cols(e, &mut m));
-                    if let crate::plan::WinFunc::Agg(a) = &c.func {
+                    if let quarry_executor::plan::WinFunc::Agg(a) = &c.func {
                         a.args.iter().for_each(|e| add_cols(e, &mut m));
                     }
                 }
@@ -184,7 +184,7 @@ fn need(plan: &mut Plan, n: Need) {
             on,
             ..
         } => {
-            let Some(lw) = crate::plan::width(left) else {
+            let Some(lw) = quarry_executor::plan::width(left) else {
                 need(left, None);
                 need(right, None);
                 return;
@@ -211,7 +211,7 @@ fn need(plan: &mut Plan, n: Need) {
             columns,
             ..
         } => {
-            let Some(lw) = crate::plan::width(left) else {
+            let Some(lw) = quarry_executor::plan::width(left) else {
                 return need(left, None);
             };
             let mut all = n;
@@ -308,7 +308,7 @@ fn finish_scan(plan: &mut Plan, n: Need) {
     // the filter first (the index condition was lost here, and a derived table's
     // `b = 22 AND b > 39` returned the rows with b = 22).
     for part in [pushed.take(), index_filter.take()].into_iter().flatten() {
-        *filter = crate::expr::and_all(filter.take().into_iter().chain([part]).collect());
+        *filter = quarry_executor::expr::and_all(filter.take().into_iter().chain([part]).collect());
     }
     // With an index path, the rows need checking only against what the key range does
     // not answer; a fall back to a full scan keeps the whole filter.
@@ -364,7 +364,7 @@ fn finish_scan(plan: &mut Plan, n: Need) {
     }
     if matches!(access, Access::Full) {
         // A full scan offers its conditions to the engine.
-        (*pushed, *filter) = crate::pushdown::split(table, filter.take());
+        (*pushed, *filter) = quarry_executor::pushdown::split(table, filter.take());
     }
     // A scan names the columns it needs — those read above it and by the conditions
     // left to check on its rows — whether it reads them in file order or fetches them
@@ -391,7 +391,7 @@ fn split_index_condition(
         return (None, None);
     };
     let mut parts = vec![];
-    crate::expr::conjuncts(f, &mut parts);
+    quarry_executor::expr::conjuncts(f, &mut parts);
     let (on_entry, on_row): (Vec<Expr>, Vec<Expr>) = parts.into_iter().partition(|c| {
         columns_used(c).is_some_and(|cols| {
             !cols.is_empty() && covers(table, ii, &Some(cols.into_iter().collect()))
@@ -412,7 +412,7 @@ fn exact_literal(table: &TableEntry, col: usize, e: &Expr) -> bool {
     }
     let Expr::Lit(v) = e else { return false };
     let fits = || {
-        crate::expr::cast_value(v.clone(), &ty)
+        quarry_executor::expr::cast_value(v.clone(), &ty)
             .is_ok_and(|c| c.sql_cmp(v) == Some(std::cmp::Ordering::Equal))
     };
     match v {
@@ -435,7 +435,7 @@ fn exact_literal(table: &TableEntry, col: usize, e: &Expr) -> bool {
 fn drop_consumed(table: &TableEntry, access: &Access, filter: &mut Option<Expr>) {
     let Some(f) = filter.take() else { return };
     let mut parts = vec![];
-    crate::expr::conjuncts(f, &mut parts);
+    quarry_executor::expr::conjuncts(f, &mut parts);
     let same_bound = |a: &crate::bind::Bound, b: &crate::bind::Bound, col: usize| match (a, b) {
         (None, None) => true,
         (Some((x, xi)), Some((y, yi))) => xi == yi && x.same(y) && exact_literal(table, col, x),
@@ -714,7 +714,7 @@ fn sorted_by_index(input: &mut Plan, keys: &[(Expr, bool)]) -> bool {
     order_scan(below, &cols, &desc)
 }
 
-fn min_max_by_index(input: &mut Box<Plan>, agg: &crate::plan::Agg) -> bool {
+fn min_max_by_index(input: &mut Box<Plan>, agg: &quarry_executor::plan::Agg) -> bool {
     let desc = match agg.func {
         AggFunc::Min => false,
         AggFunc::Max => true,
@@ -795,7 +795,8 @@ fn index_joins(plan: Plan) -> Plan {
                         unreachable!("probe_plan takes scans only")
                     };
                     // Probed rows are checked here, pushed conditions included.
-                    let filter = crate::expr::and_all(filter.into_iter().chain(pushed).collect());
+                    let filter =
+                        quarry_executor::expr::and_all(filter.into_iter().chain(pushed).collect());
                     Plan::IndexJoin {
                         left,
                         table,
@@ -925,10 +926,10 @@ fn probe_plan(
 
 /// The cost of the hash join of `left` (of `outer` rows) and the column-table scan
 /// `right` when it builds on its left rows and hands their keys to the scan as a runtime
-/// filter (`crate::join::runtime_filter`): the scan checks every key on its chunks and
+/// filter (`quarry_executor::join::runtime_filter`): the scan checks every key on its chunks and
 /// makes only the rows whose key is among the left's — about `outer * rpk` of them, of
 /// which its own conditions keep their share. None when the join would not build on its
-/// left (`crate::join::builds_left`, which the executor asks too) or no filter reaches
+/// left (`quarry_executor::join::builds_left`, which the executor asks too) or no filter reaches
 /// the scan's engine (not a column table's full scan, or no integer key column), and for
 /// joins other than inner ones.
 fn filtered_hash_cost(
@@ -952,8 +953,15 @@ fn filtered_hash_cost(
     // LEFT join's probe side is never filtered.
     if kind != JoinKind::Inner
         || !table.columnar()
-        || !crate::join::builds_left(kind, left, right, left_keys, table.def.columns.len())
-        || crate::join::filter_targets(right, right_keys, left_keys, kind, false).is_empty()
+        || !quarry_executor::join::builds_left(
+            kind,
+            left,
+            right,
+            left_keys,
+            table.def.columns.len(),
+        )
+        || quarry_executor::join::filter_targets(right, right_keys, left_keys, kind, false)
+            .is_empty()
     {
         return None;
     }
