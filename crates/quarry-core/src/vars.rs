@@ -121,6 +121,9 @@ pub fn defaults() -> Vec<(&'static str, Value)> {
         // A hash join hands its build side's integer keys to the scan feeding its probe
         // side, which leaves out rows that cannot match (OFF: every row is read).
         ("quarry_runtime_filters", i(1)),
+        // EXPLAIN FORMAT=TREE shows each SELECT block's plan after each rewrite of the
+        // planner before the plan (a Quarry tool; the golden plan tests read it).
+        ("quarry_explain_passes", i(0)),
         ("read_buffer_size", i(128 * 1024)),
         ("socket", s("")),
         ("sort_buffer_size", i(2 * 1024 * 1024)),

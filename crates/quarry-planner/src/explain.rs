@@ -361,6 +361,24 @@ pub fn tree(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
     out
 }
 
+/// A traced plan after each rewrite (`Binder::trace`), each headed by `-- <rewrite>`; a
+/// rewrite that changed nothing is one line, `-- <rewrite>: unchanged`. Subqueries are
+/// bound, and so traced, before the block holding them.
+pub fn passes(trace: &[(&'static str, Vec<String>)]) -> Vec<String> {
+    let mut out = vec![];
+    let mut last: &[String] = &[];
+    for (pass, lines) in trace {
+        if lines.as_slice() == last {
+            out.push(format!("-- {pass}: unchanged"));
+        } else {
+            out.push(format!("-- {pass}"));
+            out.extend(lines.iter().cloned());
+            last = lines;
+        }
+    }
+    out
+}
+
 fn push(
     out: &mut Vec<String>,
     depth: usize,

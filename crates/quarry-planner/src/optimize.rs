@@ -80,15 +80,30 @@ pub(crate) fn fetch_cost(table: &TableEntry) -> f64 {
     }
 }
 
-/// Run every post-binding choice over one SELECT's plan.
-pub fn optimize(plan: Plan) -> Plan {
-    let plan = order_by_index(plan);
-    let plan = crate::eager_agg::eager_aggregation(plan);
-    let plan = index_joins(plan);
-    let plan = crate::fuse::fuse_projections(plan);
-    let mut plan = crate::prune::prune_columns(plan);
+/// Plans after each rewrite as `EXPLAIN FORMAT=TREE` lines, with the rewrite's name, in
+/// the order made (`Binder::trace`).
+pub type Trace = Vec<(&'static str, Vec<String>)>;
+
+/// Run every post-binding choice over one SELECT's plan; with a `trace`, record the plan
+/// as bound and after each pass.
+pub fn optimize(plan: Plan, mut trace: Option<&mut Trace>) -> Plan {
+    let mut step = |pass: &'static str, plan: Plan| {
+        if let Some(t) = trace.as_deref_mut() {
+            t.push((pass, crate::explain::tree(&plan, None)));
+        }
+        plan
+    };
+    let plan = step("bound", plan);
+    let plan = step("order_by_index", order_by_index(plan));
+    let plan = step(
+        "eager_aggregation",
+        crate::eager_agg::eager_aggregation(plan),
+    );
+    let plan = step("index_joins", index_joins(plan));
+    let plan = step("fuse_projections", crate::fuse::fuse_projections(plan));
+    let mut plan = step("prune_columns", crate::prune::prune_columns(plan));
     need(&mut plan, None);
-    plan
+    step("index_only", plan)
 }
 
 /// Columns of a node's output that the nodes above read (`None`: every column).

@@ -9,10 +9,9 @@ use std::time::Duration;
 use quarry_catalog::{table_def_from_ast, TableDef};
 use quarry_common::types::flags;
 use quarry_common::value::DateTime;
-use quarry_common::{Decimal, Error, Result, Row, SqlType, TypeKind, Value};
+use quarry_common::{Error, Result, Row, SqlType, TypeKind, Value};
 use quarry_executor::exec::collect;
 use quarry_executor::{ExecCtx, OutColumn, SessionInfo, Undo};
-use quarry_planner::explain;
 use quarry_planner::Binder;
 use quarry_sql::ast::{self, Statement as S};
 use quarry_sql::Stmt;
@@ -22,6 +21,7 @@ mod account_stmts;
 mod alter;
 mod charsets;
 mod checksum;
+mod explain;
 mod foreign_keys;
 mod infoschema;
 mod outfile;
@@ -1944,81 +1944,7 @@ impl Session {
                 analyze,
                 format,
                 ..
-            } => {
-                let S::Query(q) = &**statement else {
-                    return Err(Error::unsupported("EXPLAIN of this statement"));
-                };
-                let cur = self.current_db.clone();
-                let mut b = Binder::new(&self.db.catalog, cur);
-                let sp = b.bind_query(q)?;
-                let fmt = format.as_ref().map(|f| match f {
-                    ast::AnalyzeFormatKind::Keyword(x) | ast::AnalyzeFormatKind::Assignment(x) => {
-                        *x
-                    }
-                });
-                if *analyze {
-                    let profile = self.exec_ctx(params, sink, |ctx| {
-                        *ctx.profile.borrow_mut() = Some(Default::default());
-                        collect(&sp.plan, ctx)?;
-                        Ok(ctx.profile.borrow_mut().take().unwrap_or_default())
-                    })?;
-                    let lines = explain::tree(&sp.plan, Some(&profile));
-                    return Ok(Output::Rows {
-                        columns: vec![text("EXPLAIN", 1024)],
-                        rows: vec![vec![Value::Str(lines.join("\n"))]],
-                    });
-                }
-                match fmt {
-                    Some(ast::AnalyzeFormat::TREE) => Ok(Output::Rows {
-                        columns: vec![text("EXPLAIN", 1024)],
-                        rows: vec![vec![Value::Str(explain::tree(&sp.plan, None).join("\n"))]],
-                    }),
-                    None | Some(ast::AnalyzeFormat::TRADITIONAL) => {
-                        let columns = explain::COLUMNS
-                            .iter()
-                            .map(|c| match *c {
-                                "id" | "rows" => {
-                                    OutColumn::expr(c, SqlType::new(TypeKind::BigInt), true)
-                                }
-                                "filtered" => OutColumn::expr(c, SqlType::decimal(5, 2), true),
-                                _ => text(c, 255),
-                            })
-                            .collect();
-                        let s = |x: Option<String>| x.map(Value::Str).unwrap_or(Value::Null);
-                        let rows = explain::table(&sp.plan)
-                            .into_iter()
-                            .map(|r| {
-                                vec![
-                                    Value::Int(r.id as i64),
-                                    Value::Str(r.select_type.into()),
-                                    s(r.table),
-                                    s(r.access_type.map(String::from)),
-                                    s(r.possible_keys),
-                                    s(r.key),
-                                    s(r.key_len),
-                                    s(r.reference),
-                                    r.rows.map(|n| Value::Int(n as i64)).unwrap_or(Value::Null),
-                                    r.filtered
-                                        .map(|f| {
-                                            Value::Decimal(Decimal::new(
-                                                (f * 100.0).round() as i128,
-                                                2,
-                                            ))
-                                        })
-                                        .unwrap_or(Value::Null),
-                                    s(r.extra),
-                                ]
-                            })
-                            .collect();
-                        Ok(Output::Rows { columns, rows })
-                    }
-                    Some(ast::AnalyzeFormat::JSON) => Ok(Output::Rows {
-                        columns: vec![text("EXPLAIN", 1024)],
-                        rows: vec![vec![Value::Str(explain::json(&sp.plan))]],
-                    }),
-                    Some(other) => Err(Error::unsupported(format!("EXPLAIN FORMAT={other}"))),
-                }
-            }
+            } => self.explain(statement, *analyze, format.as_ref(), params, sink),
             S::Kill { id, modifier, .. } => {
                 let procs = self.db.processes.lock();
                 let p = procs

@@ -168,7 +168,7 @@ impl Session {
                 "read_only" | "quarry_disk_keep_free" if !global => {
                     return Err(Error::global_only_variable(&n));
                 }
-                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "sql_safe_updates" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" | "read_only" | "sql_log_bin" | "gtid_strict_mode" | "quarry_vector_execution" | "quarry_runtime_filters" => {
+                "autocommit" | "sql_auto_is_null" | "foreign_key_checks" | "sql_safe_updates" | "unique_checks" | "sql_notes" | "sql_quote_show_create" | "require_secure_transport" | "read_only" | "sql_log_bin" | "gtid_strict_mode" | "quarry_vector_execution" | "quarry_runtime_filters" | "quarry_explain_passes" => {
                     let on = match &v {
                         Value::Str(s) => match s.to_ascii_uppercase().as_str() {
                             "ON" | "TRUE" | "1" => true,

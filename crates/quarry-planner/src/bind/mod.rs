@@ -95,6 +95,10 @@ pub struct Binder<'a> {
     /// The clause being bound, as errors 1054 and 1052 name it ('WHERE', 'ON', …, as
     /// MariaDB 10.11 does).
     pub clause: &'static str,
+    /// When set, each SELECT block's plan after each rewrite (its FROM and WHERE after
+    /// decorrelation, pushdown and join order; the block after each optimizer pass):
+    /// EXPLAIN FORMAT=TREE under `quarry_explain_passes`, and the golden plan tests.
+    pub trace: Option<crate::optimize::Trace>,
 }
 
 /// Whether a call is of one of the [`VOLATILE_FUNCTIONS`].
@@ -191,6 +195,14 @@ impl<'a> Binder<'a> {
             work_tables: vec![],
             tables_read: vec![],
             clause: "SELECT",
+            trace: None,
+        }
+    }
+
+    /// Record `plan` as it is after `pass`, when tracing.
+    fn traced(&mut self, pass: &'static str, plan: &Plan) {
+        if let Some(t) = &mut self.trace {
+            t.push((pass, crate::explain::tree(plan, None)));
         }
     }
 
@@ -752,6 +764,7 @@ impl<'a> Binder<'a> {
         for j in semi_joins {
             plan = j.apply(plan);
         }
+        self.traced("decorrelate", &plan);
         if let Some(pred) = pred {
             if contains_agg(&pred) {
                 return Err(Error::invalid_group());
@@ -770,8 +783,10 @@ impl<'a> Binder<'a> {
                 .collect();
             let pred = or_derive::derive(pred, &|c| table_ids.get(c).copied());
             plan = push_filter(plan, pred);
+            self.traced("push_filter", &plan);
         }
         plan = crate::joinorder::order_joins(plan);
+        self.traced("join_order", &plan);
         // Select list (wildcards expanded).
         self.aggs = Some(vec![]);
         self.wins = Some(vec![]);
@@ -1006,7 +1021,10 @@ impl<'a> Binder<'a> {
             };
         }
         let columns = items.into_iter().map(|(_, c)| c).collect();
-        Ok((crate::optimize::optimize(plan), columns))
+        Ok((
+            crate::optimize::optimize(plan, self.trace.as_mut()),
+            columns,
+        ))
     }
 
     /// A select list over `cols` (the innermost scope), wildcards expanded.
