@@ -159,6 +159,7 @@ pub fn estimate_rows(plan: &Plan) -> Option<f64> {
             Some(first * (1.0 + 10.0 * steps.len() as f64))
         }
         Plan::WorkTable { .. } => None,
+        Plan::Shared { input, .. } => estimate_rows(input),
     }
 }
 
@@ -297,9 +298,10 @@ fn column_distinct(plan: &Plan, col: usize) -> Option<Origin> {
         }
         Plan::Join { left, right, .. } => column_distinct(right, col - width(left)?),
         Plan::IndexJoin { left, table, .. } => table_column(table, col - width(left)?),
-        Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } => {
-            column_distinct(input, col)
-        }
+        Plan::Filter { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Shared { input, .. } => column_distinct(input, col),
         Plan::Project { input, exprs } => match exprs.get(col)? {
             Expr::Col(c) => column_distinct(input, *c),
             _ => None,

@@ -117,6 +117,8 @@ pub struct ExecCtx<'a> {
     pub in_sets: RefCell<HashMap<(usize, quarry_common::Collation), Rc<crate::in_set::InSet>>>,
     /// The rows the last round of each running recursive CTE made, by its id.
     pub work_tables: RefCell<HashMap<usize, Rc<Vec<Row>>>>,
+    /// The rows of each CTE read more than once (`Plan::Shared`), by its id.
+    pub ctes: RefCell<HashMap<usize, crate::cte::SharedRows>>,
     pub insert_row: RefCell<Option<Row>>,
     pub now: DateTime,
     pub rand_state: Cell<u64>,
@@ -1350,6 +1352,7 @@ fn run_node(plan: &Plan, keep: Option<&[usize]>, ctx: &ExecCtx, sink: &mut Sink)
             id,
         } => crate::recursive::run_recursive(anchors, steps, *distinct, colls, *id, ctx, sink)?,
         Plan::WorkTable { id, .. } => crate::recursive::run_work_table(*id, ctx, sink)?,
+        Plan::Shared { id, input, .. } => crate::cte::run_shared(*id, input, ctx, sink)?,
         Plan::Window {
             input,
             specs,

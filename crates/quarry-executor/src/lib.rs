@@ -19,6 +19,7 @@
 
 mod aggregate;
 pub mod cardinality;
+mod cte;
 mod distinct;
 pub mod dml;
 pub mod exec;

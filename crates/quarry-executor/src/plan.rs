@@ -273,6 +273,13 @@ pub enum Plan {
         id: usize,
         width: usize,
     },
+    /// A CTE the statement reads more than once (`name`, its rows `input`'s): the first
+    /// read that runs it to the end keeps its rows for the others (`cte::run_shared`).
+    Shared {
+        id: usize,
+        name: String,
+        input: Box<Plan>,
+    },
     /// The input's rows, each with one more column per window function (`calls` in all
     /// of `specs`), computed spec after spec; rows come out in the last spec's order.
     Window {
@@ -450,5 +457,6 @@ pub fn width(p: &Plan) -> Option<usize> {
         Plan::SetOp { left, .. } => width(left),
         Plan::Recursive { anchors, .. } => anchors.first().and_then(width),
         Plan::WorkTable { width, .. } => Some(*width),
+        Plan::Shared { input, .. } => width(input),
     }
 }

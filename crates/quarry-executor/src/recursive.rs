@@ -77,7 +77,7 @@ pub(crate) fn run_recursive(
 }
 
 /// `rows` to the sink in batches; false when it wants no more.
-fn emit(rows: &[Row], sink: &mut Sink) -> Result<bool> {
+pub(crate) fn emit(rows: &[Row], sink: &mut Sink) -> Result<bool> {
     for chunk in rows.chunks(BATCH_ROWS) {
         if !sink(chunk.to_vec())? {
             return Ok(false);

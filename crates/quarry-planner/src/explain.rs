@@ -73,6 +73,7 @@ fn layout(plan: &Plan) -> Vec<String> {
         Plan::SetOp { left, .. } => layout(left),
         Plan::Recursive { anchors, .. } => anchors.first().map(layout).unwrap_or_default(),
         Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => vec![],
+        Plan::Shared { input, .. } => layout(input),
     }
 }
 
@@ -414,6 +415,11 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
         ),
         Plan::Values(r) => push(out, depth, format!("Values: {} rows", r.len()), None, stat),
         Plan::WorkTable { .. } => push(out, depth, "Rows of the round before".into(), None, stat),
+        Plan::Shared { name, input, .. } => {
+            let line = format!("Materialize CTE {name} (read more than once)");
+            push(out, depth, line, estimate_rows(plan), stat);
+            tree_node(input, depth + 1, profile, out);
+        }
         Plan::Recursive {
             anchors,
             steps,
@@ -945,6 +951,25 @@ impl Tabular {
                 self.walk(left, id, st, flags, subs);
                 let sid = self.fresh();
                 self.select(right, sid, "UNION");
+            }
+            // Read as MariaDB shows a materialised derived table: `<derivedN>` in this
+            // select, and select N below.
+            Plan::Shared { input, .. } => {
+                let sid = self.fresh();
+                self.rows.push(Row {
+                    id,
+                    select_type: st,
+                    table: Some(format!("<derived{sid}>")),
+                    access_type: Some("ALL"),
+                    possible_keys: None,
+                    key: None,
+                    key_len: None,
+                    reference: None,
+                    rows: estimate_rows(plan).map(|r| r.round() as u64),
+                    filtered: Some(100.0),
+                    extra: None,
+                });
+                self.select(input, sid, "DERIVED");
             }
             Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => {}
         }

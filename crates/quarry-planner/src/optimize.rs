@@ -255,6 +255,8 @@ fn need(plan: &mut Plan, n: Need) {
             need(left, None);
             need(right, None);
         }
+        // Its plan was made whole when its query was bound: every read gets every column.
+        Plan::Shared { .. } => {}
         Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => {}
     }
 }

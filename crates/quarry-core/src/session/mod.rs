@@ -1066,6 +1066,7 @@ impl Session {
             sub_cache: RefCell::default(),
             in_sets: RefCell::new(HashMap::new()),
             work_tables: RefCell::new(HashMap::new()),
+            ctes: RefCell::new(HashMap::new()),
             insert_row: RefCell::new(None),
             now: DateTime::now(),
             rand_state: Cell::new(self.rand.get()),

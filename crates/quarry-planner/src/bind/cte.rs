@@ -1,9 +1,11 @@
 //! Common table expressions (`WITH name [(columns)] AS (query), …`): the names a WITH
 //! defines, where each one is visible, and a reference to one bound as the derived table
-//! its query makes (bound again at each reference, so each reads its tables then). A
-//! recursive one (`WITH RECURSIVE`, its query naming itself) is a union of anchors, which
-//! do not name it, and steps, which read the rows the last round made through it
-//! (`Plan::Recursive`, `Plan::WorkTable`).
+//! its query makes (bound again at each reference). A CTE the statement names more than
+//! once runs once: each reference is a `Plan::Shared` of one id, and the first to run
+//! keeps the rows for the others (`quarry_executor`'s cte module), unless its query calls
+//! a volatile function. A recursive one (`WITH RECURSIVE`, its query naming itself) is a
+//! union of anchors, which do not name it, and steps, which read the rows the last round
+//! made through it (`Plan::Recursive`, `Plan::WorkTable`).
 //!
 //! Visibility is MariaDB's: a CTE sees the ones defined before it in its WITH and those of
 //! the enclosing queries' WITHs, shadows a table of the same name, and is not seen inside
@@ -28,6 +30,9 @@ pub(super) struct Cte {
     visible: Vec<Rc<Cte>>,
     /// Under WITH RECURSIVE, its query names it.
     recursive: bool,
+    /// Read more than once in the statement (and not recursive): the id its reads share
+    /// their rows by (`Plan::Shared`).
+    shared: Option<usize>,
 }
 
 /// A recursive CTE whose steps are being bound: a reference to `name` in them reads
@@ -41,7 +46,10 @@ pub(super) struct WorkTable {
 impl Binder<'_> {
     /// Make `with`'s CTEs visible (until the returned scope is put back with
     /// [`Binder::leave_with`]).
-    pub(super) fn enter_with(&mut self, with: &ast::With) -> Result<Vec<Rc<Cte>>> {
+    pub(super) fn enter_with(&mut self, q: &ast::Query) -> Result<Vec<Rc<Cte>>> {
+        let Some(with) = &q.with else {
+            return Ok(self.ctes.clone());
+        };
         let saved = self.ctes.clone();
         for (i, c) in with.cte_tables.iter().enumerate() {
             let name = c.alias.name.value.clone();
@@ -52,8 +60,22 @@ impl Binder<'_> {
                 self.ctes = saved;
                 return Err(Error::duplicate_query_name(&name));
             }
+            let recursive = with.recursive && names_table(&c.query, &name);
+            // Every mention of the name in the query, less those in its own and the earlier
+            // CTEs' queries (a name shadowed inside counts too: a CTE read once may then
+            // be shared, which changes no answer).
+            let before: usize = with.cte_tables[..=i]
+                .iter()
+                .map(|o| mentions(&o.query, &name))
+                .sum();
+            let reads = mentions(q, &name).saturating_sub(before);
+            let shared = (!recursive && reads > 1).then(|| {
+                self.next_sub += 1;
+                self.next_sub - 1
+            });
             let cte = Rc::new(Cte {
-                recursive: with.recursive && names_table(&c.query, &name),
+                recursive,
+                shared,
                 name,
                 query: (*c.query).clone(),
                 columns: c
@@ -94,6 +116,7 @@ impl Binder<'_> {
         let saved_ctes = std::mem::replace(&mut self.ctes, cte.visible.clone());
         // A recursive CTE being defined is seen in its own steps only.
         let saved_work = std::mem::take(&mut self.work_tables);
+        let volatile_before = self.volatile_calls;
         let r = if cte.recursive {
             self.bind_recursive(cte)
         } else {
@@ -104,6 +127,20 @@ impl Binder<'_> {
                 Ok(sp)
             })
         };
+        // Its reads share one run unless two runs could differ (RAND(), …); with the
+        // enclosing scopes set aside above, its query reads no enclosing query's column.
+        let stable = self.volatile_calls == volatile_before;
+        let r = r.map(|sp| match cte.shared {
+            Some(id) if stable => SelectPlan {
+                plan: Plan::Shared {
+                    id,
+                    name: cte.name.clone(),
+                    input: Box::new(sp.plan),
+                },
+                columns: sp.columns,
+            },
+            _ => sp,
+        });
         self.levels = saved_levels;
         self.ctes = saved_ctes;
         self.work_tables = saved_work;
@@ -254,6 +291,19 @@ fn unqualified(name: &ast::ObjectName) -> Option<&str> {
 /// CTE), unlike table names.
 fn same_name(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
+}
+
+/// How many times `v` names `name` as an unqualified table.
+fn mentions<V: ast::Visit>(v: &V, name: &str) -> usize {
+    let mut n = 0;
+    let _ = ast::visit_relations(v, |r| {
+        if matches!(r.0.as_slice(), [ast::ObjectNamePart::Identifier(i)] if same_name(&i.value, name))
+        {
+            n += 1;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    n
 }
 
 /// Whether `v` names `name` as an unqualified table anywhere.

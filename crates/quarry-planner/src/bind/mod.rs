@@ -296,10 +296,10 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_query_nested(&mut self, q: &ast::Query) -> Result<SelectPlan> {
-        let Some(with) = &q.with else {
+        if q.with.is_none() {
             return self.bind_query_body(q);
-        };
-        let saved = self.enter_with(with)?;
+        }
+        let saved = self.enter_with(q)?;
         let r = self.bind_query_body(q);
         self.leave_with(saved);
         r
