@@ -4,16 +4,22 @@
 //! - `EXISTS`, `NOT EXISTS` and `x IN (SELECT …)` become semi and anti joins — by hash, or
 //!   by index lookups where the cost says so — keeping each outer row once when some inner
 //!   row matches (`EXISTS`, `IN`) or none does (`NOT EXISTS`); TPC-H Q4, Q21, Q22.
+//! - A correlated `x NOT IN (SELECT y …)` becomes a null-aware anti join: an outer row is
+//!   kept when no inner row of its correlation has `x = y`, `x IS NULL` or `y IS NULL`
+//!   (with a NULL on either side the NOT IN is unknown, unless the inner rows are none),
+//!   or, where neither x nor y can be NULL, the anti join of `NOT EXISTS (… AND x = y)`.
+//!   Only when the subquery's WHERE compares a column of another query's table with `=`
+//!   (a correlation key, seen before binding): an uncorrelated NOT IN stays a subquery,
+//!   whose values are hashed once (`in_set`).
 //! - A comparison with a correlated aggregate becomes a join with the inner table grouped
 //!   by the correlation (`GroupedJoin`); TPC-H Q2, Q17, Q20.
 //!
 //! Only plain subqueries are rewritten: one SELECT over comma-joined tables, without
 //! grouping, window functions, LIMIT, WITH or subqueries of its own (and no aggregates for
 //! a semi join); for `IN`, one column, compared with the operand as `=` compares (types
-//! and collations made to agree as for `=`, so the equality is a join key). `NOT IN`
-//! (NULLs make it unknown, not false) and everything else still runs as a subquery. A
-//! condition in WHERE is rejected on FALSE and on NULL alike, so "no match" stands for
-//! both.
+//! and collations made to agree as for `=`, so the equality is a join key). Everything
+//! else still runs as a subquery. A condition in WHERE is rejected on FALSE and on NULL
+//! alike, so "no match" stands for both.
 //!
 //! Owns: choosing the conditions and building the joins. Must not touch: how joins run.
 
@@ -98,6 +104,7 @@ impl SemiJoin {
 enum Shape<'q> {
     Exists(&'q ast::Select, bool),
     In(&'q A, &'q ast::Select),
+    NotIn(&'q A, &'q ast::Select),
 }
 
 /// Whether the WHERE conjunct `c` may become a semi or anti join.
@@ -113,6 +120,14 @@ fn shape(c: &A) -> Option<Shape<'_>> {
             subquery,
             negated: false,
         } => Some(Shape::In(expr, plain(subquery, true)?)),
+        A::InSubquery {
+            expr,
+            subquery,
+            negated: true,
+        } => {
+            let s = plain(subquery, true)?;
+            correlated_by_key(s).then_some(Shape::NotIn(expr, s))
+        }
         A::Nested(inner) => shape(inner),
         _ => None,
     }
@@ -173,6 +188,46 @@ fn plain(q: &ast::Query, one_column: bool) -> Option<&ast::Select> {
         _ => ControlFlow::Continue(()),
     });
     r.is_continue().then_some(s)
+}
+
+/// Whether `s`'s WHERE has, among its ANDed conditions, `a.c = b.d` where one side names a
+/// table that is not in its FROM (read before binding, so a key unqualified on the outer
+/// side is not seen).
+fn correlated_by_key(s: &ast::Select) -> bool {
+    let own: Vec<String> = s
+        .from
+        .iter()
+        .filter_map(|t| match &t.relation {
+            ast::TableFactor::Table { name, alias, .. } => Some(match alias {
+                Some(a) => a.name.value.to_lowercase(),
+                None => name
+                    .0
+                    .last()
+                    .map(|p| p.to_string().to_lowercase())
+                    .unwrap_or_default(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let foreign = |e: &A| match e {
+        A::CompoundIdentifier(parts) if parts.len() >= 2 => {
+            let table = parts[parts.len() - 2].value.to_lowercase();
+            !own.contains(&table)
+        }
+        _ => false,
+    };
+    let mut parts = vec![];
+    if let Some(w) = &s.selection {
+        super::or_factor::conjuncts(w, &mut parts);
+    }
+    parts.iter().any(|c| match c {
+        A::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } => foreign(left) != foreign(right),
+        _ => false,
+    })
 }
 
 /// Whether `e` reads the immediately enclosing query's row.
@@ -250,12 +305,28 @@ impl Binder<'_> {
         Ok((inner, pred, t, found))
     }
 
+    /// Whether `e`, bound in the innermost scope, may be NULL: anything but a column
+    /// declared NOT NULL (of a table not on the NULL side of an outer join) or a literal
+    /// other than NULL.
+    fn nullable_here(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Col(i) => self
+                .levels
+                .last()
+                .and_then(|l| l.cols.get(*i))
+                .is_none_or(|c| c.col.nullable),
+            Expr::Lit(v) => v.is_null(),
+            _ => true,
+        }
+    }
+
     /// The WHERE conjunct `c` as a semi or anti join with the rows so far (`lw` columns
     /// wide), or None when it is not of a shape that can be.
     pub(super) fn semi_join(&mut self, c: &A, lw: usize) -> Result<Option<SemiJoin>> {
         let Some(shape) = shape(c) else {
             return Ok(None);
         };
+        let null_aware = matches!(shape, Shape::NotIn(..));
         let (select, kind, probe) = match shape {
             Shape::Exists(s, negated) => (
                 s,
@@ -267,23 +338,41 @@ impl Binder<'_> {
                 None,
             ),
             Shape::In(x, s) => (s, JoinKind::Semi, Some(x)),
+            Shape::NotIn(x, s) => (s, JoinKind::Anti, Some(x)),
         };
         // The IN operand belongs to the outer row: seen from the subquery, one level up.
+        let mut probe_nullable = true;
         let probe = match probe {
-            Some(x) => Some(self.bind_expr(x)?.rewrite(&mut |e| match e {
-                Expr::Col(i) => Some(Expr::Outer(1, *i)),
-                Expr::Outer(up, i) => Some(Expr::Outer(up + 1, *i)),
-                _ => None,
-            })),
+            Some(x) => {
+                let x = self.bind_expr(x)?;
+                probe_nullable = self.nullable_here(&x);
+                Some(x.rewrite(&mut |e| match e {
+                    Expr::Col(i) => Some(Expr::Outer(1, *i)),
+                    Expr::Outer(up, i) => Some(Expr::Outer(up + 1, *i)),
+                    _ => None,
+                }))
+            }
             None => None,
         };
         // x IN (SELECT y …) holds where x = y does: compared as `=` compares them (types
-        // and collations made to agree here, in the subquery's scope).
+        // and collations made to agree here, in the subquery's scope). x NOT IN rejects a
+        // row where it holds, and where x or y is NULL (unknown), given some inner row.
         let (inner, pred, member, _) = self.in_subquery(select, false, |b, items| match probe {
             Some(x) => {
-                let y = items[0].0.clone();
-                let eq = b.harmonize(Expr::Bin(BinOp::Eq, Box::new(x), Box::new(y)));
-                Ok(Some(b.collate_comparison(eq)?))
+                let (y, y_col) = items[0].clone();
+                let nulls = null_aware && (probe_nullable || y_col.nullable);
+                let eq = b.harmonize(Expr::Bin(
+                    BinOp::Eq,
+                    Box::new(x.clone()),
+                    Box::new(y.clone()),
+                ));
+                let eq = b.collate_comparison(eq)?;
+                if !nulls {
+                    return Ok(Some(eq));
+                }
+                let is_null = |e: Expr| Expr::IsNull(Box::new(e), false);
+                let or = |a: Expr, b: Expr| Expr::Bin(BinOp::Or, Box::new(a), Box::new(b));
+                Ok(Some(or(or(eq, is_null(x)), is_null(y))))
             }
             None => Ok(None),
         })?;
