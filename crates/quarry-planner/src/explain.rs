@@ -2,9 +2,11 @@
 //! `rows`, `Extra`), as MySQL's `FORMAT=TREE`, and with `EXPLAIN ANALYZE`'s actual rows,
 //! loops and times per operator (collected by `exec::run` into `ExecCtx::profile`).
 
-use quarry_executor::profile::{node_key, NodeStat, Profile};
+use std::collections::HashMap;
 
 use quarry_common::Value;
+use quarry_executor::join::{builds_left, filter_targets};
+use quarry_executor::profile::{node_key, NodeStat, Profile};
 
 use crate::bind::columns_used;
 use crate::optimize::key_bytes;
@@ -355,11 +357,73 @@ fn kind_label(kind: JoinKind) -> &'static str {
     }
 }
 
-/// The plan as MySQL's `EXPLAIN FORMAT=TREE` (with actual figures when `profile` is given).
-pub fn tree(plan: &Plan, profile: Option<&Profile>) -> Vec<String> {
+/// The plan as MySQL's `EXPLAIN FORMAT=TREE` (with actual figures when `profile` is given;
+/// with `runtime_filters`, the filters hash joins will hand their probe side's scans).
+pub fn tree(plan: &Plan, profile: Option<&Profile>, runtime_filters: bool) -> Vec<String> {
+    let mut cx = TreeCx {
+        profile,
+        filters: HashMap::new(),
+    };
+    if runtime_filters {
+        filtered_scans(plan, &mut cx.filters);
+    }
     let mut out = vec![];
-    tree_node(plan, 0, profile, &mut out);
+    tree_node(plan, 0, &cx, &mut out);
     out
+}
+
+/// What the tree's lines are made with besides the plan.
+struct TreeCx<'p> {
+    profile: Option<&'p Profile>,
+    /// The scans hash joins hand runtime filters, by node: the columns filtered.
+    filters: HashMap<usize, Vec<usize>>,
+}
+
+/// The scans each hash join of `plan` will filter by its built keys, as the executor
+/// picks them (`quarry_executor::join`): the probe side's, the side it does not build on.
+fn filtered_scans(plan: &Plan, out: &mut HashMap<usize, Vec<usize>>) {
+    let mut down = |p: &Plan| filtered_scans(p, out);
+    match plan {
+        Plan::Join {
+            left,
+            right,
+            kind,
+            left_keys,
+            right_keys,
+            right_width,
+            ..
+        } => {
+            if !left_keys.is_empty() {
+                let build_left = builds_left(*kind, left, right, left_keys, *right_width);
+                let targets = if build_left {
+                    filter_targets(right, right_keys, left_keys, *kind, false)
+                } else {
+                    filter_targets(left, left_keys, right_keys, *kind, true)
+                };
+                for t in targets {
+                    out.entry(t.node()).or_default().push(t.col());
+                }
+            }
+            filtered_scans(left, out);
+            filtered_scans(right, out);
+        }
+        Plan::IndexJoin { left, .. } => down(left),
+        Plan::Filter { input, .. }
+        | Plan::Project { input, .. }
+        | Plan::Aggregate { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Distinct { input, .. }
+        | Plan::Window { input, .. }
+        | Plan::Shared { input, .. } => down(input),
+        Plan::Union { inputs, .. } => inputs.iter().for_each(down),
+        Plan::SetOp { left, right, .. } => {
+            filtered_scans(left, out);
+            filtered_scans(right, out);
+        }
+        Plan::Recursive { anchors, steps, .. } => anchors.iter().chain(steps).for_each(down),
+        Plan::Scan { .. } | Plan::Dual | Plan::Values(_) | Plan::WorkTable { .. } => {}
+    }
 }
 
 /// A traced plan after each rewrite (`Binder::trace`), each headed by `-- <rewrite>`; a
@@ -402,8 +466,10 @@ fn push(
     out.push(s);
 }
 
-fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec<String>) {
-    let stat = profile.map(|p| p.get(&node_key(plan)).copied().unwrap_or_default());
+fn tree_node(plan: &Plan, depth: usize, cx: &TreeCx, out: &mut Vec<String>) {
+    let stat = cx
+        .profile
+        .map(|p| p.get(&node_key(plan)).copied().unwrap_or_default());
     let names = layout(plan);
     match plan {
         Plan::Dual => push(
@@ -418,7 +484,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
         Plan::Shared { name, input, .. } => {
             let line = format!("Materialize CTE {name} (read more than once)");
             push(out, depth, line, estimate_rows(plan), stat);
-            tree_node(input, depth + 1, profile, out);
+            tree_node(input, depth + 1, cx, out);
         }
         Plan::Recursive {
             anchors,
@@ -431,7 +497,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             anchors
                 .iter()
                 .chain(steps)
-                .for_each(|p| tree_node(p, depth + 1, profile, out));
+                .for_each(|p| tree_node(p, depth + 1, cx, out));
         }
         Plan::Scan {
             table,
@@ -467,6 +533,10 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                     expr_text(f, &names)
                 ));
             }
+            if let Some(cols) = cx.filters.get(&node_key(plan)) {
+                let cols: Vec<&str> = cols.iter().map(|c| names[*c].as_str()).collect();
+                line.push_str(&format!(", with runtime filter on {}", cols.join(", ")));
+            }
             push(
                 out,
                 d,
@@ -483,10 +553,10 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 None,
                 stat,
             );
-            tree_node(input, depth + 1, profile, out);
+            tree_node(input, depth + 1, cx, out);
         }
         // Projections are not operators in MySQL's tree.
-        Plan::Project { input, .. } => tree_node(input, depth, profile, out),
+        Plan::Project { input, .. } => tree_node(input, depth, cx, out),
         Plan::Window { input, .. } => {
             let calls: Vec<String> = names[names.len().min(layout(input).len())..].to_vec();
             push(
@@ -496,7 +566,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 None,
                 stat,
             );
-            tree_node(input, depth + 1, profile, out);
+            tree_node(input, depth + 1, cx, out);
         }
         Plan::Aggregate {
             input, group, aggs, ..
@@ -518,7 +588,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 )
             };
             push(out, depth, line, None, stat);
-            tree_node(input, depth + 1, profile, out);
+            tree_node(input, depth + 1, cx, out);
         }
         Plan::Sort { input, keys } => {
             let inner = layout(input);
@@ -527,7 +597,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 .map(|(e, d)| format!("{}{}", expr_text(e, &inner), if *d { " DESC" } else { "" }))
                 .collect();
             push(out, depth, format!("Sort: {}", ks.join(", ")), None, stat);
-            tree_node(input, depth + 1, profile, out);
+            tree_node(input, depth + 1, cx, out);
         }
         Plan::Limit {
             input,
@@ -542,11 +612,11 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 line = format!("{line}, offset {offset}");
             }
             push(out, depth, line, None, stat);
-            tree_node(input, depth + 1, profile, out);
+            tree_node(input, depth + 1, cx, out);
         }
         Plan::Distinct { input, .. } => {
             push(out, depth, "Remove duplicates (hash)".into(), None, stat);
-            tree_node(input, depth + 1, profile, out);
+            tree_node(input, depth + 1, cx, out);
         }
         Plan::Union { inputs, all, .. } => {
             push(
@@ -560,9 +630,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 None,
                 stat,
             );
-            inputs
-                .iter()
-                .for_each(|p| tree_node(p, depth + 1, profile, out));
+            inputs.iter().for_each(|p| tree_node(p, depth + 1, cx, out));
         }
         Plan::SetOp {
             left,
@@ -581,8 +649,8 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 None,
                 stat,
             );
-            tree_node(left, depth + 1, profile, out);
-            tree_node(right, depth + 1, profile, out);
+            tree_node(left, depth + 1, cx, out);
+            tree_node(right, depth + 1, cx, out);
         }
         Plan::Join {
             left,
@@ -591,6 +659,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
             left_keys,
             right_keys,
             on,
+            right_width,
             ..
         } => {
             let kind_s = kind_label(*kind);
@@ -617,13 +686,20 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                     est,
                     stat,
                 );
-                tree_node(left, depth + 1, profile, out);
-                tree_node(right, depth + 1, profile, out);
+                tree_node(left, depth + 1, cx, out);
+                tree_node(right, depth + 1, cx, out);
             } else {
                 push(out, depth, format!("{kind_s} hash join{cond}"), est, stat);
-                tree_node(left, depth + 1, profile, out);
-                push(out, depth + 1, "Hash".into(), None, None);
-                tree_node(right, depth + 2, profile, out);
+                // The side the executor builds its table of (`join::builds_left`).
+                if builds_left(*kind, left, right, left_keys, *right_width) {
+                    push(out, depth + 1, "Hash".into(), None, None);
+                    tree_node(left, depth + 2, cx, out);
+                    tree_node(right, depth + 1, cx, out);
+                } else {
+                    tree_node(left, depth + 1, cx, out);
+                    push(out, depth + 1, "Hash".into(), None, None);
+                    tree_node(right, depth + 2, cx, out);
+                }
             }
         }
         Plan::IndexJoin {
@@ -649,7 +725,7 @@ fn tree_node(plan: &Plan, depth: usize, profile: Option<&Profile>, out: &mut Vec
                 estimate_rows(plan),
                 stat,
             );
-            tree_node(left, depth + 1, profile, out);
+            tree_node(left, depth + 1, cx, out);
             let ln = layout(left);
             let tn = table_cols(table, alias);
             let ix = &table.def.indexes[*index];

@@ -89,7 +89,7 @@ pub type Trace = Vec<(&'static str, Vec<String>)>;
 pub fn optimize(plan: Plan, mut trace: Option<&mut Trace>) -> Plan {
     let mut step = |pass: &'static str, plan: Plan| {
         if let Some(t) = trace.as_deref_mut() {
-            t.push((pass, crate::explain::tree(&plan, None)));
+            t.push((pass, crate::explain::tree(&plan, None, false)));
         }
         plan
     };

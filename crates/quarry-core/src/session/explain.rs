@@ -40,10 +40,13 @@ impl Session {
             b.trace = Some(vec![]);
         }
         let sp = b.bind_query(q)?;
+        let filters = self
+            .sys_var("quarry_runtime_filters")
+            .is_ok_and(|v| v.to_i64() != 0);
         if let Some(trace) = b.trace.take() {
             let mut lines = explain::passes(&trace);
             lines.push("-- plan".into());
-            lines.extend(explain::tree(&sp.plan, None));
+            lines.extend(explain::tree(&sp.plan, None, filters));
             return Ok(Output::Rows {
                 columns: vec![text("EXPLAIN", 1024)],
                 rows: vec![vec![Value::Str(lines.join("\n"))]],
@@ -55,7 +58,7 @@ impl Session {
                 collect(&sp.plan, ctx)?;
                 Ok(ctx.profile.borrow_mut().take().unwrap_or_default())
             })?;
-            let lines = explain::tree(&sp.plan, Some(&profile));
+            let lines = explain::tree(&sp.plan, Some(&profile), filters);
             return Ok(Output::Rows {
                 columns: vec![text("EXPLAIN", 1024)],
                 rows: vec![vec![Value::Str(lines.join("\n"))]],
@@ -64,7 +67,9 @@ impl Session {
         match fmt {
             Some(ast::AnalyzeFormat::TREE) => Ok(Output::Rows {
                 columns: vec![text("EXPLAIN", 1024)],
-                rows: vec![vec![Value::Str(explain::tree(&sp.plan, None).join("\n"))]],
+                rows: vec![vec![Value::Str(
+                    explain::tree(&sp.plan, None, filters).join("\n"),
+                )]],
             }),
             None | Some(ast::AnalyzeFormat::TRADITIONAL) => {
                 let columns = explain::COLUMNS

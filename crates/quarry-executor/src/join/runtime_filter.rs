@@ -36,6 +36,18 @@ pub struct Target {
     col: usize,
 }
 
+impl Target {
+    /// The scan node's address (`profile::node_key`).
+    pub fn node(&self) -> usize {
+        self.node
+    }
+
+    /// The scan table's column the filter is on.
+    pub fn col(&self) -> usize {
+        self.col
+    }
+}
+
 /// The targets of the probe side `probe` for a join of `kind` on `probe_keys` =
 /// `build_keys`: each key pair of plain columns whose probe column is an integer column
 /// of a scan that `probe`'s rows are made of (through inner joins, either side; through

@@ -202,7 +202,7 @@ impl<'a> Binder<'a> {
     /// Record `plan` as it is after `pass`, when tracing.
     fn traced(&mut self, pass: &'static str, plan: &Plan) {
         if let Some(t) = &mut self.trace {
-            t.push((pass, crate::explain::tree(plan, None)));
+            t.push((pass, crate::explain::tree(plan, None, false)));
         }
     }
 
