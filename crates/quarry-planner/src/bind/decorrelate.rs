@@ -9,8 +9,8 @@
 //!   (with a NULL on either side the NOT IN is unknown, unless the inner rows are none),
 //!   or, where neither x nor y can be NULL, the anti join of `NOT EXISTS (… AND x = y)`.
 //!   Only when the subquery's WHERE compares a column of another query's table with `=`
-//!   (a correlation key, seen before binding): an uncorrelated NOT IN stays a subquery,
-//!   whose values are hashed once (`in_set`).
+//!   (a correlation key, seen before binding: a name its FROM tables do not have): an
+//!   uncorrelated NOT IN stays a subquery, whose values are hashed once (`in_set`).
 //! - A comparison with a correlated aggregate becomes a join with the inner table grouped
 //!   by the correlation (`GroupedJoin`); TPC-H Q2, Q17, Q20.
 //!
@@ -27,6 +27,9 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, Expr as A};
 
+use std::sync::Arc;
+
+use quarry_catalog::TableEntry;
 use quarry_common::Result;
 
 use super::{push_filter, Binder, Level};
@@ -124,10 +127,7 @@ fn shape(c: &A) -> Option<Shape<'_>> {
             expr,
             subquery,
             negated: true,
-        } => {
-            let s = plain(subquery, true)?;
-            correlated_by_key(s).then_some(Shape::NotIn(expr, s))
-        }
+        } => Some(Shape::NotIn(expr, plain(subquery, true)?)),
         A::Nested(inner) => shape(inner),
         _ => None,
     }
@@ -188,46 +188,6 @@ fn plain(q: &ast::Query, one_column: bool) -> Option<&ast::Select> {
         _ => ControlFlow::Continue(()),
     });
     r.is_continue().then_some(s)
-}
-
-/// Whether `s`'s WHERE has, among its ANDed conditions, `a.c = b.d` where one side names a
-/// table that is not in its FROM (read before binding, so a key unqualified on the outer
-/// side is not seen).
-fn correlated_by_key(s: &ast::Select) -> bool {
-    let own: Vec<String> = s
-        .from
-        .iter()
-        .filter_map(|t| match &t.relation {
-            ast::TableFactor::Table { name, alias, .. } => Some(match alias {
-                Some(a) => a.name.value.to_lowercase(),
-                None => name
-                    .0
-                    .last()
-                    .map(|p| p.to_string().to_lowercase())
-                    .unwrap_or_default(),
-            }),
-            _ => None,
-        })
-        .collect();
-    let foreign = |e: &A| match e {
-        A::CompoundIdentifier(parts) if parts.len() >= 2 => {
-            let table = parts[parts.len() - 2].value.to_lowercase();
-            !own.contains(&table)
-        }
-        _ => false,
-    };
-    let mut parts = vec![];
-    if let Some(w) = &s.selection {
-        super::or_factor::conjuncts(w, &mut parts);
-    }
-    parts.iter().any(|c| match c {
-        A::BinaryOp {
-            left,
-            op: ast::BinaryOperator::Eq,
-            right,
-        } => foreign(left) != foreign(right),
-        _ => false,
-    })
 }
 
 /// Whether `e` reads the immediately enclosing query's row.
@@ -305,6 +265,53 @@ impl Binder<'_> {
         Ok((inner, pred, t, found))
     }
 
+    /// Whether `s`'s WHERE has, among its ANDed conditions, an `=` between a column of its
+    /// FROM tables and one of no table of its FROM (an enclosing query's: a correlation
+    /// key). Read before binding, so that a NOT IN without one is left as it is; a FROM
+    /// table that is not a base table (a view, a CTE) is taken to have every name.
+    fn correlated_by_key(&self, s: &ast::Select) -> bool {
+        let mut own: Vec<(String, Option<Arc<TableEntry>>)> = vec![];
+        for t in &s.from {
+            let ast::TableFactor::Table { name, alias, .. } = &t.relation else {
+                return false;
+            };
+            let shown = match alias {
+                Some(a) => a.name.value.clone(),
+                None => name.0.last().map(|p| p.to_string()).unwrap_or_default(),
+            };
+            let entry = if self.cte(name).is_some() {
+                None
+            } else {
+                self.resolve_table(name).ok()
+            };
+            own.push((shown.to_lowercase(), entry));
+        }
+        let foreign = |e: &A| match e {
+            A::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let table = parts[parts.len() - 2].value.to_lowercase();
+                !own.iter().any(|(n, _)| *n == table)
+            }
+            A::Identifier(c) => own.iter().all(|(_, entry)| {
+                entry
+                    .as_ref()
+                    .is_some_and(|e| e.def.column_index(&c.value).is_none())
+            }),
+            _ => false,
+        };
+        let mut parts = vec![];
+        if let Some(w) = &s.selection {
+            super::or_factor::conjuncts(w, &mut parts);
+        }
+        parts.iter().any(|c| match c {
+            A::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Eq,
+                right,
+            } => foreign(left) != foreign(right),
+            _ => false,
+        })
+    }
+
     /// Whether `e`, bound in the innermost scope, may be NULL: anything but a column
     /// declared NOT NULL (of a table not on the NULL side of an outer join) or a literal
     /// other than NULL.
@@ -327,6 +334,11 @@ impl Binder<'_> {
             return Ok(None);
         };
         let null_aware = matches!(shape, Shape::NotIn(..));
+        if let Shape::NotIn(_, s) = &shape {
+            if !self.correlated_by_key(s) {
+                return Ok(None);
+            }
+        }
         let (select, kind, probe) = match shape {
             Shape::Exists(s, negated) => (
                 s,
