@@ -1344,13 +1344,7 @@ fn run_node(plan: &Plan, keep: Option<&[usize]>, ctx: &ExecCtx, sink: &mut Sink)
         Plan::Dual => {
             sink(vec![vec![]])?;
         }
-        Plan::Recursive {
-            anchors,
-            steps,
-            distinct,
-            colls,
-            id,
-        } => crate::recursive::run_recursive(anchors, steps, *distinct, colls, *id, ctx, sink)?,
+        Plan::Recursive { .. } => crate::recursive::run_recursive(plan, ctx, sink)?,
         Plan::WorkTable { id, .. } => crate::recursive::run_work_table(*id, ctx, sink)?,
         Plan::Shared { id, input, .. } => crate::cte::run_shared(*id, input, ctx, sink)?,
         Plan::Window {

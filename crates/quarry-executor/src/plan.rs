@@ -260,12 +260,14 @@ pub enum Plan {
     /// A recursive CTE: the anchors' rows, then round after round the steps' rows over
     /// the rows of the round before (read through `WorkTable { id }`), until a round adds
     /// none or `max_recursive_iterations` rounds ran; `distinct`: rows seen before are
-    /// dropped (under `colls`).
+    /// dropped (under `colls`); `cycle` (MariaDB's `CYCLE … RESTRICT`), when not empty: rows
+    /// whose values in these columns were seen before are dropped.
     Recursive {
         anchors: Vec<Plan>,
         steps: Vec<Plan>,
         distinct: bool,
         colls: Vec<Collation>,
+        cycle: Vec<usize>,
         id: usize,
     },
     /// The rows the last round of recursive CTE `id` made.

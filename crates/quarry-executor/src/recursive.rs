@@ -2,25 +2,32 @@
 //! the steps' rows over the rows the round before made, which `Plan::WorkTable` hands out
 //! through the statement's context. Rounds stop when one adds nothing or after
 //! `max_recursive_iterations` of them (warning 1931, as MariaDB: the result may be
-//! incomplete). Owns: the rounds and the rows seen. Must not touch: how the parts run.
+//! incomplete). UNION DISTINCT drops rows made before; MariaDB's `CYCLE … RESTRICT`
+//! drops rows whose values in the cycle columns were made before. Owns: the rounds and
+//! the rows seen. Must not touch: how the parts run.
 
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use quarry_common::{Collation, Result, Row};
+use quarry_common::{Error, Result, Row};
 
 use crate::exec::{run, ExecCtx, Sink, BATCH_ROWS};
 use crate::plan::Plan;
 
-pub(crate) fn run_recursive(
-    anchors: &[Plan],
-    steps: &[Plan],
-    distinct: bool,
-    colls: &[Collation],
-    id: usize,
-    ctx: &ExecCtx,
-    sink: &mut Sink,
-) -> Result<()> {
+/// Run `plan`, a `Plan::Recursive`.
+pub(crate) fn run_recursive(plan: &Plan, ctx: &ExecCtx, sink: &mut Sink) -> Result<()> {
+    let Plan::Recursive {
+        anchors,
+        steps,
+        distinct,
+        colls,
+        cycle,
+        id,
+    } = plan
+    else {
+        return Err(Error::internal("a recursive CTE's run given another plan"));
+    };
+    let (distinct, id) = (*distinct, *id);
     let limit = ctx
         .session
         .sys_var("max_recursive_iterations")
@@ -28,12 +35,18 @@ pub(crate) fn run_recursive(
     // The keys of the rows made so far (UNION DISTINCT), in memory: COMPAT.md.
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     let mut k = Vec::new();
+    // CYCLE's columns are the key where there are some: rows equal in them are equal rows.
     let mut keep = |r: &Row| {
-        if !distinct {
+        k.clear();
+        if !cycle.is_empty() {
+            for &c in cycle {
+                r[c].hash_key_in(colls.get(c).copied().unwrap_or_default(), &mut k);
+            }
+        } else if distinct {
+            crate::distinct::row_key(r, colls, &mut k);
+        } else {
             return true;
         }
-        k.clear();
-        crate::distinct::row_key(r, colls, &mut k);
         !seen.contains(&k) && seen.insert(k.clone())
     };
     let mut round: Vec<Row> = vec![];

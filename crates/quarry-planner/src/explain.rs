@@ -490,10 +490,23 @@ fn tree_node(plan: &Plan, depth: usize, cx: &TreeCx, out: &mut Vec<String>) {
             anchors,
             steps,
             distinct,
+            cycle,
             ..
         } => {
             let dedup = if *distinct { " with deduplication" } else { "" };
-            push(out, depth, format!("Recursive union{dedup}"), None, stat);
+            let cycle = if cycle.is_empty() {
+                String::new()
+            } else {
+                let cols: Vec<&str> = cycle.iter().map(|c| names[*c].as_str()).collect();
+                format!(", restricting cycles on ({})", cols.join(", "))
+            };
+            push(
+                out,
+                depth,
+                format!("Recursive union{dedup}{cycle}"),
+                None,
+                stat,
+            );
             anchors
                 .iter()
                 .chain(steps)

@@ -6,6 +6,7 @@
 //! and the mapping of parse errors to MySQL error 1064.
 //! Must not touch: the catalog, execution, sessions.
 
+pub use cycle::{cycle_columns, query_text};
 use quarry_common::{Error, Result};
 use sqlparser::ast::Statement as AstStatement;
 use sqlparser::parser::{Parser, ParserError};
@@ -15,6 +16,7 @@ pub use sqlparser::ast;
 
 mod accounts;
 mod binary_literals;
+mod cycle;
 mod dialect;
 mod digest_text;
 mod grants;
@@ -703,6 +705,7 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
     if let Some(s) = predispatch(trimmed)? {
         return Ok(vec![s]);
     }
+    let has_cycle = bare.contains("CYCLE");
     let into: std::cell::RefCell<Option<IntoFile>> = Default::default();
     let parse = |swap: bool| {
         Tokenizer::new(&dialect(), &sql)
@@ -710,6 +713,11 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
             .map_err(|e| ParserError::TokenizerError(e.to_string()))
             .and_then(|mut toks| {
                 *into.borrow_mut() = into_file::take(&mut toks)?;
+                let cycles = if has_cycle {
+                    cycle::take(&mut toks)
+                } else {
+                    Default::default()
+                };
                 let toks = number_placeholders(toks);
                 let (toks, stash) = match swap {
                     true => long_literals::swap_out(toks),
@@ -719,6 +727,9 @@ fn parse_one_text(sql: &str) -> Result<Vec<Stmt>> {
                     .with_recursion_limit(MAX_PARSE_NESTING)
                     .with_tokens_with_locations(toks)
                     .parse_statements()?;
+                if !cycles.is_empty() && !cycles.put_back(&mut stmts) {
+                    return Err(ParserError::ParserError("CYCLE".into()));
+                }
                 if stash.is_empty() || long_literals::swap_in(&mut stmts, stash) {
                     Ok(Some(stmts))
                 } else {

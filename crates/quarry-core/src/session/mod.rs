@@ -1690,7 +1690,7 @@ impl Session {
                 let (definer, invoker) = self.view_definer(cv.params.as_ref())?;
                 let view = quarry_catalog::ViewDef {
                     columns,
-                    sql: cv.query.to_string(),
+                    sql: quarry_sql::query_text(&cv.query),
                     definer,
                     invoker,
                 };

@@ -33,6 +33,10 @@ pub(super) struct Cte {
     /// Read more than once in the statement (and not recursive): the id its reads share
     /// their rows by (`Plan::Shared`).
     shared: Option<usize>,
+    /// MariaDB's `CYCLE column, … RESTRICT` (names as written; matched case-sensitively,
+    /// as MariaDB does): a recursive CTE drops rows whose values in these columns it made
+    /// before. Checked on any CTE; no other has rows dropped.
+    cycle: Vec<String>,
 }
 
 /// A recursive CTE whose steps are being bound: a reference to `name` in them reads
@@ -73,9 +77,35 @@ impl Binder<'_> {
                 self.next_sub += 1;
                 self.next_sub - 1
             });
+            let cycle: Vec<String> = quarry_sql::cycle_columns(&c.query)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|i| i.value.clone())
+                .collect();
+            if !cycle.is_empty() && !with.recursive {
+                self.ctes = saved;
+                return Err(Error::syntax_near(&format!(
+                    "CYCLE {} RESTRICT",
+                    cycle.join(", ")
+                )));
+            }
+            // Against its column list here, read or not (else when it is bound).
+            if !c.alias.columns.is_empty() {
+                let names: Vec<&str> = c
+                    .alias
+                    .columns
+                    .iter()
+                    .map(|d| d.name.value.as_str())
+                    .collect();
+                if let Err(e) = cycle_positions(&cycle, &names) {
+                    self.ctes = saved;
+                    return Err(e);
+                }
+            }
             let cte = Rc::new(Cte {
                 recursive,
                 shared,
+                cycle,
                 name,
                 query: (*c.query).clone(),
                 columns: c
@@ -124,6 +154,13 @@ impl Binder<'_> {
                 if !cte.columns.is_empty() && cte.columns.len() != sp.columns.len() {
                     return Err(Error::with_column_count());
                 }
+                let names: Vec<&str> = sp
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| cte.columns.get(i).unwrap_or(&c.name).as_str())
+                    .collect();
+                cycle_positions(&cte.cycle, &names)?;
                 Ok(sp)
             })
         };
@@ -221,12 +258,15 @@ impl Binder<'_> {
             .iter()
             .map(|c| collation::of_type(c.ty).unwrap_or_default())
             .collect();
+        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+        let cycle = cycle_positions(&cte.cycle, &names)?;
         Ok(SelectPlan {
             plan: Plan::Recursive {
                 anchors,
                 steps,
                 distinct,
                 colls,
+                cycle,
                 id,
             },
             columns,
@@ -291,6 +331,23 @@ fn unqualified(name: &ast::ObjectName) -> Option<&str> {
 /// CTE), unlike table names.
 fn same_name(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
+}
+
+/// The positions among a CTE's columns (`names`) of its CYCLE clause's: 1054 for a name
+/// it has not (compared case-sensitively, as MariaDB does), 1060 for one named twice.
+fn cycle_positions(cycle: &[String], names: &[&str]) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(cycle.len());
+    for c in cycle {
+        let at = names
+            .iter()
+            .position(|n| n == c)
+            .ok_or_else(|| Error::unknown_column(c, "CYCLE clause"))?;
+        if out.contains(&at) {
+            return Err(Error::duplicate_column(c));
+        }
+        out.push(at);
+    }
+    Ok(out)
 }
 
 /// How many times `v` names `name` as an unqualified table.
