@@ -1,6 +1,8 @@
-//! INSERT / REPLACE / LOAD DATA: rows made of their values ([`coerce`]), auto-increment,
-//! duplicate-key handling, and undo records for rollback. UPDATE and DELETE are in
-//! [`modify`].
+//! The row-change primitives of INSERT / REPLACE / LOAD DATA: rows made of their values
+//! ([`coerce`]), auto-increment, duplicate-key handling, and undo records for rollback.
+//! UPDATE and DELETE are in [`modify`]. The statements are bound by the planner
+//! (`quarry_planner::dml`), which calls these; LOAD DATA and table copies come straight
+//! from the session.
 
 mod checks;
 mod coerce;

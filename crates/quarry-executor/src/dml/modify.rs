@@ -7,8 +7,10 @@
 //! packed bytes become its undo record and its earlier version for other snapshots: a
 //! statement changing millions of rows holds one compact copy of each, not three `Row`s.
 //!
-//! Owns the statements' row selection and the change loop; coercion of assigned values
-//! is `dml::coerce`, and rollback of the undo records is the session's.
+//! Owns finding and locking the rows a condition selects and the change loop; the
+//! statements' WHERE, ORDER BY, LIMIT and SET are bound by the planner
+//! (`quarry_planner::dml`), coercion of assigned values is `dml::coerce`, and rollback of
+//! the undo records is the session's.
 
 use std::sync::Arc;
 

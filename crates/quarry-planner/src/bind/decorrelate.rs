@@ -24,18 +24,15 @@
 //! Owns: choosing the conditions and building the joins. Must not touch: how joins run.
 
 use std::ops::ControlFlow;
-
-use sqlparser::ast::{self, Expr as A};
-
 use std::sync::Arc;
 
 use quarry_catalog::TableEntry;
 use quarry_common::Result;
+use quarry_executor::expr::{and_all, conjuncts, BinOp, Expr};
+use quarry_executor::plan::{Agg, JoinKind, OutColumn, Plan};
+use sqlparser::ast::{self, Expr as A};
 
 use super::{push_filter, Binder, Level};
-use quarry_executor::expr::{and_all, conjuncts};
-use quarry_executor::expr::{BinOp, Expr};
-use quarry_executor::plan::{Agg, JoinKind, OutColumn, Plan};
 
 /// Aggregate names: a subquery using one is not a plain one (`EXISTS (SELECT COUNT(*) …)`
 /// is always true).
