@@ -17,9 +17,9 @@ mod common;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use common::{fresh_db, rows};
+use common::{fresh_db, rows, texts};
 use quarry_core::quarry_common::fuzz::Rng;
-use quarry_core::quarry_common::Value;
+use quarry_core::quarry_common::value::Date;
 use quarry_core::Session;
 
 const SF: f64 = 0.01;
@@ -117,27 +117,13 @@ const WORDS: [&str; 16] = [
     "express",
 ];
 
-/// Days since 1970-01-01 of a date, and back (the civil-calendar conversions).
-fn days(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
+/// A date's day number (`Date::to_days`), and back as a literal.
+fn days(year: u16, month: u8, day: u8) -> i64 {
+    Date { year, month, day }.to_days()
 }
 
 fn date(n: i64) -> String {
-    let z = n + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("'{y:04}-{m:02}-{d:02}'")
+    format!("'{}'", Date::from_days(n))
 }
 
 fn text(r: &mut Rng, words: usize) -> String {
@@ -337,15 +323,8 @@ fn repo() -> PathBuf {
 /// What the golden file of one query holds: the EXPLAIN table, then the traced TREE.
 fn plan_text(s: &mut Session, query: &str) -> String {
     let mut out = String::from("EXPLAIN\n");
-    for row in rows(s, &format!("EXPLAIN {query}")) {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|v| match v {
-                Value::Null => "NULL".to_string(),
-                v => v.to_string(),
-            })
-            .collect();
-        writeln!(out, "{}", cells.join(" | ")).unwrap();
+    for row in texts(s, &format!("EXPLAIN {query}")) {
+        writeln!(out, "{}", row.join(" | ")).unwrap();
     }
     out.push_str("\nEXPLAIN FORMAT=TREE, quarry_explain_passes=ON\n");
     let tree = rows(s, &format!("EXPLAIN FORMAT=TREE {query}"));
