@@ -774,6 +774,7 @@ fn tree_node(plan: &Plan, depth: usize, cx: &TreeCx, out: &mut Vec<String>) {
 }
 
 /// One row of MySQL's tabular EXPLAIN.
+#[derive(Default)]
 pub struct Row {
     pub id: u64,
     pub select_type: &'static str,
@@ -841,15 +842,8 @@ impl Tabular {
             self.rows.push(Row {
                 id,
                 select_type,
-                table: None,
-                access_type: None,
-                possible_keys: None,
-                key: None,
-                key_len: None,
-                reference: None,
-                rows: None,
-                filtered: None,
                 extra: Some("No tables used".into()),
+                ..Row::default()
             });
         }
         let mut extra: Vec<String> = vec![];
@@ -1050,13 +1044,9 @@ impl Tabular {
                     select_type: st,
                     table: Some(format!("<derived{sid}>")),
                     access_type: Some("ALL"),
-                    possible_keys: None,
-                    key: None,
-                    key_len: None,
-                    reference: None,
                     rows: estimate_rows(plan).map(|r| r.round() as u64),
                     filtered: Some(100.0),
-                    extra: None,
+                    ..Row::default()
                 });
                 self.select(input, sid, "DERIVED");
             }

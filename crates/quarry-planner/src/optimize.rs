@@ -84,13 +84,18 @@ pub(crate) fn fetch_cost(table: &TableEntry) -> f64 {
 /// the order made (`Binder::trace`).
 pub type Trace = Vec<(&'static str, Vec<String>)>;
 
+/// Add `plan` as it is after `pass` to `trace`, when there is one.
+pub(crate) fn record(trace: Option<&mut Trace>, pass: &'static str, plan: &Plan) {
+    if let Some(t) = trace {
+        t.push((pass, crate::explain::tree(plan, None, false)));
+    }
+}
+
 /// Run every post-binding choice over one SELECT's plan; with a `trace`, record the plan
 /// as bound and after each pass.
 pub fn optimize(plan: Plan, mut trace: Option<&mut Trace>) -> Plan {
     let mut step = |pass: &'static str, plan: Plan| {
-        if let Some(t) = trace.as_deref_mut() {
-            t.push((pass, crate::explain::tree(&plan, None, false)));
-        }
+        record(trace.as_deref_mut(), pass, &plan);
         plan
     };
     let plan = step("bound", plan);

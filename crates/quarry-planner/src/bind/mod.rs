@@ -201,9 +201,7 @@ impl<'a> Binder<'a> {
 
     /// Record `plan` as it is after `pass`, when tracing.
     fn traced(&mut self, pass: &'static str, plan: &Plan) {
-        if let Some(t) = &mut self.trace {
-            t.push((pass, crate::explain::tree(plan, None, false)));
-        }
+        crate::optimize::record(self.trace.as_mut(), pass, plan);
     }
 
     /// One level deeper (`leave` when done): an error past `MAX_NESTING`.
