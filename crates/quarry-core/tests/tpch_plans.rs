@@ -1,6 +1,8 @@
 //! Golden plans of the 22 TPC-H queries (`bench/tpch/queries`) on both engines, over a
-//! small TPC-H database made here (scale factor 0.01, the specification's table sizes and
-//! value domains, drawn from a fixed seed): for each query, MySQL's EXPLAIN table and
+//! small TPC-H database made here (scale factor 0.01: the specification's table sizes and
+//! key relations, its nations, regions, types, containers, segments, priorities, modes
+//! and date ranges, a subset of its words and colours, drawn from a fixed seed): for each
+//! query, MySQL's EXPLAIN table and
 //! `EXPLAIN FORMAT=TREE` with `quarry_explain_passes` on — each SELECT block's plan after
 //! decorrelation, pushdown, join order and each optimizer pass. A change to the planner
 //! that changes a plan fails here until the files are made again and the change is read
