@@ -46,6 +46,7 @@ pub mod keycode;
 pub mod keyrange;
 mod records;
 mod salvage;
+mod sample;
 mod sidecol;
 mod vectors;
 mod walk;
@@ -361,6 +362,8 @@ pub struct RowTable {
     /// Rows inserted, updated or deleted since open (ages the index statistics).
     changes: std::sync::atomic::AtomicU64,
     index_stats: Mutex<Vec<Option<IndexStat>>>,
+    /// Rows for estimates of conditions (`sample`).
+    sample: Mutex<Option<sample::Sample>>,
     /// `State::keys_disabled`, readable without the lock by index reads (which settle).
     keys_off: AtomicBool,
 }
@@ -460,6 +463,7 @@ impl RowTable {
             dirty_marker,
             changes: std::sync::atomic::AtomicU64::new(0),
             index_stats: Mutex::new(Vec::new()),
+            sample: Mutex::new(None),
             keys_off: AtomicBool::new(false),
             state: Mutex::new(State {
                 end: len,
@@ -1348,6 +1352,10 @@ impl Table for RowTable {
         }
     }
 
+    fn estimate(&self, req: &ScanRequest) -> Option<u64> {
+        self.estimate_sampled(req.filter.as_ref()?)
+    }
+
     fn count(&self, req: &ScanRequest) -> Result<Option<u64>> {
         let Some(f) = &req.filter else {
             return Ok(None);
@@ -1559,7 +1567,7 @@ impl Table for RowTable {
             }));
         }
         *self.index_stats.lock() = fresh;
-        Ok(())
+        self.resample()
     }
 
     fn insert(&self, row: Row) -> Result<RowId> {

@@ -179,15 +179,16 @@ pub fn rows_per_key(table: &TableEntry, ii: usize, parts: usize) -> f64 {
     }
 }
 
-/// A full scan of a column table with conditions: the rows its engine counts for the
-/// conditions it can take, and whether others are left (their share is not known).
+/// A full scan with conditions: the rows its engine estimates for the conditions it can
+/// (a column table counts a sample of its chunks, a row table checks a sample of its
+/// rows), and whether others are left (their share is not known).
 fn engine_counted(
     table: &TableEntry,
     access: &Access,
     filter: &Option<Expr>,
     pushed: &Option<Expr>,
 ) -> Option<(f64, bool)> {
-    if !matches!(access, Access::Full) || !table.columnar() {
+    if !matches!(access, Access::Full) {
         return None;
     }
     let cond = match (filter, pushed) {

@@ -254,9 +254,11 @@ pub fn split(table: &TableEntry, filter: Option<Expr>) -> (Option<Expr>, Option<
     (crate::expr::and_all(pushed), crate::expr::and_all(kept))
 }
 
-/// The rows of `table` its engine expects to pass the conjuncts of `filter` it takes
-/// whose constants are literals, and whether other conjuncts remain; None when there are
-/// no such conjuncts or the engine cannot tell (the planner then guesses).
+/// The rows of `table` its engine expects to pass the conjuncts of `filter` whose
+/// constants are literals — a column table's only those it takes (it counts them on its
+/// encoded chunks), a row table's any (it checks them on a sample of its rows) — and
+/// whether other conjuncts remain; None when there are no such conjuncts or the engine
+/// cannot tell (the planner then guesses).
 pub(crate) fn engine_estimate(table: &TableEntry, filter: &Expr) -> Option<(f64, bool)> {
     let mut parts = vec![];
     crate::expr::conjuncts(filter.clone(), &mut parts);
@@ -267,7 +269,11 @@ pub(crate) fn engine_estimate(table: &TableEntry, filter: &Expr) -> Option<(f64,
             _ => Err(quarry_common::Error::internal("not a literal")),
         };
         match convert(p, literal, &plain_text(table)) {
-            Ok(Some(pred)) if table.handle.pushdown(&pred) == Support::Exact => preds.push(pred),
+            Ok(Some(pred))
+                if !table.columnar() || table.handle.pushdown(&pred) == Support::Exact =>
+            {
+                preds.push(pred)
+            }
             _ => rest = true,
         }
     }

@@ -15,11 +15,9 @@ use quarry_executor::exec::ScanHow;
 use quarry_executor::expr::{Expr, SubQuery, UnOp};
 use quarry_executor::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
-/// Names of a plan's output columns, for printing conditions.
-fn layout(plan: &Plan) -> Vec<String> {
+/// Names of the columns a join's condition reads: its left input's, then its right's.
+fn joined_layout(plan: &Plan) -> Vec<String> {
     match plan {
-        Plan::Scan { table, alias, .. } => table_cols(table, alias),
-        // A semi or anti join's rows are its left input's; its condition reads both.
         Plan::Join { left, right, .. } => {
             let mut v = layout(left);
             v.extend(layout(right));
@@ -32,6 +30,19 @@ fn layout(plan: &Plan) -> Vec<String> {
             v.extend(table_cols(table, alias));
             v
         }
+        other => layout(other),
+    }
+}
+
+/// Names of a plan's output columns, for printing conditions.
+fn layout(plan: &Plan) -> Vec<String> {
+    match plan {
+        Plan::Scan { table, alias, .. } => table_cols(table, alias),
+        // A semi or anti join's rows are its left input's; its condition reads both.
+        Plan::Join { left, kind, .. } | Plan::IndexJoin { left, kind, .. } if kind.left_only() => {
+            layout(left)
+        }
+        Plan::Join { .. } | Plan::IndexJoin { .. } => joined_layout(plan),
         Plan::Filter { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Limit { input, .. }
@@ -683,7 +694,7 @@ fn tree_node(plan: &Plan, depth: usize, cx: &TreeCx, out: &mut Vec<String>) {
                 .map(|(l, r)| format!("({} = {})", expr_text(l, &ln), expr_text(r, &rn)))
                 .collect();
             if let Some(o) = on {
-                conds.push(expr_text(o, &names));
+                conds.push(expr_text(o, &joined_layout(plan)));
             }
             let cond = if conds.is_empty() {
                 String::new()
@@ -729,7 +740,7 @@ fn tree_node(plan: &Plan, depth: usize, cx: &TreeCx, out: &mut Vec<String>) {
             let kind_s = kind_label(*kind);
             let cond = on
                 .as_ref()
-                .map(|o| format!(" {}", expr_text(o, &names)))
+                .map(|o| format!(" {}", expr_text(o, &joined_layout(plan))))
                 .unwrap_or_default();
             push(
                 out,
