@@ -118,11 +118,11 @@ impl Phys {
         }
     }
 
-    fn bytes_value(self, b: &[u8]) -> Result<Value> {
+    pub(crate) fn bytes_value(self, b: &[u8]) -> Result<Value> {
         self.owned_bytes_value(b.to_vec())
     }
 
-    fn owned_bytes_value(self, b: Vec<u8>) -> Result<Value> {
+    pub(crate) fn owned_bytes_value(self, b: Vec<u8>) -> Result<Value> {
         Ok(match self {
             Phys::Bytes => Value::Bytes(b),
             _ => Value::Str(
@@ -164,20 +164,20 @@ impl Phys {
     }
 }
 
-const ALL_NULL: u8 = 0;
-const FOR: u8 = 1;
+pub(crate) const ALL_NULL: u8 = 0;
+pub(crate) const FOR: u8 = 1;
 const RLE: u8 = 2;
-const F64: u8 = 3;
+pub(crate) const F64: u8 = 3;
 /// A dictionary sorted as Quarry's plain collation compared before it was
 /// utf8mb4_general_ci's (case folded, accents not): re-sorted when read if that order
 /// is not the collation's.
-const DICT_CASE_ONLY: u8 = 4;
+pub(crate) const DICT_CASE_ONLY: u8 = 4;
 /// A dictionary sorted under utf8mb4_general_ci (bytes for binary strings).
-const DICT: u8 = 10;
+pub(crate) const DICT: u8 = 10;
 const PLAIN: u8 = 5;
 const I128: u8 = 6;
 const PACKED: u8 = 7;
-const DIGITS: u8 = 8;
+pub(crate) const DIGITS: u8 = 8;
 const I256: u8 = 9;
 
 /// More rows than any segment holds: a damaged count, refused before it sizes a buffer.
@@ -673,7 +673,7 @@ fn digit_form(
 }
 
 /// A DIGITS chunk's integers, left packed.
-fn read_digits(r: &mut Reader, rows: usize) -> Result<Digits> {
+pub(crate) fn read_digits(r: &mut Reader, rows: usize) -> Result<Digits> {
     let form = DigitForm {
         width: r.take(1)?[0],
         scale: r.take(1)?[0],
@@ -960,13 +960,13 @@ pub(crate) struct Chunk {
     pub phys: Phys,
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+pub(crate) struct Reader<'a> {
+    pub buf: &'a [u8],
+    pub pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let s = self
             .buf
             .get(self.pos..self.pos + n)
@@ -974,10 +974,10 @@ impl<'a> Reader<'a> {
         self.pos += n;
         Ok(s)
     }
-    fn u32(&mut self) -> Result<u32> {
+    pub(crate) fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
     }
-    fn i64(&mut self) -> Result<i64> {
+    pub(crate) fn i64(&mut self) -> Result<i64> {
         Ok(i64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
 }

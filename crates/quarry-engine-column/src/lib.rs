@@ -46,6 +46,7 @@ mod group;
 mod index;
 mod keys;
 mod meta;
+mod sparse;
 mod vectors;
 
 use std::collections::{BTreeMap, HashMap};
@@ -652,6 +653,12 @@ impl ColumnTable {
 
     /// Read and decode one chunk, checking its CRC.
     fn chunk(&self, seg: &Segment, col: usize) -> Result<Chunk> {
+        let buf = self.chunk_bytes(seg, col)?;
+        self.decoded(seg, col, &buf[4..])
+    }
+
+    /// A chunk's checksum (four bytes) and encoded bytes, the checksum verified.
+    fn chunk_bytes(&self, seg: &Segment, col: usize) -> Result<Vec<u8>> {
         let m = &seg.chunks[col];
         let mut buf = vec![0u8; m.len as usize + 4];
         let got = read_full(&*self.files[col], &mut buf, m.off).at(self.dir.display())?;
@@ -674,7 +681,12 @@ impl ColumnTable {
                 m.off
             )));
         }
-        let c = chunk::decode(self.phys[col], &buf[4..])?;
+        Ok(buf)
+    }
+
+    /// The chunk encoded in `buf` decoded.
+    fn decoded(&self, seg: &Segment, col: usize, buf: &[u8]) -> Result<Chunk> {
+        let c = chunk::decode(self.phys[col], buf)?;
         if c.rows != seg.rows as usize {
             return Err(Error::corrupt(format!(
                 "{}: chunk of column {} has {} rows, its segment {}",
@@ -783,6 +795,23 @@ impl ColumnTable {
         Ok((seg, pos, chunks))
     }
 
+    /// The rows of segment `i` of `snap` that `filter` passes, with `columns` decoded (the
+    /// others NULL), and their ids.
+    fn segment_rows(
+        &self,
+        snap: &Snapshot,
+        i: usize,
+        filter: Option<&Pred>,
+        columns: &[usize],
+    ) -> Result<Vec<(RowId, Row)>> {
+        let (seg, pos, mut chunks) = self.select_segment(snap, i, filter)?;
+        if pos.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self.materialize(&seg, &pos, columns, &mut chunks)?;
+        Ok(pos.iter().map(|&p| seg.id(p as usize)).zip(rows).collect())
+    }
+
     /// Rows of a segment at `positions`, with `columns` decoded (the others NULL).
     fn materialize(
         &self,
@@ -792,15 +821,25 @@ impl ColumnTable {
         chunks: &mut [Option<Chunk>],
     ) -> Result<Vec<Row>> {
         let width = self.schema.columns.len();
-        for &c in columns {
-            if chunks[c].is_none() {
-                chunks[c] = Some(self.chunk(seg, c)?);
-            }
-        }
         // Unread columns stay NULL; the read ones are filled a column at a time (one
         // chunk's data at a time, where a row at a time tested every column of every row).
         let mut rows: Vec<Row> = positions.iter().map(|_| vec![Value::Null; width]).collect();
+        let sparse = positions.len() * sparse::SPARSE < seg.rows as usize;
         for &c in columns {
+            if chunks[c].is_none() {
+                let buf = self.chunk_bytes(seg, c)?;
+                // Few rows kept: read where they lie, unless the encoding must be decoded.
+                if sparse {
+                    let (phys, n) = (self.phys[c], seg.rows as usize);
+                    if let Some(vals) = sparse::values_at(phys, &buf[4..], n, positions)? {
+                        for (row, v) in rows.iter_mut().zip(vals) {
+                            row[c] = v;
+                        }
+                        continue;
+                    }
+                }
+                chunks[c] = Some(self.decoded(seg, c, &buf[4..])?);
+            }
             let Some(ch) = chunks[c].as_ref() else {
                 continue;
             };
@@ -1385,16 +1424,14 @@ impl Cursor for ColumnCursor<'_> {
                 return Ok(Some(b));
             }
             if self.seg < self.snap.segs.len() {
-                let t = self.t;
-                let (seg, pos, mut chunks) =
-                    t.select_segment(&self.snap, self.seg, self.filter.as_ref())?;
+                let rows = self.t.segment_rows(
+                    &self.snap,
+                    self.seg,
+                    self.filter.as_ref(),
+                    &self.columns,
+                )?;
                 self.seg += 1;
-                if pos.is_empty() {
-                    continue;
-                }
-                let rows = t.materialize(&seg, &pos, &self.columns, &mut chunks)?;
-                let ids: Vec<RowId> = pos.iter().map(|&p| seg.id(p as usize)).collect();
-                self.ready = ids.into_iter().zip(rows).collect::<Vec<_>>().into_iter();
+                self.ready = rows.into_iter();
                 continue;
             }
             if !self.delta_done {
