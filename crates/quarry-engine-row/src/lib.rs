@@ -48,6 +48,7 @@ mod records;
 mod salvage;
 mod sample;
 mod sidecol;
+mod split_scan;
 mod vectors;
 mod walk;
 
@@ -1215,6 +1216,25 @@ impl Cursor for FetchCursor<'_> {
     }
 }
 
+impl RowTable {
+    /// A scan with `req` of the records in `[from, to)` (`from` a record's start).
+    fn run_cursor(&self, req: &ScanRequest, from: u64, to: u64) -> RowCursor<'_> {
+        let wanted = req.columns.as_ref().map(|cols| {
+            let filter_cols = req.filter.as_ref().map(Pred::columns).unwrap_or_default();
+            self.column_mask(cols.iter().chain(&filter_cols).copied())
+        });
+        RowCursor {
+            reader: RecordReader::new(self, from, to, scan_block(req)),
+            batch_rows: req.batch_rows.max(1),
+            filter: req
+                .filter
+                .clone()
+                .map(|f| Checked::new(self, f, wanted.as_deref())),
+            wanted,
+        }
+    }
+}
+
 impl Cursor for RowCursor<'_> {
     fn next_batch(&mut self) -> Result<Option<Batch>> {
         let mut batch = Batch::default();
@@ -1274,10 +1294,10 @@ impl Table for RowTable {
     }
 
     fn scan(&self, req: &ScanRequest) -> Result<Box<dyn Cursor + '_>> {
-        let end = {
+        let (end, starts) = {
             let mut st = self.state.lock();
             self.flush_locked(&mut st)?;
-            st.end
+            (st.end, split_scan::run_starts(&st.marks, st.end))
         };
         let block = scan_block(req);
         if let Some(f) = &req.filter {
@@ -1292,19 +1312,17 @@ impl Table for RowTable {
                 }));
             }
         }
-        let wanted = req.columns.as_ref().map(|cols| {
-            let filter_cols = req.filter.as_ref().map(Pred::columns).unwrap_or_default();
-            self.column_mask(cols.iter().chain(&filter_cols).copied())
-        });
-        Ok(Box::new(RowCursor {
-            reader: RecordReader::new(self, HEADER_SIZE, end, block),
-            batch_rows: req.batch_rows.max(1),
-            filter: req
-                .filter
-                .clone()
-                .map(|f| Checked::new(self, f, wanted.as_deref())),
-            wanted,
-        }))
+        if let Some(starts) = starts {
+            return Ok(Box::new(split_scan::SplitCursor {
+                table: self,
+                req: req.clone(),
+                starts,
+                end,
+                next: 0,
+                ready: Default::default(),
+            }));
+        }
+        Ok(Box::new(self.run_cursor(req, HEADER_SIZE, end)))
     }
 
     /// Records decoded straight into vectors (`vectors`), in up to `parts` consecutive
