@@ -8,7 +8,8 @@
 //! ```
 //!
 //! * Scans read the file sequentially in `read_buffer_size` blocks (rule 1), never one
-//!   `read()` per record.
+//!   `read()` per record; a big table's in runs, one per core at a time (`split_scan`).
+//! * The planner's estimates of conditions come from a sample of the rows (`sample`).
 //! * Appends go through a write buffer; its first flush ends on a 4 KiB boundary so every
 //!   later write is block-aligned, and bulk loads flush in 128 KiB writes.
 //! * Deleted records keep their slot; a later insert whose record fits reuses it (first
