@@ -1314,14 +1314,12 @@ impl Table for RowTable {
             }
         }
         if let Some(starts) = starts {
-            return Ok(Box::new(split_scan::SplitCursor {
-                table: self,
-                req: req.clone(),
+            return Ok(Box::new(split_scan::SplitCursor::new(
+                self,
+                req.clone(),
                 starts,
                 end,
-                next: 0,
-                ready: Default::default(),
-            }));
+            )));
         }
         Ok(Box::new(self.run_cursor(req, HEADER_SIZE, end)))
     }

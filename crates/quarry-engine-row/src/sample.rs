@@ -103,7 +103,7 @@ impl RowTable {
             let n = starts.len().min(RUNS);
             let per = BUDGET / n as u64;
             (0..n)
-                .map(|k| starts[k * (starts.len() - 1) / (n - 1).max(1)])
+                .map(|k| starts[k * (starts.len() - 1) / (n - 1)])
                 .map(|s| (s, (s + per).min(end)))
                 .collect()
         };

@@ -36,16 +36,28 @@ pub(crate) fn run_starts(marks: &[u64], end: u64) -> Option<Vec<u64>> {
 }
 
 pub(crate) struct SplitCursor<'a> {
-    pub table: &'a RowTable,
-    pub req: ScanRequest,
-    pub starts: Vec<u64>,
-    pub end: u64,
+    table: &'a RowTable,
+    req: ScanRequest,
+    starts: Vec<u64>,
+    end: u64,
     /// The next run to read.
-    pub next: usize,
-    pub ready: VecDeque<Batch>,
+    next: usize,
+    ready: VecDeque<Batch>,
 }
 
-impl SplitCursor<'_> {
+impl<'a> SplitCursor<'a> {
+    /// A scan with `req` of the records before `end`, in runs from `starts`.
+    pub(crate) fn new(table: &'a RowTable, req: ScanRequest, starts: Vec<u64>, end: u64) -> Self {
+        SplitCursor {
+            table,
+            req,
+            starts,
+            end,
+            next: 0,
+            ready: VecDeque::new(),
+        }
+    }
+
     fn run(&self, k: usize) -> (u64, u64) {
         let to = self.starts.get(k + 1).copied().unwrap_or(self.end);
         (self.starts[k], to)
@@ -156,29 +168,16 @@ mod tests {
                 ..Default::default()
             };
             let whole = drain(&mut t.run_cursor(&req, HEADER_SIZE, end));
-            let mut split = SplitCursor {
-                table: &t,
-                req: req.clone(),
-                starts: starts.clone(),
-                end,
-                next: 0,
-                ready: Default::default(),
-            };
+            let mut split = SplitCursor::new(&t, req.clone(), starts.clone(), end);
             let got = drain(&mut split);
             assert!(!whole.0.is_empty());
             assert_eq!(got, whole, "{:?}", req.filter);
         }
-        let mut split = SplitCursor {
-            table: &t,
-            req: ScanRequest {
-                batch_rows: 10,
-                ..Default::default()
-            },
-            starts: starts.clone(),
-            end,
-            next: 0,
-            ready: Default::default(),
+        let few = ScanRequest {
+            batch_rows: 10,
+            ..Default::default()
         };
+        let mut split = SplitCursor::new(&t, few, starts.clone(), end);
         let first = split.next_batch().unwrap().unwrap();
         assert_eq!(first.ids[0], ids[1]);
         assert_eq!(split.next, 1, "one run read for the first batch");

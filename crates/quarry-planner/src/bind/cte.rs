@@ -51,17 +51,24 @@ impl Binder<'_> {
     /// Make `with`'s CTEs visible (until the returned scope is put back with
     /// [`Binder::leave_with`]).
     pub(super) fn enter_with(&mut self, q: &ast::Query) -> Result<Vec<Rc<Cte>>> {
-        let Some(with) = &q.with else {
-            return Ok(self.ctes.clone());
-        };
         let saved = self.ctes.clone();
+        if let Some(with) = &q.with {
+            if let Err(e) = self.define_ctes(q, with) {
+                self.ctes = saved;
+                return Err(e);
+            }
+        }
+        Ok(saved)
+    }
+
+    /// Add `with`'s CTEs (of query `q`) to those visible, in order.
+    fn define_ctes(&mut self, q: &ast::Query, with: &ast::With) -> Result<()> {
         for (i, c) in with.cte_tables.iter().enumerate() {
             let name = c.alias.name.value.clone();
             if with.cte_tables[..i]
                 .iter()
                 .any(|o| same_name(&o.alias.name.value, &name))
             {
-                self.ctes = saved;
                 return Err(Error::duplicate_query_name(&name));
             }
             let recursive = with.recursive && names_table(&c.query, &name);
@@ -83,24 +90,20 @@ impl Binder<'_> {
                 .map(|i| i.value.clone())
                 .collect();
             if !cycle.is_empty() && !with.recursive {
-                self.ctes = saved;
                 return Err(Error::syntax_near(&format!(
                     "CYCLE {} RESTRICT",
                     cycle.join(", ")
                 )));
             }
+            let columns: Vec<String> = c
+                .alias
+                .columns
+                .iter()
+                .map(|d| d.name.value.clone())
+                .collect();
             // Against its column list here, read or not (else when it is bound).
-            if !c.alias.columns.is_empty() {
-                let names: Vec<&str> = c
-                    .alias
-                    .columns
-                    .iter()
-                    .map(|d| d.name.value.as_str())
-                    .collect();
-                if let Err(e) = cycle_positions(&cycle, &names) {
-                    self.ctes = saved;
-                    return Err(e);
-                }
+            if !columns.is_empty() {
+                cycle_positions(&cycle, &columns)?;
             }
             let cte = Rc::new(Cte {
                 recursive,
@@ -108,17 +111,12 @@ impl Binder<'_> {
                 cycle,
                 name,
                 query: (*c.query).clone(),
-                columns: c
-                    .alias
-                    .columns
-                    .iter()
-                    .map(|d| d.name.value.clone())
-                    .collect(),
+                columns,
                 visible: self.ctes.clone(),
             });
             self.ctes.push(cte);
         }
-        Ok(saved)
+        Ok(())
     }
 
     pub(super) fn leave_with(&mut self, saved: Vec<Rc<Cte>>) {
@@ -335,12 +333,12 @@ fn same_name(a: &str, b: &str) -> bool {
 
 /// The positions among a CTE's columns (`names`) of its CYCLE clause's: 1054 for a name
 /// it has not (compared case-sensitively, as MariaDB does), 1060 for one named twice.
-fn cycle_positions(cycle: &[String], names: &[&str]) -> Result<Vec<usize>> {
+fn cycle_positions(cycle: &[String], names: &[impl AsRef<str>]) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(cycle.len());
     for c in cycle {
         let at = names
             .iter()
-            .position(|n| n == c)
+            .position(|n| n.as_ref() == c)
             .ok_or_else(|| Error::unknown_column(c, "CYCLE clause"))?;
         if out.contains(&at) {
             return Err(Error::duplicate_column(c));
@@ -365,10 +363,5 @@ fn mentions<V: ast::Visit>(v: &V, name: &str) -> usize {
 
 /// Whether `v` names `name` as an unqualified table anywhere.
 fn names_table<V: ast::Visit>(v: &V, name: &str) -> bool {
-    use std::ops::ControlFlow;
-    let found = ast::visit_relations(v, |r| match r.0.as_slice() {
-        [ast::ObjectNamePart::Identifier(i)] if same_name(&i.value, name) => ControlFlow::Break(()),
-        _ => ControlFlow::Continue(()),
-    });
-    found.is_break()
+    mentions(v, name) > 0
 }
