@@ -13,31 +13,74 @@ use crate::value::like;
 pub struct CompiledLike {
     pattern: String,
     escape: char,
-    /// The pattern has no `_` or escape and is ASCII: `%` is its only wildcard.
-    plain: bool,
+    /// When the pattern has no `_` or escape and is ASCII (`%` its only wildcard): its
+    /// pieces, found once.
+    pieces: Option<Pieces>,
+}
+
+/// A plain pattern cut at its `%` signs: the text before the first, after the last (when
+/// there is one), and between, each middle piece with the place of its rarest byte.
+struct Pieces {
+    first: Vec<u8>,
+    last: Option<Vec<u8>>,
+    middle: Vec<(Vec<u8>, usize)>,
 }
 
 impl CompiledLike {
     pub fn new(pattern: &str, escape: char) -> CompiledLike {
+        let pieces = is_plain(pattern, escape).then(|| {
+            let p = pattern.as_bytes();
+            match (memchr::memchr(b'%', p), memchr::memrchr(b'%', p)) {
+                (Some(first_end), Some(last_pct)) => Pieces {
+                    first: p[..first_end].to_vec(),
+                    last: Some(p[last_pct + 1..].to_vec()),
+                    middle: match first_end == last_pct {
+                        true => Vec::new(),
+                        false => p[first_end + 1..last_pct]
+                            .split(|&b| b == b'%')
+                            .map(|piece| (piece.to_vec(), rarest(piece)))
+                            .collect(),
+                    },
+                },
+                _ => Pieces {
+                    first: p.to_vec(),
+                    last: None,
+                    middle: Vec::new(),
+                },
+            }
+        });
         CompiledLike {
             pattern: pattern.to_string(),
             escape,
-            plain: is_plain(pattern, escape),
+            pieces,
         }
     }
 
     /// `s LIKE pattern ESCAPE escape` under the plain collation.
     pub fn matches(&self, s: &str) -> bool {
-        match self.plain && s.is_ascii() {
-            true => pieces_match(s.as_bytes(), self.pattern.as_bytes()),
-            false => like(s, &self.pattern, self.escape),
+        match (&self.pieces, s.is_ascii()) {
+            (Some(p), true) => p.matches(s.as_bytes()),
+            _ => like(s, &self.pattern, self.escape),
         }
     }
 
     /// `matches` of text given as bytes, when they are ASCII and the pattern plain (no
     /// UTF-8 check needed); None otherwise (check them as UTF-8 and call `matches`).
     pub fn matches_ascii(&self, b: &[u8]) -> Option<bool> {
-        (self.plain && b.is_ascii()).then(|| pieces_match(b, self.pattern.as_bytes()))
+        let p = self.pieces.as_ref()?;
+        b.is_ascii().then(|| p.matches(b))
+    }
+}
+
+impl Pieces {
+    fn matches(&self, s: &[u8]) -> bool {
+        let Some(last) = &self.last else {
+            return s.eq_ignore_ascii_case(&self.first);
+        };
+        let Some(rest) = ends_match(s, &self.first, last) else {
+            return false;
+        };
+        middle_match(rest, self.middle.iter().map(|(p, k)| (p.as_slice(), *k)))
     }
 }
 
@@ -69,20 +112,31 @@ fn pieces_match(s: &[u8], pattern: &[u8]) -> bool {
         return s.eq_ignore_ascii_case(pattern);
     };
     let (first, last) = (&pattern[..first_end], &pattern[last_pct + 1..]);
-    if s.len() < first.len() + last.len()
-        || !s[..first.len()].eq_ignore_ascii_case(first)
-        || !s[s.len() - last.len()..].eq_ignore_ascii_case(last)
-    {
+    let Some(rest) = ends_match(s, first, last) else {
         return false;
-    }
-    // The middle pieces, each at its first place after the one before: with `%` the only
-    // wildcard, the earliest place leaves the most room for the rest.
-    let mut rest = &s[first.len()..s.len() - last.len()];
+    };
     if first_end == last_pct {
         return true;
     }
-    for piece in pattern[first_end + 1..last_pct].split(|&b| b == b'%') {
-        match find_ignoring_case(rest, piece) {
+    let middle = pattern[first_end + 1..last_pct].split(|&b| b == b'%');
+    middle_match(rest, middle.map(|piece| (piece, rarest(piece))))
+}
+
+/// What lies between `s`'s `first` and `last` pieces, when it starts and ends with them
+/// (not overlapping), ASCII case ignored.
+fn ends_match<'s>(s: &'s [u8], first: &[u8], last: &[u8]) -> Option<&'s [u8]> {
+    (s.len() >= first.len() + last.len()
+        && s[..first.len()].eq_ignore_ascii_case(first)
+        && s[s.len() - last.len()..].eq_ignore_ascii_case(last))
+    .then(|| &s[first.len()..s.len() - last.len()])
+}
+
+/// Whether the middle pieces (each with the place of its rarest byte) are found in
+/// `rest` in order, each at its first place after the one before: with `%` the only
+/// wildcard, the earliest place leaves the most room for the rest.
+fn middle_match<'p>(mut rest: &[u8], pieces: impl Iterator<Item = (&'p [u8], usize)>) -> bool {
+    for (piece, k) in pieces {
+        match find_ignoring_case(rest, piece, k) {
             Some(at) => rest = &rest[at + piece.len()..],
             None => return false,
         }
@@ -90,21 +144,49 @@ fn pieces_match(s: &[u8], pattern: &[u8]) -> bool {
     true
 }
 
-/// Where `needle` first starts in `hay`, ASCII case ignored.
-fn find_ignoring_case(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let Some(&c) = needle.first() else {
+/// Where `needle` first starts in `hay`, ASCII case ignored. The byte searched for is
+/// the needle's rarest in English text, not its first: comments are mostly common
+/// letters, and a search for the `s` of `special` stops at nearly every word.
+/// `k` is the place of that byte in `needle` ([`rarest`]).
+fn find_ignoring_case(hay: &[u8], needle: &[u8], k: usize) -> Option<usize> {
+    if needle.is_empty() {
         return Some(0);
-    };
+    }
+    let c = needle[k];
     let (lo, up) = (c.to_ascii_lowercase(), c.to_ascii_uppercase());
-    let mut from = 0;
-    while from + needle.len() <= hay.len() {
-        let at = from + memchr::memchr2(lo, up, &hay[from..=hay.len() - needle.len()])?;
+    // `at` is where the needle would start; its anchor byte is at `at + k`.
+    let mut at = 0;
+    while at + needle.len() <= hay.len() {
+        let window = &hay[at + k..=hay.len() - needle.len() + k];
+        at += memchr::memchr2(lo, up, window)?;
         if hay[at..at + needle.len()].eq_ignore_ascii_case(needle) {
             return Some(at);
         }
-        from = at + 1;
+        at += 1;
     }
     None
+}
+
+/// The place in `piece` of its rarest byte (0 for an empty piece).
+fn rarest(piece: &[u8]) -> usize {
+    (0..piece.len())
+        .min_by_key(|&i| commonness(piece[i]))
+        .unwrap_or(0)
+}
+
+/// How common a byte is in text, lower for rarer: letters by their frequency in English
+/// (either case), the space commonest, other bytes between the rare and the common
+/// letters.
+fn commonness(b: u8) -> u8 {
+    const LETTERS: &[u8; 26] = b"zqjxkvbpygfwmucldrhsnioate";
+    match b {
+        b' ' => 40,
+        b'a'..=b'z' | b'A'..=b'Z' => {
+            let l = b.to_ascii_lowercase();
+            LETTERS.iter().position(|&x| x == l).unwrap_or(0) as u8 + 10
+        }
+        _ => 20,
+    }
 }
 
 #[cfg(test)]
@@ -140,5 +222,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The search anchored at a needle's rarest byte finds its first place, ASCII case
+    /// ignored, as a search from every place does: needles whose rare byte is first,
+    /// last or inside, repeated, overlapping, and at the haystack's ends.
+    #[test]
+    fn finds_the_first_place_whatever_byte_it_anchors_at() {
+        let naive = |hay: &[u8], needle: &[u8]| {
+            (0..=hay.len().saturating_sub(needle.len())).find(|&i| {
+                i + needle.len() <= hay.len()
+                    && hay[i..i + needle.len()].eq_ignore_ascii_case(needle)
+            })
+        };
+        let mut rng = Rng::new(5);
+        let alphabet = b"seqQSE x";
+        for _ in 0..50_000 {
+            let hay: Vec<u8> = (0..rng.below(14)).map(|_| alphabet[rng.below(8)]).collect();
+            let needle: Vec<u8> = (0..rng.below(5)).map(|_| alphabet[rng.below(8)]).collect();
+            assert_eq!(
+                find_ignoring_case(&hay, &needle, rarest(&needle)),
+                naive(&hay, &needle),
+                "{:?} in {:?}",
+                String::from_utf8_lossy(&needle),
+                String::from_utf8_lossy(&hay)
+            );
+        }
+        let comment = b"ly final requests. special, express REQUESTS sleep";
+        assert_eq!(find_ignoring_case(comment, b"requests", 2), Some(9));
+        assert_eq!(find_ignoring_case(&comment[10..], b"requests", 0), Some(26));
+        assert_eq!(find_ignoring_case(comment, b"SPECIAL", 6), Some(19));
+        assert!(pieces_match(comment, b"%special%requests%"));
+        assert!(!pieces_match(
+            comment,
+            b"%requests%special%requests%sleep%x"
+        ));
     }
 }
