@@ -6,13 +6,15 @@
 //!
 //! Costs are in "row reads": a row-table row read in file order by a scan costs 1, a row
 //! fetched through an index costs `FETCH`, an index entry read costs `ENTRY`, an index
-//! descent `PROBE`, inserting a row into a hash join's table `BUILD`. The constants were
-//! set from the row engine's measured speeds (a full scan decodes ~0.8 M rows/s; a batch
-//! of sorted fetches reads ~0.25 M rows/s); a column table's scan row costs
-//! `COLUMN_SCAN`, its fetch `COLUMN_FETCH` and a descent of its index `COLUMN_PROBE` on
-//! the same scale. An inner join with a column table is also costed as a hash join that
-//! builds on its left rows and filters the table's scan by their keys (`COLUMN_KEY_CHECK`
-//! a key checked on its chunk, `COLUMN_FILTERED_ROW` a row that passed).
+//! descent `PROBE`, inserting a row into a hash join's table `BUILD`. `FETCH` and `PROBE`
+//! are the row engine's speeds against its scan's in a table that stays in the CPU's
+//! caches, and grow with a larger table's size (`uncached`); a column table's scan row
+//! costs `COLUMN_SCAN`, its fetch `COLUMN_FETCH` and a descent of its index
+//! `COLUMN_PROBE` on the same scale. An inner join is also costed as a hash join that
+//! builds on its left rows and filters the table's scan by their keys: a column table
+//! checks a key on its chunk (`COLUMN_KEY_CHECK`) and makes a row that passed
+//! (`COLUMN_FILTERED_ROW`); a row table's scan walks every record (a scan row each) and
+//! decodes the rows that pass (`ROW_FILTERED_ROW`).
 
 use std::collections::BTreeSet;
 
@@ -27,6 +29,8 @@ use quarry_executor::expr::and_all;
 use quarry_executor::expr::{BinOp, Expr};
 use quarry_executor::plan::{Access, AggFunc, JoinKind, Plan, ReadMode};
 
+/// A row-table row fetched by id, against a row its scan reads, when the table is small
+/// enough to stay in the CPU's caches (`uncached`).
 pub(crate) const FETCH: f64 = 3.0;
 /// A row of a column table read by a scan: conditions are evaluated on encoded chunks
 /// and only the columns read are decoded (TPC-H's lineitem scans at ~10 M rows/s).
@@ -35,7 +39,18 @@ pub(crate) const COLUMN_SCAN: f64 = 0.1;
 /// decoded chunks (the chunk cache, once a chunk was read).
 pub(crate) const COLUMN_FETCH: f64 = 1.0;
 pub(crate) const ENTRY: f64 = 0.2;
+/// A descent of a row table's index, as `FETCH`.
 pub(crate) const PROBE: f64 = 2.0;
+/// Row tables of up to this many rows are costed as cache-resident; `FETCH` and `PROBE`
+/// grow with the doublings past it, up to `UNCACHED` times.
+const CACHED_ROWS: f64 = 10_000.0;
+/// How much more a fetch and a descent cost in a table far larger than the caches
+/// (TPC-H SF 0.1, 2 cores, November 2026): a scan of orders checking a condition on each
+/// of its 150 000 rows took 15 ms, 0.1 µs a row; 29 850 lineitem rows read through a
+/// range of its `l_partkey` index 18 ms, 0.6 µs a row; looking up and fetching their
+/// 29 850 orders by primary key 49 ms more, 1.65 µs each: 16 scan rows, where `PROBE +
+/// FETCH` is 5.
+const UNCACHED: f64 = 3.3;
 /// A descent of a column table's key index: a binary search of its packed entries in
 /// memory. With `COLUMN_FETCH`, measured on TPC-H SF 1's orders: 320 000 lookups by
 /// primary key from lineitem rows in 0.85 s, where building a hash table on all of
@@ -50,6 +65,9 @@ pub(crate) const COLUMN_KEY_CHECK: f64 = 0.005;
 /// A row of a column table that passed a runtime filter: made from its chunks, then
 /// probed into the join's table.
 pub(crate) const COLUMN_FILTERED_ROW: f64 = 0.3;
+/// A row of a row table that passed a runtime filter: the rest of its record decoded,
+/// then probed into the join's table (its key was checked by the walk a scan row costs).
+pub(crate) const ROW_FILTERED_ROW: f64 = 1.0;
 /// How much cheaper than index probes a filtered hash join must be costed to be chosen.
 const FILTERED_MARGIN: f64 = 1.5;
 
@@ -67,7 +85,7 @@ pub(crate) fn probe_cost(table: &TableEntry) -> f64 {
     if table.columnar() {
         COLUMN_PROBE
     } else {
-        PROBE
+        PROBE * uncached(table)
     }
 }
 
@@ -76,8 +94,17 @@ pub(crate) fn fetch_cost(table: &TableEntry) -> f64 {
     if table.columnar() {
         COLUMN_FETCH
     } else {
-        FETCH
+        FETCH * uncached(table)
     }
+}
+
+/// How much dearer than in a cache-resident table a row table's fetches and descents are:
+/// a scan reads in file order whatever the size, where each fetch of a large table misses
+/// the caches. 1 up to `CACHED_ROWS` rows, one more per doubling past it, at most
+/// `UNCACHED` (MariaDB's plans for small tables, which `tests/slt/explain.slt` holds,
+/// are kept).
+fn uncached(table: &TableEntry) -> f64 {
+    (1.0 + (table_rows(table) / CACHED_ROWS).log2()).clamp(1.0, UNCACHED)
 }
 
 /// Plans after each rewrite as `EXPLAIN FORMAT=TREE` lines, with the rewrite's name, in
@@ -890,6 +917,17 @@ fn fetched_per_probe(kind: JoinKind, rpk: f64, residual: bool) -> f64 {
     }
 }
 
+/// Cost of fetching the `n` rows one probe of index `ii` of `table` finds. A row table's
+/// rows of one primary-key prefix were most likely inserted together (an order's lines),
+/// so they lie together in its file: past the first, each costs a cache-resident fetch.
+pub(crate) fn fetched_cost(table: &TableEntry, ii: usize, n: f64) -> f64 {
+    let clustered = !table.columnar() && table.def.indexes[ii].primary;
+    match clustered && n > 1.0 {
+        true => fetch_cost(table) + (n - 1.0) * FETCH,
+        false => n * fetch_cost(table),
+    }
+}
+
 /// The index of the right scan to probe and the left expressions for its leading
 /// columns, if an index nested-loop join is cheaper than the hash join.
 fn probe_plan(
@@ -925,7 +963,8 @@ fn probe_plan(
     let keys = at.into_iter().map(|j| left_keys[j].clone()).collect();
     let outer = estimate_rows(left)?;
     let fetch = fetch_cost(table);
-    let probe_cost = outer * (probe_cost(table) + fetched_per_probe(kind, rpk, residual) * fetch);
+    let per_probe = fetched_per_probe(kind, rpk, residual);
+    let probe_cost = outer * (probe_cost(table) + fetched_cost(table, ii, per_probe));
     // The hash join reads the right input whole and inserts the rows its conditions keep
     // (all of them, for all it knows, past the conditions whose share is known).
     let kept = scan_rows_known(right).unwrap_or_else(|| table_rows(table));
@@ -952,8 +991,9 @@ fn probe_plan(
 /// makes only the rows whose key is among the left's — about `outer * rpk` of them, of
 /// which its own conditions keep their share. None when the join would not build on its
 /// left (`quarry_executor::join::builds_left`, which the executor asks too) or no filter reaches
-/// the scan's engine (not a column table's full scan, or no integer key column), and for
-/// joins other than inner ones.
+/// the scan's engine (not a full scan, or no integer key column), and for joins other
+/// than inner ones. A column table checks the keys on its chunks; a row table's scan
+/// walks every record to its key cells, as it would to check any condition.
 fn filtered_hash_cost(
     left: &Plan,
     right: &Plan,
@@ -974,7 +1014,6 @@ fn filtered_hash_cost(
     // Inner joins only: a semi or anti join's probes stop at a key's first match, and a
     // LEFT join's probe side is never filtered.
     if kind != JoinKind::Inner
-        || !table.columnar()
         || !quarry_executor::join::builds_left(
             kind,
             left,
@@ -990,5 +1029,9 @@ fn filtered_hash_cost(
     let rows = table_rows(table);
     let kept = scan_rows_known(right).unwrap_or(rows);
     let passing = (outer * rpk).min(rows) * (kept / rows.max(1.0));
-    Some(outer * BUILD + rows * COLUMN_KEY_CHECK + passing * (COLUMN_FILTERED_ROW + ENTRY))
+    let (check, made) = match table.columnar() {
+        true => (COLUMN_KEY_CHECK, COLUMN_FILTERED_ROW),
+        false => (scan_cost(table), ROW_FILTERED_ROW),
+    };
+    Some(outer * BUILD + rows * check + passing * (made + ENTRY))
 }

@@ -21,7 +21,7 @@
 //! `RAND()` are left as written.
 
 use crate::bind::{columns_used, equi_key};
-use crate::optimize::{best_probe, fetch_cost, probe_cost, scan_cost, BUILD, ENTRY};
+use crate::optimize::{best_probe, fetch_cost, fetched_cost, probe_cost, scan_cost, BUILD, ENTRY};
 use implied::Classes;
 use quarry_executor::cardinality::UNKNOWN_FILTER;
 use quarry_executor::cardinality::{access_estimate, estimate_rows, table_distinct, table_rows};
@@ -450,7 +450,7 @@ impl Group {
                     order: None,
                     ..
                 } => best_probe(table, &keyed)
-                    .map(|(_, _, rpk)| outer * (probe_cost(table) + rpk * fetch_cost(table))),
+                    .map(|(ii, _, rpk)| outer * (probe_cost(table) + fetched_cost(table, ii, rpk))),
                 _ => None,
             };
             probe.map_or(hash, |p| p.min(hash)) + rows_of(set | bit) * OUTPUT
