@@ -508,7 +508,7 @@ fn a_bulk_load_is_read_consistently_while_it_runs_and_survives_a_crash_after_it(
 }
 
 #[test]
-fn a_large_load_leaves_no_delta_and_small_bulk_statements_share_segments() {
+fn a_load_leaves_no_delta_past_a_share_of_a_segment_and_small_bulk_statements_share_one() {
     let dir = tmpdir("tail");
     let engine = ColumnEngine::with_segment_rows(64);
     drop(open(&dir, &engine, false));
@@ -537,10 +537,20 @@ fn a_large_load_leaves_no_delta_and_small_bulk_statements_share_segments() {
     let mut k = 0;
     // 150 rows: two whole segments and the tail as a short one.
     assert_eq!(bulk(150, &mut k), (vec![64, 64, 22], 0));
-    // Small statements wait in the delta until they fill a segment.
-    assert_eq!(bulk(30, &mut k), (vec![64, 64, 22], 30));
-    assert_eq!(bulk(40, &mut k), (vec![64, 64, 22, 64], 6));
-    assert_eq!(scan(&t, None, None).len(), 220);
+    // Small statements wait in the delta until they fill an eighth of a segment (8 rows),
+    // then go to a short segment together.
+    assert_eq!(bulk(5, &mut k), (vec![64, 64, 22], 5));
+    assert_eq!(bulk(2, &mut k), (vec![64, 64, 22], 7));
+    assert_eq!(bulk(3, &mut k), (vec![64, 64, 22, 10], 0));
+    // A load of less than a segment but past the share: a short segment of its own.
+    assert_eq!(bulk(30, &mut k), (vec![64, 64, 22, 10, 30], 0));
+    // More than a segment's worth: whole segments, the rest short.
+    assert_eq!(bulk(70, &mut k), (vec![64, 64, 22, 10, 30, 64, 6], 0));
+    let got = scan(&t, None, None);
+    assert_eq!(got.len(), 260);
+    for (i, (_, r)) in got.iter().enumerate() {
+        assert_eq!(r[0], Value::Int(i as i64));
+    }
     drop(t);
     std::fs::remove_dir_all(&dir).unwrap();
 }
