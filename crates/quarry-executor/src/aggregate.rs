@@ -178,6 +178,10 @@ impl AggState {
             }
             return Ok(());
         }
+        // A group's first value is taken once: the rows after it are not evaluated.
+        if let AggState::First(_, true) = self {
+            return Ok(());
+        }
         if let [arg] = a.args.as_slice() {
             if matches!(
                 self,
