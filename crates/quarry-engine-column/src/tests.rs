@@ -507,27 +507,30 @@ fn a_bulk_load_is_read_consistently_while_it_runs_and_survives_a_crash_after_it(
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Table `t` in `dir` (created by an engine of 64-row segments) opened as the engine's
+/// own type, so a test can look at its segments and delta.
+fn open_column_table(dir: &Path) -> ColumnTable {
+    let engine = ColumnEngine::with_segment_rows(64);
+    drop(open(dir, &engine, false));
+    let cols = cols_dir(&TablePath::new(dir, "t"));
+    ColumnTable::open(
+        &cols,
+        schema(false),
+        Arc::new(HandlerCounters::default()),
+        64,
+    )
+    .unwrap()
+}
+
 /// A small load that takes the delta past an eighth of a segment writes it as a short
 /// segment, with rows inserted one by one before it (logged, not yet in a segment): the
 /// process dying right after the load loses none of them and repeats none.
 #[test]
 fn a_small_load_turned_into_a_segment_survives_a_crash_after_it() {
     let dir = tmpdir("small-load-crash");
-    let engine = ColumnEngine::with_segment_rows(64);
-    drop(open(&dir, &engine, false));
-    let cols = cols_dir(&TablePath::new(&dir, "t"));
-    let open_t = || {
-        ColumnTable::open(
-            &cols,
-            schema(false),
-            Arc::new(HandlerCounters::default()),
-            64,
-        )
-        .unwrap()
-    };
     let mut rng = Rng(11);
     let rows: Vec<Row> = (0..23).map(|k| row(k, &mut rng)).collect();
-    let t = open_t();
+    let t = open_column_table(&dir);
     for r in &rows[..3] {
         t.insert(r.clone()).unwrap();
     }
@@ -538,7 +541,7 @@ fn a_small_load_turned_into_a_segment_survives_a_crash_after_it() {
     }
     t.end_bulk().unwrap();
     std::mem::forget(t);
-    let t = open_t();
+    let t = open_column_table(&dir);
     {
         let st = t.state.lock();
         let segs: Vec<u32> = st.segs.iter().map(|s| s.rows).collect();
@@ -561,16 +564,7 @@ fn a_small_load_turned_into_a_segment_survives_a_crash_after_it() {
 #[test]
 fn a_load_leaves_no_delta_past_a_share_of_a_segment_and_small_bulk_statements_share_one() {
     let dir = tmpdir("tail");
-    let engine = ColumnEngine::with_segment_rows(64);
-    drop(open(&dir, &engine, false));
-    let cols = cols_dir(&TablePath::new(&dir, "t"));
-    let t = ColumnTable::open(
-        &cols,
-        schema(false),
-        Arc::new(HandlerCounters::default()),
-        64,
-    )
-    .unwrap();
+    let t = open_column_table(&dir);
     let mut rng = Rng(3);
     let mut bulk = |n: i64, k: &mut i64| {
         t.begin_bulk(1 << 16);
