@@ -11,7 +11,8 @@ fn count(s: &mut Session, sql: &str) -> i64 {
     rows(s, sql)[0][0].to_i64()
 }
 
-/// 200 000 rows: three full segments and a remainder; maker '36440' on every 33rd row.
+/// 200 000 rows in INSERTs of 10 000: the first a short segment (a first load past an
+/// eighth of a segment), two full ones and a remainder; maker '36440' on every 33rd row.
 fn load(s: &mut Session) {
     s.query(
         "CREATE TABLE big (Id INT, PZN CHAR(7), Hersteller CHAR(5), Note VARCHAR(40)) ENGINE=COLUMN",

@@ -85,8 +85,8 @@ impl<T> At<T> for std::io::Result<T> {
 
 /// Rows per segment.
 pub const SEGMENT_ROWS: usize = 65536;
-/// A bulk load leaves a delta of at least this share of a segment (1/8) as a short
-/// segment.
+/// The first bulk load of a table leaves a delta of at least this share of a segment (1/8)
+/// as a short segment.
 const TAIL_SEGMENT_SHARE: usize = 8;
 
 pub struct ColumnEngine {
@@ -1815,13 +1815,14 @@ impl Table for ColumnTable {
         }
         let had = st.unlogged;
         // The tail of a load of many segments becomes a (short) segment too: a delta is read
-        // row by row, and a segment's zone maps skip it whole. So does a delta that
-        // smaller bulk statements filled past a share of a segment (a table of 15 000
-        // rows loaded at once: TPC-H SF 0.1's customer, scanned row by row from the delta
-        // by every query that read it); below that they wait in the delta to fill a
-        // segment together, so many small loads do not leave many tiny segments.
+        // row by row, and a segment's zone maps skip it whole. So does the first load of a
+        // table that had no segment, once its delta holds a share of one (a table of
+        // 15 000 rows loaded at once: TPC-H SF 0.1's customer, scanned row by row from the
+        // delta by every query that read it). Later smaller bulk statements wait in the
+        // delta to fill a segment together: a dump's extended INSERTs of some thousand
+        // rows each would otherwise leave a short segment each.
         let tail = st.bulk_rows >= self.segment_rows as u64
-            || st.delta.len() * TAIL_SEGMENT_SHARE >= self.segment_rows;
+            || (st.bulk_segs == 0 && st.delta.len() * TAIL_SEGMENT_SHARE >= self.segment_rows);
         self.merge(&mut st, tail)?;
         if self.meta_file.is_some() && st.segs.len() == st.bulk_segs && st.unlogged {
             // With the write-ahead log, a load that formed no segment logs its rows like

@@ -522,9 +522,9 @@ fn open_column_table(dir: &Path) -> ColumnTable {
     .unwrap()
 }
 
-/// A small load that takes the delta past an eighth of a segment writes it as a short
-/// segment, with rows inserted one by one before it (logged, not yet in a segment): the
-/// process dying right after the load loses none of them and repeats none.
+/// A small first load that takes the delta past an eighth of a segment writes it as a
+/// short segment, with rows inserted one by one before it (logged, not yet in a segment):
+/// the process dying right after the load loses none of them and repeats none.
 #[test]
 fn a_small_load_turned_into_a_segment_survives_a_crash_after_it() {
     let dir = tmpdir("small-load-crash");
@@ -562,7 +562,7 @@ fn a_small_load_turned_into_a_segment_survives_a_crash_after_it() {
 }
 
 #[test]
-fn a_load_leaves_no_delta_past_a_share_of_a_segment_and_small_bulk_statements_share_one() {
+fn loads_leave_no_delta_past_a_segment_or_a_first_share_and_small_ones_share_segments() {
     let dir = tmpdir("tail");
     let t = open_column_table(&dir);
     let mut rng = Rng(3);
@@ -580,19 +580,17 @@ fn a_load_leaves_no_delta_past_a_share_of_a_segment_and_small_bulk_statements_sh
         )
     };
     let mut k = 0;
-    // 150 rows: two whole segments and the tail as a short one.
-    assert_eq!(bulk(150, &mut k), (vec![64, 64, 22], 0));
-    // Small statements wait in the delta until they fill an eighth of a segment (8 rows),
-    // then go to a short segment together.
-    assert_eq!(bulk(5, &mut k), (vec![64, 64, 22], 5));
-    assert_eq!(bulk(2, &mut k), (vec![64, 64, 22], 7));
-    assert_eq!(bulk(3, &mut k), (vec![64, 64, 22, 10], 0));
-    // A load of less than a segment but past the share: a short segment of its own.
-    assert_eq!(bulk(30, &mut k), (vec![64, 64, 22, 10, 30], 0));
+    // A first load below an eighth of a segment (8 rows) waits in the delta.
+    assert_eq!(bulk(5, &mut k), (vec![], 5));
+    // The table's first segment is made when a load takes its delta past that share.
+    assert_eq!(bulk(30, &mut k), (vec![35], 0));
+    // Later small statements wait in the delta until they fill a segment together.
+    assert_eq!(bulk(30, &mut k), (vec![35], 30));
+    assert_eq!(bulk(40, &mut k), (vec![35, 64], 6));
     // More than a segment's worth: whole segments, the rest short.
-    assert_eq!(bulk(70, &mut k), (vec![64, 64, 22, 10, 30, 64, 6], 0));
+    assert_eq!(bulk(70, &mut k), (vec![35, 64, 64, 12], 0));
     let got = scan(&t, None, None);
-    assert_eq!(got.len(), 260);
+    assert_eq!(got.len(), 175);
     for (i, (_, r)) in got.iter().enumerate() {
         assert_eq!(r[0], Value::Int(i as i64));
     }
