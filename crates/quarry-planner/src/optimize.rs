@@ -985,10 +985,10 @@ fn probe_plan(
     (probe_cost < hash_cost.min(filtered_cost)).then_some((ii, keys))
 }
 
-/// The cost of the hash join of `left` (of `outer` rows) and the column-table scan
-/// `right` when it builds on its left rows and hands their keys to the scan as a runtime
-/// filter (`quarry_executor::join::runtime_filter`): the scan checks every key on its chunks and
-/// makes only the rows whose key is among the left's — about `outer * rpk` of them, of
+/// The cost of the hash join of `left` (of `outer` rows) and the table scan `right` when
+/// it builds on its left rows and hands their keys to the scan as a runtime filter
+/// (`quarry_executor::join::runtime_filter`): the scan checks every key and makes only the
+/// rows whose key is among the left's — about `outer * rpk` of them, of
 /// which its own conditions keep their share. None when the join would not build on its
 /// left (`quarry_executor::join::builds_left`, which the executor asks too) or no filter reaches
 /// the scan's engine (not a full scan, or no integer key column), and for joins other
